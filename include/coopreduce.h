@@ -1,0 +1,193 @@
+/*
+ * coopreduce.h — deterministic reductions of large arrays on NVIDIA GPUs and on the CPU.
+ *
+ * This header is the manual. Everything the library offers is declared here, with what each
+ * function returns and when it fails. It is C99 and C++ compatible and includes no CUDA header.
+ *
+ * The one idea
+ * ------------
+ * coopreduce_sum() adds N numbers along a fixed tree of additions, "canonical order v1",
+ * published in docs/DETERMINISM.md. The result's bits depend only on the input values and N:
+ * not on the GPU model, the launch configuration, the number of CPU threads, or whether the CPU
+ * or the GPU computed it. Each element goes through O(log N) roundings (the pairwise bound).
+ *
+ * Handles
+ * -------
+ * A handle is bound to one device: one GPU (coopreduce_create_gpu) or the CPU
+ * (coopreduce_create_cpu). It owns the workspace the reduction needs, so that the hot path
+ * allocates nothing. Different handles may be used from different threads at the same time; one
+ * handle must be used by one thread at a time, and the GPU calls on one handle must not run
+ * concurrently on the device (keep one stream per handle, or order the streams): they share the
+ * handle's workspace.
+ *
+ * Errors
+ * ------
+ * Every function returns a coopreduce_status. COOPREDUCE_SUCCESS is 0; the values are pinned and
+ * will never change. coopreduce_status_string() names a status; coopreduce_last_error() gives
+ * the detailed message of the last failed call on a handle (or, for calls made without a handle,
+ * of the calling thread). The library never prints, never exits, and frees what it allocated
+ * when a call fails.
+ *
+ * Semantics of the sum (all devices)
+ * ----------------------------------
+ *  - An empty array (n == 0) sums to +0.0.
+ *  - Infinities add as IEEE-754 says along the canonical tree; +inf meeting -inf gives NaN.
+ *  - Any NaN in gives NaN out, always the canonical quiet NaN (0x7fc00000 / 0x7ff8000000000000).
+ *  - Signed zeros follow IEEE addition: the sum of [-0.0] is -0.0.
+ *  - Subnormals are kept.
+ */
+#ifndef COOPREDUCE_H
+#define COOPREDUCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define COOPREDUCE_VERSION_MAJOR 0
+#define COOPREDUCE_VERSION_MINOR 1
+#define COOPREDUCE_VERSION_PATCH 0
+/* The canonical order this header describes (docs/DETERMINISM.md). */
+#define COOPREDUCE_ORDER_VERSION 1
+
+/* Status codes. The numeric values are pinned: new codes are only ever appended. */
+typedef enum {
+    COOPREDUCE_SUCCESS = 0,
+    COOPREDUCE_ERROR_INVALID_ARGUMENT = 1,  /* NULL handle or pointer, bad option value */
+    COOPREDUCE_ERROR_UNSUPPORTED_DTYPE = 2, /* dtype not known, or not supported by this call */
+    COOPREDUCE_ERROR_NO_GPU = 3,            /* no usable CUDA GPU, or the ordinal does not exist,
+                                               or the library was built without CUDA */
+    COOPREDUCE_ERROR_NOT_DEVICE_MEMORY = 4, /* a GPU handle was given memory the GPU cannot read
+                                               or write (plain host memory, or another GPU's) */
+    COOPREDUCE_ERROR_MISALIGNED = 5,        /* pointer not aligned to the element size */
+    COOPREDUCE_ERROR_OUT_OF_MEMORY = 6,     /* host or device allocation failed */
+    COOPREDUCE_ERROR_CUDA = 7,              /* the CUDA runtime reported an error */
+    COOPREDUCE_ERROR_SYSTEM = 8,            /* the operating system refused (e.g. threads) */
+    COOPREDUCE_ERROR_WRONG_DEVICE = 9,      /* the call needs the other kind of handle */
+    COOPREDUCE_ERROR_INTERNAL = 10          /* a bug in coopreduce: please report it */
+} coopreduce_status;
+
+/* Element types. The numeric values are pinned: new types are only ever appended. */
+typedef enum {
+    COOPREDUCE_FLOAT32 = 0,
+    COOPREDUCE_FLOAT64 = 1
+} coopreduce_dtype;
+
+/* Opaque handle: one GPU or the CPU, with its workspace. */
+typedef struct coopreduce_handle coopreduce_handle;
+
+/* ---- Library information ----------------------------------------------------------------- */
+
+/* "0.1.0". Never NULL. */
+const char *coopreduce_version_string(void);
+
+/* The canonical order version implemented (COOPREDUCE_ORDER_VERSION of the built library). */
+int coopreduce_order_version(void);
+
+/* A short constant string naming the status ("success", "invalid argument", ...). Unknown
+ * values give "unknown status". Never NULL. */
+const char *coopreduce_status_string(coopreduce_status status);
+
+/* "float32", "float64", or NULL for a value that is not a known dtype. */
+const char *coopreduce_dtype_name(coopreduce_dtype dtype);
+
+/* Bytes per element, or 0 for a value that is not a known dtype. */
+size_t coopreduce_dtype_size(coopreduce_dtype dtype);
+
+/* The detailed message of the last failed call made with `handle`; with handle == NULL, of the
+ * last failed call made by this thread without a usable handle (e.g. a failed create). The
+ * string lives until the next call on the same handle (or thread). "" when nothing failed.
+ * Never NULL. */
+const char *coopreduce_last_error(const coopreduce_handle *handle);
+
+/* ---- GPUs --------------------------------------------------------------------------------- */
+
+typedef struct {
+    char name[256];
+    int ordinal;
+    int sm_count;
+    int cc_major, cc_minor;        /* compute capability */
+    int cooperative_launch;        /* 1 when the GPU supports cooperative launches */
+    int cluster_launch;            /* 1 when the GPU supports thread-block clusters (sm_90+) */
+    uint64_t total_memory_bytes;
+    uint64_t l2_bytes;
+    int usable;                    /* 1 when this library has code for the GPU's architecture */
+} coopreduce_gpu_props;
+
+/* Number of CUDA GPUs. Sets *count = 0 and returns COOPREDUCE_SUCCESS when there is no GPU, no
+ * driver, or the library was built without CUDA. Fails only on a NULL argument. */
+coopreduce_status coopreduce_gpu_count(int *count);
+
+/* Properties of GPU `ordinal`. Fails with COOPREDUCE_ERROR_NO_GPU for an ordinal that does not
+ * exist. */
+coopreduce_status coopreduce_gpu_props_get(int ordinal, coopreduce_gpu_props *props);
+
+/* ---- Handles ------------------------------------------------------------------------------ */
+
+/* A CPU handle. threads = 0 uses every online CPU; threads > 0 caps the worker threads. The
+ * result never depends on the thread count. Fails on threads < 0 or out of memory. */
+coopreduce_status coopreduce_create_cpu(coopreduce_handle **handle, int threads);
+
+/* A handle for GPU `ordinal`. Allocates the workspace for sums of up to 2^28 elements and a
+ * pinned, mapped host slot for coopreduce_sum_to_host(). Fails with COOPREDUCE_ERROR_NO_GPU when
+ * the GPU does not exist or the library has no code for it, COOPREDUCE_ERROR_CUDA or
+ * COOPREDUCE_ERROR_OUT_OF_MEMORY. Makes `ordinal` the calling thread's current CUDA device. */
+coopreduce_status coopreduce_create_gpu(coopreduce_handle **handle, int ordinal);
+
+/* Frees the handle and its workspace. Waits for the handle's GPU work to finish first.
+ * NULL is accepted and does nothing. Returns the first error met while freeing, but frees
+ * everything regardless. */
+coopreduce_status coopreduce_destroy(coopreduce_handle *handle);
+
+/* -1 for a CPU handle, else the GPU ordinal. Returns -2 for NULL. */
+int coopreduce_handle_device(const coopreduce_handle *handle);
+
+/* Grows the handle's workspace so that sums of up to n elements of `dtype` allocate nothing.
+ * A sum larger than the workspace grows it itself, which allocates and synchronises the device:
+ * call this once up front to keep allocation off the hot path. A no-op on CPU handles. */
+coopreduce_status coopreduce_reserve(coopreduce_handle *handle, uint64_t n, coopreduce_dtype dtype);
+
+/* For tests and benchmarks: force the GPU grid to `blocks` blocks (0 restores the automatic
+ * choice from SM count and occupancy). Any value >= 1 gives the same bits. Fails on a CPU
+ * handle (COOPREDUCE_ERROR_WRONG_DEVICE) or blocks < 0. */
+coopreduce_status coopreduce_set_grid_blocks(coopreduce_handle *handle, int blocks);
+
+/* For tests: the CPU thread count a CPU handle uses (0 = every online CPU). */
+coopreduce_status coopreduce_set_threads(coopreduce_handle *handle, int threads);
+
+/* ---- Sum ---------------------------------------------------------------------------------- */
+
+/* The sum of x[0..n) in canonical order v1, written to *result (one element of `dtype`).
+ *
+ * GPU handle: x and result are device memory the GPU can address (cudaMalloc, managed, or
+ *   mapped pinned host memory). The call is asynchronous: it returns once the work is enqueued
+ *   on `stream` (a cudaStream_t; NULL is the default stream), and *result is written when the
+ *   stream reaches it. One kernel launch for any n, no allocation (see coopreduce_reserve) and
+ *   no host synchronisation. x may have any alignment that is a multiple of the element size
+ *   (16-byte aligned data takes the fast path).
+ * CPU handle: x and result are host memory; the call is synchronous; stream is ignored.
+ *
+ * Fails with COOPREDUCE_ERROR_INVALID_ARGUMENT (NULL handle, x NULL while n > 0, result NULL),
+ * COOPREDUCE_ERROR_UNSUPPORTED_DTYPE, COOPREDUCE_ERROR_MISALIGNED (x or result not aligned to the
+ * element size), COOPREDUCE_ERROR_NOT_DEVICE_MEMORY (GPU handle given host or foreign memory),
+ * COOPREDUCE_ERROR_OUT_OF_MEMORY (growing the workspace), COOPREDUCE_ERROR_CUDA. On failure
+ * nothing is enqueued and *result is not written. */
+coopreduce_status coopreduce_sum(const void *x, void *result, uint64_t n, coopreduce_dtype dtype,
+                                 coopreduce_handle *handle, void *stream);
+
+/* The same sum, returned to host memory with the least latency: the kernel writes the result
+ * straight into pinned, mapped host memory owned by the handle, and the call returns when the
+ * result is there (it synchronises `stream`). x is device memory for a GPU handle, host memory
+ * for a CPU handle; result_host is plain host memory. Fails as coopreduce_sum() does, and with
+ * COOPREDUCE_ERROR_CUDA if earlier work on the stream failed. */
+coopreduce_status coopreduce_sum_to_host(const void *x, void *result_host, uint64_t n,
+                                         coopreduce_dtype dtype, coopreduce_handle *handle,
+                                         void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COOPREDUCE_H */

@@ -1,0 +1,509 @@
+/* bench.c — `coopreduce bench`: coopreduce against CUB and the hardware, in one run.
+ *
+ * Method (docs/PERF.md): uniform random data; one warm-up, then B batches of K back-to-back
+ * calls between two CUDA events (K sized so a batch lasts about 2 ms); per-call time = batch
+ * time / K; the median over batches is reported, with the noise (max - min) / median. The input
+ * buffer is reused, so data that fits in L2 is measured hot ("hot-L2", what back-to-back callers
+ * see); --cold flushes L2 before every single call and times each call alone. Latency to a host
+ * result is host wall time per synchronous call, median of many.
+ *
+ * Ratios, never absolutes, are what to compare: the lent GPU differs from day to day. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <pthread.h>
+#include <unistd.h>
+#include "bench.h"
+#include "coopreduce.h"
+#include "gen.h"
+#ifdef COOPREDUCE_HAVE_CUDA
+#include <cuda_runtime_api.h>
+int cr_bl_empty(void *stream);
+int cr_bl_read(const void *x, uint64_t bytes, float *out, int blocks, void *stream);
+int cr_bl_cub_sum(int dtype, const void *x, void *out, uint64_t n, void *temp, size_t *temp_bytes,
+                  void *stream);
+#endif
+
+#define MAX_N_LIST 64
+#define MAX_ROWS 1024
+
+typedef struct {
+    uint64_t n;
+    const char *dtype;
+    const char *method;
+    const char *kind;   /* "gpu_us" (events) or "host_us" (wall clock, result on the host) */
+    double us, noise;   /* median time per call, relative spread */
+    double bytes;       /* bytes the call must read (copy: read + write) */
+    double ceiling_us;  /* the float4 read kernel (or CPU streaming read) on the same bytes */
+    double ref_us;      /* CUB (or, for host latency, launch + sync) */
+} row_t;
+
+static row_t rows[MAX_ROWS];
+static int nrows;
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void median_noise(double *v, int k, double *med, double *noise)
+{
+    qsort(v, (size_t)k, sizeof *v, cmp_double);
+    *med = k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+    *noise = *med > 0 ? (v[k - 1] - v[0]) / *med : 0;
+}
+
+static row_t *add_row(uint64_t n, const char *dtype, const char *method, const char *kind,
+                      double us, double noise, double bytes)
+{
+    if (nrows >= MAX_ROWS) return NULL;
+    row_t *r = &rows[nrows++];
+    *r = (row_t){n, dtype, method, kind, us, noise, bytes, 0, 0};
+    return r;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+    if (s[0] == '2' && s[1] == '^') {
+        unsigned long e = strtoul(s + 2, &end, 10);
+        if (*end || e > 40) return -1;
+        *out = 1ull << e;
+        return 0;
+    }
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || *end) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_n_list(const char *s, uint64_t *list, int *count)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", s);
+    *count = 0;
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (*count >= MAX_N_LIST || parse_u64(tok, &list[*count]) || list[*count] == 0) return -1;
+        (*count)++;
+    }
+    return *count ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------------------ output */
+static void print_table(FILE *f)
+{
+    fprintf(f, "| N | bytes | dtype | method | timing | median us | noise %% | GB/s | %% of ceiling | x CUB |\n");
+    fprintf(f, "|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int i = 0; i < nrows; i++) {
+        row_t *r = &rows[i];
+        char ceil_s[32] = "", ref_s[32] = "", gbs[32] = "";
+        if (r->bytes > 0) snprintf(gbs, sizeof gbs, "%.0f", r->bytes / (r->us * 1e3));
+        if (r->ceiling_us > 0) snprintf(ceil_s, sizeof ceil_s, "%.1f", 100.0 * r->ceiling_us / r->us);
+        if (r->ref_us > 0) snprintf(ref_s, sizeof ref_s, "%.2f", r->ref_us / r->us);
+        fprintf(f, "| %llu | %.0f | %s | %s | %s | %.2f | %.1f | %s | %s | %s |\n",
+                (unsigned long long)r->n, r->bytes, r->dtype, r->method, r->kind, r->us,
+                100 * r->noise, gbs, ceil_s, ref_s);
+    }
+}
+
+static int write_files(const char *json, const char *csv, const char *device)
+{
+    if (json) {
+        FILE *f = fopen(json, "w");
+        if (!f) { fprintf(stderr, "coopreduce: cannot write %s\n", json); return -1; }
+        fprintf(f, "{\"device\": \"%s\", \"rows\": [\n", device);
+        for (int i = 0; i < nrows; i++) {
+            row_t *r = &rows[i];
+            fprintf(f, "  {\"n\": %llu, \"dtype\": \"%s\", \"method\": \"%s\", \"timing\": \"%s\", "
+                       "\"median_us\": %.4f, \"noise\": %.4f, \"bytes\": %.0f, \"ceiling_us\": %.4f, "
+                       "\"ref_us\": %.4f}%s\n",
+                    (unsigned long long)r->n, r->dtype, r->method, r->kind, r->us, r->noise,
+                    r->bytes, r->ceiling_us, r->ref_us, i + 1 < nrows ? "," : "");
+        }
+        fprintf(f, "]}\n");
+        fclose(f);
+    }
+    if (csv) {
+        FILE *f = fopen(csv, "w");
+        if (!f) { fprintf(stderr, "coopreduce: cannot write %s\n", csv); return -1; }
+        fprintf(f, "n,dtype,method,timing,median_us,noise,bytes,ceiling_us,ref_us\n");
+        for (int i = 0; i < nrows; i++) {
+            row_t *r = &rows[i];
+            fprintf(f, "%llu,%s,%s,%s,%.4f,%.4f,%.0f,%.4f,%.4f\n", (unsigned long long)r->n,
+                    r->dtype, r->method, r->kind, r->us, r->noise, r->bytes, r->ceiling_us, r->ref_us);
+        }
+        fclose(f);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------ CPU */
+typedef float v16f __attribute__((vector_size(64)));
+typedef struct { const float *x; uint64_t n; float out; } stream_job;
+
+/* The CPU ceiling: read every float once, four independent vector accumulators, no order. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static float stream_read(const float *x, uint64_t n)
+{
+    v16f a = {0}, b = {0}, c = {0}, d = {0}, t;
+    uint64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        memcpy(&t, x + i, 64); a += t;
+        memcpy(&t, x + i + 16, 64); b += t;
+        memcpy(&t, x + i + 32, 64); c += t;
+        memcpy(&t, x + i + 48, 64); d += t;
+    }
+    a += b + c + d;
+    float s = 0;
+    for (int j = 0; j < 16; j++) s += a[j];
+    for (; i < n; i++) s += x[i];
+    return s;
+}
+
+static void *stream_worker(void *p)
+{
+    stream_job *j = p;
+    j->out = stream_read(j->x, j->n);
+    return NULL;
+}
+
+static double cpu_stream_us(const float *x, uint64_t n, int threads)
+{
+    stream_job jobs[256];
+    pthread_t tid[256];
+    if (threads > 256) threads = 256;
+    double t0 = now_us();
+    for (int i = 0; i < threads; i++) {
+        uint64_t a = n * i / threads, b = n * (i + 1) / threads;
+        jobs[i] = (stream_job){x + a, b - a, 0};
+        if (i && pthread_create(&tid[i], NULL, stream_worker, &jobs[i])) return -1;
+    }
+    stream_worker(&jobs[0]);
+    for (int i = 1; i < threads; i++) pthread_join(tid[i], NULL);
+    double t = now_us() - t0;
+    volatile float sink = jobs[0].out;
+    (void)sink;
+    return t;
+}
+
+static int bench_cpu(const uint64_t *ns, int nn, int threads, int reps)
+{
+    uint64_t nmax = 0;
+    for (int i = 0; i < nn; i++) if (ns[i] > nmax) nmax = ns[i];
+    float *x = NULL;
+    if (posix_memalign((void **)&x, 64, nmax * sizeof(float))) {
+        fprintf(stderr, "coopreduce: cannot allocate %llu floats\n", (unsigned long long)nmax);
+        return 1;
+    }
+    int nthreads = threads > 0 ? threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    cr_gen_fill(x, 0, nmax, COOPREDUCE_FLOAT32, CR_GEN_UNIFORM, 1, nthreads);
+    coopreduce_handle *h = NULL;
+    if (coopreduce_create_cpu(&h, threads)) {
+        fprintf(stderr, "coopreduce: %s\n", coopreduce_last_error(NULL));
+        free(x);
+        return 1;
+    }
+    for (int i = 0; i < nn; i++) {
+        uint64_t n = ns[i];
+        double ts[64], tr[64], med_s, med_r, noise_s, noise_r;
+        int k = reps > 64 ? 64 : reps;
+        float r;
+        coopreduce_sum(x, &r, n, COOPREDUCE_FLOAT32, h, NULL);   /* warm-up */
+        cpu_stream_us(x, n, nthreads);
+        for (int j = 0; j < k; j++) {
+            double t0 = now_us();
+            coopreduce_sum(x, &r, n, COOPREDUCE_FLOAT32, h, NULL);
+            ts[j] = now_us() - t0;
+            tr[j] = cpu_stream_us(x, n, nthreads);
+        }
+        median_noise(ts, k, &med_s, &noise_s);
+        median_noise(tr, k, &med_r, &noise_r);
+        row_t *a = add_row(n, "float32", "stream_read", "host_us", med_r, noise_r, n * 4.0);
+        row_t *b = add_row(n, "float32", "canonical", "host_us", med_s, noise_s, n * 4.0);
+        if (a) a->ceiling_us = med_r;
+        if (b) b->ceiling_us = med_r;
+        fprintf(stderr, "  cpu n=%llu done\n", (unsigned long long)n);
+    }
+    coopreduce_destroy(h);
+    free(x);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------ GPU */
+#ifdef COOPREDUCE_HAVE_CUDA
+#define CK(call)                                                                           \
+    do {                                                                                   \
+        cudaError_t e_ = (cudaError_t)(call);                                              \
+        if (e_ != cudaSuccess) {                                                           \
+            fprintf(stderr, "coopreduce: bench: %s: %s\n", #call, cudaGetErrorString(e_)); \
+            goto fail;                                                                     \
+        }                                                                                  \
+    } while (0)
+#define CKS(call)                                                                         \
+    do {                                                                                  \
+        coopreduce_status s_ = (call);                                                    \
+        if (s_ != COOPREDUCE_SUCCESS) {                                                   \
+            fprintf(stderr, "coopreduce: bench: %s\n", coopreduce_last_error(h));         \
+            goto fail;                                                                    \
+        }                                                                                 \
+    } while (0)
+
+enum { M_CANONICAL, M_CUB, M_READ, M_EMPTY, M_COPY };
+
+typedef struct {
+    coopreduce_handle *h;
+    int dtype;
+    const void *x;
+    void *out, *copy_dst, *temp;
+    size_t temp_bytes;
+    float *read_out;
+    int read_blocks;
+    uint64_t n;
+} gpu_ctx;
+
+static int run_method(gpu_ctx *c, int m)
+{
+    size_t es = c->dtype ? 8 : 4;
+    switch (m) {
+    case M_CANONICAL: return coopreduce_sum(c->x, c->out, c->n, (coopreduce_dtype)c->dtype, c->h, NULL) ? -1 : 0;
+    case M_CUB: return cr_bl_cub_sum(c->dtype, c->x, c->out, c->n, c->temp, &c->temp_bytes, NULL);
+    case M_READ: return cr_bl_read(c->x, c->n * es / 16 * 16, c->read_out, c->read_blocks, NULL);
+    case M_EMPTY: return cr_bl_empty(NULL);
+    case M_COPY: return (int)cudaMemcpyAsync(c->copy_dst, c->x, c->n * es, cudaMemcpyDeviceToDevice, NULL);
+    }
+    return -1;
+}
+
+/* Median per-call time over `batches` batches of back-to-back calls (hot), or of single calls
+ * each after an L2 flush (cold). Returns < 0 on error. */
+static double time_method(gpu_ctx *c, int m, int batches, int cold, void *flush, size_t flush_bytes,
+                          double *noise)
+{
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    double v[64], med = -1;
+    float ms;
+    if (batches > 64) batches = 64;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    for (int w = 0; w < 3; w++) if (run_method(c, m)) goto fail;  /* warm-up */
+    CK(cudaEventRecord(e0, NULL));
+    if (run_method(c, m)) goto fail;
+    CK(cudaEventRecord(e1, NULL));
+    CK(cudaEventSynchronize(e1));
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    int k = cold ? 1 : (int)(2000.0 / (ms * 1e3 + 1e-3));
+    if (k < 10) k = cold ? 1 : 10;
+    if (k > 2000) k = 2000;
+    for (int b = 0; b < batches; b++) {
+        if (cold) CK(cudaMemsetAsync(flush, b & 0xff, flush_bytes, NULL));
+        CK(cudaEventRecord(e0, NULL));
+        for (int i = 0; i < k; i++) if (run_method(c, m)) goto fail;
+        CK(cudaEventRecord(e1, NULL));
+        CK(cudaEventSynchronize(e1));
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        v[b] = ms * 1e3 / k;
+    }
+    median_noise(v, batches, &med, noise);
+fail:
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    return med;
+}
+
+/* Host wall time per synchronous call, result on the host. which: 0 = coopreduce_sum_to_host,
+ * 1 = empty kernel + stream synchronise, 2 = CUB + 4/8-byte copy to host. */
+static double time_host(gpu_ctx *c, int which, int calls, double *noise)
+{
+    double v[512], med = -1, host[1];
+    if (calls > 512) calls = 512;
+    for (int i = -10; i < calls; i++) {
+        double t0 = now_us();
+        if (which == 0) {
+            if (coopreduce_sum_to_host(c->x, host, c->n, (coopreduce_dtype)c->dtype, c->h, NULL)) return -1;
+        } else if (which == 1) {
+            if (cr_bl_empty(NULL) || cudaStreamSynchronize(NULL) != cudaSuccess) return -1;
+        } else {
+            if (cr_bl_cub_sum(c->dtype, c->x, c->out, c->n, c->temp, &c->temp_bytes, NULL)) return -1;
+            if (cudaMemcpy(host, c->out, c->dtype ? 8 : 4, cudaMemcpyDeviceToHost) != cudaSuccess) return -1;
+        }
+        if (i >= 0) v[i] = now_us() - t0;
+    }
+    median_noise(v, calls, &med, noise);
+    return med;
+}
+
+static int bench_gpu(int ordinal, const uint64_t *ns, int nn, const int *dtypes, int nd, int batches,
+                     int cold, int host_latency)
+{
+    coopreduce_handle *h = NULL;
+    void *x = NULL, *out = NULL, *copy_dst = NULL, *temp = NULL, *flush = NULL, *hx = NULL;
+    float *read_out = NULL;
+    int rc = 1;
+    uint64_t nmax = 0;
+    for (int i = 0; i < nn; i++) if (ns[i] > nmax) nmax = ns[i];
+    coopreduce_gpu_props props;
+    if (coopreduce_create_gpu(&h, ordinal) || coopreduce_gpu_props_get(ordinal, &props)) {
+        fprintf(stderr, "coopreduce: %s\n", coopreduce_last_error(NULL));
+        return 1;
+    }
+    fprintf(stderr, "bench: %s, %d SMs, L2 %.0f MB\n", props.name, props.sm_count, props.l2_bytes / 1e6);
+    CK(cudaSetDevice(ordinal));
+    CK(cudaMalloc(&x, nmax * 8 + 16));
+    CK(cudaMalloc(&out, 16));
+    CK(cudaMalloc(&copy_dst, nmax * 8 + 16));
+    size_t flush_bytes = (size_t)props.l2_bytes * 4;
+    CK(cudaMalloc(&flush, flush_bytes));
+    int read_blocks = props.sm_count * 16;
+    CK(cudaMalloc((void **)&read_out, read_blocks * sizeof(float)));
+    hx = malloc(nmax * 8);
+    if (!hx) { fprintf(stderr, "coopreduce: bench: out of host memory\n"); goto fail; }
+    for (int d = 0; d < nd; d++) {
+        int dt = dtypes[d];
+        const char *dname = dt ? "float64" : "float32";
+        size_t es = dt ? 8 : 4;
+        cr_gen_fill(hx, 0, nmax, (coopreduce_dtype)dt, CR_GEN_UNIFORM, 1, (int)sysconf(_SC_NPROCESSORS_ONLN));
+        CK(cudaMemcpy(x, hx, nmax * es, cudaMemcpyHostToDevice));
+        CKS(coopreduce_reserve(h, nmax, (coopreduce_dtype)dt));
+        size_t tb = 0;
+        CK(cr_bl_cub_sum(dt, x, out, nmax, NULL, &tb, NULL));
+        if (temp) cudaFree(temp);
+        temp = NULL;
+        CK(cudaMalloc(&temp, tb + 16));
+        for (int i = 0; i < nn; i++) {
+            gpu_ctx c = {h, dt, x, out, copy_dst, temp, tb, read_out, read_blocks, ns[i]};
+            double us[5], noise[5];
+            static const char *names[5] = {"canonical", "cub", "float4_read", "empty_kernel", "d2d_copy"};
+            for (int m = 0; m < 5; m++) {
+                us[m] = time_method(&c, m, batches, cold, flush, flush_bytes, &noise[m]);
+                if (us[m] < 0) goto fail;
+            }
+            double bytes = (double)ns[i] * es;
+            for (int m = 0; m < 5; m++) {
+                row_t *r = add_row(ns[i], dname, names[m], cold ? "gpu_us_cold" : "gpu_us", us[m], noise[m],
+                                   m == M_EMPTY ? 0 : (m == M_COPY ? 2 * bytes : bytes));
+                if (!r) continue;
+                if (m != M_EMPTY && m != M_COPY) { r->ceiling_us = us[M_READ]; r->ref_us = us[M_CUB]; }
+            }
+            if (host_latency) {
+                double hn[3], hu[3];
+                for (int w = 0; w < 3; w++) {
+                    hu[w] = time_host(&c, w, 200, &hn[w]);
+                    if (hu[w] < 0) { fprintf(stderr, "coopreduce: bench: host latency run failed\n"); goto fail; }
+                }
+                static const char *hnames[3] = {"canonical_to_host", "empty_launch+sync", "cub+memcpy"};
+                for (int w = 0; w < 3; w++) {
+                    row_t *r = add_row(ns[i], dname, hnames[w], "host_us", hu[w], hn[w], w == 1 ? 0 : bytes);
+                    if (r) r->ref_us = hu[1];
+                }
+            }
+            fprintf(stderr, "  %s n=%llu done\n", dname, (unsigned long long)ns[i]);
+        }
+    }
+    rc = 0;
+fail:
+    if (rc) fprintf(stderr, "coopreduce: bench: %s\n", coopreduce_last_error(h));
+    coopreduce_destroy(h);
+    if (x) cudaFree(x);
+    if (out) cudaFree(out);
+    if (copy_dst) cudaFree(copy_dst);
+    if (temp) cudaFree(temp);
+    if (flush) cudaFree(flush);
+    if (read_out) cudaFree(read_out);
+    free(hx);
+    return rc;
+}
+#endif
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: coopreduce bench [--device gpu|gpu:K|cpu] [--quick] [--n LIST] [--dtype f32,f64]\n"
+        "                        [--batches B] [--cold] [--no-host-latency] [--threads T]\n"
+        "                        [--json FILE] [--csv FILE]\n"
+        "  GPU: coopreduce's canonical sum against CUB DeviceReduce::Sum, a float4 read kernel\n"
+        "  (the bandwidth ceiling), an empty kernel and a device-to-device copy, plus the latency\n"
+        "  of a result on the host. CPU: the canonical sum against a streaming read on all cores.\n"
+        "  --n takes a comma list (e.g. 2^20,2^24,1048576). Default GPU sweep: 2^10 .. 2^28 in\n"
+        "  steps of 2^2, float32 and float64; --quick: 2^16,2^20,2^24,2^28.\n");
+}
+
+int cli_bench_main(int argc, char **argv)
+{
+    uint64_t ns[MAX_N_LIST];
+    int nn = 0, quick = 0, cold = 0, host_latency = 1, batches = 7, threads = 0;
+    int dtypes[2] = {0, 1}, nd = 2, gpu = -1, cpu = 0;
+    const char *json = NULL, *csv = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
+        else if (!strcmp(a, "--quick")) quick = 1;
+        else if (!strcmp(a, "--cold")) cold = 1;
+        else if (!strcmp(a, "--no-host-latency")) host_latency = 0;
+        else if (!strcmp(a, "--n") && v) { if (parse_n_list(v, ns, &nn)) { fprintf(stderr, "coopreduce: bad --n list '%s'\n", v); return 2; } i++; }
+        else if (!strcmp(a, "--dtype") && v) {
+            nd = 0;
+            if (strstr(v, "f32")) dtypes[nd++] = 0;
+            if (strstr(v, "f64")) dtypes[nd++] = 1;
+            if (!nd) { fprintf(stderr, "coopreduce: bad --dtype '%s' (f32, f64 or f32,f64)\n", v); return 2; }
+            i++;
+        }
+        else if (!strcmp(a, "--batches") && v) { batches = atoi(v); if (batches < 3 || batches > 64) { fprintf(stderr, "coopreduce: --batches must be 3..64\n"); return 2; } i++; }
+        else if (!strcmp(a, "--threads") && v) { threads = atoi(v); if (threads < 0) { fprintf(stderr, "coopreduce: --threads must be >= 0\n"); return 2; } i++; }
+        else if (!strcmp(a, "--json") && v) { json = v; i++; }
+        else if (!strcmp(a, "--csv") && v) { csv = v; i++; }
+        else if (!strcmp(a, "--device") && v) {
+            if (!strcmp(v, "cpu")) cpu = 1;
+            else if (!strcmp(v, "gpu")) gpu = 0;
+            else if (!strncmp(v, "gpu:", 4) && v[4]) gpu = atoi(v + 4);
+            else { fprintf(stderr, "coopreduce: bad --device '%s' (gpu, gpu:K or cpu)\n", v); return 2; }
+            i++;
+        }
+        else { fprintf(stderr, "coopreduce: bench: unknown or incomplete option '%s' (see coopreduce bench --help)\n", a); return 2; }
+    }
+    int gpus = 0;
+    coopreduce_gpu_count(&gpus);
+    if (!cpu && gpu < 0) {
+        if (gpus > 0) gpu = 0;
+        else { cpu = 1; fprintf(stderr, "bench: no GPU found, benchmarking the CPU path\n"); }
+    }
+    int rc;
+    char device[64];
+    if (cpu) {
+        if (!nn) {
+            static const uint64_t d[] = {1ull << 20, 1ull << 24, 1ull << 28};
+            nn = quick ? 2 : 3;
+            memcpy(ns, d, sizeof d);
+        }
+        snprintf(device, sizeof device, "cpu");
+        rc = bench_cpu(ns, nn, threads, quick ? 5 : 9);
+    } else {
+#ifdef COOPREDUCE_HAVE_CUDA
+        if (gpu >= gpus) { fprintf(stderr, "coopreduce: no GPU with ordinal %d (%d found)\n", gpu, gpus); return 1; }
+        if (!nn) {
+            if (quick) { ns[0] = 1ull << 16; ns[1] = 1ull << 20; ns[2] = 1ull << 24; ns[3] = 1ull << 28; nn = 4; }
+            else for (int e = 10; e <= 28; e += 2) ns[nn++] = 1ull << e;
+        }
+        snprintf(device, sizeof device, "gpu:%d", gpu);
+        rc = bench_gpu(gpu, ns, nn, dtypes, nd, quick ? 5 : batches, cold, host_latency);
+#else
+        fprintf(stderr, "coopreduce: this build has no GPU path (built without CUDA)\n");
+        return 1;
+#endif
+    }
+    if (rc) return rc;
+    print_table(stdout);
+    return write_files(json, csv, device) ? 1 : 0;
+}

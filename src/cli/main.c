@@ -1,0 +1,1310 @@
+/* main.c — the `coopreduce` command: sum, gen, info, bench.
+ *
+ * Conventions: results go to stdout (human text, or exactly one JSON object with --json); every
+ * error is one line on stderr starting "coopreduce: ", with exit status 2 for usage errors and
+ * 1 for everything else. Nothing is printed until the work has succeeded, so a failure never
+ * leaves half a report behind. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "coopreduce.h"
+#include "gen.h"
+#include "gpu_buffers.h"
+#include "npy.h"
+
+#ifdef COOPREDUCE_HAVE_CUDA
+#define BUILT_WITH_CUDA 1
+#else
+#define BUILT_WITH_CUDA 0
+#endif
+
+enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2 };
+
+#define DEFAULT_REPEAT 5
+#define MAX_REPEAT 1000000
+#define ERRLEN 1024
+
+/* ================================================================ messages */
+
+static void print_error(const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    /* One line, whatever a library or file name brought in. */
+    for (char *c = msg; *c; c++)
+        if (*c == '\n' || *c == '\r')
+            *c = ' ';
+    fprintf(stderr, "coopreduce: %s\n", msg);
+}
+
+static int usage_error(const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    print_error("%s", msg);
+    return EXIT_USAGE;
+}
+
+/* The library's detailed message, or the status name when it left none. */
+static const char *library_message(const coopreduce_handle *h, coopreduce_status st)
+{
+    const char *msg = coopreduce_last_error(h);
+    return (msg != NULL && msg[0] != '\0') ? msg : coopreduce_status_string(st);
+}
+
+/* ================================================================ help */
+
+static const char *const MAIN_HELP =
+    "usage: coopreduce <command> [options]\n"
+    "\n"
+    "Deterministic sums of large float arrays on NVIDIA GPUs and on the CPU: the result's bits\n"
+    "depend only on the data, never on the device, GPU model or thread count (canonical order\n"
+    "v1, see docs/DETERMINISM.md).\n"
+    "\n"
+    "commands:\n"
+    "  sum     sum an array: a .npy file, a raw file, or generated data\n"
+    "  gen     write generated data to a .npy or raw file\n"
+    "  info    list the GPUs, the build and the CPUs\n"
+    "  bench   benchmark against baselines (coopreduce bench --help)\n"
+    "  help    this text, or a command's: coopreduce help sum\n"
+    "\n"
+    "coopreduce --version prints the version. Exit status: 0 success, 1 failure, 2 usage error.\n";
+
+static const char *const SUM_HELP =
+    "usage: coopreduce sum INPUT.npy [options]\n"
+    "       coopreduce sum --raw FILE --dtype f32|f64 [options]\n"
+    "       coopreduce sum --gen ones|uniform|normal|signed --n N [--seed S] [--dtype f32|f64]\n"
+    "                      [options]\n"
+    "\n"
+    "Sums every element of the array (any shape, flattened in file order) in canonical order v1.\n"
+    "\n"
+    "input:\n"
+    "  INPUT.npy          NumPy file, dtype float32 or float64 (either byte order)\n"
+    "  --raw FILE         raw little-endian elements; needs --dtype\n"
+    "  --gen KIND         generated data, identical on every machine (see coopreduce gen --help)\n"
+    "  --n N              element count for --gen: 1000000, 2^24, 1<<24, 16M (= 16*2^20), 1e6\n"
+    "  --seed S           seed for --gen (default 1)\n"
+    "  --dtype f32|f64    element type for --raw and --gen (default f32 for --gen)\n"
+    "\n"
+    "options:\n"
+    "  --device D         auto (default: GPU 0 if usable, else the CPU), cpu, gpu, gpu:K\n"
+    "  --threads N        CPU worker threads (default 0 = every online CPU)\n"
+    "  --repeat K         timed repetitions after one untimed warm-up (default 5); the time\n"
+    "                     reported is their median, and every repetition must give the same bits\n"
+    "  --json             one JSON object on stdout instead of the text report\n";
+
+static const char *const GEN_HELP =
+    "usage: coopreduce gen KIND --n N [--seed S] [--dtype f32|f64] (--out FILE.npy | --raw-out FILE)\n"
+    "\n"
+    "Writes generated data. Element i depends only on (KIND, seed, i), so the data is identical\n"
+    "on every machine and `coopreduce sum --gen` sums exactly the same values.\n"
+    "\n"
+    "kinds:\n"
+    "  ones      1.0\n"
+    "  uniform   uniform in [0, 1): 24 random bits (f32) or 53 (f64)\n"
+    "  normal    standard normal\n"
+    "  signed    uniform in [-1, 1) times 2^e, e uniform in [-20, 20]: wide range, heavy\n"
+    "            cancellation, exact in float32\n"
+    "\n"
+    "options:\n"
+    "  --n N              element count: 1000000, 2^24, 1<<24, 16M (= 16*2^20), 1e6\n"
+    "  --seed S           seed (default 1)\n"
+    "  --dtype f32|f64    element type (default f32)\n"
+    "  --out FILE         write a .npy file (format 1.0, data 64-byte aligned)\n"
+    "  --raw-out FILE     write raw little-endian elements instead\n";
+
+static const char *const INFO_HELP =
+    "usage: coopreduce info [--json]\n"
+    "\n"
+    "Lists the CUDA GPUs (name, SMs, memory, compute capability, cooperative launch, clusters,\n"
+    "whether this build has code for it), the library and canonical order versions, and the\n"
+    "CPUs.\n";
+
+/* ================================================================ option parsing */
+
+typedef struct {
+    const char *name; /* without the leading "--" */
+    int takes_value;
+} option_spec;
+
+typedef struct {
+    int argc;
+    char **argv;
+    int next;
+    int options_ended; /* after "--" */
+} arg_cursor;
+
+enum { ARG_END = 0, ARG_POSITIONAL = 1, ARG_OPTION = 2, ARG_ERROR = -1 };
+
+/* Returns the next argument: a positional (in *value), an option from `specs` (its spec in
+ * *spec, its value in *value: "--name value" and "--name=value" both work), ARG_END, or
+ * ARG_ERROR after printing a usage error. */
+static int next_arg(arg_cursor *cur, const option_spec *specs, const option_spec **spec,
+                    const char **value)
+{
+    *spec = NULL;
+    *value = NULL;
+    if (cur->next >= cur->argc)
+        return ARG_END;
+    const char *arg = cur->argv[cur->next++];
+    if (!cur->options_ended && strcmp(arg, "--") == 0) {
+        cur->options_ended = 1;
+        return next_arg(cur, specs, spec, value);
+    }
+    if (cur->options_ended || arg[0] != '-' || arg[1] == '\0') {
+        *value = arg;
+        return ARG_POSITIONAL;
+    }
+    if (arg[1] != '-') {
+        usage_error("unknown option '%s' (options are spelled --name)", arg);
+        return ARG_ERROR;
+    }
+    const char *name = arg + 2;
+    const char *eq = strchr(name, '=');
+    size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
+    for (const option_spec *s = specs; s->name != NULL; s++) {
+        if (strlen(s->name) != name_len || strncmp(s->name, name, name_len) != 0)
+            continue;
+        *spec = s;
+        if (!s->takes_value) {
+            if (eq != NULL) {
+                usage_error("option --%s takes no value", s->name);
+                return ARG_ERROR;
+            }
+            return ARG_OPTION;
+        }
+        if (eq != NULL) {
+            *value = eq + 1;
+        } else if (cur->next < cur->argc) {
+            *value = cur->argv[cur->next++];
+        } else {
+            usage_error("option --%s needs a value", s->name);
+            return ARG_ERROR;
+        }
+        return ARG_OPTION;
+    }
+    usage_error("unknown option '--%.*s'", (int)name_len, name);
+    return ARG_ERROR;
+}
+
+static int wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            return 0;
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* ================================================================ values */
+
+static int parse_u64_decimal(const char **p, uint64_t *out)
+{
+    const char *s = *p;
+    if (*s < '0' || *s > '9')
+        return -1;
+    uint64_t v = 0;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t)(*s - '0'), &v))
+            return -1;
+    }
+    *p = s;
+    *out = v;
+    return 0;
+}
+
+static int pow_u64(uint64_t base, uint64_t exponent, uint64_t *out)
+{
+    uint64_t r = 1;
+    for (uint64_t k = 0; k < exponent; k++) {
+        if (__builtin_mul_overflow(r, base, &r))
+            return -1;
+        if (r == 0 || r == 1)
+            break; /* 0^k and 1^k settle at once; avoids spinning on huge exponents */
+    }
+    *out = exponent == 0 ? 1 : r;
+    return 0;
+}
+
+/* An element count: 1000000, 2^24, 2**24, 1<<24, 16M (binary suffixes K M G T, optionally
+ * followed by 'i'), 1e6. */
+static int parse_count(const char *text, uint64_t *out)
+{
+    const char *p = text;
+    uint64_t a, b, v;
+    if (parse_u64_decimal(&p, &a) != 0)
+        return -1;
+    if (*p == '\0') {
+        v = a;
+    } else if (*p == '^' || (p[0] == '*' && p[1] == '*')) {
+        p += *p == '^' ? 1 : 2;
+        if (parse_u64_decimal(&p, &b) != 0 || *p != '\0' || pow_u64(a, b, &v) != 0)
+            return -1;
+    } else if (p[0] == '<' && p[1] == '<') {
+        p += 2;
+        if (parse_u64_decimal(&p, &b) != 0 || *p != '\0' || b > 63 || (a != 0 && (a >> (63 - b)) > 1))
+            return -1;
+        v = a << b;
+    } else if (*p == 'e' || *p == 'E') {
+        p++;
+        uint64_t scale;
+        if (parse_u64_decimal(&p, &b) != 0 || *p != '\0' || pow_u64(10, b, &scale) != 0 ||
+            __builtin_mul_overflow(a, scale, &v))
+            return -1;
+    } else {
+        int shift;
+        switch (*p) {
+        case 'k': case 'K': shift = 10; break;
+        case 'm': case 'M': shift = 20; break;
+        case 'g': case 'G': shift = 30; break;
+        case 't': case 'T': shift = 40; break;
+        default: return -1;
+        }
+        p++;
+        if (*p == 'i')
+            p++;
+        if (*p != '\0' || (a >> (64 - shift)) != 0)
+            return -1;
+        v = a << shift;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_small_int(const char *text, int lo, int hi, int *out)
+{
+    uint64_t v;
+    if (parse_count(text, &v) != 0 || v < (uint64_t)lo || v > (uint64_t)hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* Decimal or 0x-hexadecimal, the full 64-bit range. */
+static int parse_seed(const char *text, uint64_t *out)
+{
+    if (text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+        const char *p = text + 2;
+        uint64_t v = 0;
+        if (*p == '\0')
+            return -1;
+        for (; *p; p++) {
+            int digit;
+            if (*p >= '0' && *p <= '9') digit = *p - '0';
+            else if (*p >= 'a' && *p <= 'f') digit = *p - 'a' + 10;
+            else if (*p >= 'A' && *p <= 'F') digit = *p - 'A' + 10;
+            else return -1;
+            if (v >> 60)
+                return -1;
+            v = v << 4 | (uint64_t)digit;
+        }
+        *out = v;
+        return 0;
+    }
+    const char *p = text;
+    if (parse_u64_decimal(&p, out) != 0 || *p != '\0')
+        return -1;
+    return 0;
+}
+
+static int parse_dtype(const char *text, coopreduce_dtype *dtype)
+{
+    if (strcmp(text, "f32") == 0 || strcmp(text, "float32") == 0) {
+        *dtype = COOPREDUCE_FLOAT32;
+        return 0;
+    }
+    if (strcmp(text, "f64") == 0 || strcmp(text, "float64") == 0) {
+        *dtype = COOPREDUCE_FLOAT64;
+        return 0;
+    }
+    return -1;
+}
+
+typedef enum { DEVICE_AUTO, DEVICE_CPU, DEVICE_GPU } device_kind;
+
+static int parse_device(const char *text, device_kind *kind, int *ordinal)
+{
+    *ordinal = 0;
+    if (strcmp(text, "auto") == 0) {
+        *kind = DEVICE_AUTO;
+        return 0;
+    }
+    if (strcmp(text, "cpu") == 0) {
+        *kind = DEVICE_CPU;
+        return 0;
+    }
+    if (strcmp(text, "gpu") == 0) {
+        *kind = DEVICE_GPU;
+        return 0;
+    }
+    if (strncmp(text, "gpu:", 4) == 0 && parse_small_int(text + 4, 0, 1 << 20, ordinal) == 0) {
+        *kind = DEVICE_GPU;
+        return 0;
+    }
+    return -1;
+}
+
+static size_t dtype_size(coopreduce_dtype dtype)
+{
+    return dtype == COOPREDUCE_FLOAT64 ? 8 : 4;
+}
+
+static const char *dtype_name(coopreduce_dtype dtype)
+{
+    return dtype == COOPREDUCE_FLOAT64 ? "float64" : "float32";
+}
+
+/* ================================================================ formatting */
+
+/* Rewrites "d.ddde[+-]XX" (as printed by %.*e) in positional notation when the exponent is in
+ * [-5, 17), the way Python's repr does ("1000", "0.0001"), else as "d.ddde+XX". */
+static void pretty_decimal(const char *sci, char *out, size_t outlen)
+{
+    const char *p = sci;
+    char sign[2] = {0, 0};
+    if (*p == '-')
+        sign[0] = *p++;
+    char digits[40];
+    size_t nd = 0;
+    for (; *p && *p != 'e' && nd + 1 < sizeof digits; p++)
+        if (*p >= '0' && *p <= '9')
+            digits[nd++] = *p;
+    while (nd > 1 && digits[nd - 1] == '0')
+        nd--;
+    digits[nd] = '\0';
+    int exponent = *p == 'e' ? atoi(p + 1) : 0;
+    if (exponent < -5 || exponent >= 17) {
+        snprintf(out, outlen, "%s%c%s%se%c%02d", sign, digits[0], nd > 1 ? "." : "", digits + 1,
+                 exponent < 0 ? '-' : '+', exponent < 0 ? -exponent : exponent);
+        return;
+    }
+    char buf[64];
+    size_t len = 0;
+    if (exponent < 0) {
+        len += (size_t)snprintf(buf, sizeof buf, "0.");
+        for (int z = 0; z < -exponent - 1; z++)
+            buf[len++] = '0';
+        for (size_t k = 0; k < nd; k++)
+            buf[len++] = digits[k];
+    } else {
+        for (int k = 0; k <= exponent; k++)
+            buf[len++] = (size_t)k < nd ? digits[k] : '0';
+        if (nd > (size_t)exponent + 1) {
+            buf[len++] = '.';
+            for (size_t k = (size_t)exponent + 1; k < nd; k++)
+                buf[len++] = digits[k];
+        }
+    }
+    buf[len] = '\0';
+    snprintf(out, outlen, "%s%s", sign, buf);
+}
+
+/* The shortest decimal that reads back (strtof/strtod, round to nearest) as the same bits:
+ * fewest significant digits first, then written positionally where that is readable. */
+static void format_shortest(const unsigned char *bits, coopreduce_dtype dtype, char *out,
+                            size_t outlen)
+{
+    double value;
+    if (dtype == COOPREDUCE_FLOAT32) {
+        float f;
+        memcpy(&f, bits, sizeof f);
+        value = f;
+    } else {
+        memcpy(&value, bits, sizeof value);
+    }
+    if (value != value) {
+        snprintf(out, outlen, "nan");
+        return;
+    }
+    if (value == 1.0 / 0.0 || value == -1.0 / 0.0) {
+        snprintf(out, outlen, value > 0 ? "inf" : "-inf");
+        return;
+    }
+    int max_digits = dtype == COOPREDUCE_FLOAT32 ? 9 : 17;
+    char sci[64];
+    for (int digits = 1; digits <= max_digits; digits++) {
+        snprintf(sci, sizeof sci, "%.*e", digits - 1, value);
+        int same;
+        if (dtype == COOPREDUCE_FLOAT32) {
+            float back = strtof(sci, NULL);
+            same = memcmp(&back, bits, sizeof back) == 0;
+        } else {
+            double back = strtod(sci, NULL);
+            same = memcmp(&back, bits, sizeof back) == 0;
+        }
+        /* 9 (float32) or 17 (float64) significant digits always read back exactly. */
+        if (same || digits == max_digits)
+            break;
+    }
+    pretty_decimal(sci, out, outlen);
+}
+
+static void format_bits(const unsigned char *bits, coopreduce_dtype dtype, char *out,
+                        size_t outlen)
+{
+    if (dtype == COOPREDUCE_FLOAT32) {
+        uint32_t u;
+        memcpy(&u, bits, sizeof u);
+        snprintf(out, outlen, "0x%08x", (unsigned)u);
+    } else {
+        uint64_t u;
+        memcpy(&u, bits, sizeof u);
+        snprintf(out, outlen, "0x%016llx", (unsigned long long)u);
+    }
+}
+
+static void print_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+/* stdout may be a full disk or a closed pipe: that must not exit 0. */
+static int finish_stdout(void)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        print_error("cannot write the output: %s", strerror(errno));
+        return EXIT_ERROR;
+    }
+    return EXIT_OK;
+}
+
+/* ================================================================ host facts */
+
+static int online_cpu_count(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* The CPU's marketing name from /proc/cpuinfo, or "CPU" where there is none (e.g. ARM). */
+static void cpu_model_name(char *out, size_t outlen)
+{
+    snprintf(out, outlen, "CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f == NULL)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (strncmp(line, "model name", 10) != 0)
+            continue;
+        char *colon = strchr(line, ':');
+        if (colon == NULL)
+            continue;
+        char *name = colon + 1;
+        while (*name == ' ' || *name == '\t')
+            name++;
+        size_t len = strcspn(name, "\r\n");
+        while (len > 0 && (name[len - 1] == ' ' || name[len - 1] == '\t'))
+            len--;
+        if (len > 0)
+            snprintf(out, outlen, "%.*s", (int)len, name);
+        break;
+    }
+    fclose(f);
+}
+
+static double monotonic_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *values, int count)
+{
+    qsort(values, (size_t)count, sizeof *values, compare_doubles);
+    if (count % 2 == 1)
+        return values[count / 2];
+    return 0.5 * (values[count / 2 - 1] + values[count / 2]);
+}
+
+/* ================================================================ devices */
+
+typedef struct {
+    coopreduce_handle *handle;
+    int is_gpu;
+    int ordinal;
+    int threads;        /* CPU: worker threads used (resolved from 0 = every online CPU) */
+    char name[256];
+    char auto_note[600]; /* why auto chose what it chose */
+} device_ctx;
+
+static const char *no_gpu_reason(void)
+{
+    return BUILT_WITH_CUDA ? "no GPU found" : "no GPU found: coopreduce was built without CUDA";
+}
+
+static int open_cpu(device_ctx *dev, int threads)
+{
+    coopreduce_status st = coopreduce_create_cpu(&dev->handle, threads);
+    if (st != COOPREDUCE_SUCCESS) {
+        print_error("cannot create the CPU handle: %s", library_message(NULL, st));
+        return EXIT_ERROR;
+    }
+    dev->is_gpu = 0;
+    dev->ordinal = -1;
+    dev->threads = threads > 0 ? threads : online_cpu_count();
+    cpu_model_name(dev->name, sizeof dev->name);
+    return EXIT_OK;
+}
+
+/* Tries GPU `ordinal`. Returns 0, or -1 with the reason in why. */
+static int try_open_gpu(device_ctx *dev, int ordinal, char *why, size_t whylen)
+{
+    int count = 0;
+    coopreduce_status st = coopreduce_gpu_count(&count);
+    if (st != COOPREDUCE_SUCCESS) {
+        snprintf(why, whylen, "cannot count GPUs: %s", library_message(NULL, st));
+        return -1;
+    }
+    if (count == 0) {
+        snprintf(why, whylen, "%s", no_gpu_reason());
+        return -1;
+    }
+    if (ordinal >= count) {
+        snprintf(why, whylen, "there is no GPU %d (%d GPU%s found)", ordinal, count,
+                 count == 1 ? "" : "s");
+        return -1;
+    }
+    coopreduce_gpu_props props;
+    st = coopreduce_gpu_props_get(ordinal, &props);
+    if (st != COOPREDUCE_SUCCESS) {
+        snprintf(why, whylen, "cannot query GPU %d: %s", ordinal, library_message(NULL, st));
+        return -1;
+    }
+    st = coopreduce_create_gpu(&dev->handle, ordinal);
+    if (st != COOPREDUCE_SUCCESS) {
+        snprintf(why, whylen, "cannot use GPU %d (%s, compute capability %d.%d): %s", ordinal,
+                 props.name, props.cc_major, props.cc_minor, library_message(NULL, st));
+        dev->handle = NULL;
+        return -1;
+    }
+    dev->is_gpu = 1;
+    dev->ordinal = ordinal;
+    dev->threads = 0;
+    snprintf(dev->name, sizeof dev->name, "%s", props.name);
+    return 0;
+}
+
+/* device_text is what the user wrote, for the error message. */
+static int open_device(device_ctx *dev, device_kind kind, int ordinal, int threads,
+                       const char *device_text)
+{
+    memset(dev, 0, sizeof *dev);
+    char why[512];
+    switch (kind) {
+    case DEVICE_CPU:
+        return open_cpu(dev, threads);
+    case DEVICE_GPU:
+        if (try_open_gpu(dev, ordinal, why, sizeof why) != 0) {
+            print_error("--device %s: %s", device_text, why);
+            return EXIT_ERROR;
+        }
+        return EXIT_OK;
+    case DEVICE_AUTO:
+        if (try_open_gpu(dev, 0, why, sizeof why) == 0) {
+            snprintf(dev->auto_note, sizeof dev->auto_note, "auto: using GPU 0");
+            return EXIT_OK;
+        }
+        snprintf(dev->auto_note, sizeof dev->auto_note, "auto: using the CPU, %s", why);
+        return open_cpu(dev, threads);
+    }
+    return EXIT_ERROR;
+}
+
+/* ================================================================ input */
+
+typedef struct {
+    cr_npy_array array; /* host data, n, dtype, shape */
+    char description[1200];
+} input_data;
+
+static int generate(cr_gen_kind kind, uint64_t n, uint64_t seed, coopreduce_dtype dtype,
+                    cr_npy_array *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t elem = dtype_size(dtype);
+    if (n > (uint64_t)SIZE_MAX / elem) {
+        print_error("--n %llu: too many elements for this machine's address space",
+                    (unsigned long long)n);
+        return EXIT_ERROR;
+    }
+    size_t bytes = (size_t)n * elem;
+    void *data = NULL;
+    /* 64-byte aligned like the .npy reader's buffers; never size 0, so data is never NULL. */
+    if (posix_memalign(&data, 64, bytes > 64 ? bytes : 64) != 0) {
+        print_error("cannot allocate %zu bytes for %llu %s elements", bytes,
+                    (unsigned long long)n, dtype_name(dtype));
+        return EXIT_ERROR;
+    }
+    if (cr_gen_fill(data, 0, n, dtype, kind, seed, online_cpu_count()) != 0) {
+        free(data);
+        print_error("internal error: cannot generate '%s' data", cr_gen_name(kind));
+        return EXIT_ERROR;
+    }
+    out->data = data;
+    out->n = n;
+    out->dtype = dtype;
+    out->ndim = 1;
+    out->shape[0] = n;
+    return EXIT_OK;
+}
+
+static void describe_shape(const cr_npy_array *a, char *out, size_t outlen)
+{
+    size_t used = (size_t)snprintf(out, outlen, "(");
+    for (int d = 0; d < a->ndim && used < outlen; d++)
+        used += (size_t)snprintf(out + used, outlen - used, "%s%llu", d ? ", " : "",
+                                 (unsigned long long)a->shape[d]);
+    if (used < outlen)
+        snprintf(out + used, outlen - used, a->ndim == 1 ? ",)" : ")");
+}
+
+/* ================================================================ sum */
+
+typedef struct {
+    const char *npy_path;
+    const char *raw_path;
+    int have_gen;
+    cr_gen_kind gen_kind;
+    int have_n;
+    uint64_t n;
+    int have_seed;
+    uint64_t seed;
+    int have_dtype;
+    coopreduce_dtype dtype;
+    device_kind device;
+    int ordinal;
+    const char *device_text;
+    int threads;
+    int repeat;
+    int json;
+} sum_options;
+
+typedef struct {
+    unsigned char bits[8];
+    double time_us;
+} sum_result;
+
+static int check_repetition(const unsigned char *first, const unsigned char *bits, size_t elem,
+                            coopreduce_dtype dtype, int repetition)
+{
+    if (memcmp(first, bits, elem) == 0)
+        return EXIT_OK;
+    char a[32], b[32];
+    format_bits(first, dtype, a, sizeof a);
+    format_bits(bits, dtype, b, sizeof b);
+    print_error("determinism violated: repetition %d gave %s, the warm-up gave %s "
+                "(a coopreduce bug: please report it)", repetition, b, a);
+    return EXIT_ERROR;
+}
+
+static int run_sum_cpu(device_ctx *dev, const cr_npy_array *x, int repeat, sum_result *res)
+{
+    size_t elem = dtype_size(x->dtype);
+    unsigned char first[8], bits[8];
+    double *times = malloc(sizeof *times * (size_t)repeat);
+    if (times == NULL) {
+        print_error("out of memory");
+        return EXIT_ERROR;
+    }
+    int rc = EXIT_ERROR;
+    coopreduce_status st = coopreduce_sum(x->data, first, x->n, x->dtype, dev->handle, NULL);
+    if (st != COOPREDUCE_SUCCESS) {
+        print_error("sum failed: %s", library_message(dev->handle, st));
+        goto done;
+    }
+    for (int r = 0; r < repeat; r++) {
+        double t0 = monotonic_us();
+        st = coopreduce_sum(x->data, bits, x->n, x->dtype, dev->handle, NULL);
+        double t1 = monotonic_us();
+        if (st != COOPREDUCE_SUCCESS) {
+            print_error("sum failed: %s", library_message(dev->handle, st));
+            goto done;
+        }
+        if (check_repetition(first, bits, elem, x->dtype, r + 1) != EXIT_OK)
+            goto done;
+        times[r] = t1 - t0;
+    }
+    memcpy(res->bits, first, elem);
+    res->time_us = median(times, repeat);
+    rc = EXIT_OK;
+done:
+    free(times);
+    return rc;
+}
+
+/* Copies the data to the GPU once (untimed), frees the host copy, then times each repetition
+ * with CUDA events around coopreduce_sum on the default stream. */
+static int run_sum_gpu(device_ctx *dev, cr_npy_array *x, int repeat, sum_result *res)
+{
+    char err[ERRLEN];
+    size_t elem = dtype_size(x->dtype);
+    size_t bytes = (size_t)x->n * elem;
+    uint64_t n = x->n;
+    coopreduce_dtype dtype = x->dtype;
+    void *d_x = NULL, *d_result = NULL;
+    cli_gpu_timer *timer = NULL;
+    double *times = malloc(sizeof *times * (size_t)repeat);
+    unsigned char first[8], bits[8];
+    int rc = EXIT_ERROR;
+    coopreduce_status st;
+
+    if (times == NULL) {
+        print_error("out of memory");
+        return EXIT_ERROR;
+    }
+    if (cli_gpu_set_device(dev->ordinal, err, sizeof err) != 0 ||
+        /* Never a zero-byte allocation: an empty sum still gets a real device pointer. */
+        cli_gpu_malloc(&d_x, bytes > 256 ? bytes : 256, err, sizeof err) != 0 ||
+        cli_gpu_malloc(&d_result, 16, err, sizeof err) != 0 ||
+        cli_gpu_memcpy_h2d(d_x, x->data, bytes, err, sizeof err) != 0) {
+        print_error("GPU %d: %s", dev->ordinal, err);
+        goto done;
+    }
+    /* The host copy is no longer needed; with multi-GB inputs, give the memory back now. */
+    cr_npy_free(x);
+
+    st = coopreduce_reserve(dev->handle, n, dtype);
+    if (st != COOPREDUCE_SUCCESS) {
+        print_error("cannot reserve the GPU workspace: %s", library_message(dev->handle, st));
+        goto done;
+    }
+    if (cli_gpu_timer_create(&timer, err, sizeof err) != 0) {
+        print_error("GPU %d: %s", dev->ordinal, err);
+        goto done;
+    }
+    for (int r = 0; r <= repeat; r++) {
+        double us = 0.0;
+        /* A sentinel that the kernel never writes (it returns only the canonical NaN), so a
+         * result the kernel failed to write cannot pass for a repeatable one. */
+        if (cli_gpu_memset(d_result, 0xff, 16, err, sizeof err) != 0 ||
+            cli_gpu_timer_start(timer, err, sizeof err) != 0) {
+            print_error("GPU %d: %s", dev->ordinal, err);
+            goto done;
+        }
+        st = coopreduce_sum(d_x, d_result, n, dtype, dev->handle, NULL);
+        if (st != COOPREDUCE_SUCCESS) {
+            print_error("sum failed: %s", library_message(dev->handle, st));
+            goto done;
+        }
+        if (cli_gpu_timer_stop(timer, &us, err, sizeof err) != 0 ||
+            cli_gpu_memcpy_d2h(r == 0 ? first : bits, d_result, elem, err, sizeof err) != 0) {
+            print_error("GPU %d: %s", dev->ordinal, err);
+            goto done;
+        }
+        if (r == 0) {
+            static const unsigned char sentinel[8] = {0xff, 0xff, 0xff, 0xff,
+                                                      0xff, 0xff, 0xff, 0xff};
+            if (memcmp(first, sentinel, elem) == 0) {
+                print_error("the GPU sum returned without writing its result (a coopreduce bug: "
+                            "please report it)");
+                goto done;
+            }
+            continue; /* the untimed warm-up */
+        }
+        if (check_repetition(first, bits, elem, dtype, r) != EXIT_OK)
+            goto done;
+        times[r - 1] = us;
+    }
+    memcpy(res->bits, first, elem);
+    res->time_us = median(times, repeat);
+    rc = EXIT_OK;
+done:
+    cli_gpu_timer_destroy(timer);
+    cli_gpu_free(d_result);
+    cli_gpu_free(d_x);
+    free(times);
+    return rc;
+}
+
+static void print_sum_report(const sum_options *o, const device_ctx *dev, const input_data *in,
+                             coopreduce_dtype dtype, uint64_t n, const sum_result *res)
+{
+    char value[64], bits[32];
+    size_t elem = dtype_size(dtype);
+    format_shortest(res->bits, dtype, value, sizeof value);
+    format_bits(res->bits, dtype, bits, sizeof bits);
+    double bytes = (double)n * (double)elem;
+    double gbps = res->time_us > 0.0 ? bytes / (res->time_us * 1e3) : 0.0;
+    char device_id[32];
+    if (dev->is_gpu)
+        snprintf(device_id, sizeof device_id, "gpu:%d", dev->ordinal);
+    else
+        snprintf(device_id, sizeof device_id, "cpu");
+
+    if (o->json) {
+        if (dev->auto_note[0] != '\0')
+            fprintf(stderr, "coopreduce: note: %s\n", dev->auto_note);
+        printf("{\"value\": \"%s\", \"bits\": \"%s\", \"dtype\": \"%s\", \"n\": %llu, "
+               "\"device\": \"%s\", \"device_name\": ",
+               value, bits, dtype_name(dtype), (unsigned long long)n, device_id);
+        print_json_string(stdout, dev->name);
+        printf(", \"method\": \"canonical\", \"mode\": \"deterministic\", \"order_version\": %d, "
+               "\"time_us\": %.3f, \"gbps\": %.3f, \"repeat\": %d, \"threads\": ",
+               coopreduce_order_version(), res->time_us, gbps, o->repeat);
+        if (dev->is_gpu)
+            printf("null}\n");
+        else
+            printf("%d}\n", dev->threads);
+        return;
+    }
+
+    printf("sum      = %s\n", value);
+    printf("bits     = %s\n", bits);
+    printf("dtype    = %s   n = %llu\n", dtype_name(dtype), (unsigned long long)n);
+    printf("input    = %s\n", in->description);
+    if (dev->is_gpu)
+        printf("device   = gpu:%d (%s)", dev->ordinal, dev->name);
+    else
+        printf("device   = cpu (%s, %d thread%s)", dev->name, dev->threads,
+               dev->threads == 1 ? "" : "s");
+    if (dev->auto_note[0] != '\0')
+        printf("   [%s]", dev->auto_note);
+    printf("\n");
+    printf("method   = canonical (order v%d), mode = deterministic\n", coopreduce_order_version());
+    if (res->time_us < 1000.0)
+        printf("time     = %.1f us", res->time_us);
+    else
+        printf("time     = %.3f ms", res->time_us * 1e-3);
+    printf(" (median of %d), %.1f GB/s\n", o->repeat, gbps);
+}
+
+static int cmd_sum(int argc, char **argv)
+{
+    static const option_spec specs[] = {
+        {"raw", 1}, {"gen", 1}, {"n", 1}, {"seed", 1}, {"dtype", 1}, {"device", 1},
+        {"threads", 1}, {"repeat", 1}, {"json", 0}, {NULL, 0},
+    };
+    if (wants_help(argc, argv)) {
+        fputs(SUM_HELP, stdout);
+        return finish_stdout();
+    }
+    sum_options o;
+    memset(&o, 0, sizeof o);
+    o.seed = 1;
+    o.dtype = COOPREDUCE_FLOAT32;
+    o.device = DEVICE_AUTO;
+    o.device_text = "auto";
+    o.repeat = DEFAULT_REPEAT;
+
+    arg_cursor cur = {argc, argv, 1, 0};
+    const option_spec *spec;
+    const char *value;
+    int kind;
+    while ((kind = next_arg(&cur, specs, &spec, &value)) != ARG_END) {
+        if (kind == ARG_ERROR)
+            return EXIT_USAGE;
+        if (kind == ARG_POSITIONAL) {
+            if (o.npy_path != NULL)
+                return usage_error("sum takes one input file (got '%s' and '%s')", o.npy_path,
+                                   value);
+            o.npy_path = value;
+            continue;
+        }
+        const char *name = spec->name;
+        if (strcmp(name, "raw") == 0) {
+            o.raw_path = value;
+        } else if (strcmp(name, "gen") == 0) {
+            if (cr_gen_parse(value, &o.gen_kind) != 0)
+                return usage_error("--gen '%s': unknown kind (ones, uniform, normal, signed)",
+                                   value);
+            o.have_gen = 1;
+        } else if (strcmp(name, "n") == 0) {
+            if (parse_count(value, &o.n) != 0)
+                return usage_error("--n '%s': not an element count (e.g. 1000000, 2^24, 1<<24, "
+                                   "16M)", value);
+            o.have_n = 1;
+        } else if (strcmp(name, "seed") == 0) {
+            if (parse_seed(value, &o.seed) != 0)
+                return usage_error("--seed '%s': not an unsigned 64-bit integer", value);
+            o.have_seed = 1;
+        } else if (strcmp(name, "dtype") == 0) {
+            if (parse_dtype(value, &o.dtype) != 0)
+                return usage_error("--dtype '%s': unsupported (f32 or f64)", value);
+            o.have_dtype = 1;
+        } else if (strcmp(name, "device") == 0) {
+            if (parse_device(value, &o.device, &o.ordinal) != 0)
+                return usage_error("--device '%s': expected auto, cpu, gpu or gpu:K", value);
+            o.device_text = value;
+        } else if (strcmp(name, "threads") == 0) {
+            if (parse_small_int(value, 0, 1 << 16, &o.threads) != 0)
+                return usage_error("--threads '%s': expected 0 (every CPU) .. 65536", value);
+        } else if (strcmp(name, "repeat") == 0) {
+            if (parse_small_int(value, 1, MAX_REPEAT, &o.repeat) != 0)
+                return usage_error("--repeat '%s': expected 1 .. %d", value, MAX_REPEAT);
+        } else if (strcmp(name, "json") == 0) {
+            o.json = 1;
+        }
+    }
+
+    int sources = (o.npy_path != NULL) + (o.raw_path != NULL) + o.have_gen;
+    if (sources == 0)
+        return usage_error("sum needs an input: FILE.npy, --raw FILE or --gen KIND "
+                           "(see coopreduce sum --help)");
+    if (sources > 1)
+        return usage_error("sum takes one input: FILE.npy, --raw FILE or --gen KIND");
+    if (o.have_gen && !o.have_n)
+        return usage_error("--gen needs --n N");
+    if (!o.have_gen && (o.have_n || o.have_seed))
+        return usage_error("--%s applies only to --gen", o.have_n ? "n" : "seed");
+    if (o.raw_path != NULL && !o.have_dtype)
+        return usage_error("--raw needs --dtype f32|f64");
+
+    device_ctx dev;
+    int rc = open_device(&dev, o.device, o.ordinal, o.threads, o.device_text);
+    if (rc != EXIT_OK)
+        return rc;
+
+    input_data in;
+    memset(&in, 0, sizeof in);
+    char err[ERRLEN];
+    if (o.have_gen) {
+        rc = generate(o.gen_kind, o.n, o.seed, o.dtype, &in.array);
+        snprintf(in.description, sizeof in.description, "gen %s, seed %llu",
+                 cr_gen_name(o.gen_kind), (unsigned long long)o.seed);
+    } else if (o.raw_path != NULL) {
+        rc = EXIT_OK;
+        if (cr_raw_read(o.raw_path, o.dtype, &in.array, err, sizeof err) != 0) {
+            print_error("%s", err);
+            rc = EXIT_ERROR;
+        }
+        snprintf(in.description, sizeof in.description, "%s (raw)", o.raw_path);
+    } else {
+        rc = EXIT_OK;
+        if (cr_npy_read(o.npy_path, &in.array, err, sizeof err) != 0) {
+            print_error("%s", err);
+            rc = EXIT_ERROR;
+        } else if (o.have_dtype && o.dtype != in.array.dtype) {
+            print_error("--dtype %s does not match %s, which holds %s", dtype_name(o.dtype),
+                        o.npy_path, dtype_name(in.array.dtype));
+            rc = EXIT_USAGE;
+        } else {
+            char shape[700];
+            describe_shape(&in.array, shape, sizeof shape);
+            snprintf(in.description, sizeof in.description, "%s, shape %s%s", o.npy_path, shape,
+                     in.array.fortran_order ? ", Fortran order" : "");
+        }
+    }
+    if (rc != EXIT_OK) {
+        cr_npy_free(&in.array);
+        coopreduce_destroy(dev.handle);
+        return rc;
+    }
+
+    /* run_sum_gpu frees the host data early; keep what the report needs. */
+    uint64_t n = in.array.n;
+    coopreduce_dtype dtype = in.array.dtype;
+    sum_result res;
+    memset(&res, 0, sizeof res);
+    if (dev.is_gpu)
+        rc = run_sum_gpu(&dev, &in.array, o.repeat, &res);
+    else
+        rc = run_sum_cpu(&dev, &in.array, o.repeat, &res);
+    cr_npy_free(&in.array);
+
+    coopreduce_status st = coopreduce_destroy(dev.handle);
+    if (rc == EXIT_OK && st != COOPREDUCE_SUCCESS) {
+        print_error("releasing the device failed: %s", library_message(NULL, st));
+        rc = EXIT_ERROR;
+    }
+    if (rc != EXIT_OK)
+        return rc;
+    print_sum_report(&o, &dev, &in, dtype, n, &res);
+    return finish_stdout();
+}
+
+/* ================================================================ gen */
+
+/* Raw little-endian output. The buffer is ours, so a big-endian host swaps it in place. */
+static int write_raw(const char *path, void *data, uint64_t n, coopreduce_dtype dtype)
+{
+    size_t elem = dtype_size(dtype);
+    const uint16_t probe = 1;
+    unsigned char low;
+    memcpy(&low, &probe, 1);
+    if (low != 1) {
+        unsigned char *p = data;
+        for (uint64_t k = 0; k < n; k++, p += elem)
+            for (size_t a = 0, b = elem - 1; a < b; a++, b--) {
+                unsigned char t = p[a];
+                p[a] = p[b];
+                p[b] = t;
+            }
+    }
+    FILE *f = fopen(path, "wb");
+    if (f == NULL) {
+        print_error("cannot create %s: %s", path, strerror(errno));
+        return EXIT_ERROR;
+    }
+    const unsigned char *p = data;
+    size_t left = (size_t)n * elem;
+    int failed = 0;
+    while (left > 0 && !failed) {
+        size_t block = left < ((size_t)64 << 20) ? left : ((size_t)64 << 20);
+        if (fwrite(p, 1, block, f) != block)
+            failed = 1;
+        p += block;
+        left -= block;
+    }
+    int saved_errno = errno;
+    if (fclose(f) != 0 && !failed) {
+        failed = 1;
+        saved_errno = errno;
+    }
+    if (failed) {
+        print_error("cannot write %s: %s", path, strerror(saved_errno));
+        remove(path);
+        return EXIT_ERROR;
+    }
+    return EXIT_OK;
+}
+
+static int cmd_gen(int argc, char **argv)
+{
+    static const option_spec specs[] = {
+        {"n", 1}, {"seed", 1}, {"dtype", 1}, {"out", 1}, {"raw-out", 1}, {NULL, 0},
+    };
+    if (wants_help(argc, argv)) {
+        fputs(GEN_HELP, stdout);
+        return finish_stdout();
+    }
+    const char *kind_name = NULL, *out_path = NULL, *raw_out_path = NULL;
+    uint64_t n = 0, seed = 1;
+    int have_n = 0;
+    coopreduce_dtype dtype = COOPREDUCE_FLOAT32;
+
+    arg_cursor cur = {argc, argv, 1, 0};
+    const option_spec *spec;
+    const char *value;
+    int kind;
+    while ((kind = next_arg(&cur, specs, &spec, &value)) != ARG_END) {
+        if (kind == ARG_ERROR)
+            return EXIT_USAGE;
+        if (kind == ARG_POSITIONAL) {
+            if (kind_name != NULL)
+                return usage_error("gen takes one KIND (got '%s' and '%s')", kind_name, value);
+            kind_name = value;
+        } else if (strcmp(spec->name, "n") == 0) {
+            if (parse_count(value, &n) != 0)
+                return usage_error("--n '%s': not an element count (e.g. 1000000, 2^24, 1<<24, "
+                                   "16M)", value);
+            have_n = 1;
+        } else if (strcmp(spec->name, "seed") == 0) {
+            if (parse_seed(value, &seed) != 0)
+                return usage_error("--seed '%s': not an unsigned 64-bit integer", value);
+        } else if (strcmp(spec->name, "dtype") == 0) {
+            if (parse_dtype(value, &dtype) != 0)
+                return usage_error("--dtype '%s': unsupported (f32 or f64)", value);
+        } else if (strcmp(spec->name, "out") == 0) {
+            out_path = value;
+        } else if (strcmp(spec->name, "raw-out") == 0) {
+            raw_out_path = value;
+        }
+    }
+    cr_gen_kind gen_kind;
+    if (kind_name == NULL)
+        return usage_error("gen needs a KIND: ones, uniform, normal or signed");
+    if (cr_gen_parse(kind_name, &gen_kind) != 0)
+        return usage_error("gen '%s': unknown kind (ones, uniform, normal, signed)", kind_name);
+    if (!have_n)
+        return usage_error("gen needs --n N");
+    if ((out_path != NULL) == (raw_out_path != NULL))
+        return usage_error("gen needs exactly one of --out FILE.npy and --raw-out FILE");
+
+    cr_npy_array a;
+    int rc = generate(gen_kind, n, seed, dtype, &a);
+    if (rc != EXIT_OK)
+        return rc;
+    if (out_path != NULL) {
+        char err[ERRLEN];
+        if (cr_npy_write(out_path, a.data, n, dtype, err, sizeof err) != 0) {
+            print_error("%s", err);
+            rc = EXIT_ERROR;
+        }
+    } else {
+        rc = write_raw(raw_out_path, a.data, n, dtype);
+    }
+    cr_npy_free(&a);
+    if (rc != EXIT_OK)
+        return rc;
+    printf("wrote %llu %s elements (%s, seed %llu) to %s%s\n", (unsigned long long)n,
+           dtype_name(dtype), cr_gen_name(gen_kind), (unsigned long long)seed,
+           out_path != NULL ? out_path : raw_out_path, out_path != NULL ? "" : " (raw)");
+    return finish_stdout();
+}
+
+/* ================================================================ info */
+
+static int cmd_info(int argc, char **argv)
+{
+    static const option_spec specs[] = {{"json", 0}, {NULL, 0}};
+    if (wants_help(argc, argv)) {
+        fputs(INFO_HELP, stdout);
+        return finish_stdout();
+    }
+    int json = 0;
+    arg_cursor cur = {argc, argv, 1, 0};
+    const option_spec *spec;
+    const char *value;
+    int kind;
+    while ((kind = next_arg(&cur, specs, &spec, &value)) != ARG_END) {
+        if (kind == ARG_ERROR)
+            return EXIT_USAGE;
+        if (kind == ARG_POSITIONAL)
+            return usage_error("info takes no argument '%s'", value);
+        json = 1;
+    }
+
+    int count = 0;
+    coopreduce_status st = coopreduce_gpu_count(&count);
+    if (st != COOPREDUCE_SUCCESS) {
+        print_error("cannot count GPUs: %s", library_message(NULL, st));
+        return EXIT_ERROR;
+    }
+    coopreduce_gpu_props *props = NULL;
+    if (count > 0) {
+        props = calloc((size_t)count, sizeof *props);
+        if (props == NULL) {
+            print_error("out of memory");
+            return EXIT_ERROR;
+        }
+    }
+    for (int g = 0; g < count; g++) {
+        st = coopreduce_gpu_props_get(g, &props[g]);
+        if (st != COOPREDUCE_SUCCESS) {
+            print_error("cannot query GPU %d: %s", g, library_message(NULL, st));
+            free(props);
+            return EXIT_ERROR;
+        }
+    }
+    char cpu_name[256];
+    cpu_model_name(cpu_name, sizeof cpu_name);
+    int cpus = online_cpu_count();
+    const double GIB = 1024.0 * 1024.0 * 1024.0;
+
+    if (json) {
+        printf("{\"version\": \"%s\", \"order_version\": %d, \"cuda\": %s, \"cpu_count\": %d, "
+               "\"cpu_name\": ",
+               coopreduce_version_string(), coopreduce_order_version(),
+               BUILT_WITH_CUDA ? "true" : "false", cpus);
+        print_json_string(stdout, cpu_name);
+        printf(", \"gpus\": [");
+        for (int g = 0; g < count; g++) {
+            const coopreduce_gpu_props *p = &props[g];
+            printf("%s{\"ordinal\": %d, \"name\": ", g ? ", " : "", p->ordinal);
+            print_json_string(stdout, p->name);
+            printf(", \"sm_count\": %d, \"memory_gib\": %.1f, \"total_memory_bytes\": %llu, "
+                   "\"l2_bytes\": %llu, \"compute_capability\": \"%d.%d\", "
+                   "\"cooperative_launch\": %s, \"cluster_launch\": %s, \"usable\": %s}",
+                   p->sm_count, (double)p->total_memory_bytes / GIB,
+                   (unsigned long long)p->total_memory_bytes, (unsigned long long)p->l2_bytes,
+                   p->cc_major, p->cc_minor, p->cooperative_launch ? "true" : "false",
+                   p->cluster_launch ? "true" : "false", p->usable ? "true" : "false");
+        }
+        printf("]}\n");
+    } else {
+        printf("coopreduce %s, canonical order v%d, built %s CUDA\n",
+               coopreduce_version_string(), coopreduce_order_version(),
+               BUILT_WITH_CUDA ? "with" : "without");
+        printf("CPU: %d online (%s)\n", cpus, cpu_name);
+        if (count == 0)
+            printf("no CUDA GPU found (the CPU path is available)\n");
+        for (int g = 0; g < count; g++) {
+            const coopreduce_gpu_props *p = &props[g];
+            printf("GPU %d: %s\n", p->ordinal, p->name);
+            printf("  SMs %d, memory %.1f GiB, L2 %.1f MiB, compute capability %d.%d\n",
+                   p->sm_count, (double)p->total_memory_bytes / GIB,
+                   (double)p->l2_bytes / (1024.0 * 1024.0), p->cc_major, p->cc_minor);
+            printf("  cooperative launch %s, clusters %s, usable %s\n",
+                   p->cooperative_launch ? "yes" : "no", p->cluster_launch ? "yes" : "no",
+                   p->usable ? "yes" : "no (this build has no code for its architecture)");
+        }
+    }
+    free(props);
+    return finish_stdout();
+}
+
+/* ================================================================ main */
+
+static int print_version(void)
+{
+    printf("coopreduce %s (canonical order v%d, %s CUDA)\n", coopreduce_version_string(),
+           coopreduce_order_version(), BUILT_WITH_CUDA ? "with" : "without");
+    return finish_stdout();
+}
+
+static int cmd_help(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(MAIN_HELP, stdout);
+        return finish_stdout();
+    }
+    const char *topic = argv[1];
+    if (strcmp(topic, "sum") == 0)
+        fputs(SUM_HELP, stdout);
+    else if (strcmp(topic, "gen") == 0)
+        fputs(GEN_HELP, stdout);
+    else if (strcmp(topic, "info") == 0)
+        fputs(INFO_HELP, stdout);
+    else if (strcmp(topic, "bench") == 0) {
+        char bench[] = "bench", help[] = "--help";
+        char *bench_argv[] = {bench, help, NULL};
+        return cli_bench_main(2, bench_argv);
+    } else if (strcmp(topic, "help") == 0)
+        fputs(MAIN_HELP, stdout);
+    else
+        return usage_error("no help for unknown command '%s' (commands: sum, gen, info, bench)",
+                           topic);
+    return finish_stdout();
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage_error("no command given (try 'coopreduce --help')");
+    const char *command = argv[1];
+    if (strcmp(command, "sum") == 0)
+        return cmd_sum(argc - 1, argv + 1);
+    if (strcmp(command, "gen") == 0)
+        return cmd_gen(argc - 1, argv + 1);
+    if (strcmp(command, "info") == 0)
+        return cmd_info(argc - 1, argv + 1);
+    if (strcmp(command, "bench") == 0)
+        return cli_bench_main(argc - 1, argv + 1);
+    if (strcmp(command, "help") == 0 || strcmp(command, "--help") == 0 ||
+        strcmp(command, "-h") == 0)
+        return cmd_help(argc - 1, argv + 1);
+    if (strcmp(command, "--version") == 0 || strcmp(command, "version") == 0)
+        return print_version();
+    return usage_error("unknown command '%s' (try 'coopreduce --help')", command);
+}

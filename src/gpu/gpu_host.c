@@ -1,0 +1,303 @@
+/* gpu_host.c — the GPU handle: device checks, workspace, launch, the host-result slot.
+ *
+ * Every CUDA call's status is checked; a failure returns COOPREDUCE_ERROR_CUDA (or
+ * OUT_OF_MEMORY) with the runtime's message, and frees what the failing call allocated. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cuda_runtime_api.h>
+#include "internal.h"
+
+/* From canonical.cu. */
+int cr_gpu_launch_canonical(int dtype, const void *x, uint64_t n, void *out, void *partials,
+                            void *counters, int blocks, void *stream);
+int cr_gpu_canonical_occupancy(int dtype, int *blocks_per_sm);
+int cr_gpu_warps_per_block(void);
+
+/* Workspace reserved at handle creation: sums up to this many elements allocate nothing. */
+#define CR_DEFAULT_RESERVE (1ull << 28)
+
+struct cr_gpu_state {
+    int sm_count;
+    int blocks_per_sm[2];         /* per dtype, from the occupancy calculator */
+    void *partials;               /* device: partial sums of levels 1 .. L-1 */
+    size_t partials_bytes;
+    void *counters;               /* device: group counters, all zero between launches */
+    size_t counters_bytes;
+    void *host_slot;              /* pinned, mapped host memory for coopreduce_sum_to_host */
+    void *host_slot_dev;          /* its device address */
+};
+
+static coopreduce_status cuda_fail(coopreduce_handle *h, cudaError_t e, const char *what)
+{
+    coopreduce_status s = (e == cudaErrorMemoryAllocation) ? COOPREDUCE_ERROR_OUT_OF_MEMORY
+                                                            : COOPREDUCE_ERROR_CUDA;
+    return cr_fail(h, s, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+/* Bytes of partials and counters a sum of n elements needs; the layout is the one
+ * canonical.cu's launch() walks: per level k in [1, L), count[k] partials rounded up to 256
+ * bytes, and count[k+1] counters. */
+static void workspace_bytes(uint64_t n, coopreduce_dtype dtype, size_t *partials, size_t *counters)
+{
+    uint64_t count[CR_MAX_LEVELS + 1];
+    size_t es = coopreduce_dtype_size(dtype);
+    *partials = 0;
+    *counters = 0;
+    if (n == 0) return;
+    int levels = cr_level_counts(n, cr_chunk_elems(dtype), count);
+    for (int k = 1; k < levels; k++) {
+        *partials += (count[k] * es + 255) / 256 * 256;
+        *counters += count[k + 1] * sizeof(unsigned int);
+    }
+}
+
+coopreduce_status cr_gpu_count(int *count)
+{
+    int c = 0;
+    cudaError_t e = cudaGetDeviceCount(&c);
+    /* No GPU, no driver, or a driver too old for this runtime: the answer is "none". */
+    *count = (e == cudaSuccess) ? c : 0;
+    return COOPREDUCE_SUCCESS;
+}
+
+/* Makes `ordinal` current, remembering the previous device to restore. */
+static cudaError_t enter_device(int ordinal, int *previous)
+{
+    cudaError_t e = cudaGetDevice(previous);
+    if (e != cudaSuccess) return e;
+    return *previous == ordinal ? cudaSuccess : cudaSetDevice(ordinal);
+}
+
+static void leave_device(int ordinal, int previous)
+{
+    if (previous != ordinal) (void)cudaSetDevice(previous);
+}
+
+coopreduce_status cr_gpu_props(int ordinal, coopreduce_gpu_props *p, char *err, size_t errlen)
+{
+    int count = 0;
+    cr_gpu_count(&count);
+    if (ordinal < 0 || ordinal >= count) {
+        snprintf(err, errlen, "no GPU with ordinal %d (%d GPU%s found)", ordinal, count,
+                 count == 1 ? "" : "s");
+        return COOPREDUCE_ERROR_NO_GPU;
+    }
+    struct cudaDeviceProp prop;
+    cudaError_t e = cudaGetDeviceProperties(&prop, ordinal);
+    if (e != cudaSuccess) {
+        snprintf(err, errlen, "cudaGetDeviceProperties(%d): %s", ordinal, cudaGetErrorString(e));
+        return COOPREDUCE_ERROR_CUDA;
+    }
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", prop.name);
+    p->ordinal = ordinal;
+    p->sm_count = prop.multiProcessorCount;
+    p->cc_major = prop.major;
+    p->cc_minor = prop.minor;
+    p->cooperative_launch = prop.cooperativeLaunch;
+    int cluster = 0;
+    if (cudaDeviceGetAttribute(&cluster, cudaDevAttrClusterLaunch, ordinal) != cudaSuccess) cluster = 0;
+    p->cluster_launch = cluster;
+    p->total_memory_bytes = prop.totalGlobalMem;
+    p->l2_bytes = (uint64_t)prop.l2CacheSize;
+    /* Usable when the runtime finds code of ours for this architecture. */
+    int previous = 0, blocks = 0;
+    e = enter_device(ordinal, &previous);
+    if (e == cudaSuccess) {
+        p->usable = cr_gpu_canonical_occupancy(COOPREDUCE_FLOAT32, &blocks) == cudaSuccess &&
+                    blocks > 0;
+        (void)cudaGetLastError(); /* a "no kernel image" answer must not linger */
+        leave_device(ordinal, previous);
+    }
+    return COOPREDUCE_SUCCESS;
+}
+
+static void free_workspace(struct cr_gpu_state *g)
+{
+    if (g->partials) cudaFree(g->partials);
+    if (g->counters) cudaFree(g->counters);
+    g->partials = g->counters = NULL;
+    g->partials_bytes = g->counters_bytes = 0;
+}
+
+/* Grows the workspace to hold what n elements of dtype need. Allocation synchronises the
+ * device, which is why coopreduce_reserve exists. */
+static coopreduce_status ensure_workspace(coopreduce_handle *h, uint64_t n, coopreduce_dtype dtype)
+{
+    struct cr_gpu_state *g = h->gpu;
+    size_t pb, cb;
+    workspace_bytes(n, dtype, &pb, &cb);
+    if (pb <= g->partials_bytes && cb <= g->counters_bytes) return COOPREDUCE_SUCCESS;
+    if (pb < g->partials_bytes) pb = g->partials_bytes;
+    if (cb < g->counters_bytes) cb = g->counters_bytes;
+    if (cb < 256) cb = 256;
+    free_workspace(g); /* cudaFree waits for kernels that may still use the old one */
+    void *np = NULL, *nc = NULL;
+    cudaError_t e = cudaMalloc(&np, pb ? pb : 256);
+    if (e == cudaSuccess) e = cudaMalloc(&nc, cb);
+    if (e == cudaSuccess) e = cudaMemset(nc, 0, cb);
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) {
+        if (np) cudaFree(np);
+        if (nc) cudaFree(nc);
+        return cuda_fail(h, e, "allocating the workspace");
+    }
+    g->partials = np;
+    g->partials_bytes = pb ? pb : 256;
+    g->counters = nc;
+    g->counters_bytes = cb;
+    return COOPREDUCE_SUCCESS;
+}
+
+coopreduce_status cr_gpu_create(coopreduce_handle *h, int ordinal)
+{
+    int count = 0;
+    cr_gpu_count(&count);
+    if (count == 0) return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, "no CUDA GPU found");
+    if (ordinal >= count)
+        return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, "no GPU with ordinal %d (%d GPU%s found)",
+                       ordinal, count, count == 1 ? "" : "s");
+    int previous = 0;
+    cudaError_t e = enter_device(ordinal, &previous);
+    if (e != cudaSuccess) return cuda_fail(h, e, "selecting the GPU");
+    struct cr_gpu_state *g = calloc(1, sizeof *g);
+    coopreduce_status s = COOPREDUCE_SUCCESS;
+    if (!g) {
+        s = cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY, "cannot allocate the GPU state");
+        goto out;
+    }
+    h->gpu = g;
+    e = cudaDeviceGetAttribute(&g->sm_count, cudaDevAttrMultiProcessorCount, ordinal);
+    if (e != cudaSuccess) { s = cuda_fail(h, e, "reading the SM count"); goto fail; }
+    for (int d = 0; d < 2; d++) {
+        e = (cudaError_t)cr_gpu_canonical_occupancy(d, &g->blocks_per_sm[d]);
+        if (e != cudaSuccess || g->blocks_per_sm[d] < 1) {
+            int major = 0, minor = 0;
+            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal);
+            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, ordinal);
+            (void)cudaGetLastError();
+            s = cr_fail(h, COOPREDUCE_ERROR_NO_GPU,
+                        "GPU %d (compute capability %d.%d) cannot run coopreduce's kernels: %s "
+                        "(built for sm_80 and sm_90, with PTX for newer GPUs)",
+                        ordinal, major, minor, cudaGetErrorString(e));
+            goto fail;
+        }
+    }
+    e = cudaHostAlloc(&g->host_slot, 16, cudaHostAllocMapped);
+    if (e != cudaSuccess) { g->host_slot = NULL; s = cuda_fail(h, e, "allocating the pinned result slot"); goto fail; }
+    e = cudaHostGetDevicePointer(&g->host_slot_dev, g->host_slot, 0);
+    if (e != cudaSuccess) { s = cuda_fail(h, e, "mapping the pinned result slot"); goto fail; }
+    s = ensure_workspace(h, CR_DEFAULT_RESERVE, COOPREDUCE_FLOAT64);
+    if (s) goto fail;
+    goto out;
+fail:
+    free_workspace(g);
+    if (g->host_slot) cudaFreeHost(g->host_slot);
+    free(g);
+    h->gpu = NULL;
+out:
+    leave_device(ordinal, previous);
+    return s;
+}
+
+coopreduce_status cr_gpu_destroy(coopreduce_handle *h)
+{
+    struct cr_gpu_state *g = h->gpu;
+    if (!g) return COOPREDUCE_SUCCESS;
+    int previous = 0;
+    coopreduce_status s = COOPREDUCE_SUCCESS;
+    cudaError_t e = enter_device(h->device, &previous);
+    if (e != cudaSuccess) s = cuda_fail(h, e, "selecting the GPU");
+    /* cudaFree and cudaFreeHost wait for the device's work. */
+    if (g->partials && (e = cudaFree(g->partials)) != cudaSuccess && !s) s = cuda_fail(h, e, "freeing the workspace");
+    if (g->counters && (e = cudaFree(g->counters)) != cudaSuccess && !s) s = cuda_fail(h, e, "freeing the workspace");
+    if (g->host_slot && (e = cudaFreeHost(g->host_slot)) != cudaSuccess && !s) s = cuda_fail(h, e, "freeing the result slot");
+    leave_device(h->device, previous);
+    free(g);
+    h->gpu = NULL;
+    return s;
+}
+
+coopreduce_status cr_gpu_reserve(coopreduce_handle *h, uint64_t n, coopreduce_dtype dtype)
+{
+    int previous = 0;
+    cudaError_t e = enter_device(h->device, &previous);
+    if (e != cudaSuccess) return cuda_fail(h, e, "selecting the GPU");
+    coopreduce_status s = ensure_workspace(h, n, dtype);
+    leave_device(h->device, previous);
+    return s;
+}
+
+/* The GPU must be able to read x (and write result): device memory of this GPU, managed
+ * memory, or pinned host memory mapped into its address space. */
+static coopreduce_status check_pointer(coopreduce_handle *h, const void *p, const char *name)
+{
+    struct cudaPointerAttributes a;
+    cudaError_t e = cudaPointerGetAttributes(&a, p);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return cr_fail(h, COOPREDUCE_ERROR_NOT_DEVICE_MEMORY,
+                       "%s = %p is not memory GPU %d can access (%s)", name, p, h->device,
+                       cudaGetErrorString(e));
+    }
+    switch (a.type) {
+    case cudaMemoryTypeDevice:
+        if (a.device == h->device) return COOPREDUCE_SUCCESS;
+        return cr_fail(h, COOPREDUCE_ERROR_NOT_DEVICE_MEMORY,
+                       "%s = %p is memory of GPU %d, but the handle is for GPU %d", name, p,
+                       a.device, h->device);
+    case cudaMemoryTypeManaged:
+        return COOPREDUCE_SUCCESS;
+    case cudaMemoryTypeHost:
+        if (a.devicePointer) return COOPREDUCE_SUCCESS;
+        break;
+    default:
+        break;
+    }
+    return cr_fail(h, COOPREDUCE_ERROR_NOT_DEVICE_MEMORY,
+                   "%s = %p is host memory; a GPU handle needs device memory (cudaMalloc), "
+                   "managed or mapped pinned memory", name, p);
+}
+
+coopreduce_status cr_gpu_sum(coopreduce_handle *h, const void *x, void *result, uint64_t n,
+                             coopreduce_dtype dtype, void *stream, int to_host)
+{
+    struct cr_gpu_state *g = h->gpu;
+    size_t es = coopreduce_dtype_size(dtype);
+    coopreduce_status s;
+    if (n > 0 && (s = check_pointer(h, x, "x"))) return s;
+    if (!to_host && (s = check_pointer(h, result, "result"))) return s;
+    int previous = 0;
+    cudaError_t e = enter_device(h->device, &previous);
+    if (e != cudaSuccess) return cuda_fail(h, e, "selecting the GPU");
+    void *out = to_host ? g->host_slot_dev : result;
+    if (n == 0) {
+        /* +0.0, still in stream order. */
+        e = to_host ? cudaSuccess : cudaMemsetAsync(result, 0, es, (cudaStream_t)stream);
+        if (to_host) memset(g->host_slot, 0, es);
+        if (e != cudaSuccess) { s = cuda_fail(h, e, "writing the empty sum"); goto out; }
+    } else {
+        s = ensure_workspace(h, n, dtype);
+        if (s) goto out;
+        uint64_t chunks = (n + cr_chunk_elems(dtype) - 1) / cr_chunk_elems(dtype);
+        int blocks = h->grid_blocks;
+        if (blocks == 0) {
+            uint64_t need = (chunks + cr_gpu_warps_per_block() - 1) / cr_gpu_warps_per_block();
+            uint64_t full = (uint64_t)g->sm_count * (uint64_t)g->blocks_per_sm[dtype];
+            blocks = (int)(need < full ? need : full);
+        }
+        e = (cudaError_t)cr_gpu_launch_canonical(dtype, x, n, out, g->partials, g->counters,
+                                                 blocks, stream);
+        if (e != cudaSuccess) { s = cuda_fail(h, e, "launching the canonical sum"); goto out; }
+    }
+    if (to_host) {
+        e = cudaStreamSynchronize((cudaStream_t)stream);
+        if (e != cudaSuccess) { s = cuda_fail(h, e, "waiting for the sum"); goto out; }
+        memcpy(result, g->host_slot, es);
+    }
+    s = COOPREDUCE_SUCCESS;
+out:
+    leave_device(h->device, previous);
+    return s;
+}

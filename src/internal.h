@@ -1,0 +1,69 @@
+/* internal.h — what the library's files share: the handle, error reporting, and the level
+ * arithmetic of canonical order v1. Included by C and by CUDA C++ (src/gpu/canonical.cu), so
+ * it stays in the common subset of both. */
+#ifndef COOPREDUCE_INTERNAL_H
+#define COOPREDUCE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "coopreduce.h"
+
+#define CR_EXPORT __attribute__((visibility("default")))
+
+/* ---- Canonical order v1 constants (docs/DETERMINISM.md) ---------------------------------- */
+#define CR_ROWS 32            /* rows per chunk, for every dtype */
+#define CR_LANES_F32 128      /* lanes: one 512-byte row */
+#define CR_LANES_F64 64
+#define CR_CHUNK_F32 (CR_ROWS * CR_LANES_F32)   /* 4096 */
+#define CR_CHUNK_F64 (CR_ROWS * CR_LANES_F64)   /* 2048 */
+/* Levels needed for N up to 2^64 with C >= 2048 = 2^11: ceil(64/11) = 6. */
+#define CR_MAX_LEVELS 8
+
+static inline uint64_t cr_chunk_elems(coopreduce_dtype dtype)
+{
+    return dtype == COOPREDUCE_FLOAT64 ? (uint64_t)CR_CHUNK_F64 : (uint64_t)CR_CHUNK_F32;
+}
+
+/* The node counts of every level for n >= 1 elements: count[0] = n,
+ * count[k] = ceil(count[k-1] / C), until count[L] == 1. Returns L (>= 1). */
+static inline int cr_level_counts(uint64_t n, uint64_t chunk, uint64_t count[CR_MAX_LEVELS + 1])
+{
+    int levels = 0;
+    count[0] = n;
+    do {
+        count[levels + 1] = (count[levels] + chunk - 1) / chunk;
+        ++levels;
+    } while (count[levels] > 1);
+    return levels;
+}
+
+/* ---- The handle ---------------------------------------------------------------------------- */
+struct cr_gpu_state;
+struct coopreduce_handle {
+    int device;                  /* -1: CPU; >= 0: GPU ordinal */
+    int threads;                 /* CPU: 0 = every online CPU */
+    int grid_blocks;             /* GPU: 0 = automatic */
+    struct cr_gpu_state *gpu;    /* GPU: workspace and launch data (gpu_host.c) */
+    char err[512];               /* message of the last failed call */
+};
+
+/* Records a formatted message on the handle (or the thread, for h == NULL) and returns s. */
+coopreduce_status cr_fail(coopreduce_handle *h, coopreduce_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- CPU path (src/cpu/canonical.c) ---------------------------------------------------------- */
+/* Arguments already validated. Synchronous. */
+coopreduce_status cr_cpu_sum(coopreduce_handle *h, const void *x, uint64_t n,
+                             coopreduce_dtype dtype, void *result);
+
+/* ---- GPU path (src/gpu/gpu_host.c, or gpu_none.c without CUDA) ------------------------------- */
+coopreduce_status cr_gpu_count(int *count);
+coopreduce_status cr_gpu_props(int ordinal, coopreduce_gpu_props *props, char *err, size_t errlen);
+coopreduce_status cr_gpu_create(coopreduce_handle *h, int ordinal);
+coopreduce_status cr_gpu_destroy(coopreduce_handle *h);
+coopreduce_status cr_gpu_reserve(coopreduce_handle *h, uint64_t n, coopreduce_dtype dtype);
+/* to_host != 0: result is plain host memory; the call synchronises the stream. */
+coopreduce_status cr_gpu_sum(coopreduce_handle *h, const void *x, void *result, uint64_t n,
+                             coopreduce_dtype dtype, void *stream, int to_host);
+
+#endif

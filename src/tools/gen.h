@@ -1,0 +1,37 @@
+/* gen.h — reproducible test and demo data, identical on every machine.
+ *
+ * Element i depends only on (kind, seed, i): a counter-based generator (a 64-bit integer hash of
+ * seed and index), so data can be generated in parallel, in any order, on the CPU or the GPU, and
+ * gives the same values everywhere. Values are produced in double precision using only IEEE
+ * +, -, *, / and sqrt (no libm transcendental functions, whose last bits differ between C
+ * libraries), then rounded once to the requested dtype. Not part of the library: linked into the
+ * CLI and the tests. */
+#ifndef COOPREDUCE_GEN_H
+#define COOPREDUCE_GEN_H
+#include <stdint.h>
+#include "coopreduce.h"
+
+typedef enum {
+    CR_GEN_ONES = 0,     /* 1.0 */
+    CR_GEN_UNIFORM = 1,  /* uniform in [0, 1): 24 random bits for float32, 53 for float64 */
+    CR_GEN_NORMAL = 2,   /* standard normal (Marsaglia polar method, deterministic log) */
+    CR_GEN_SIGNED = 3,   /* uniform in [-1, 1) times 2^e, e uniform in [-20, 20]: wide range,
+                            heavy cancellation; exact in float32 */
+} cr_gen_kind;
+
+/* Parses "ones" | "uniform" | "normal" | "signed". Returns 0 on success, -1 if unknown. */
+int cr_gen_parse(const char *name, cr_gen_kind *kind);
+const char *cr_gen_name(cr_gen_kind kind);
+
+/* The 64-bit hash of (seed, i) that every generator is built on (splitmix64 finaliser). */
+uint64_t cr_gen_hash(uint64_t seed, uint64_t i);
+
+/* One element as double (before rounding to the dtype). */
+double cr_gen_value(cr_gen_kind kind, uint64_t seed, uint64_t i);
+
+/* Fills out[0..n) with elements first..first+n-1 of the stream, rounded to dtype
+ * (FLOAT32 or FLOAT64). Returns 0, or -1 on an unsupported dtype/kind. Uses `threads` POSIX
+ * threads when > 1 and n is large. */
+int cr_gen_fill(void *out, uint64_t first, uint64_t n, coopreduce_dtype dtype, cr_gen_kind kind,
+                uint64_t seed, int threads);
+#endif

@@ -1,0 +1,379 @@
+/* test_gpu.c — the GPU path gives the CPU path's bits (canonical order v1), whatever the grid.
+ *
+ *   test_gpu                       all checks; exits 77 (ctest: skipped) without a usable GPU
+ *   test_gpu --quick               no > 2^31 case, fewer random cases (for compute-sanitizer)
+ *   test_gpu --write-golden FILE   also writes the golden-bits file tests/golden_bits.txt holds
+ *
+ * Every GPU result is compared bit for bit with the CPU handle's result on the same data; the
+ * CPU path is itself checked against an exact reference and an independent implementation in
+ * test_cpu.c. Outputs are poisoned before every GPU run. Seeds are fresh each run (printed;
+ * COOPREDUCE_TEST_SEED=S replays). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "check.h"
+#include "coopreduce.h"
+#include "gen.h"
+
+#ifndef COOPREDUCE_HAVE_CUDA
+int main(void)
+{
+    printf("SKIP: test_gpu: coopreduce was built without CUDA; GPU tests skipped\n");
+    return 77;
+}
+#else
+#include <cuda_runtime_api.h>
+
+#define POISON 0xA5
+
+static coopreduce_handle *gpu, *cpu;
+static void *dx, *dout;           /* device input (max size + 16 bytes), device result */
+static void *hx;                  /* host copy of the input */
+static uint64_t cap;              /* elements of float64 the buffers hold */
+static int host_threads;
+static uint64_t max_n = 33554467;  /* --quick lowers it: sanitizers are slow */
+
+static uint64_t rng_state;
+static uint64_t rnd(void)
+{
+    rng_state += 0x9e3779b97f4a7c15ull;
+    return cr_gen_hash(rng_state, 0);
+}
+
+static int cuda_ok(cudaError_t e, const char *what)
+{
+    return CHECK(e == cudaSuccess, "%s: %s", what, cudaGetErrorString(e));
+}
+
+/* GPU result bits (result poisoned first) of x = dx + offset_elems, n elements. */
+static int gpu_sum_bits(uint64_t n, coopreduce_dtype dt, uint64_t offset_elems, uint64_t *bits)
+{
+    size_t es = coopreduce_dtype_size(dt);
+    if (!cuda_ok(cudaMemset(dout, POISON, 16), "poison")) return -1;
+    coopreduce_status s = coopreduce_sum((char *)dx + offset_elems * es, dout, n, dt, gpu, NULL);
+    if (!CHECK(s == COOPREDUCE_SUCCESS, "coopreduce_sum(n=%llu): %s", (unsigned long long)n,
+               coopreduce_last_error(gpu)))
+        return -1;
+    *bits = 0;
+    if (!cuda_ok(cudaMemcpy(bits, dout, es, cudaMemcpyDeviceToHost), "copy result")) return -1;
+    return 0;
+}
+
+static uint64_t cpu_sum_bits(const void *x, uint64_t n, coopreduce_dtype dt)
+{
+    uint64_t bits = 0;
+    coopreduce_status s = coopreduce_sum(x, &bits, n, dt, cpu, NULL);
+    CHECK(s == COOPREDUCE_SUCCESS, "cpu sum: %s", coopreduce_last_error(cpu));
+    return bits;
+}
+
+/* Fills the host and device buffers with n elements (at element offset `off`). */
+static int load(uint64_t n, coopreduce_dtype dt, cr_gen_kind kind, uint64_t seed, uint64_t off)
+{
+    size_t es = coopreduce_dtype_size(dt);
+    cr_gen_fill((char *)hx + off * es, 0, n, dt, kind, seed, host_threads);
+    return cuda_ok(cudaMemcpy((char *)dx + off * es, (char *)hx + off * es, n * es,
+                              cudaMemcpyHostToDevice), "upload") ? 0 : -1;
+}
+
+static int compare_case(uint64_t n, coopreduce_dtype dt, cr_gen_kind kind, uint64_t seed,
+                        uint64_t off, uint64_t *bits_out)
+{
+    size_t es = coopreduce_dtype_size(dt);
+    uint64_t g;
+    if (load(n, dt, kind, seed, off) || gpu_sum_bits(n, dt, off, &g)) return -1;
+    uint64_t c = cpu_sum_bits((char *)hx + off * es, n, dt);
+    CHECK(g == c, "%s %s seed=%llu n=%llu offset=%llu: gpu 0x%llx != cpu 0x%llx",
+          coopreduce_dtype_name(dt), cr_gen_name(kind), (unsigned long long)seed,
+          (unsigned long long)n, (unsigned long long)off, (unsigned long long)g,
+          (unsigned long long)c);
+    if (bits_out) *bits_out = g;
+    return g == c ? 0 : -1;
+}
+
+static const uint64_t interesting[] = {
+    1, 2, 3, 31, 32, 33, 127, 128, 129, 2047, 2048, 2049, 4093, 4095, 4096, 4097, 8191, 8192,
+    8193, 65521, 65535, 65536, 65537, 1000003, (1u << 20) - 1, 1u << 20, (1u << 20) + 1,
+    2048ull * 2048 - 1, 2048ull * 2048, 2048ull * 2048 + 1, (1u << 24) - 1, (1u << 24) + 1,
+    4096ull * 4096 + 4096 + 1, 33554467};
+
+static void random_cases(int count)
+{
+    const int ni = (int)(sizeof interesting / sizeof interesting[0]);
+    int fails = 0;
+    for (int i = 0; i < count && fails < 5; i++) {
+        coopreduce_dtype dt = (coopreduce_dtype)(rnd() & 1);
+        cr_gen_kind kind = (cr_gen_kind)(1 + rnd() % 3);
+        uint64_t n;
+        if (i < 2 * ni) n = interesting[i % ni];
+        else n = 1 + (rnd() >> (64 - 25 + (unsigned)(rnd() % 24)));   /* log-uniform up to 2^25 */
+        if (n > max_n) n = max_n;
+        if (compare_case(n, dt, kind, rnd(), 0, NULL)) fails++;
+    }
+}
+
+static void grid_independence(void)
+{
+    static const int grids[] = {1, 2, 3, 7, 64, 131, 1000, 0};
+    static const uint64_t sizes[] = {4097, 1000003, (1u << 22) + 17, 33554467};
+    for (int d = 0; d < 2; d++)
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+            coopreduce_dtype dt = (coopreduce_dtype)d;
+            uint64_t n = sizes[s], ref, bits;
+            if (n > max_n) continue;
+            if (load(n, dt, CR_GEN_NORMAL, rnd(), 0)) return;
+            ref = cpu_sum_bits(hx, n, dt);
+            for (size_t g = 0; g < sizeof grids / sizeof grids[0]; g++) {
+                coopreduce_set_grid_blocks(gpu, grids[g]);
+                if (gpu_sum_bits(n, dt, 0, &bits)) break;
+                CHECK(bits == ref, "%s n=%llu blocks=%d: 0x%llx != cpu 0x%llx",
+                      coopreduce_dtype_name(dt), (unsigned long long)n, grids[g],
+                      (unsigned long long)bits, (unsigned long long)ref);
+            }
+            coopreduce_set_grid_blocks(gpu, 0);
+        }
+}
+
+static void repeated_runs(int runs)
+{
+    for (int d = 0; d < 2; d++) {
+        coopreduce_dtype dt = (coopreduce_dtype)d;
+        uint64_t n = (1u << 24) + 3, first = 0, bits;
+        if (n > max_n) n = max_n;
+        if (load(n, dt, CR_GEN_SIGNED, rnd(), 0)) return;
+        int distinct = 0;
+        for (int r = 0; r < runs; r++) {
+            if (gpu_sum_bits(n, dt, 0, &bits)) return;
+            if (r == 0) first = bits;
+            else if (bits != first) distinct++;
+        }
+        CHECK(distinct == 0, "%s: %d of %d runs differ from the first", coopreduce_dtype_name(dt),
+              distinct, runs);
+        CHECK(first == cpu_sum_bits(hx, n, dt), "%s: repeated runs differ from the CPU",
+              coopreduce_dtype_name(dt));
+    }
+}
+
+static void misaligned(void)
+{
+    /* dx is 256-byte aligned; +1 element is 4 (float32) or 8 (float64) bytes off 16. */
+    static const uint64_t sizes[] = {1, 5, 4096, 4097, 1000003, (1u << 22) + 5};
+    for (int d = 0; d < 2; d++)
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+            compare_case(sizes[s], (coopreduce_dtype)d, CR_GEN_UNIFORM, rnd(), 1, NULL);
+    for (uint64_t off = 2; off < 4; off++)
+        compare_case(123457, COOPREDUCE_FLOAT32, CR_GEN_NORMAL, rnd(), off, NULL);
+}
+
+static void specials(void)
+{
+    /* NaN payloads and signs vary; the result is the canonical NaN on both paths. */
+    float *f = hx;
+    uint64_t n = 10000, bits;
+    for (int pos = 0; pos < 3; pos++) {
+        cr_gen_fill(f, 0, n, COOPREDUCE_FLOAT32, CR_GEN_UNIFORM, rnd(), 1);
+        uint32_t nan_bits = pos == 0 ? 0xffc00001u : (pos == 1 ? 0x7f800001u : 0x7fc12345u);
+        memcpy(&f[pos == 0 ? 0 : (pos == 1 ? 5000 : n - 1)], &nan_bits, 4);
+        if (!cuda_ok(cudaMemcpy(dx, f, n * 4, cudaMemcpyHostToDevice), "upload")) return;
+        if (gpu_sum_bits(n, COOPREDUCE_FLOAT32, 0, &bits)) return;
+        CHECK(bits == 0x7fc00000u, "NaN at %d: 0x%llx", pos, (unsigned long long)bits);
+    }
+    /* -0.0 alone, and 5000 of them: -0.0. */
+    for (uint64_t m = 1; m <= 5000; m += 4999) {
+        for (uint64_t i = 0; i < m; i++) f[i] = -0.0f;
+        cudaMemcpy(dx, f, m * 4, cudaMemcpyHostToDevice);
+        if (gpu_sum_bits(m, COOPREDUCE_FLOAT32, 0, &bits)) return;
+        CHECK(bits == 0x80000000u, "sum of %llu x -0.0: 0x%llx", (unsigned long long)m,
+              (unsigned long long)bits);
+    }
+    /* +inf in one chunk, -inf in another: NaN; +inf alone: +inf. */
+    for (uint64_t i = 0; i < 9000; i++) f[i] = 1.0f;
+    f[10] = __builtin_inff();
+    cudaMemcpy(dx, f, 9000 * 4, cudaMemcpyHostToDevice);
+    if (gpu_sum_bits(9000, COOPREDUCE_FLOAT32, 0, &bits)) return;
+    CHECK(bits == 0x7f800000u, "+inf: 0x%llx", (unsigned long long)bits);
+    f[8500] = -__builtin_inff();
+    cudaMemcpy(dx, f, 9000 * 4, cudaMemcpyHostToDevice);
+    if (gpu_sum_bits(9000, COOPREDUCE_FLOAT32, 0, &bits)) return;
+    CHECK(bits == 0x7fc00000u, "+inf with -inf: 0x%llx", (unsigned long long)bits);
+    /* n = 0: +0.0 (poisoned result overwritten). */
+    if (gpu_sum_bits(0, COOPREDUCE_FLOAT64, 0, &bits)) return;
+    CHECK(bits == 0, "empty sum: 0x%llx", (unsigned long long)bits);
+}
+
+static void to_host(void)
+{
+    static const uint64_t sizes[] = {0, 1, 4096, 1u << 20, 5000011};
+    for (int d = 0; d < 2; d++)
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+            coopreduce_dtype dt = (coopreduce_dtype)d;
+            uint64_t n = sizes[s], host_bits;
+            if (load(n, dt, CR_GEN_NORMAL, rnd(), 0)) return;
+            host_bits = d ? 0xA5A5A5A5A5A5A5A5ull : 0xA5A5A5A5ull; /* poison */
+            coopreduce_status st = coopreduce_sum_to_host(dx, &host_bits, n, dt, gpu, NULL);
+            CHECK(st == COOPREDUCE_SUCCESS, "sum_to_host: %s", coopreduce_last_error(gpu));
+            uint64_t c = cpu_sum_bits(hx, n, dt);
+            CHECK(host_bits == c, "sum_to_host %s n=%llu: 0x%llx != cpu 0x%llx",
+                  coopreduce_dtype_name(dt), (unsigned long long)n,
+                  (unsigned long long)host_bits, (unsigned long long)c);
+        }
+}
+
+static void bad_input(void)
+{
+    float host[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    uint32_t res = 0xA5A5A5A5u;
+    coopreduce_status s = coopreduce_sum(host, dout, 8, COOPREDUCE_FLOAT32, gpu, NULL);
+    CHECK(s == COOPREDUCE_ERROR_NOT_DEVICE_MEMORY, "host input: status %d", (int)s);
+    CHECK(strlen(coopreduce_last_error(gpu)) > 0, "host input: no message");
+    s = coopreduce_sum(dx, &res, 8, COOPREDUCE_FLOAT32, gpu, NULL);
+    CHECK(s == COOPREDUCE_ERROR_NOT_DEVICE_MEMORY, "host result: status %d", (int)s);
+    CHECK(res == 0xA5A5A5A5u, "host result written on failure");
+    s = coopreduce_sum(NULL, dout, 8, COOPREDUCE_FLOAT32, gpu, NULL);
+    CHECK(s == COOPREDUCE_ERROR_INVALID_ARGUMENT, "NULL input: status %d", (int)s);
+    s = coopreduce_sum((char *)dx + 1, dout, 8, COOPREDUCE_FLOAT32, gpu, NULL);
+    CHECK(s == COOPREDUCE_ERROR_MISALIGNED, "1-byte misaligned input: status %d", (int)s);
+    s = coopreduce_sum(dx, dout, 8, (coopreduce_dtype)42, gpu, NULL);
+    CHECK(s == COOPREDUCE_ERROR_UNSUPPORTED_DTYPE, "unknown dtype: status %d", (int)s);
+    s = coopreduce_sum_to_host(host, &res, 8, COOPREDUCE_FLOAT32, gpu, NULL);
+    CHECK(s == COOPREDUCE_ERROR_NOT_DEVICE_MEMORY, "sum_to_host of host input: status %d", (int)s);
+    s = coopreduce_set_threads(gpu, 2);
+    CHECK(s == COOPREDUCE_ERROR_WRONG_DEVICE, "set_threads on GPU handle: status %d", (int)s);
+    int count = 0;
+    coopreduce_gpu_count(&count);
+    coopreduce_handle *h = NULL;
+    s = coopreduce_create_gpu(&h, count);
+    CHECK(s == COOPREDUCE_ERROR_NO_GPU && h == NULL, "create_gpu(%d): status %d", count, (int)s);
+    /* The handle still works after all those failures. */
+    uint64_t bits;
+    compare_case(4097, COOPREDUCE_FLOAT32, CR_GEN_UNIFORM, rnd(), 0, &bits);
+}
+
+/* More than 2^31 elements: 64-bit indexing on the device. Needs ~9 GB of device memory and
+ * twice that on the host. */
+static void huge(void)
+{
+    uint64_t n = (1ull << 31) + 12345;
+    size_t bytes = n * 4;
+    void *d = NULL, *h = NULL;
+    size_t free_b = 0, total_b = 0;
+    cudaMemGetInfo(&free_b, &total_b);
+    if (free_b < bytes + (1ull << 30)) {
+        printf("SKIP: > 2^31 case needs %.1f GB of free device memory, %.1f GB free\n", bytes / 1e9,
+               free_b / 1e9);
+        return;
+    }
+    h = malloc(bytes);
+    if (!h) {
+        printf("SKIP: > 2^31 case: cannot allocate %.1f GB of host memory\n", bytes / 1e9);
+        return;
+    }
+    if (cuda_ok(cudaMalloc(&d, bytes), "cudaMalloc 8.6 GB")) {
+        uint64_t seed = rnd(), g = 0, c;
+        cr_gen_fill(h, 0, n, COOPREDUCE_FLOAT32, CR_GEN_SIGNED, seed, host_threads);
+        if (cuda_ok(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice), "upload 8.6 GB")) {
+            cudaMemset(dout, POISON, 16);
+            coopreduce_status s = coopreduce_sum(d, dout, n, COOPREDUCE_FLOAT32, gpu, NULL);
+            CHECK(s == COOPREDUCE_SUCCESS, "huge sum: %s", coopreduce_last_error(gpu));
+            cuda_ok(cudaMemcpy(&g, dout, 4, cudaMemcpyDeviceToHost), "copy result");
+            c = cpu_sum_bits(h, n, COOPREDUCE_FLOAT32);
+            CHECK(g == c, "n = 2^31 + 12345 (seed %llu): gpu 0x%llx != cpu 0x%llx",
+                  (unsigned long long)seed, (unsigned long long)g, (unsigned long long)c);
+            printf("n = 2^31 + 12345: gpu 0x%08llx cpu 0x%08llx\n", (unsigned long long)g,
+                   (unsigned long long)c);
+        }
+        cudaFree(d);
+    }
+    free(h);
+}
+
+/* The golden cases: fixed seeds and sizes whose GPU bits are committed, and which the CPU must
+ * reproduce in CI (test_golden.c). */
+static int write_golden(const char *path, coopreduce_gpu_props *p)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        printf("cannot write %s\n", path);
+        return -1;
+    }
+    fprintf(f, "# Golden bits of canonical order v1, produced by the GPU path on %s (sm_%d%d)\n",
+            p->name, p->cc_major, p->cc_minor);
+    fprintf(f, "# by `test_gpu --write-golden`; test_golden reproduces them on the CPU.\n");
+    fprintf(f, "# dtype kind seed n bits\n");
+    static const uint64_t sizes[] = {1, 7, 2048, 4096, 4097, 65537, 1000003, 16777217};
+    static const char *kinds[] = {"uniform", "normal", "signed"};
+    for (int d = 0; d < 2; d++)
+        for (int k = 0; k < 3; k++)
+            for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+                coopreduce_dtype dt = (coopreduce_dtype)d;
+                cr_gen_kind kind;
+                cr_gen_parse(kinds[k], &kind);
+                uint64_t seed = 1000 + 10 * k + s, bits = 0;
+                if (compare_case(sizes[s], dt, kind, seed, 0, &bits)) {
+                    fclose(f);
+                    return -1;
+                }
+                fprintf(f, "%s %s %llu %llu 0x%0*llx\n", d ? "f64" : "f32", kinds[k],
+                        (unsigned long long)seed, (unsigned long long)sizes[s], d ? 16 : 8,
+                        (unsigned long long)bits);
+            }
+    fclose(f);
+    printf("wrote %s\n", path);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int quick = 0;
+    const char *golden = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) quick = 1, max_n = (1u << 22) + 17;
+        else if (!strcmp(argv[i], "--write-golden") && i + 1 < argc) golden = argv[++i];
+        else {
+            printf("usage: test_gpu [--quick] [--write-golden FILE]\n");
+            return 2;
+        }
+    }
+    int count = 0;
+    coopreduce_gpu_count(&count);
+    if (count == 0) {
+        printf("SKIP: test_gpu: no CUDA GPU on this machine; GPU tests skipped\n");
+        return 77;
+    }
+    if (coopreduce_create_gpu(&gpu, 0) != COOPREDUCE_SUCCESS) {
+        printf("SKIP: test_gpu: GPU 0 not usable: %s\n", coopreduce_last_error(NULL));
+        return 77;
+    }
+    coopreduce_gpu_props p;
+    coopreduce_gpu_props_get(0, &p);
+    const char *env = getenv("COOPREDUCE_TEST_SEED");
+    rng_state = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) * 0x2545F4914F6CDD1Dull ^ (uint64_t)getpid();
+    printf("test_gpu on %s (sm_%d%d, %d SMs); seed %llu (COOPREDUCE_TEST_SEED replays)\n", p.name,
+           p.cc_major, p.cc_minor, p.sm_count, (unsigned long long)rng_state);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    host_threads = ncpu > 0 ? (int)ncpu : 1;
+    coopreduce_create_cpu(&cpu, 0);
+    cap = 33554467 + 16;
+    hx = malloc(cap * 8);
+    if (!hx || !cuda_ok(cudaMalloc(&dx, cap * 8 + 16), "cudaMalloc input") ||
+        !cuda_ok(cudaMalloc(&dout, 16), "cudaMalloc result"))
+        return check_summary("test_gpu");
+    if (golden && write_golden(golden, &p)) CHECK(0, "writing the golden file failed");
+    specials();
+    bad_input();
+    to_host();
+    misaligned();
+    grid_independence();
+    repeated_runs(quick ? 10 : 100);
+    random_cases(quick ? 40 : 300);
+    if (!quick) huge();
+    cudaFree(dx);
+    cudaFree(dout);
+    free(hx);
+    coopreduce_destroy(cpu);
+    CHECK(coopreduce_destroy(gpu) == COOPREDUCE_SUCCESS, "destroy: %s", coopreduce_last_error(NULL));
+    return check_summary("test_gpu");
+}
+#endif

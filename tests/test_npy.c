@@ -1,0 +1,449 @@
+/* test_npy.c — the .npy / raw reader and writer (src/tools/npy.c).
+ *
+ * Usage: test_npy SCRATCH_DIR. Every input file is written here byte by byte, so the test
+ * needs no NumPy and pins the exact format details: header versions 1.0, 2.0 and 3.0, byte
+ * orders, Fortran order, shapes (), (0,) and 2-D, and each way a file can be wrong. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "npy.h"
+
+static int passed, failed;
+
+#define CHECK(cond, ...)                                                                          \
+    do {                                                                                          \
+        if (cond) {                                                                               \
+            passed++;                                                                             \
+        } else {                                                                                  \
+            failed++;                                                                             \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                       \
+            fprintf(stderr, __VA_ARGS__);                                                         \
+            fputc('\n', stderr);                                                                  \
+        }                                                                                         \
+    } while (0)
+
+static const char *scratch;
+
+/* ---------------------------------------------------------------- file building */
+
+static char *path_of(const char *name)
+{
+    static char buf[4096];
+    snprintf(buf, sizeof buf, "%s/%s", scratch, name);
+    return buf;
+}
+
+static int mkdir_p(const char *dir)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", dir);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+static void write_bytes(const char *name, const void *bytes, size_t len)
+{
+    FILE *f = fopen(path_of(name), "wb");
+    if (f == NULL || fwrite(bytes, 1, len, f) != len || fclose(f) != 0) {
+        fprintf(stderr, "test_npy: cannot write %s: %s\n", path_of(name), strerror(errno));
+        exit(2);
+    }
+}
+
+/* A .npy image: magic, version, header length (2 or 4 bytes), the dict padded with spaces and a
+ * newline to a multiple of 64 bytes, then `data`. Returns the total length in buf. */
+static size_t build_npy(unsigned char *buf, size_t cap, int major, const char *dict,
+                        const void *data, size_t data_len)
+{
+    size_t len_bytes = major == 1 ? 2 : 4;
+    size_t preamble = 8 + len_bytes;
+    size_t unpadded = preamble + strlen(dict) + 1;
+    size_t total_header = (unpadded + 63) / 64 * 64;
+    size_t header_len = total_header - preamble;
+    if (total_header + data_len > cap) {
+        fprintf(stderr, "test_npy: build_npy buffer too small\n");
+        exit(2);
+    }
+    memcpy(buf, "\x93NUMPY", 6);
+    buf[6] = (unsigned char)major;
+    buf[7] = 0;
+    for (size_t k = 0; k < len_bytes; k++)
+        buf[8 + k] = (unsigned char)(header_len >> (8 * k));
+    memcpy(buf + preamble, dict, strlen(dict));
+    memset(buf + preamble + strlen(dict), ' ', header_len - strlen(dict) - 1);
+    buf[total_header - 1] = '\n';
+    if (data_len > 0)
+        memcpy(buf + total_header, data, data_len);
+    return total_header + data_len;
+}
+
+static void write_npy(const char *name, int major, const char *dict, const void *data,
+                      size_t data_len)
+{
+    static unsigned char buf[1 << 16];
+    size_t len = build_npy(buf, sizeof buf, major, dict, data, data_len);
+    write_bytes(name, buf, len);
+}
+
+static void to_big_endian(unsigned char *dst, const void *src, size_t elem, size_t n)
+{
+    const unsigned char *s = src;
+    for (size_t k = 0; k < n; k++)
+        for (size_t b = 0; b < elem; b++)
+            dst[k * elem + b] = s[k * elem + elem - 1 - b];
+}
+
+/* ---------------------------------------------------------------- reading good files */
+
+static void test_v1_f32(void)
+{
+    const float values[3] = {1.5f, -2.25f, 3.0f};
+    write_npy("v1_f32.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }",
+              values, sizeof values);
+    cr_npy_array a;
+    char err[512];
+    int rc = cr_npy_read(path_of("v1_f32.npy"), &a, err, sizeof err);
+    CHECK(rc == 0, "%s", err);
+    if (rc != 0)
+        return;
+    CHECK(a.dtype == COOPREDUCE_FLOAT32 && a.n == 3 && a.ndim == 1 && a.shape[0] == 3,
+          "dtype %d n %llu ndim %d", (int)a.dtype, (unsigned long long)a.n, a.ndim);
+    CHECK(memcmp(a.data, values, sizeof values) == 0, "values differ");
+    CHECK(((uintptr_t)a.data % 64) == 0, "data at %p not 64-byte aligned", a.data);
+    CHECK(a.fortran_order == 0, "fortran_order %d", a.fortran_order);
+    cr_npy_free(&a);
+    CHECK(a.data == NULL, "cr_npy_free left data set");
+}
+
+static void test_v2_f64_any_key_order(void)
+{
+    const double values[2] = {0.1, -1e300};
+    /* Keys reordered, double quotes, extra spaces, no trailing comma. */
+    write_npy("v2_f64.npy", 2, "{ \"shape\" : ( 2 , ) ,\"fortran_order\":False , \"descr\":\"<f8\"}",
+              values, sizeof values);
+    cr_npy_array a;
+    char err[512];
+    int rc = cr_npy_read(path_of("v2_f64.npy"), &a, err, sizeof err);
+    CHECK(rc == 0, "%s", err);
+    if (rc != 0)
+        return;
+    CHECK(a.dtype == COOPREDUCE_FLOAT64 && a.n == 2, "dtype %d n %llu", (int)a.dtype,
+          (unsigned long long)a.n);
+    CHECK(memcmp(a.data, values, sizeof values) == 0, "values differ");
+    cr_npy_free(&a);
+}
+
+static void test_v3_f32(void)
+{
+    const float values[4] = {1, 2, 3, 4};
+    write_npy("v3_f32.npy", 3, "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }",
+              values, sizeof values);
+    cr_npy_array a;
+    char err[512];
+    int rc = cr_npy_read(path_of("v3_f32.npy"), &a, err, sizeof err);
+    CHECK(rc == 0 && a.n == 4 && memcmp(a.data, values, sizeof values) == 0, "%s", err);
+    cr_npy_free(&a);
+}
+
+static void test_big_endian(void)
+{
+    const float f[3] = {1.0f, -0.5f, 3.4028234663852886e38f};
+    const double d[2] = {3.141592653589793, -2.5e-310}; /* a subnormal too */
+    unsigned char be[64];
+    cr_npy_array a;
+    char err[512];
+
+    to_big_endian(be, f, 4, 3);
+    write_npy("be_f4.npy", 1, "{'descr': '>f4', 'fortran_order': False, 'shape': (3,), }", be, 12);
+    int rc = cr_npy_read(path_of("be_f4.npy"), &a, err, sizeof err);
+    CHECK(rc == 0 && a.dtype == COOPREDUCE_FLOAT32 && a.n == 3 && memcmp(a.data, f, 12) == 0,
+          "'>f4': %s", err);
+    cr_npy_free(&a);
+
+    to_big_endian(be, d, 8, 2);
+    write_npy("be_f8.npy", 1, "{'descr': '>f8', 'fortran_order': False, 'shape': (2,), }", be, 16);
+    rc = cr_npy_read(path_of("be_f8.npy"), &a, err, sizeof err);
+    CHECK(rc == 0 && a.dtype == COOPREDUCE_FLOAT64 && a.n == 2 && memcmp(a.data, d, 16) == 0,
+          "'>f8': %s", err);
+    cr_npy_free(&a);
+
+    write_npy("native_f4.npy", 1, "{'descr': '=f4', 'fortran_order': False, 'shape': (3,), }",
+              f, 12);
+    rc = cr_npy_read(path_of("native_f4.npy"), &a, err, sizeof err);
+    CHECK(rc == 0 && a.n == 3 && memcmp(a.data, f, 12) == 0, "'=f4': %s", err);
+    cr_npy_free(&a);
+}
+
+static void test_shapes(void)
+{
+    const float six[6] = {1, 2, 3, 4, 5, 6};
+    cr_npy_array a;
+    char err[512];
+
+    write_npy("fortran.npy", 1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }",
+              six, sizeof six);
+    int rc = cr_npy_read(path_of("fortran.npy"), &a, err, sizeof err);
+    CHECK(rc == 0 && a.n == 6 && a.ndim == 2 && a.shape[0] == 2 && a.shape[1] == 3 &&
+              a.fortran_order == 1 && memcmp(a.data, six, sizeof six) == 0,
+          "Fortran (2, 3): %s", err);
+    cr_npy_free(&a);
+
+    write_npy("c2d.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 2,), }",
+              six, sizeof six);
+    rc = cr_npy_read(path_of("c2d.npy"), &a, err, sizeof err);
+    CHECK(rc == 0 && a.n == 6 && a.ndim == 2 && a.shape[0] == 3 && a.shape[1] == 2 &&
+              a.fortran_order == 0,
+          "C (3, 2,): %s", err);
+    cr_npy_free(&a);
+
+    const double scalar = 42.0;
+    write_npy("scalar.npy", 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (), }",
+              &scalar, sizeof scalar);
+    rc = cr_npy_read(path_of("scalar.npy"), &a, err, sizeof err);
+    CHECK(rc == 0 && a.n == 1 && a.ndim == 0 && ((double *)a.data)[0] == 42.0,
+          "shape (): %s", err);
+    cr_npy_free(&a);
+
+    write_npy("empty.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (0,), }",
+              NULL, 0);
+    rc = cr_npy_read(path_of("empty.npy"), &a, err, sizeof err);
+    CHECK(rc == 0 && a.n == 0 && a.ndim == 1 && a.data != NULL, "shape (0,): %s", err);
+    cr_npy_free(&a);
+
+    write_npy("empty2d.npy", 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (5, 0), }",
+              NULL, 0);
+    rc = cr_npy_read(path_of("empty2d.npy"), &a, err, sizeof err);
+    CHECK(rc == 0 && a.n == 0 && a.ndim == 2, "shape (5, 0): %s", err);
+    cr_npy_free(&a);
+
+    /* Python 2 wrote long integers with an L suffix. */
+    write_npy("py2.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (6L,), }", six,
+              sizeof six);
+    rc = cr_npy_read(path_of("py2.npy"), &a, err, sizeof err);
+    CHECK(rc == 0 && a.n == 6, "shape (6L,): %s", err);
+    cr_npy_free(&a);
+}
+
+/* ---------------------------------------------------------------- writing, raw */
+
+static void test_write_round_trip(void)
+{
+    enum { N = 1000 };
+    float f[N];
+    double d[N];
+    for (int k = 0; k < N; k++) {
+        f[k] = (float)k * 0.25f - 7.0f;
+        d[k] = (double)k / 3.0;
+    }
+    char err[512];
+    cr_npy_array a;
+
+    int rc = cr_npy_write(path_of("written_f32.npy"), f, N, COOPREDUCE_FLOAT32, err, sizeof err);
+    CHECK(rc == 0, "write f32: %s", err);
+    rc = cr_npy_read(path_of("written_f32.npy"), &a, err, sizeof err);
+    CHECK(rc == 0 && a.dtype == COOPREDUCE_FLOAT32 && a.n == N && memcmp(a.data, f, sizeof f) == 0,
+          "read back f32: %s", err);
+    cr_npy_free(&a);
+
+    /* The data must start on a 64-byte boundary, after a header ending in '\n'. */
+    FILE *fp = fopen(path_of("written_f32.npy"), "rb");
+    unsigned char head[256];
+    size_t got = fp ? fread(head, 1, sizeof head, fp) : 0;
+    long size = -1;
+    if (fp != NULL) {
+        fseek(fp, 0, SEEK_END);
+        size = ftell(fp);
+        fclose(fp);
+    }
+    long data_offset = size - (long)sizeof f;
+    CHECK(got >= 64 && head[6] == 1 && head[7] == 0 && data_offset % 64 == 0 &&
+              data_offset == 10 + (long)(head[8] | head[9] << 8) &&
+              head[data_offset - 1] == '\n',
+          "layout: size %ld, data at %ld", size, data_offset);
+
+    rc = cr_npy_write(path_of("written_f64.npy"), d, N, COOPREDUCE_FLOAT64, err, sizeof err);
+    CHECK(rc == 0, "write f64: %s", err);
+    rc = cr_npy_read(path_of("written_f64.npy"), &a, err, sizeof err);
+    CHECK(rc == 0 && a.dtype == COOPREDUCE_FLOAT64 && a.n == N && memcmp(a.data, d, sizeof d) == 0,
+          "read back f64: %s", err);
+    cr_npy_free(&a);
+
+    rc = cr_npy_write(path_of("written_empty.npy"), NULL, 0, COOPREDUCE_FLOAT32, err, sizeof err);
+    CHECK(rc == 0, "write empty: %s", err);
+    rc = cr_npy_read(path_of("written_empty.npy"), &a, err, sizeof err);
+    CHECK(rc == 0 && a.n == 0, "read back empty: %s", err);
+    cr_npy_free(&a);
+
+    rc = cr_npy_write(path_of("no_such_dir/x.npy"), f, N, COOPREDUCE_FLOAT32, err, sizeof err);
+    CHECK(rc == -1 && err[0] != '\0', "write into a missing directory succeeded");
+}
+
+static void test_raw(void)
+{
+    const float f[3] = {1.0f, 2.0f, 4.0f};
+    char err[512];
+    cr_npy_array a;
+
+    write_bytes("three.f32", f, sizeof f);
+    int rc = cr_raw_read(path_of("three.f32"), COOPREDUCE_FLOAT32, &a, err, sizeof err);
+    CHECK(rc == 0 && a.n == 3 && a.dtype == COOPREDUCE_FLOAT32 &&
+              memcmp(a.data, f, sizeof f) == 0 && (uintptr_t)a.data % 64 == 0,
+          "raw f32: %s", err);
+    cr_npy_free(&a);
+
+    write_bytes("empty.raw", "", 0);
+    rc = cr_raw_read(path_of("empty.raw"), COOPREDUCE_FLOAT64, &a, err, sizeof err);
+    CHECK(rc == 0 && a.n == 0, "empty raw: %s", err);
+    cr_npy_free(&a);
+
+    /* 12 bytes are 3 float32 but 1.5 float64. */
+    rc = cr_raw_read(path_of("three.f32"), COOPREDUCE_FLOAT64, &a, err, sizeof err);
+    CHECK(rc == -1 && err[0] != '\0' && a.data == NULL && strstr(err, "three.f32") != NULL,
+          "raw size not a multiple of 8 accepted: '%s'", err);
+}
+
+/* ---------------------------------------------------------------- errors */
+
+/* Expects a failure with a one-line message naming the file (and `must_contain`, if given). */
+static void expect_npy_error(const char *name, const char *must_contain, const char *what)
+{
+    cr_npy_array a;
+    char err[512];
+    memset(&a, 0x5a, sizeof a); /* garbage in: the reader must reset it */
+    strcpy(err, "");
+    int rc = cr_npy_read(path_of(name), &a, err, sizeof err);
+    CHECK(rc == -1 && a.data == NULL && err[0] != '\0' && strchr(err, '\n') == NULL &&
+              strstr(err, name) != NULL && (must_contain == NULL || strstr(err, must_contain)),
+          "%s: rc %d, message '%s'", what, rc, err);
+    if (rc == 0)
+        cr_npy_free(&a);
+}
+
+static void test_errors(void)
+{
+    const float four[4] = {1, 2, 3, 4};
+    unsigned char buf[4096];
+    size_t len;
+
+    expect_npy_error("does_not_exist.npy", NULL, "missing file");
+
+    write_bytes("bad_magic.npy", "\x93NUMPX\x01\x00\x10\x00{}", 12);
+    expect_npy_error("bad_magic.npy", "magic", "bad magic");
+
+    write_bytes("tiny.npy", "\x93NU", 3);
+    expect_npy_error("tiny.npy", NULL, "file shorter than the magic");
+
+    len = build_npy(buf, sizeof buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }",
+                    four, sizeof four);
+    write_bytes("trunc_header.npy", buf, 40);
+    expect_npy_error("trunc_header.npy", "truncated", "truncated header");
+
+    write_bytes("trunc_data.npy", buf, len - 3);
+    expect_npy_error("trunc_data.npy", "truncated", "truncated data");
+
+    unsigned char longer[4096];
+    memcpy(longer, buf, len);
+    memcpy(longer + len, four, 4);
+    write_bytes("extra_data.npy", longer, len + 4);
+    expect_npy_error("extra_data.npy", "extra", "extra data");
+
+    write_npy("int32.npy", 1, "{'descr': '<i4', 'fortran_order': False, 'shape': (4,), }", four,
+              sizeof four);
+    expect_npy_error("int32.npy", "'<i4'", "int32 dtype");
+
+    write_npy("object.npy", 1, "{'descr': '|O', 'fortran_order': False, 'shape': (4,), }", four,
+              sizeof four);
+    expect_npy_error("object.npy", "'|O'", "object dtype");
+
+    write_npy("float16.npy", 1, "{'descr': '<f2', 'fortran_order': False, 'shape': (4,), }", four,
+              8);
+    expect_npy_error("float16.npy", "'<f2'", "float16 dtype");
+
+    write_npy("structured.npy", 1,
+              "{'descr': [('a', '<f4'), ('b', '<f4')], 'fortran_order': False, 'shape': (2,), }",
+              four, sizeof four);
+    expect_npy_error("structured.npy", "dtype", "structured dtype");
+
+    write_npy("no_colon.npy", 1, "{'descr' '<f4', 'fortran_order': False, 'shape': (4,), }", four,
+              sizeof four);
+    expect_npy_error("no_colon.npy", "malformed", "dict without ':'");
+
+    write_npy("not_dict.npy", 1, "['descr', '<f4']", four, sizeof four);
+    expect_npy_error("not_dict.npy", "malformed", "header not a dict");
+
+    write_npy("no_shape.npy", 1, "{'descr': '<f4', 'fortran_order': False, }", four, sizeof four);
+    expect_npy_error("no_shape.npy", "shape", "missing 'shape'");
+
+    write_npy("bad_order.npy", 1, "{'descr': '<f4', 'fortran_order': 0, 'shape': (4,), }", four,
+              sizeof four);
+    expect_npy_error("bad_order.npy", "fortran_order", "fortran_order not a bool");
+
+    write_npy("neg_shape.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (-4,), }",
+              four, sizeof four);
+    expect_npy_error("neg_shape.npy", "malformed", "negative dimension");
+
+    write_npy("unclosed.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4,", four,
+              sizeof four);
+    expect_npy_error("unclosed.npy", "malformed", "unclosed dict");
+
+    /* 2^32 * 2^32 * 2 elements: the product overflows 64 bits. */
+    write_npy("overflow.npy", 1,
+              "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 2), }",
+              four, sizeof four);
+    expect_npy_error("overflow.npy", "overflow", "shape product overflow");
+
+    write_npy("overflow_dim.npy", 1,
+              "{'descr': '<f4', 'fortran_order': False, 'shape': (123456789012345678901234,), }",
+              four, sizeof four);
+    expect_npy_error("overflow_dim.npy", "overflow", "dimension beyond 2^64");
+
+    /* Fits in 64 bits as a count, but not as a byte size. */
+    write_npy("overflow_bytes.npy", 1,
+              "{'descr': '<f8', 'fortran_order': False, 'shape': (4611686018427387904,), }", four,
+              sizeof four);
+    expect_npy_error("overflow_bytes.npy", NULL, "byte size overflow");
+
+    len = build_npy(buf, sizeof buf, 4, "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }",
+                    four, sizeof four);
+    write_bytes("version4.npy", buf, len);
+    expect_npy_error("version4.npy", "version", "format version 4.0");
+
+    expect_npy_error("", NULL, "a directory (the scratch directory itself)");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_npy SCRATCH_DIR\n");
+        return 2;
+    }
+    scratch = argv[1];
+    if (mkdir_p(scratch) != 0) {
+        fprintf(stderr, "test_npy: cannot create %s: %s\n", scratch, strerror(errno));
+        return 2;
+    }
+    test_v1_f32();
+    test_v2_f64_any_key_order();
+    test_v3_f32();
+    test_big_endian();
+    test_shapes();
+    test_write_round_trip();
+    test_raw();
+    test_errors();
+    printf("test_npy: %d passed, %d failed\n", passed, failed);
+    return failed == 0 ? 0 : 1;
+}
