@@ -145,8 +145,10 @@ coopreduce_status coopreduce_destroy(coopreduce_handle *handle);
 int coopreduce_handle_device(const coopreduce_handle *handle);
 
 /* Grows the handle's workspace so that sums of up to n elements of `dtype` allocate nothing.
- * A sum larger than the workspace grows it itself, which allocates and synchronises the device:
- * call this once up front to keep allocation off the hot path. A no-op on CPU handles. */
+ * A sum larger than the workspace grows it itself, which allocates (and, on a GPU, synchronises
+ * the device): call this once up front to keep allocation off the hot path. The workspace is
+ * about n/500 bytes (float32) and is kept until the handle is destroyed. Fails with
+ * COOPREDUCE_ERROR_OUT_OF_MEMORY. */
 coopreduce_status coopreduce_reserve(coopreduce_handle *handle, uint64_t n, coopreduce_dtype dtype);
 
 /* For tests and benchmarks: force the GPU grid to `blocks` blocks (0 restores the automatic
@@ -178,10 +180,12 @@ coopreduce_status coopreduce_sum(const void *x, void *result, uint64_t n, coopre
                                  coopreduce_handle *handle, void *stream);
 
 /* The same sum, returned to host memory with the least latency: the kernel writes the result
- * straight into pinned, mapped host memory owned by the handle, and the call returns when the
- * result is there (it synchronises `stream`). x is device memory for a GPU handle, host memory
- * for a CPU handle; result_host is plain host memory. Fails as coopreduce_sum() does, and with
- * COOPREDUCE_ERROR_CUDA if earlier work on the stream failed. */
+ * straight into pinned, mapped host memory owned by the handle, then a flag that the calling
+ * thread spins on, and the call returns as soon as the result has arrived (the grid may still
+ * be retiring; later work on `stream` is ordered after it as usual). The sum is enqueued after
+ * earlier work on `stream`, so that work is finished too. x is device memory for a GPU handle,
+ * host memory for a CPU handle; result_host is plain host memory. Fails as coopreduce_sum()
+ * does, and with COOPREDUCE_ERROR_CUDA if earlier work on the stream failed. */
 coopreduce_status coopreduce_sum_to_host(const void *x, void *result_host, uint64_t n,
                                          coopreduce_dtype dtype, coopreduce_handle *handle,
                                          void *stream);

@@ -5,11 +5,12 @@
 #   and a short summary printed last.
 # usage: scripts/gpu-check.sh [--no-sanitizer] [--no-bench] [--bench "ARGS"] [--golden]
 #   --golden  also regenerate tests/golden_bits.txt from this GPU (written to $OUT)
-# Logs and results go to $OUT (the device tool's output folder) or ./gpu-check-out.
+# Full logs go to gpu-check-out/; the few files worth keeping (summary, bench, golden bits, the
+# GPU test and sanitizer logs) are also copied to $OUT when the device tool sets it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$PWD/gpu-check-out}
-mkdir -p "$OUT"
+LOG=$PWD/gpu-check-out
+mkdir -p "$LOG"
 BUILD=${BUILD:-build-gpu}
 SANITIZE=1 BENCH=1 GOLDEN=0 BENCH_ARGS="--quick"
 while [ $# -gt 0 ]; do
@@ -27,19 +28,20 @@ step() { # step NAME COMMAND...: runs, logs to $OUT/NAME.log, records PASS/FAIL 
   local name=$1; shift
   local t0=$SECONDS
   echo "=== $name: $*"
-  "$@" > "$OUT/$name.log" 2>&1
+  "$@" > "$LOG/$name.log" 2>&1
   local rc=$?
-  tail -n 25 "$OUT/$name.log"
+  tail -n 25 "$LOG/$name.log"
   SUMMARY+=("$(printf '%-12s %s (%ds)' "$name" "$([ $rc -eq 0 ] && echo PASS || echo "FAIL rc=$rc")" $((SECONDS - t0)))")
   return $rc
 }
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$LOG/gpu.txt"
 GEN=(); command -v ninja >/dev/null && GEN=(-G Ninja)
 step configure cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release || { printf '%s\n' "${SUMMARY[@]}"; exit 1; }
 step build cmake --build "$BUILD" -j "$(nproc)" || { printf '%s\n' "${SUMMARY[@]}"; exit 1; }
-step ctest ctest --test-dir "$BUILD" --output-on-failure
+step ctest ctest --test-dir "$BUILD" --output-on-failure -E gpu_canonical
+step test_gpu "$BUILD/tests/test_gpu"
 if [ $GOLDEN = 1 ]; then
-  step golden "$BUILD/tests/test_gpu" --quick --write-golden "$OUT/golden_bits.txt"
+  step golden "$BUILD/tests/test_gpu" --quick --write-golden "$LOG/golden_bits.txt"
 fi
 if [ $SANITIZE = 1 ]; then
   for tool in memcheck racecheck synccheck; do
@@ -47,11 +49,20 @@ if [ $SANITIZE = 1 ]; then
   done
 fi
 if [ $BENCH = 1 ]; then
-  step bench "$BUILD/coopreduce" bench $BENCH_ARGS --json "$OUT/bench.json" --csv "$OUT/bench.csv"
-  cp "$OUT/bench.log" "$OUT/bench.md"
+  step bench "$BUILD/coopreduce" bench $BENCH_ARGS --json "$LOG/bench.json" --csv "$LOG/bench.csv"
+  cp "$LOG/bench.log" "$LOG/bench.md"
+fi
+{
+  echo "=== summary ($(cat "$LOG/gpu.txt"))"
+  grep -H -E '^test_[a-z]+: [0-9]+ passed' "$LOG"/*.log 2>/dev/null | sed "s|$LOG/||"
+  grep -H -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOG"/san-*.log 2>/dev/null | sed "s|$LOG/||"
+  printf '%s\n' "${SUMMARY[@]}"
+} > "$LOG/summary.txt"
+if [ -n "${OUT:-}" ]; then
+  cat "$LOG"/san-*.log > "$LOG/sanitizers.log" 2>/dev/null
+  for f in summary.txt bench.md bench.json golden_bits.txt test_gpu.log ctest.log sanitizers.log; do
+    [ -f "$LOG/$f" ] && cp "$LOG/$f" "$OUT/"
+  done
 fi
 echo
-echo "=== summary ($(cat "$OUT/gpu.txt"))"
-grep -h -E '^(test_[a-z]+|cpu|gpu)[a-z_]*: [0-9]+ passed' "$OUT"/*.log 2>/dev/null | sort | uniq -c | sed 's/^ *//'
-grep -h -E 'ERROR SUMMARY' "$OUT"/san-*.log 2>/dev/null
-printf '%s\n' "${SUMMARY[@]}"
+cat "$LOG/summary.txt"

@@ -44,6 +44,8 @@ struct coopreduce_handle {
     int threads;                 /* CPU: 0 = every online CPU */
     int grid_blocks;             /* GPU: 0 = automatic */
     struct cr_gpu_state *gpu;    /* GPU: workspace and launch data (gpu_host.c) */
+    void *cpu_partials;          /* CPU: partial sums of levels >= 1, grown on demand */
+    size_t cpu_partials_bytes;
     char err[512];               /* message of the last failed call */
 };
 
@@ -52,6 +54,8 @@ coopreduce_status cr_fail(coopreduce_handle *h, coopreduce_status s, const char 
     __attribute__((format(printf, 3, 4)));
 
 /* ---- CPU path (src/cpu/canonical.c) ---------------------------------------------------------- */
+/* Grows the handle's partial-sum buffer for n elements of dtype. */
+coopreduce_status cr_cpu_reserve(coopreduce_handle *h, uint64_t n, coopreduce_dtype dtype);
 /* Arguments already validated. Synchronous. */
 coopreduce_status cr_cpu_sum(coopreduce_handle *h, const void *x, uint64_t n,
                              coopreduce_dtype dtype, void *result);

@@ -73,10 +73,11 @@ expect_error() {
     local what=$1
     shift
     run "$@"
-    local lines
+    local lines last_char
     lines=$(wc -l <"$ERR")
-    if [ "$RC" -ne 0 ] && [ "$RC" -lt 128 ] && [ "$lines" -eq 1 ] &&
-        [ "$(head -c 12 "$ERR")" = "coopreduce: " ] && [ "$(tail -c 1 "$ERR" | od -An -c | tr -d ' ')" = '\n' ]; then
+    last_char=$(tail -c 1 "$ERR" | od -An -c | tr -d ' ')
+    if [ "$RC" -ne 0 ] && [ "$RC" -lt 128 ] && [ "$lines" -eq 1 ] && [ "$last_char" = '\n' ] &&
+        [ "$(head -c 12 "$ERR")" = "coopreduce: " ]; then
         pass
     else
         fail "$what: exit $RC, $lines stderr line(s)"
@@ -141,8 +142,7 @@ expect_same "--threads 1 vs 3 (normal f64, n = 3000001)" "$t1" "$t3"
 # ---------------------------------------------------------------- files
 
 for spec in "uniform f32 1000003 7" "normal f64 500001 1" "signed f32 65537 123" "ones f64 4096 1"; do
-    set -- $spec
-    kind=$1 dtype=$2 n=$3 seed=$4
+    read -r kind dtype n seed <<<"$spec"
     npy="$DIR/$kind-$dtype.npy"
     raw="$DIR/$kind-$dtype.raw"
     expected=$(sum_bits --gen "$kind" --n "$n" --seed "$seed" --dtype "$dtype" --device cpu)
@@ -156,7 +156,11 @@ for spec in "uniform f32 1000003 7" "normal f64 500001 1" "signed f32 65537 123"
     size=$(wc -c <"$raw")
     elem=4
     [ "$dtype" = f64 ] && elem=8
-    if [ "$RC" -eq 0 ] && [ "$size" -eq $((n * elem)) ]; then pass; else fail "gen $spec --raw-out: $size bytes"; fi
+    if [ "$RC" -eq 0 ] && [ "$size" -eq $((n * elem)) ]; then
+        pass
+    else
+        fail "gen $spec --raw-out: $size bytes"
+    fi
     got=$(sum_bits --raw "$raw" --dtype "$dtype" --device cpu)
     expect_same "sum of gen --raw-out file ($spec)" "$got" "$expected"
 done
@@ -219,12 +223,20 @@ if [ "$RC" -eq 2 ]; then pass; else fail "a usage error exits 2 (got $RC)"; fi
 
 for args in "--help" "help" "help sum" "sum --help" "gen --help" "info --help" "--version"; do
     run $args
-    if [ "$RC" -eq 0 ] && [ -s "$OUT" ] && [ ! -s "$ERR" ]; then pass; else fail "coopreduce $args"; fi
+    if [ "$RC" -eq 0 ] && [ -s "$OUT" ] && [ ! -s "$ERR" ]; then
+        pass
+    else
+        fail "coopreduce $args"
+    fi
 done
 run info
 if [ "$RC" -eq 0 ] && grep -q 'canonical order v1' "$OUT"; then pass; else fail "info"; fi
 run info --json
-if [ "$RC" -eq 0 ] && [ "$(wc -l <"$OUT")" -eq 1 ] && grep -q '"gpus": \[' "$OUT"; then pass; else fail "info --json"; fi
+if [ "$RC" -eq 0 ] && [ "$(wc -l <"$OUT")" -eq 1 ] && grep -q '"gpus": \[' "$OUT"; then
+    pass
+else
+    fail "info --json"
+fi
 
 # ---------------------------------------------------------------- GPU
 
@@ -232,9 +244,9 @@ if grep -q '"usable": true' "$OUT"; then
     echo "test_cli: a usable GPU is present: comparing --device gpu with --device cpu"
     for spec in "ones f32 1048576" "uniform f32 3000001" "normal f64 3000001" "signed f32 16777217" \
         "uniform f64 4097" "ones f32 0" "normal f32 1"; do
-        set -- $spec
-        cpu=$(sum_bits --gen "$1" --dtype "$2" --n "$3" --device cpu)
-        gpu=$(sum_bits --gen "$1" --dtype "$2" --n "$3" --device gpu --repeat 3)
+        read -r kind dtype n <<<"$spec"
+        cpu=$(sum_bits --gen "$kind" --dtype "$dtype" --n "$n" --device cpu)
+        gpu=$(sum_bits --gen "$kind" --dtype "$dtype" --n "$n" --device gpu --repeat 3)
         expect_same "gpu vs cpu ($spec)" "$gpu" "$cpu"
     done
     gpu=$(sum_bits "$DIR/normal-f64.npy" --device gpu:0)
@@ -250,7 +262,11 @@ else
     # auto falls back to the CPU, and says so.
     run sum --gen ones --n 10 --json
     expect_json "auto without a GPU" device cpu
-    if grep -q '^coopreduce: note: ' "$ERR"; then pass; else fail "auto's note in JSON mode goes to stderr"; fi
+    if grep -q '^coopreduce: note: ' "$ERR"; then
+        pass
+    else
+        fail "auto's note in JSON mode goes to stderr"
+    fi
 fi
 
 echo "test_cli: $passed passed, $failed failed"

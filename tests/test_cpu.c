@@ -4,7 +4,7 @@
  *   a. library bits == an independent scalar implementation of canonical order v1 written from
  *      docs/DETERMINISM.md, for many sizes, both dtypes, all generator kinds, fresh seeds.
  *   b. error bound |lib - exact| <= gamma(k) sum|x_i| (k = 12 L or 11 L), exact via ref_exact.
- *   c. thread independence.
+ *   c. thread independence; different handles used concurrently from different threads.
  *   d. special values (zeros, NaN, infinities, overflow, subnormals) and hand-computed trees.
  *   e. unaligned (element-aligned) host pointers.
  *   f. error handling and the small API functions.
@@ -15,6 +15,7 @@
 #include <float.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +68,7 @@ static void *xmalloc(size_t bytes)
 {
     void *p = malloc(bytes ? bytes : 1);
     if (!p) {
-        fprintf(stdout, "test_cpu: out of memory allocating %zu bytes\n", bytes);
+        fprintf(stdout, "FATAL: out of memory allocating %zu bytes\n", bytes);
         exit(1);
     }
     return p;
@@ -200,7 +201,7 @@ static void *gen_data(coopreduce_dtype dt, cr_gen_kind kind, uint64_t seed, uint
     void *p = xmalloc((size_t)n * dsize(dt));
     int rc = cr_gen_fill(p, 0, n, dt, kind, seed, g_gen_threads);
     if (rc != 0) {
-        fprintf(stdout, "test_cpu: cr_gen_fill(%s, %s) failed\n", dname(dt), cr_gen_name(kind));
+        fprintf(stdout, "FATAL: cr_gen_fill(%s, %s) failed\n", dname(dt), cr_gen_name(kind));
         exit(1);
     }
     return p;
@@ -350,6 +351,10 @@ static void test_ref_exact(void)
     CHECK_F(L_(1.0, 3 * p24), f32_bits(1.0f + 0x1p-22f));        /* tie -> even (up) */
     CHECK_F(L_(1.0, p24, p60), f32_bits(1.0f + 0x1p-23f));       /* just above the tie */
     CHECK_F(L_(1.0, p24, -p60), f32_bits(1.0f));                 /* just below the tie */
+    CHECK_F(L_(1.0, 3 * p24, -0x1p-80), f32_bits(1.0f + 0x1p-23f)); /* via double: 1 + 2^-22 */
+    CHECK_F(L_(16777216.0, 1.0, 0x1p-30), f32_bits(16777218.0f));  /* via double: 16777216 */
+    CHECK_F(L_(-16777216.0, -1.0, -0x1p-30), f32_bits(-16777218.0f));
+    CHECK_F(L_(0x1p-149, 0x1p-150, -0x1p-1074), 1u);              /* subnormal, below the tie */
     CHECK_F(L_(1.0, 0x1p-25, 0x1p-25), f32_bits(1.0f));          /* sum lands on a tie */
     CHECK_F(L_(16777216.0, 1.0, 1.0), f32_bits(16777218.0f));
     CHECK_F(L_(16777216.0, 1.0), f32_bits(16777216.0f));
@@ -706,6 +711,66 @@ static void test_threads(void)
     }
 }
 
+/* Different handles used from different threads at the same time (coopreduce.h, "Handles"). */
+typedef struct {
+    coopreduce_dtype dt;
+    const void *x;
+    uint64_t n;
+    int reps;
+    int threads;
+    uint64_t bits[4];
+    coopreduce_status status[4];
+    int created;
+} concurrent_job;
+
+static void *concurrent_worker(void *arg)
+{
+    concurrent_job *j = arg;
+    coopreduce_handle *h = NULL;
+    j->created = coopreduce_create_cpu(&h, j->threads) == COOPREDUCE_SUCCESS && h;
+    if (!j->created)
+        return NULL;
+    for (int r = 0; r < j->reps; r++)
+        j->status[r] = lib_bits(h, j->x, j->n, j->dt, &j->bits[r], r & 1);
+    coopreduce_destroy(h);
+    return NULL;
+}
+
+static void test_concurrent_handles(void)
+{
+    enum { NJ = 4 };
+    concurrent_job jobs[NJ];
+    pthread_t tid[NJ];
+    int started[NJ];
+    void *data[NJ];
+    uint64_t ref[NJ], seeds[NJ];
+    for (int i = 0; i < NJ; i++) {
+        coopreduce_dtype dt = i % 2 ? COOPREDUCE_FLOAT64 : COOPREDUCE_FLOAT32;
+        uint64_t n = 1500000 + 4099 * (uint64_t)i;
+        seeds[i] = next_seed();
+        data[i] = gen_data(dt, CR_GEN_SIGNED, seeds[i], n);
+        ref[i] = canon_bits(data[i], n, dt);
+        jobs[i] = (concurrent_job){.dt = dt, .x = data[i], .n = n, .reps = 4, .threads = i};
+    }
+    for (int i = 0; i < NJ; i++)
+        started[i] = pthread_create(&tid[i], NULL, concurrent_worker, &jobs[i]) == 0;
+    for (int i = 0; i < NJ; i++) {
+        if (!started[i]) {
+            fprintf(stdout, "   (could not start thread %d; running its job inline)\n", i);
+            concurrent_worker(&jobs[i]);
+        } else {
+            pthread_join(tid[i], NULL);
+        }
+        if (CHECK(jobs[i].created, "concurrent job %d: create_cpu failed", i))
+            for (int r = 0; r < jobs[i].reps; r++)
+                CHECK(jobs[i].status[r] == COOPREDUCE_SUCCESS && jobs[i].bits[r] == ref[i],
+                      "concurrent job %d (%s n=%" PRIu64 " seed=%" PRIu64 ") rep %d: status %d bits 0x%"
+                      PRIx64 " expected 0x%" PRIx64, i, dname(jobs[i].dt), jobs[i].n, seeds[i], r,
+                      (int)jobs[i].status[r], jobs[i].bits[r], ref[i]);
+        free(data[i]);
+    }
+}
+
 /* ================================================================================================
  * Part d: special values and hand-computed trees
  * ============================================================================================= */
@@ -972,6 +1037,8 @@ static void test_unaligned(void)
                 CHECK(s == COOPREDUCE_SUCCESS && got == ref,
                       "%s n=%" PRIu64 " seed=%" PRIu64 " offset %u elements: status %d bits 0x%"
                       PRIx64 " vs aligned 0x%" PRIx64, dname(dt), n, seed, off, (int)s, got, ref);
+                CHECK(memcmp(al + off * es, a, (size_t)n * es) == 0,
+                      "%s n=%" PRIu64 ": the library modified its input", dname(dt), n);
             }
             free(raw);
             free(a);
@@ -1296,6 +1363,7 @@ static void test_big(void)
 /* ================================================================================================ */
 int main(void)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* progress survives a crash */
     const char *env = getenv("COOPREDUCE_TEST_SEED");
     if (env && env[0]) {
         g_seed_base = strtoull(env, NULL, 0);
@@ -1307,7 +1375,7 @@ int main(void)
         g_seed_base &= UINT64_C(0xffffffffffff); /* short enough to retype */
     }
     g_rng_state = g_seed_base ^ UINT64_C(0x5851f42d4c957f2d);
-    fprintf(stdout, "test_cpu: seed base %" PRIu64 " (COOPREDUCE_TEST_SEED=%" PRIu64
+    fprintf(stdout, "seed base %" PRIu64 " (COOPREDUCE_TEST_SEED=%" PRIu64
             " reproduces this run)\n", g_seed_base, g_seed_base);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     g_gen_threads = ncpu > 1 ? (int)ncpu : 1;
@@ -1327,6 +1395,7 @@ int main(void)
     test_sizes();
     double t3 = now_s();
     test_threads();
+    test_concurrent_handles();
     test_unaligned();
     double t4 = now_s();
     test_big();

@@ -151,7 +151,7 @@ int main(int argc, char **argv)
         CHECK(0, "%s: read error", argv[1]);
     fclose(f);
     CHECK(cases > 0, "%s holds no case", argv[1]);
-    fprintf(stdout, "test_golden: %lu cases from %s\n", cases, argv[1]);
+    fprintf(stdout, "golden cases: %lu from %s\n", cases, argv[1]);
     coopreduce_destroy(h);
     return check_summary("test_golden");
 }

@@ -133,8 +133,9 @@ static void test_v2_f64_any_key_order(void)
 {
     const double values[2] = {0.1, -1e300};
     /* Keys reordered, double quotes, extra spaces, no trailing comma. */
-    write_npy("v2_f64.npy", 2, "{ \"shape\" : ( 2 , ) ,\"fortran_order\":False , \"descr\":\"<f8\"}",
-              values, sizeof values);
+    write_npy("v2_f64.npy", 2,
+              "{ \"shape\" : ( 2 , ) ,\"fortran_order\":False , \"descr\":\"<f8\"}", values,
+              sizeof values);
     cr_npy_array a;
     char err[512];
     int rc = cr_npy_read(path_of("v2_f64.npy"), &a, err, sizeof err);

@@ -106,7 +106,8 @@ static const char *const SUM_HELP =
     "  --json             one JSON object on stdout instead of the text report\n";
 
 static const char *const GEN_HELP =
-    "usage: coopreduce gen KIND --n N [--seed S] [--dtype f32|f64] (--out FILE.npy | --raw-out FILE)\n"
+    "usage: coopreduce gen KIND --n N [--seed S] [--dtype f32|f64]\n"
+    "                      (--out FILE.npy | --raw-out FILE)\n"
     "\n"
     "Writes generated data. Element i depends only on (KIND, seed, i), so the data is identical\n"
     "on every machine and `coopreduce sum --gen` sums exactly the same values.\n"
@@ -219,7 +220,8 @@ static int parse_u64_decimal(const char **p, uint64_t *out)
         return -1;
     uint64_t v = 0;
     for (; *s >= '0' && *s <= '9'; s++) {
-        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t)(*s - '0'), &v))
+        uint64_t digit = (uint64_t)(*s - '0');
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, digit, &v))
             return -1;
     }
     *p = s;
@@ -256,7 +258,8 @@ static int parse_count(const char *text, uint64_t *out)
             return -1;
     } else if (p[0] == '<' && p[1] == '<') {
         p += 2;
-        if (parse_u64_decimal(&p, &b) != 0 || *p != '\0' || b > 63 || (a != 0 && (a >> (63 - b)) > 1))
+        /* a << b fits in 64 bits when a < 2^(64-b), i.e. a >> (63-b) is 0 or 1. */
+        if (parse_u64_decimal(&p, &b) != 0 || *p != '\0' || b > 63 || (a >> (63 - b)) > 1)
             return -1;
         v = a << b;
     } else if (*p == 'e' || *p == 'E') {
@@ -632,10 +635,11 @@ static int open_device(device_ctx *dev, device_kind kind, int ordinal, int threa
         return EXIT_OK;
     case DEVICE_AUTO:
         if (try_open_gpu(dev, 0, why, sizeof why) == 0) {
-            snprintf(dev->auto_note, sizeof dev->auto_note, "auto: using GPU 0");
+            snprintf(dev->auto_note, sizeof dev->auto_note, "--device auto chose gpu:0");
             return EXIT_OK;
         }
-        snprintf(dev->auto_note, sizeof dev->auto_note, "auto: using the CPU, %s", why);
+        snprintf(dev->auto_note, sizeof dev->auto_note, "--device auto fell back to the CPU: %s",
+                 why);
         return open_cpu(dev, threads);
     }
     return EXIT_ERROR;
@@ -888,9 +892,9 @@ static void print_sum_report(const sum_options *o, const device_ctx *dev, const 
     else
         printf("device   = cpu (%s, %d thread%s)", dev->name, dev->threads,
                dev->threads == 1 ? "" : "s");
-    if (dev->auto_note[0] != '\0')
-        printf("   [%s]", dev->auto_note);
     printf("\n");
+    if (dev->auto_note[0] != '\0')
+        printf("           (%s)\n", dev->auto_note);
     printf("method   = canonical (order v%d), mode = deterministic\n", coopreduce_order_version());
     if (res->time_us < 1000.0)
         printf("time     = %.1f us", res->time_us);

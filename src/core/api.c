@@ -126,6 +126,7 @@ CR_EXPORT coopreduce_status coopreduce_destroy(coopreduce_handle *handle)
         s = cr_gpu_destroy(handle);
         if (s) cr_fail(NULL, s, "%s", handle->err);
     }
+    free(handle->cpu_partials);
     free(handle);
     return s;
 }
@@ -141,7 +142,7 @@ CR_EXPORT coopreduce_status coopreduce_reserve(coopreduce_handle *handle, uint64
     if (!handle) return cr_fail(NULL, COOPREDUCE_ERROR_INVALID_ARGUMENT, "handle is NULL");
     if (!coopreduce_dtype_size(dtype))
         return cr_fail(handle, COOPREDUCE_ERROR_UNSUPPORTED_DTYPE, "unknown dtype %d", (int)dtype);
-    if (handle->device < 0) return COOPREDUCE_SUCCESS;
+    if (handle->device < 0) return cr_cpu_reserve(handle, n, dtype);
     return cr_gpu_reserve(handle, n, dtype);
 }
 

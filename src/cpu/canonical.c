@@ -152,6 +152,30 @@ static void level_parallel(int threads, coopreduce_dtype dtype, const void *v, u
         if (started[i]) pthread_join(tid[i], NULL);
 }
 
+/* Elements of the partial sums of levels 1 .. L-1 for n elements (0 when one chunk). */
+static uint64_t partial_elems(uint64_t n, coopreduce_dtype dtype)
+{
+    uint64_t count[CR_MAX_LEVELS + 1], total = 0;
+    if (n == 0) return 0;
+    int levels = cr_level_counts(n, cr_chunk_elems(dtype), count);
+    for (int k = 1; k < levels; k++) total += count[k];
+    return total;
+}
+
+coopreduce_status cr_cpu_reserve(coopreduce_handle *h, uint64_t n, coopreduce_dtype dtype)
+{
+    size_t bytes = partial_elems(n, dtype) * coopreduce_dtype_size(dtype);
+    if (bytes <= h->cpu_partials_bytes) return COOPREDUCE_SUCCESS;
+    void *p = malloc(bytes);
+    if (!p)
+        return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY,
+                       "cannot allocate %zu bytes of partial sums", bytes);
+    free(h->cpu_partials);
+    h->cpu_partials = p;
+    h->cpu_partials_bytes = bytes;
+    return COOPREDUCE_SUCCESS;
+}
+
 coopreduce_status cr_cpu_sum(coopreduce_handle *h, const void *x, uint64_t n,
                              coopreduce_dtype dtype, void *result)
 {
@@ -160,25 +184,16 @@ coopreduce_status cr_cpu_sum(coopreduce_handle *h, const void *x, uint64_t n,
         memset(result, 0, es); /* +0.0 */
         return COOPREDUCE_SUCCESS;
     }
-    uint64_t chunk = cr_chunk_elems(dtype);
     uint64_t count[CR_MAX_LEVELS + 1];
-    int levels = cr_level_counts(n, chunk, count);
-
-    /* Partials of levels 1 .. levels-1, one buffer after the other. */
-    uint64_t total = 0;
-    for (int k = 1; k < levels; k++) total += count[k];
-    char *partials = NULL;
-    if (total) {
-        partials = malloc(total * es);
-        if (!partials)
-            return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY,
-                           "cannot allocate %llu bytes of partial sums",
-                           (unsigned long long)(total * es));
-    }
+    int levels = cr_level_counts(n, cr_chunk_elems(dtype), count);
+    /* Partials of levels 1 .. levels-1, one array after the other, in the handle's buffer
+     * (grown here only when n is larger than anything reserved or summed before). */
+    coopreduce_status s = cr_cpu_reserve(h, n, dtype);
+    if (s) return s;
     int threads = h->threads > 0 ? (h->threads > CR_MAX_THREADS ? CR_MAX_THREADS : h->threads)
                                  : online_cpus();
     const void *v = x;
-    char *out = partials;
+    char *out = h->cpu_partials;
     for (int k = 1; k < levels; k++) {
         level_parallel(threads, dtype, v, count[k - 1], out, count[k]);
         v = out;
@@ -200,6 +215,5 @@ coopreduce_status cr_cpu_sum(coopreduce_handle *h, const void *x, uint64_t n,
         }
         memcpy(result, &r, sizeof r);
     }
-    free(partials);
     return COOPREDUCE_SUCCESS;
 }

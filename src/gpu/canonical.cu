@@ -35,19 +35,20 @@ constexpr int kWarpsPerBlock = 8;
 constexpr int kThreads = 32 * kWarpsPerBlock;
 
 template <typename T> struct Layout;
-/* Tuning: kMinBlocks is __launch_bounds__' minimum resident blocks per SM. Unbounded, ptxas
- * hoists all 32 x 4 float loads and takes 255 registers (1 block of 8 warps per SM); with 4 it
- * fits 64 registers with no spill (nvcc 13.0, sm_90). float64 takes 78 registers unbounded
- * (3 blocks per SM) and spills when pushed to 64, so it stays unbounded. */
+/* Tuning: kMinBlocks is __launch_bounds__' minimum resident blocks per SM (256 threads each).
+ * Measured with nvcc 13.0 -Xptxas -v for sm_90 on the batched row tree: float32 fits 3 blocks
+ * (80 registers) with no spill and spills 120 bytes at 4; float64 takes 104 registers, so 2
+ * blocks. 16-24 warps per SM with 8 16-byte loads in flight each is 64-96 KB per SM in flight,
+ * several times the ~20-30 KB that covers DRAM latency at H100/H200 bandwidth. */
 template <> struct Layout<float> {
-    static constexpr int kMinBlocks = 4;
+    static constexpr int kMinBlocks = 3;
     using Vec = float4;
     static constexpr int kVec = 4;              /* lanes per thread */
     static constexpr int kLanes = CR_LANES_F32; /* 128 */
     static __device__ __forceinline__ float nan() { return __int_as_float(0x7fc00000); }
 };
 template <> struct Layout<double> {
-    static constexpr int kMinBlocks = 1;
+    static constexpr int kMinBlocks = 2;
     using Vec = double2;
     static constexpr int kVec = 2;
     static constexpr int kLanes = CR_LANES_F64; /* 64 */
@@ -69,7 +70,7 @@ __device__ __forceinline__ Lanes<T> add(const Lanes<T> &a, const Lanes<T> &b)
 }
 
 /* How a thread reads its lanes of row `r` of the chunk at `p` (`m` valid elements). */
-enum class Load { kVector, kVectorCoherent, kScalar, kGuarded };
+enum class Load { kVector, kVectorCoherent, kScalar, kGuarded, kGuardedShared };
 
 template <typename T, Load L>
 __device__ __forceinline__ Lanes<T> load_row(const T *__restrict__ p, int r, int t, int m)
@@ -93,6 +94,8 @@ __device__ __forceinline__ Lanes<T> load_row(const T *__restrict__ p, int r, int
         for (int j = 0; j < Lay::kVec; j++) {
             if constexpr (L == Load::kGuarded)
                 out.v[j] = first + j < m ? __ldcg(p + first + j) : T(-0.0);
+            else if constexpr (L == Load::kGuardedShared)
+                out.v[j] = first + j < m ? p[first + j] : T(-0.0);
             else
                 out.v[j] = __ldg(p + first + j);
         }
@@ -117,12 +120,35 @@ template <typename T, Load L> struct RowTree<T, L, 1> {
     }
 };
 
+/* The 32-row tree as four batches of 8 rows: b_k is the tree of rows 8k..8k+7, and the
+ * chunk's lane value is (b0 + b1) + (b2 + b3) — the same perfect pairwise tree. The batch loop
+ * stays rolled on purpose: unrolled, ptxas hoists all 32 loads (128 registers of float4 data),
+ * which either caps occupancy or spills. A batch keeps 8 independent 16-byte loads in flight per
+ * thread, which at 32 warps per SM is several times what it takes to cover DRAM latency. */
+template <typename T, Load L>
+__device__ __forceinline__ Lanes<T> row_tree(const T *p, int t, int m)
+{
+    static_assert(CR_ROWS == 32, "row_tree assumes 4 batches of 8 rows");
+    Lanes<T> prev, s01, total;
+#pragma unroll 1
+    for (int k = 0; k < 4; k++) {
+        Lanes<T> b = RowTree<T, L, 8>::run(p, 8 * k, t, m);
+        if (k == 0 || k == 2)
+            prev = b;
+        else if (k == 1)
+            s01 = add(prev, b);
+        else
+            total = add(s01, add(prev, b));
+    }
+    return total;
+}
+
 /* One chunk, reduced by one warp. Every thread of the warp returns the chunk's value. */
 template <typename T, Load L>
 __device__ __forceinline__ T warp_chunk(const cg::thread_block_tile<32> &warp, const T *p, int m)
 {
     const int t = warp.thread_rank();
-    Lanes<T> s = RowTree<T, L, CR_ROWS>::run(p, 0, t, m);
+    Lanes<T> s = row_tree<T, L>(p, t, m);
     /* Lane levels inside the thread: adjacent pairs. */
     T v;
     if constexpr (Layout<T>::kVec == 4)
@@ -144,67 +170,182 @@ template <typename T> struct Params {
     uint64_t count[CR_MAX_LEVELS + 1];
     int levels;
     int x_aligned;                           /* x is 16-byte aligned: vector loads */
+    volatile unsigned int *flag;             /* host-result path: set to seq after *out */
+    unsigned int seq;
 };
 
-/* A warp has finished node `idx` of level `k` with value v: store it, and while this warp is
- * the one completing a group, reduce that group and climb. Uniform across the warp. */
+/* The top node: canonical NaN, then (host-result path) the flag the host spins on, ordered
+ * after the value by a system-scope fence. */
 template <typename T>
-__device__ void finish_node(const cg::thread_block_tile<32> &warp, const Params<T> &P, int k,
-                            uint64_t idx, T v)
+__device__ __forceinline__ void write_result(const cg::thread_block_tile<32> &warp,
+                                             const Params<T> &P, T v)
+{
+    if (warp.thread_rank() == 0) {
+        *P.out = v != v ? Layout<T>::nan() : v;
+        if (P.flag) {
+            __threadfence_system();
+            *P.flag = P.seq;
+        }
+    }
+}
+
+/* The number of level-k nodes in the group (C of them, fewer in the last group). */
+template <typename T>
+__device__ __forceinline__ int group_size(const Params<T> &P, int k, uint64_t group)
+{
+    constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
+    const uint64_t rest = P.count[k] - group * C;
+    return rest < C ? (int)rest : (int)C;
+}
+
+/* Reduces a completed group of level-k partials: one chunk read from L2. */
+template <typename T>
+__device__ __noinline__ T reduce_group(const cg::thread_block_tile<32> &warp,
+                                          const Params<T> &P, int k, uint64_t group)
+{
+    constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
+    const int size = group_size(P, k, group);
+    __threadfence(); /* the group's partials are read after its ticket */
+    const T *g = P.partials[k] + group * C;
+    return size == (int)C ? warp_chunk<T, Load::kVectorCoherent>(warp, g, size)
+                          : warp_chunk<T, Load::kGuarded>(warp, g, size);
+}
+
+/* A warp holds node `idx` of level k >= 2: store it, post a ticket for its group, and while
+ * this warp is the one completing a group, reduce the group and climb. Only the few nodes above
+ * level 1 come here, so one ticket per node costs nothing that shows. */
+template <typename T>
+__device__ __noinline__ void climb(const cg::thread_block_tile<32> &warp, const Params<T> &P, int k,
+                      uint64_t idx, T v)
 {
     constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
     for (;;) {
         if (k == P.levels) {
-            if (warp.thread_rank() == 0) *P.out = v != v ? Layout<T>::nan() : v;
+            write_result(warp, P, v);
             return;
         }
         const uint64_t group = idx / C;
-        const uint64_t first = group * C;
-        const uint64_t rest = P.count[k] - first;
-        const int size = rest < C ? (int)rest : (int)C;
+        const unsigned int size = (unsigned int)group_size(P, k, group);
         unsigned int done = 0;
         if (warp.thread_rank() == 0) {
             P.partials[k][idx] = v;
-            __threadfence();                 /* the partial is visible before the ticket */
+            __threadfence(); /* the partial is visible before the ticket */
             done = atomicAdd(&P.counters[k + 1][group], 1u) + 1;
-            if (done == (unsigned int)size) P.counters[k + 1][group] = 0; /* ready for next launch */
+            if (done == size) P.counters[k + 1][group] = 0; /* ready for the next launch */
         }
-        done = warp.shfl(done, 0);
-        if (done != (unsigned int)size) return;
-        __threadfence();                     /* the group's partials are read after the ticket */
-        const T *g = P.partials[k] + first;
-        v = size == (int)C ? warp_chunk<T, Load::kVectorCoherent>(warp, g, size)
-                           : warp_chunk<T, Load::kGuarded>(warp, g, size);
+        if (warp.shfl(done, 0) != size) return;
+        v = reduce_group(warp, P, k, group);
         k += 1;
         idx = group;
     }
 }
 
+/* Splits [0, total) into `parts` contiguous ranges whose sizes differ by at most one. */
+__device__ __forceinline__ void balanced_range(uint64_t total, uint64_t parts, uint64_t i,
+                                               uint64_t *begin, uint64_t *end)
+{
+    const uint64_t base = total / parts, rem = total % parts;
+    *begin = i * base + (i < rem ? i : rem);
+    *end = *begin + base + (i < rem ? 1 : 0);
+}
+
+/* The one ragged chunk of the input, out of line: its guarded loads would otherwise share the
+ * hot loop's registers. */
 template <typename T>
-__global__ void __launch_bounds__(kThreads, Layout<T>::kMinBlocks) canonical_kernel(const Params<T> P)
+__device__ __noinline__ T ragged_input_chunk(const cg::thread_block_tile<32> &warp, const T *p, int m)
+{
+    return warp_chunk<T, Load::kGuarded>(warp, p, m);
+}
+
+/* Level-1 work: the chunk at index c of the input. */
+template <typename T>
+__device__ __forceinline__ T input_chunk(const cg::thread_block_tile<32> &warp, const Params<T> &P,
+                                         uint64_t c)
 {
     constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
+    const T *p = P.x + c * C;
+    const uint64_t n = P.count[0];
+    if ((c + 1) * C <= n)
+        return P.x_aligned ? warp_chunk<T, Load::kVector>(warp, p, (int)C)
+                           : warp_chunk<T, Load::kScalar>(warp, p, (int)C);
+    return ragged_input_chunk(warp, p, (int)(n - c * C));
+}
+
+/* Any N with more than kWarpsPerBlock * 4 chunks. Block b owns a contiguous range of level-1
+ * chunks, its warps split it; each warp stores its chunks' partials. After a barrier, thread 0
+ * posts one ticket per group the block's range touches (the count of its chunks in that group).
+ * Tickets per launch: about one per block, so same-address atomics never queue up, and no warp
+ * waits on a fence between chunks. The warp(s) of the block that completed groups reduce them
+ * and climb. */
+template <typename T>
+__global__ void __launch_bounds__(kThreads, Layout<T>::kMinBlocks) canonical_kernel(const __grid_constant__ Params<T> P)
+{
+    constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
+    constexpr int kBatch = 64; /* completed groups handled per round (one round is typical) */
+    __shared__ uint64_t done_groups[kBatch];
+    __shared__ int n_done;
     cg::thread_block block = cg::this_thread_block();
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
-    const uint64_t warps = (uint64_t)gridDim.x * kWarpsPerBlock;
-    const uint64_t n = P.count[0], chunks = P.count[1];
-    const uint64_t full = n / C;             /* chunks without padding */
-    for (uint64_t c = (uint64_t)blockIdx.x * kWarpsPerBlock + warp.meta_group_rank(); c < chunks;
-         c += warps) {
-        const T *p = P.x + c * C;
-        T v;
-        if (c < full)
-            v = P.x_aligned ? warp_chunk<T, Load::kVector>(warp, p, (int)C)
-                            : warp_chunk<T, Load::kScalar>(warp, p, (int)C);
-        else
-            v = warp_chunk<T, Load::kGuarded>(warp, p, (int)(n - c * C));
-        finish_node(warp, P, 1, c, v);
+    const int w = warp.meta_group_rank();
+    uint64_t b0, b1, w0, w1;
+    balanced_range(P.count[1], gridDim.x, blockIdx.x, &b0, &b1);
+    balanced_range(b1 - b0, kWarpsPerBlock, w, &w0, &w1);
+    for (uint64_t c = b0 + w0; c < b0 + w1; c++) {
+        T v = input_chunk(warp, P, c);
+        if (warp.thread_rank() == 0) P.partials[1][c] = v;
     }
+    if (warp.thread_rank() == 0) __threadfence(); /* this warp's partials before the tickets */
+    if (b0 == b1) return;                           /* uniform across the block */
+    /* Groups touched by [b0, b1), in rounds of at most kBatch. */
+    const uint64_t g_first = b0 / C, g_last = (b1 - 1) / C;
+    for (uint64_t g0 = g_first; g0 <= g_last; g0 += kBatch) {
+        block.sync();
+        if (block.thread_rank() == 0) {
+            int nd = 0;
+            for (uint64_t g = g0; g <= g_last && g < g0 + kBatch; g++) {
+                const uint64_t lo = g * C > b0 ? g * C : b0;
+                const uint64_t hi = (g + 1) * C < b1 ? (g + 1) * C : b1;
+                const unsigned int mine = (unsigned int)(hi - lo);
+                const unsigned int size = (unsigned int)group_size(P, 1, g);
+                if (atomicAdd(&P.counters[2][g], mine) + mine == size) {
+                    P.counters[2][g] = 0; /* ready for the next launch */
+                    done_groups[nd++] = g;
+                }
+            }
+            n_done = nd;
+        }
+        block.sync();
+        for (int i = w; i < n_done; i += kWarpsPerBlock) {
+            const uint64_t g = done_groups[i];
+            climb(warp, P, 2, g, reduce_group(warp, P, 1, g));
+        }
+    }
+}
+
+/* Small N (at most kSmallChunks chunks): one block, one warp per chunk, the partials in shared
+ * memory, no atomics and no fences: the shortest path from launch to result. Same tree. */
+constexpr int kSmallChunks = 32;
+
+template <typename T>
+__global__ void __launch_bounds__(32 * kSmallChunks) canonical_small_kernel(const __grid_constant__ Params<T> P)
+{
+    __shared__ T partials[kSmallChunks];
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    const int w = warp.meta_group_rank();
+    T v = input_chunk(warp, P, (uint64_t)w);
+    if (P.count[1] == 1) {
+        write_result(warp, P, v);
+        return;
+    }
+    if (warp.thread_rank() == 0) partials[w] = v;
+    block.sync();
+    if (w == 0) write_result(warp, P, warp_chunk<T, Load::kGuardedShared>(warp, partials, (int)P.count[1]));
 }
 
 template <typename T>
 cudaError_t launch(const void *x, uint64_t n, void *out, void *partials, void *counters,
-                   int blocks, cudaStream_t stream)
+                   int blocks, unsigned int *flag, unsigned int seq, cudaStream_t stream)
 {
     constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
     Params<T> P = {};
@@ -212,8 +353,14 @@ cudaError_t launch(const void *x, uint64_t n, void *out, void *partials, void *c
     P.out = static_cast<T *>(out);
     P.levels = cr_level_counts(n, C, P.count);
     P.x_aligned = ((uintptr_t)x % 16) == 0;
-    /* Same layout as cr_gpu_workspace_bytes() in gpu_host.c: partial arrays one after the other,
-     * each 256-byte aligned; counters in their own zeroed region. */
+    P.flag = flag;
+    P.seq = seq;
+    if (P.count[1] <= (uint64_t)kSmallChunks) {
+        canonical_small_kernel<T><<<1, 32 * (int)P.count[1], 0, stream>>>(P);
+        return cudaGetLastError();
+    }
+    /* Same layout as workspace_bytes() in gpu_host.c: partial arrays one after the other,
+     * each 256-byte aligned; counters in their own region, zero between launches. */
     char *pp = static_cast<char *>(partials);
     unsigned int *cc = static_cast<unsigned int *>(counters);
     for (int k = 1; k < P.levels; k++) {
@@ -222,12 +369,9 @@ cudaError_t launch(const void *x, uint64_t n, void *out, void *partials, void *c
         P.counters[k + 1] = cc;
         cc += P.count[k + 1];
     }
-    const uint64_t warps_needed = P.count[1];
-    const uint64_t blocks_needed = (warps_needed + kWarpsPerBlock - 1) / kWarpsPerBlock;
+    const uint64_t blocks_needed = (P.count[1] + kWarpsPerBlock - 1) / kWarpsPerBlock;
     if ((uint64_t)blocks > blocks_needed) blocks = (int)blocks_needed;
-    /* A single chunk needs a single warp. */
-    const int threads = P.count[1] == 1 ? 32 : kThreads;
-    canonical_kernel<T><<<blocks, threads, 0, stream>>>(P);
+    canonical_kernel<T><<<blocks, kThreads, 0, stream>>>(P);
     return cudaGetLastError();
 }
 
@@ -237,11 +381,12 @@ extern "C" {
 
 /* Returns a cudaError_t. x, out: device-accessible; partials/counters: the handle's workspace. */
 int cr_gpu_launch_canonical(int dtype, const void *x, uint64_t n, void *out, void *partials,
-                            void *counters, int blocks, void *stream)
+                            void *counters, int blocks, unsigned int *flag, unsigned int seq,
+                            void *stream)
 {
     if (dtype == COOPREDUCE_FLOAT32)
-        return launch<float>(x, n, out, partials, counters, blocks, (cudaStream_t)stream);
-    return launch<double>(x, n, out, partials, counters, blocks, (cudaStream_t)stream);
+        return launch<float>(x, n, out, partials, counters, blocks, flag, seq, (cudaStream_t)stream);
+    return launch<double>(x, n, out, partials, counters, blocks, flag, seq, (cudaStream_t)stream);
 }
 
 /* Resident blocks per SM of the kernel for `dtype` (0 when the GPU has no code for it), and

@@ -10,7 +10,8 @@
 
 /* From canonical.cu. */
 int cr_gpu_launch_canonical(int dtype, const void *x, uint64_t n, void *out, void *partials,
-                            void *counters, int blocks, void *stream);
+                            void *counters, int blocks, unsigned int *flag, unsigned int seq,
+                            void *stream);
 int cr_gpu_canonical_occupancy(int dtype, int *blocks_per_sm);
 int cr_gpu_warps_per_block(void);
 
@@ -24,9 +25,15 @@ struct cr_gpu_state {
     size_t partials_bytes;
     void *counters;               /* device: group counters, all zero between launches */
     size_t counters_bytes;
-    void *host_slot;              /* pinned, mapped host memory for coopreduce_sum_to_host */
-    void *host_slot_dev;          /* its device address */
+    void *host_slot;              /* pinned, mapped host memory for coopreduce_sum_to_host: */
+    void *host_slot_dev;          /*   the value at offset 0, the flag at HOST_FLAG_OFFSET */
+    unsigned int seq;             /* the flag value of the last host-result call */
 };
+
+/* The kernel writes the result, fences at system scope, then writes the call's sequence number
+ * here; the host spins on it. That returns as soon as the value has landed, without waiting
+ * for the grid to retire and the driver to notice (what cudaStreamSynchronize waits for). */
+#define HOST_FLAG_OFFSET 8
 
 static coopreduce_status cuda_fail(coopreduce_handle *h, cudaError_t e, const char *what)
 {
@@ -185,6 +192,7 @@ coopreduce_status cr_gpu_create(coopreduce_handle *h, int ordinal)
         }
     }
     e = cudaHostAlloc(&g->host_slot, 16, cudaHostAllocMapped);
+    if (e == cudaSuccess) memset(g->host_slot, 0, 16);
     if (e != cudaSuccess) { g->host_slot = NULL; s = cuda_fail(h, e, "allocating the pinned result slot"); goto fail; }
     e = cudaHostGetDevicePointer(&g->host_slot_dev, g->host_slot, 0);
     if (e != cudaSuccess) { s = cuda_fail(h, e, "mapping the pinned result slot"); goto fail; }
@@ -260,6 +268,29 @@ static coopreduce_status check_pointer(coopreduce_handle *h, const void *p, cons
                    "managed or mapped pinned memory", name, p);
 }
 
+/* Spins until the kernel has set the flag to seq. Every 1024 spins it asks the stream whether
+ * it failed, so an error (or a kernel that finished without writing) ends the wait. */
+static coopreduce_status wait_for_flag(coopreduce_handle *h, unsigned int seq, cudaStream_t stream)
+{
+    volatile unsigned int *flag =
+        (volatile unsigned int *)((char *)h->gpu->host_slot + HOST_FLAG_OFFSET);
+    for (uint64_t spin = 1;; spin++) {
+        if (*flag == seq) break;
+        if (spin % 1024 == 0) {
+            cudaError_t e = cudaStreamQuery(stream);
+            if (e == cudaSuccess && *flag != seq)
+                return cr_fail(h, COOPREDUCE_ERROR_INTERNAL,
+                               "the kernel finished without delivering the host result");
+            if (e != cudaSuccess && e != cudaErrorNotReady) return cuda_fail(h, e, "waiting for the sum");
+        }
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+    __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the value is read after the flag */
+    return COOPREDUCE_SUCCESS;
+}
+
 coopreduce_status cr_gpu_sum(coopreduce_handle *h, const void *x, void *result, uint64_t n,
                              coopreduce_dtype dtype, void *stream, int to_host)
 {
@@ -273,10 +304,13 @@ coopreduce_status cr_gpu_sum(coopreduce_handle *h, const void *x, void *result, 
     if (e != cudaSuccess) return cuda_fail(h, e, "selecting the GPU");
     void *out = to_host ? g->host_slot_dev : result;
     if (n == 0) {
-        /* +0.0, still in stream order. */
-        e = to_host ? cudaSuccess : cudaMemsetAsync(result, 0, es, (cudaStream_t)stream);
-        if (to_host) memset(g->host_slot, 0, es);
-        if (e != cudaSuccess) { s = cuda_fail(h, e, "writing the empty sum"); goto out; }
+        /* +0.0: in stream order on the device; at once on the host. */
+        if (to_host) {
+            memset(result, 0, es);
+        } else {
+            e = cudaMemsetAsync(result, 0, es, (cudaStream_t)stream);
+            if (e != cudaSuccess) { s = cuda_fail(h, e, "writing the empty sum"); goto out; }
+        }
     } else {
         s = ensure_workspace(h, n, dtype);
         if (s) goto out;
@@ -287,14 +321,19 @@ coopreduce_status cr_gpu_sum(coopreduce_handle *h, const void *x, void *result, 
             uint64_t full = (uint64_t)g->sm_count * (uint64_t)g->blocks_per_sm[dtype];
             blocks = (int)(need < full ? need : full);
         }
+        unsigned int *flag_dev = NULL, seq = 0;
+        if (to_host) {
+            seq = ++g->seq ? g->seq : ++g->seq; /* never 0, the slot's initial value */
+            flag_dev = (unsigned int *)((char *)g->host_slot_dev + HOST_FLAG_OFFSET);
+        }
         e = (cudaError_t)cr_gpu_launch_canonical(dtype, x, n, out, g->partials, g->counters,
-                                                 blocks, stream);
+                                                 blocks, flag_dev, seq, stream);
         if (e != cudaSuccess) { s = cuda_fail(h, e, "launching the canonical sum"); goto out; }
-    }
-    if (to_host) {
-        e = cudaStreamSynchronize((cudaStream_t)stream);
-        if (e != cudaSuccess) { s = cuda_fail(h, e, "waiting for the sum"); goto out; }
-        memcpy(result, g->host_slot, es);
+        if (to_host) {
+            s = wait_for_flag(h, seq, (cudaStream_t)stream);
+            if (s) goto out;
+            memcpy(result, g->host_slot, es);
+        }
     }
     s = COOPREDUCE_SUCCESS;
 out:

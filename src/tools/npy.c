@@ -57,11 +57,11 @@ static int host_is_little_endian(void)
     return first == 1;
 }
 
-static void byteswap_elements(void *data, uint64_t n, size_t elem_size)
+static void byteswap_elements(void *data, uint64_t n, size_t elem)
 {
     unsigned char *p = data;
-    for (uint64_t k = 0; k < n; k++, p += elem_size) {
-        for (size_t a = 0, b = elem_size - 1; a < b; a++, b--) {
+    for (uint64_t k = 0; k < n; k++, p += elem) {
+        for (size_t a = 0, b = elem - 1; a < b; a++, b--) {
             unsigned char tmp = p[a];
             p[a] = p[b];
             p[b] = tmp;
@@ -767,7 +767,8 @@ int cr_npy_write(const char *path, const void *data, uint64_t n, coopreduce_dtyp
      * and ends with '\n' so that the data starts at a multiple of 64 bytes, which lets readers
      * map the file and use the data in place with aligned vector loads. */
     char dict[128];
-    int dict_len = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%llu,), }",
+    int dict_len = snprintf(dict, sizeof dict,
+                            "{'descr': '%s', 'fortran_order': False, 'shape': (%llu,), }",
                             dtype == COOPREDUCE_FLOAT32 ? "<f4" : "<f8", (unsigned long long)n);
     size_t preamble = NPY_MAGIC_LEN + 2 + 2;
     size_t unpadded = preamble + (size_t)dict_len + 1; /* + '\n' */
