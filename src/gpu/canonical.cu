@@ -36,12 +36,13 @@ constexpr int kThreads = 32 * kWarpsPerBlock;
 
 template <typename T> struct Layout;
 /* Tuning: kMinBlocks is __launch_bounds__' minimum resident blocks per SM (256 threads each).
- * Measured with nvcc 13.0 -Xptxas -v for sm_90 on the batched row tree: float32 fits 3 blocks
- * (80 registers) with no spill and spills 120 bytes at 4; float64 takes 104 registers, so 2
- * blocks. 16-24 warps per SM with 8 16-byte loads in flight each is 64-96 KB per SM in flight,
- * several times the ~20-30 KB that covers DRAM latency at H100/H200 bandwidth. */
+ * With the double-buffered stream (two batches of 8 rows in registers), nvcc 13.0 fits both
+ * types in 128 registers without spills at 2 blocks per SM (sm_80 and sm_90); at 3 the float32
+ * kernel spills 96 bytes. 16 warps per SM with 8-16 16-byte loads in flight per thread is
+ * 64-128 KB per SM in flight, several times the ~20-30 KB that covers DRAM latency at H100/H200
+ * bandwidth. */
 template <> struct Layout<float> {
-    static constexpr int kMinBlocks = 3;
+    static constexpr int kMinBlocks = 2;
     using Vec = float4;
     static constexpr int kVec = 4;              /* lanes per thread */
     static constexpr int kLanes = CR_LANES_F32; /* 128 */
@@ -143,12 +144,21 @@ __device__ __forceinline__ Lanes<T> row_tree(const T *p, int t, int m)
     return total;
 }
 
+template <typename T>
+__device__ __forceinline__ T lane_tree(const cg::thread_block_tile<32> &warp, const Lanes<T> &s);
+
 /* One chunk, reduced by one warp. Every thread of the warp returns the chunk's value. */
 template <typename T, Load L>
 __device__ __forceinline__ T warp_chunk(const cg::thread_block_tile<32> &warp, const T *p, int m)
 {
-    const int t = warp.thread_rank();
-    Lanes<T> s = row_tree<T, L>(p, t, m);
+    return lane_tree(warp, row_tree<T, L>(p, warp.thread_rank(), m));
+}
+
+/* The lane tree of a chunk whose lane sums the warp holds (VEC per thread). Every thread of the
+ * warp returns the chunk's value. */
+template <typename T>
+__device__ __forceinline__ T lane_tree(const cg::thread_block_tile<32> &warp, const Lanes<T> &s)
+{
     /* Lane levels inside the thread: adjacent pairs. */
     T v;
     if constexpr (Layout<T>::kVec == 4)
@@ -271,6 +281,56 @@ __device__ __forceinline__ T input_chunk(const cg::thread_block_tile<32> &warp, 
     return ragged_input_chunk(warp, p, (int)(n - c * C));
 }
 
+/* Eight rows of a thread's lanes, loaded but not yet added. */
+template <typename T> struct Batch {
+    Lanes<T> r[8];
+};
+
+template <typename T>
+__device__ __forceinline__ void load_batch(Batch<T> &b, const T *p, int k, int t)
+{
+#pragma unroll
+    for (int i = 0; i < 8; i++) b.r[i] = load_row<T, Load::kVector>(p, 8 * k + i, t, 0);
+}
+
+/* The row tree of one batch of 8 rows: ((r0+r1)+(r2+r3)) + ((r4+r5)+(r6+r7)). */
+template <typename T>
+__device__ __forceinline__ Lanes<T> batch_tree(const Batch<T> &b)
+{
+    return add(add(add(b.r[0], b.r[1]), add(b.r[2], b.r[3])),
+               add(add(b.r[4], b.r[5]), add(b.r[6], b.r[7])));
+}
+
+/* The hot loop: full, 16-byte aligned input chunks [c0, c1), one after the other, as a stream of
+ * 8-row batches double-buffered in registers A and B (no copies between them: a register copy
+ * would wait for the loads). Each batch's loads are issued before the previous batch is added;
+ * the next chunk's first batch is in flight while the current chunk's lane tree and shuffles
+ * run. So a warp keeps 8 to 16 16-byte loads per thread in flight all the time. Computes exactly
+ * row_tree + lane_tree for every chunk: (b0 + b1) + (b2 + b3), b_k the tree of rows 8k..8k+7. */
+template <typename T>
+__device__ __forceinline__ void stream_full_chunks(const cg::thread_block_tile<32> &warp,
+                                                   const Params<T> &P, uint64_t c0, uint64_t c1)
+{
+    constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
+    static_assert(CR_ROWS == 32, "stream_full_chunks assumes 4 batches of 8 rows");
+    const int t = warp.thread_rank();
+    Batch<T> A, B;
+    load_batch(A, P.x + c0 * C, 0, t);
+    for (uint64_t c = c0; c < c1; c++) {
+        const T *p = P.x + c * C;
+        load_batch(B, p, 1, t);
+        const Lanes<T> b0 = batch_tree(A);
+        load_batch(A, p, 2, t);
+        const Lanes<T> s01 = add(b0, batch_tree(B));
+        load_batch(B, p, 3, t);
+        const Lanes<T> b2 = batch_tree(A);
+        if (c + 1 < c1) load_batch(A, p + C, 0, t);
+        const Lanes<T> total = add(s01, add(b2, batch_tree(B)));
+        const T v = lane_tree(warp, total);
+        if (t == 0) P.partials[1][c] = v;
+    }
+}
+
 /* Any N with more than kWarpsPerBlock * 4 chunks. Block b owns a contiguous range of level-1
  * chunks, its warps split it; each warp stores its chunks' partials. After a barrier, thread 0
  * posts one ticket per group the block's range touches (the count of its chunks in that group).
@@ -290,7 +350,15 @@ __global__ void __launch_bounds__(kThreads, Layout<T>::kMinBlocks) canonical_ker
     uint64_t b0, b1, w0, w1;
     balanced_range(P.count[1], gridDim.x, blockIdx.x, &b0, &b1);
     balanced_range(b1 - b0, kWarpsPerBlock, w, &w0, &w1);
-    for (uint64_t c = b0 + w0; c < b0 + w1; c++) {
+    uint64_t c = b0 + w0;
+    const uint64_t c_end = b0 + w1;
+    const uint64_t full = P.count[0] / C; /* chunks [0, full) need no padding */
+    if (P.x_aligned && c < c_end && c < full) {
+        const uint64_t stop = c_end < full ? c_end : full;
+        stream_full_chunks(warp, P, c, stop);
+        c = stop;
+    }
+    for (; c < c_end; c++) { /* misaligned input, or the ragged last chunk */
         T v = input_chunk(warp, P, c);
         if (warp.thread_rank() == 0) P.partials[1][c] = v;
     }
