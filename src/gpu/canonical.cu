@@ -29,7 +29,44 @@ extern "C" {
 
 namespace cg = cooperative_groups;
 
+/* Tuning knobs, fixed by measurement (docs/PERF.md, scripts/tune.sh); none changes a bit of
+ * the result, only who loads what when.
+ *  CR_TUNE_INTERLEAVE 1: the warps of a block take the block's chunks round-robin, so the block
+ *    streams one contiguous region (8 adjacent chunks at a time); 0: each warp a sub-range.
+ *  CR_TUNE_LOAD 0: __ldg (read-only path); 1: __ldcs (evict-first); 2: __ldlu (last use).
+ *  CR_TUNE_FENCE 0: __threadfence (fence.sc.gpu); 1: fence.acq_rel.gpu, all the ticket
+ *    protocol needs (release before the ticket, acquire after it). */
+#ifndef CR_TUNE_INTERLEAVE
+#define CR_TUNE_INTERLEAVE 1
+#endif
+#ifndef CR_TUNE_LOAD
+#define CR_TUNE_LOAD 0
+#endif
+#ifndef CR_TUNE_FENCE
+#define CR_TUNE_FENCE 1
+#endif
+
 namespace {
+
+__device__ __forceinline__ void fence_gpu()
+{
+#if CR_TUNE_FENCE
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+#else
+    __threadfence();
+#endif
+}
+
+template <typename V> __device__ __forceinline__ V load_stream(const V *p)
+{
+#if CR_TUNE_LOAD == 1
+    return __ldcs(p);
+#elif CR_TUNE_LOAD == 2
+    return __ldlu(p);
+#else
+    return __ldg(p);
+#endif
+}
 
 constexpr int kWarpsPerBlock = 8;
 constexpr int kThreads = 32 * kWarpsPerBlock;
@@ -83,7 +120,7 @@ __device__ __forceinline__ Lanes<T> load_row(const T *__restrict__ p, int r, int
         /* The input is read once and never written during the launch: the read-only path.
          * Partials are written by other warps of this launch: read them from L2 (.cg). */
         typename Lay::Vec q = L == Load::kVector
-            ? __ldg(reinterpret_cast<const typename Lay::Vec *>(p + first))
+            ? load_stream(reinterpret_cast<const typename Lay::Vec *>(p + first))
             : __ldcg(reinterpret_cast<const typename Lay::Vec *>(p + first));
         if constexpr (Lay::kVec == 4) {
             out.v[0] = q.x; out.v[1] = q.y; out.v[2] = q.z; out.v[3] = q.w;
@@ -208,14 +245,15 @@ __device__ __forceinline__ int group_size(const Params<T> &P, int k, uint64_t gr
     return rest < C ? (int)rest : (int)C;
 }
 
-/* Reduces a completed group of level-k partials: one chunk read from L2. */
+/* Reduces a completed group of level-k partials: one chunk read from L2. The caller has
+ * acquired the group (a fence after the ticket that completed it, then a barrier or warp sync),
+ * so every partial of the group is visible. */
 template <typename T>
 __device__ __noinline__ T reduce_group(const cg::thread_block_tile<32> &warp,
                                           const Params<T> &P, int k, uint64_t group)
 {
     constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
     const int size = group_size(P, k, group);
-    __threadfence(); /* the group's partials are read after its ticket */
     const T *g = P.partials[k] + group * C;
     return size == (int)C ? warp_chunk<T, Load::kVectorCoherent>(warp, g, size)
                           : warp_chunk<T, Load::kGuarded>(warp, g, size);
@@ -239,11 +277,15 @@ __device__ __noinline__ void climb(const cg::thread_block_tile<32> &warp, const 
         unsigned int done = 0;
         if (warp.thread_rank() == 0) {
             P.partials[k][idx] = v;
-            __threadfence(); /* the partial is visible before the ticket */
+            fence_gpu(); /* release: the partial is visible before the ticket */
             done = atomicAdd(&P.counters[k + 1][group], 1u) + 1;
-            if (done == size) P.counters[k + 1][group] = 0; /* ready for the next launch */
+            if (done == size) {
+                P.counters[k + 1][group] = 0; /* ready for the next launch */
+                fence_gpu();                   /* acquire: the group's partials */
+            }
         }
         if (warp.shfl(done, 0) != size) return;
+        warp.sync(); /* the other lanes read after lane 0's acquire */
         v = reduce_group(warp, P, k, group);
         k += 1;
         idx = group;
@@ -309,14 +351,15 @@ __device__ __forceinline__ Lanes<T> batch_tree(const Batch<T> &b)
  * row_tree + lane_tree for every chunk: (b0 + b1) + (b2 + b3), b_k the tree of rows 8k..8k+7. */
 template <typename T>
 __device__ __forceinline__ void stream_full_chunks(const cg::thread_block_tile<32> &warp,
-                                                   const Params<T> &P, uint64_t c0, uint64_t c1)
+                                                   const Params<T> &P, uint64_t c0, uint64_t c1,
+                                                   uint64_t stride)
 {
     constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
     static_assert(CR_ROWS == 32, "stream_full_chunks assumes 4 batches of 8 rows");
     const int t = warp.thread_rank();
     Batch<T> A, B;
     load_batch(A, P.x + c0 * C, 0, t);
-    for (uint64_t c = c0; c < c1; c++) {
+    for (uint64_t c = c0; c < c1; c += stride) {
         const T *p = P.x + c * C;
         load_batch(B, p, 1, t);
         const Lanes<T> b0 = batch_tree(A);
@@ -324,7 +367,7 @@ __device__ __forceinline__ void stream_full_chunks(const cg::thread_block_tile<3
         const Lanes<T> s01 = add(b0, batch_tree(B));
         load_batch(B, p, 3, t);
         const Lanes<T> b2 = batch_tree(A);
-        if (c + 1 < c1) load_batch(A, p + C, 0, t);
+        if (c + stride < c1) load_batch(A, p + stride * C, 0, t);
         const Lanes<T> total = add(s01, add(b2, batch_tree(B)));
         const T v = lane_tree(warp, total);
         if (t == 0) P.partials[1][c] = v;
@@ -347,28 +390,36 @@ __global__ void __launch_bounds__(kThreads, Layout<T>::kMinBlocks) canonical_ker
     cg::thread_block block = cg::this_thread_block();
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
     const int w = warp.meta_group_rank();
-    uint64_t b0, b1, w0, w1;
+    uint64_t b0, b1;
     balanced_range(P.count[1], gridDim.x, blockIdx.x, &b0, &b1);
+#if CR_TUNE_INTERLEAVE
+    uint64_t c = b0 + w;
+    const uint64_t c_end = b1, stride = kWarpsPerBlock;
+#else
+    uint64_t w0, w1;
     balanced_range(b1 - b0, kWarpsPerBlock, w, &w0, &w1);
     uint64_t c = b0 + w0;
-    const uint64_t c_end = b0 + w1;
+    const uint64_t c_end = b0 + w1, stride = 1;
+#endif
     const uint64_t full = P.count[0] / C; /* chunks [0, full) need no padding */
     if (P.x_aligned && c < c_end && c < full) {
         const uint64_t stop = c_end < full ? c_end : full;
-        stream_full_chunks(warp, P, c, stop);
-        c = stop;
+        stream_full_chunks(warp, P, c, stop, stride);
+        c += (stop - c + stride - 1) / stride * stride; /* first chunk at or past stop */
     }
-    for (; c < c_end; c++) { /* misaligned input, or the ragged last chunk */
+    for (; c < c_end; c += stride) { /* misaligned input, or the ragged last chunk */
         T v = input_chunk(warp, P, c);
         if (warp.thread_rank() == 0) P.partials[1][c] = v;
     }
-    if (warp.thread_rank() == 0) __threadfence(); /* this warp's partials before the tickets */
-    if (b0 == b1) return;                           /* uniform across the block */
+    if (b0 == b1) return; /* uniform across the block */
     /* Groups touched by [b0, b1), in rounds of at most kBatch. */
     const uint64_t g_first = b0 / C, g_last = (b1 - 1) / C;
     for (uint64_t g0 = g_first; g0 <= g_last; g0 += kBatch) {
-        block.sync();
+        block.sync(); /* every warp's partials were stored before this barrier */
         if (block.thread_rank() == 0) {
+            /* Release, cumulative: the block's partials (ordered before this thread by the
+             * barrier) are visible before its tickets. */
+            fence_gpu();
             int nd = 0;
             for (uint64_t g = g0; g <= g_last && g < g0 + kBatch; g++) {
                 const uint64_t lo = g * C > b0 ? g * C : b0;
@@ -380,9 +431,10 @@ __global__ void __launch_bounds__(kThreads, Layout<T>::kMinBlocks) canonical_ker
                     done_groups[nd++] = g;
                 }
             }
+            if (nd) fence_gpu(); /* acquire: the completed groups' partials */
             n_done = nd;
         }
-        block.sync();
+        block.sync(); /* hands the acquired groups to the block's warps */
         for (int i = w; i < n_done; i += kWarpsPerBlock) {
             const uint64_t g = done_groups[i];
             climb(warp, P, 2, g, reduce_group(warp, P, 1, g));

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# tune.sh — builds the GPU kernel under several tuning-knob settings (src/gpu/canonical.cu,
+# CR_TUNE_*) and benchmarks each in the same run, so their ratios compare. No knob changes a
+# result bit; tests/test_gpu checks the default build. Prints canonical time / CUB time per N.
+# usage: scripts/tune.sh [--n LIST] ["NAME=-DCR_TUNE_X=v ..." ...]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+N="2^16,2^20,2^24,2^28"
+if [ "${1:-}" = "--n" ]; then N=$2; shift 2; fi
+if [ $# -eq 0 ]; then
+  set -- "default=" "blockrange=-DCR_TUNE_INTERLEAVE=0" "ldcs=-DCR_TUNE_LOAD=1" \
+         "ldlu=-DCR_TUNE_LOAD=2" "fence_sc=-DCR_TUNE_FENCE=0"
+fi
+LOG=$PWD/gpu-check-out/tune; mkdir -p "$LOG"
+arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
+for v in "$@"; do
+  name=${v%%=*}; flags=${v#*=}
+  ( cmake -S . -B "build-tune-$name" -G Ninja -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_CUDA_ARCHITECTURES="$arch" -DCMAKE_CUDA_FLAGS="$flags" > "$LOG/$name.build" 2>&1 &&
+    cmake --build "build-tune-$name" --target coopreduce_cli -j 4 >> "$LOG/$name.build" 2>&1 ||
+    echo "build of $name failed" ) &
+done
+wait
+for v in "$@"; do
+  name=${v%%=*}
+  "build-tune-$name/coopreduce" bench --n "$N" --no-host-latency --batches 9 > "$LOG/$name.md" 2>/dev/null ||
+    echo "bench of $name failed"
+  "build-tune-$name/coopreduce" bench --n 2^20 --dtype f32 --batches 5 > "$LOG/$name.host.md" 2>/dev/null
+done
+echo "canonical speed vs CUB (x CUB) and % of float4-read ceiling, per variant:"
+for v in "$@"; do
+  name=${v%%=*}
+  printf '%-12s' "$name"
+  awk -F'|' '$5 ~ /canonical/ && $6 ~ /gpu_us/ {gsub(/ /,"",$2); gsub(/ /,"",$4); printf " %s/%s:%sx(%s%%)", $4=="float32"?"f32":"f64", $2, $11+0, $10+0}' "$LOG/$name.md"
+  awk -F'|' '$5 ~ /canonical_to_host/ {h=$7+0} $5 ~ /empty_launch/ {e=$7+0} END {if (e) printf "  host2^20: %.2fus = %.2fx launch+sync", h, h/e}' "$LOG/$name.host.md"
+  echo
+done
