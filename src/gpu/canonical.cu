@@ -347,33 +347,43 @@ __device__ __forceinline__ Lanes<T> batch_tree(const Batch<T> &b)
                add(add(b.r[4], b.r[5]), add(b.r[6], b.r[7])));
 }
 
-/* The hot loop: full, 16-byte aligned input chunks [c0, c1), one after the other, as a stream of
- * 8-row batches double-buffered in registers A and B (no copies between them: a register copy
- * would wait for the loads). Each batch's loads are issued before the previous batch is added;
- * the next chunk's first batch is in flight while the current chunk's lane tree and shuffles
- * run. So a warp keeps 8 to 16 16-byte loads per thread in flight all the time. Computes exactly
- * row_tree + lane_tree for every chunk: (b0 + b1) + (b2 + b3), b_k the tree of rows 8k..8k+7. */
+/* The row trees of one full, 16-byte aligned chunk at p, as a stream of 8-row batches
+ * double-buffered in registers A and B (no copies between them: a register copy would wait for
+ * the loads). On entry A holds the loads of rows 0-7 (in flight); each later batch's loads are
+ * issued before the previous batch is added. With next != nullptr, A is left holding the next
+ * chunk's rows 0-7, in flight while the caller runs the lane tree. Returns the lane sums:
+ * (b0 + b1) + (b2 + b3), b_k the tree of rows 8k..8k+7 — exactly row_tree. */
+template <typename T>
+__device__ __forceinline__ Lanes<T> stream_chunk(Batch<T> &A, Batch<T> &B, const T *p,
+                                                 const T *next, int t)
+{
+    static_assert(CR_ROWS == 32, "stream_chunk assumes 4 batches of 8 rows");
+    load_batch(B, p, 1, t);
+    const Lanes<T> b0 = batch_tree(A);
+    load_batch(A, p, 2, t);
+    const Lanes<T> s01 = add(b0, batch_tree(B));
+    load_batch(B, p, 3, t);
+    const Lanes<T> b2 = batch_tree(A);
+    if (next) load_batch(A, next, 0, t);
+    return add(s01, add(b2, batch_tree(B)));
+}
+
+/* The hot loop: full, aligned input chunks c0, c0 + stride, ... below c1, one after the other,
+ * so a warp keeps 8 to 16 16-byte loads per thread in flight all the time, also while it runs
+ * the lane tree and the shuffles. */
 template <typename T>
 __device__ __forceinline__ void stream_full_chunks(const cg::thread_block_tile<32> &warp,
                                                    const Params<T> &P, uint64_t c0, uint64_t c1,
                                                    uint64_t stride)
 {
     constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
-    static_assert(CR_ROWS == 32, "stream_full_chunks assumes 4 batches of 8 rows");
     const int t = warp.thread_rank();
     Batch<T> A, B;
     load_batch(A, P.x + c0 * C, 0, t);
     for (uint64_t c = c0; c < c1; c += stride) {
         const T *p = P.x + c * C;
-        load_batch(B, p, 1, t);
-        const Lanes<T> b0 = batch_tree(A);
-        load_batch(A, p, 2, t);
-        const Lanes<T> s01 = add(b0, batch_tree(B));
-        load_batch(B, p, 3, t);
-        const Lanes<T> b2 = batch_tree(A);
-        if (c + stride < c1) load_batch(A, p + stride * C, 0, t);
-        const Lanes<T> total = add(s01, add(b2, batch_tree(B)));
-        const T v = lane_tree(warp, total);
+        const T *next = c + stride < c1 ? p + stride * C : nullptr;
+        const T v = lane_tree(warp, stream_chunk(A, B, p, next, t));
         if (t == 0) P.partials[1][c] = v;
     }
 }
@@ -447,17 +457,28 @@ __global__ void __launch_bounds__(kThreads, Layout<T>::kMinBlocks) canonical_ker
 }
 
 /* Small N (at most kSmallChunks chunks): one block, one warp per chunk, the partials in shared
- * memory, no atomics and no fences: the shortest path from launch to result. Same tree. */
-constexpr int kSmallChunks = 32;
+ * memory, no atomics and no fences: the shortest path from launch to result. Same tree. 16
+ * warps leave each thread 128 registers, room for the double-buffered stream (2 round trips to
+ * memory per chunk instead of 4). */
+constexpr int kSmallChunks = 16;
 
 template <typename T>
 __global__ void __launch_bounds__(32 * kSmallChunks) canonical_small_kernel(const __grid_constant__ Params<T> P)
 {
+    constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
     __shared__ T partials[kSmallChunks];
     cg::thread_block block = cg::this_thread_block();
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
     const int w = warp.meta_group_rank();
-    T v = input_chunk(warp, P, (uint64_t)w);
+    T v;
+    if (P.x_aligned && (uint64_t)(w + 1) * C <= P.count[0]) {
+        Batch<T> A, B;
+        const T *p = P.x + (uint64_t)w * C;
+        load_batch(A, p, 0, warp.thread_rank());
+        v = lane_tree(warp, stream_chunk(A, B, p, static_cast<const T *>(nullptr), warp.thread_rank()));
+    } else {
+        v = input_chunk(warp, P, (uint64_t)w);
+    }
     if (P.count[1] == 1) {
         write_result(warp, P, v);
         return;
