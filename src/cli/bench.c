@@ -325,7 +325,8 @@ fail:
 }
 
 /* Host wall time per synchronous call, result on the host. which: 0 = coopreduce_sum_to_host,
- * 1 = empty kernel + stream synchronise, 2 = CUB + 4/8-byte copy to host. */
+ * 1 = empty kernel + stream synchronise, 2 = CUB + 4/8-byte copy to host, 3 = one
+ * cudaPointerGetAttributes (what validating a pointer costs the library when not cached). */
 static double time_host(gpu_ctx *c, int which, int calls, double *noise)
 {
     double v[512], med = -1, host[1];
@@ -336,6 +337,9 @@ static double time_host(gpu_ctx *c, int which, int calls, double *noise)
             if (coopreduce_sum_to_host(c->x, host, c->n, (coopreduce_dtype)c->dtype, c->h, NULL)) return -1;
         } else if (which == 1) {
             if (cr_bl_empty(NULL) || cudaStreamSynchronize(NULL) != cudaSuccess) return -1;
+        } else if (which == 3) {
+            struct cudaPointerAttributes a;
+            if (cudaPointerGetAttributes(&a, c->x) != cudaSuccess) return -1;
         } else {
             if (cr_bl_cub_sum(c->dtype, c->x, c->out, c->n, c->temp, &c->temp_bytes, NULL)) return -1;
             if (cudaMemcpy(host, c->out, c->dtype ? 8 : 4, cudaMemcpyDeviceToHost) != cudaSuccess) return -1;
@@ -399,14 +403,15 @@ static int bench_gpu(int ordinal, const uint64_t *ns, int nn, const int *dtypes,
                 if (m != M_EMPTY && m != M_COPY) { r->ceiling_us = us[M_READ]; r->ref_us = us[M_CUB]; }
             }
             if (host_latency) {
-                double hn[3], hu[3];
-                for (int w = 0; w < 3; w++) {
+                double hn[4], hu[4];
+                for (int w = 0; w < 4; w++) {
                     hu[w] = time_host(&c, w, 200, &hn[w]);
                     if (hu[w] < 0) { fprintf(stderr, "coopreduce: bench: host latency run failed\n"); goto fail; }
                 }
-                static const char *hnames[3] = {"canonical_to_host", "empty_launch+sync", "cub+memcpy"};
-                for (int w = 0; w < 3; w++) {
-                    row_t *r = add_row(ns[i], dname, hnames[w], "host_us", hu[w], hn[w], w == 1 ? 0 : bytes);
+                static const char *hnames[4] = {"canonical_to_host", "empty_launch+sync", "cub+memcpy",
+                                                "cudaPointerGetAttributes"};
+                for (int w = 0; w < 4; w++) {
+                    row_t *r = add_row(ns[i], dname, hnames[w], "host_us", hu[w], hn[w], w == 1 || w == 3 ? 0 : bytes);
                     if (r) r->ref_us = hu[1];
                 }
             }

@@ -33,7 +33,10 @@ namespace cg = cooperative_groups;
  * the result, only who loads what when.
  *  CR_TUNE_INTERLEAVE 1: the warps of a block take the block's chunks round-robin, so the block
  *    streams one contiguous region (8 adjacent chunks at a time); 0: each warp a sub-range.
- *  CR_TUNE_LOAD 0: __ldg (read-only path); 1: __ldcs (evict-first); 2: __ldlu (last use).
+ *  CR_TUNE_LOAD: the load for inputs larger than L2, read once and streamed through:
+ *    0: __ldg (read-only path); 1: __ldcs (evict-first); 2: __ldlu (last use). Inputs that fit
+ *    in L2 always use __ldg: a last-use hint there makes L2 drop data a caller may read again
+ *    (float64 2^22, 32 MB, back to back on an H100: 0.65x CUB with __ldlu, L2-resident CUB).
  *  CR_TUNE_FENCE 0: __threadfence (fence.sc.gpu); 1: fence.acq_rel.gpu, all the ticket
  *    protocol needs (release before the ticket, acquire after it).
  * Measured 2026-11-22 on an H100 (scripts/tune.sh, docs/PERF.md), canonical time vs CUB at 2^28:
@@ -61,7 +64,7 @@ __device__ __forceinline__ void fence_gpu()
 #endif
 }
 
-template <typename V> __device__ __forceinline__ V load_stream(const V *p)
+template <typename V> __device__ __forceinline__ V load_stream_once(const V *p)
 {
 #if CR_TUNE_LOAD == 1
     return __ldcs(p);
@@ -112,7 +115,14 @@ __device__ __forceinline__ Lanes<T> add(const Lanes<T> &a, const Lanes<T> &b)
 }
 
 /* How a thread reads its lanes of row `r` of the chunk at `p` (`m` valid elements). */
-enum class Load { kVector, kVectorCoherent, kScalar, kGuarded, kGuardedShared };
+enum class Load {
+    kVector,         /* 16-byte loads through the read-only path */
+    kVectorStream,   /* 16-byte loads of data larger than L2 (CR_TUNE_LOAD) */
+    kVectorCoherent, /* 16-byte loads from L2 of partials written in this launch */
+    kScalar,         /* element loads: input aligned only to the element size */
+    kGuarded,        /* element loads reading -0.0 past the end: ragged chunks */
+    kGuardedShared   /* the same from shared memory */
+};
 
 template <typename T, Load L>
 __device__ __forceinline__ Lanes<T> load_row(const T *__restrict__ p, int r, int t, int m)
@@ -120,12 +130,12 @@ __device__ __forceinline__ Lanes<T> load_row(const T *__restrict__ p, int r, int
     using Lay = Layout<T>;
     const int first = r * Lay::kLanes + t * Lay::kVec;
     Lanes<T> out;
-    if constexpr (L == Load::kVector || L == Load::kVectorCoherent) {
-        /* The input is read once and never written during the launch: the read-only path.
-         * Partials are written by other warps of this launch: read them from L2 (.cg). */
-        typename Lay::Vec q = L == Load::kVector
-            ? load_stream(reinterpret_cast<const typename Lay::Vec *>(p + first))
-            : __ldcg(reinterpret_cast<const typename Lay::Vec *>(p + first));
+    if constexpr (L == Load::kVector || L == Load::kVectorStream || L == Load::kVectorCoherent) {
+        /* The input is never written during the launch: the read-only path. Partials are
+         * written by other warps of this launch: read them from L2 (.cg). */
+        const typename Lay::Vec *q_ = reinterpret_cast<const typename Lay::Vec *>(p + first);
+        typename Lay::Vec q = L == Load::kVector ? __ldg(q_)
+                            : L == Load::kVectorStream ? load_stream_once(q_) : __ldcg(q_);
         if constexpr (Lay::kVec == 4) {
             out.v[0] = q.x; out.v[1] = q.y; out.v[2] = q.z; out.v[3] = q.w;
         } else {
@@ -332,11 +342,11 @@ template <typename T> struct Batch {
     Lanes<T> r[8];
 };
 
-template <typename T>
+template <typename T, Load L>
 __device__ __forceinline__ void load_batch(Batch<T> &b, const T *p, int k, int t)
 {
 #pragma unroll
-    for (int i = 0; i < 8; i++) b.r[i] = load_row<T, Load::kVector>(p, 8 * k + i, t, 0);
+    for (int i = 0; i < 8; i++) b.r[i] = load_row<T, L>(p, 8 * k + i, t, 0);
 }
 
 /* The row tree of one batch of 8 rows: ((r0+r1)+(r2+r3)) + ((r4+r5)+(r6+r7)). */
@@ -353,25 +363,25 @@ __device__ __forceinline__ Lanes<T> batch_tree(const Batch<T> &b)
  * issued before the previous batch is added. With next != nullptr, A is left holding the next
  * chunk's rows 0-7, in flight while the caller runs the lane tree. Returns the lane sums:
  * (b0 + b1) + (b2 + b3), b_k the tree of rows 8k..8k+7 — exactly row_tree. */
-template <typename T>
+template <typename T, Load L>
 __device__ __forceinline__ Lanes<T> stream_chunk(Batch<T> &A, Batch<T> &B, const T *p,
                                                  const T *next, int t)
 {
     static_assert(CR_ROWS == 32, "stream_chunk assumes 4 batches of 8 rows");
-    load_batch(B, p, 1, t);
+    load_batch<T, L>(B, p, 1, t);
     const Lanes<T> b0 = batch_tree(A);
-    load_batch(A, p, 2, t);
+    load_batch<T, L>(A, p, 2, t);
     const Lanes<T> s01 = add(b0, batch_tree(B));
-    load_batch(B, p, 3, t);
+    load_batch<T, L>(B, p, 3, t);
     const Lanes<T> b2 = batch_tree(A);
-    if (next) load_batch(A, next, 0, t);
+    if (next) load_batch<T, L>(A, next, 0, t);
     return add(s01, add(b2, batch_tree(B)));
 }
 
 /* The hot loop: full, aligned input chunks c0, c0 + stride, ... below c1, one after the other,
  * so a warp keeps 8 to 16 16-byte loads per thread in flight all the time, also while it runs
  * the lane tree and the shuffles. */
-template <typename T>
+template <typename T, Load L>
 __device__ __forceinline__ void stream_full_chunks(const cg::thread_block_tile<32> &warp,
                                                    const Params<T> &P, uint64_t c0, uint64_t c1,
                                                    uint64_t stride)
@@ -379,11 +389,11 @@ __device__ __forceinline__ void stream_full_chunks(const cg::thread_block_tile<3
     constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
     const int t = warp.thread_rank();
     Batch<T> A, B;
-    load_batch(A, P.x + c0 * C, 0, t);
+    load_batch<T, L>(A, P.x + c0 * C, 0, t);
     for (uint64_t c = c0; c < c1; c += stride) {
         const T *p = P.x + c * C;
         const T *next = c + stride < c1 ? p + stride * C : nullptr;
-        const T v = lane_tree(warp, stream_chunk(A, B, p, next, t));
+        const T v = lane_tree(warp, stream_chunk<T, L>(A, B, p, next, t));
         if (t == 0) P.partials[1][c] = v;
     }
 }
@@ -394,7 +404,7 @@ __device__ __forceinline__ void stream_full_chunks(const cg::thread_block_tile<3
  * Tickets per launch: about one per block, so same-address atomics never queue up, and no warp
  * waits on a fence between chunks. The warp(s) of the block that completed groups reduce them
  * and climb. */
-template <typename T>
+template <typename T, Load L>
 __global__ void __launch_bounds__(kThreads, Layout<T>::kMinBlocks) canonical_kernel(const __grid_constant__ Params<T> P)
 {
     constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
@@ -418,7 +428,7 @@ __global__ void __launch_bounds__(kThreads, Layout<T>::kMinBlocks) canonical_ker
     const uint64_t full = P.count[0] / C; /* chunks [0, full) need no padding */
     if (P.x_aligned && c < c_end && c < full) {
         const uint64_t stop = c_end < full ? c_end : full;
-        stream_full_chunks(warp, P, c, stop, stride);
+        stream_full_chunks<T, L>(warp, P, c, stop, stride);
         c += (stop - c + stride - 1) / stride * stride; /* first chunk at or past stop */
     }
     for (; c < c_end; c += stride) { /* misaligned input, or the ragged last chunk */
@@ -474,8 +484,9 @@ __global__ void __launch_bounds__(32 * kSmallChunks) canonical_small_kernel(cons
     if (P.x_aligned && (uint64_t)(w + 1) * C <= P.count[0]) {
         Batch<T> A, B;
         const T *p = P.x + (uint64_t)w * C;
-        load_batch(A, p, 0, warp.thread_rank());
-        v = lane_tree(warp, stream_chunk(A, B, p, static_cast<const T *>(nullptr), warp.thread_rank()));
+        load_batch<T, Load::kVector>(A, p, 0, warp.thread_rank());
+        v = lane_tree(warp, stream_chunk<T, Load::kVector>(A, B, p, static_cast<const T *>(nullptr),
+                                                           warp.thread_rank()));
     } else {
         v = input_chunk(warp, P, (uint64_t)w);
     }
@@ -490,7 +501,8 @@ __global__ void __launch_bounds__(32 * kSmallChunks) canonical_small_kernel(cons
 
 template <typename T>
 cudaError_t launch(const void *x, uint64_t n, void *out, void *partials, void *counters,
-                   int blocks, unsigned int *flag, unsigned int seq, cudaStream_t stream)
+                   int blocks, int stream_once, unsigned int *flag, unsigned int seq,
+                   cudaStream_t stream)
 {
     constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
     Params<T> P = {};
@@ -516,7 +528,10 @@ cudaError_t launch(const void *x, uint64_t n, void *out, void *partials, void *c
     }
     const uint64_t blocks_needed = (P.count[1] + kWarpsPerBlock - 1) / kWarpsPerBlock;
     if ((uint64_t)blocks > blocks_needed) blocks = (int)blocks_needed;
-    canonical_kernel<T><<<blocks, kThreads, 0, stream>>>(P);
+    if (stream_once)
+        canonical_kernel<T, Load::kVectorStream><<<blocks, kThreads, 0, stream>>>(P);
+    else
+        canonical_kernel<T, Load::kVector><<<blocks, kThreads, 0, stream>>>(P);
     return cudaGetLastError();
 }
 
@@ -525,13 +540,16 @@ cudaError_t launch(const void *x, uint64_t n, void *out, void *partials, void *c
 extern "C" {
 
 /* Returns a cudaError_t. x, out: device-accessible; partials/counters: the handle's workspace. */
+/* stream_once: the input is larger than L2 (read once, streamed through; CR_TUNE_LOAD). */
 int cr_gpu_launch_canonical(int dtype, const void *x, uint64_t n, void *out, void *partials,
-                            void *counters, int blocks, unsigned int *flag, unsigned int seq,
-                            void *stream)
+                            void *counters, int blocks, int stream_once, unsigned int *flag,
+                            unsigned int seq, void *stream)
 {
     if (dtype == COOPREDUCE_FLOAT32)
-        return launch<float>(x, n, out, partials, counters, blocks, flag, seq, (cudaStream_t)stream);
-    return launch<double>(x, n, out, partials, counters, blocks, flag, seq, (cudaStream_t)stream);
+        return launch<float>(x, n, out, partials, counters, blocks, stream_once, flag, seq,
+                             (cudaStream_t)stream);
+    return launch<double>(x, n, out, partials, counters, blocks, stream_once, flag, seq,
+                          (cudaStream_t)stream);
 }
 
 /* Resident blocks per SM of the kernel for `dtype` (0 when the GPU has no code for it), and
@@ -540,8 +558,8 @@ int cr_gpu_canonical_occupancy(int dtype, int *blocks_per_sm)
 {
     *blocks_per_sm = 0;
     cudaError_t e = dtype == COOPREDUCE_FLOAT32
-        ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, canonical_kernel<float>, kThreads, 0)
-        : cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, canonical_kernel<double>, kThreads, 0);
+        ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, canonical_kernel<float, Load::kVectorStream>, kThreads, 0)
+        : cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, canonical_kernel<double, Load::kVectorStream>, kThreads, 0);
     return (int)e;
 }
 

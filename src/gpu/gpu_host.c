@@ -10,16 +10,26 @@
 
 /* From canonical.cu. */
 int cr_gpu_launch_canonical(int dtype, const void *x, uint64_t n, void *out, void *partials,
-                            void *counters, int blocks, unsigned int *flag, unsigned int seq,
-                            void *stream);
+                            void *counters, int blocks, int stream_once, unsigned int *flag,
+                            unsigned int seq, void *stream);
 int cr_gpu_canonical_occupancy(int dtype, int *blocks_per_sm);
 int cr_gpu_warps_per_block(void);
 
 /* Workspace reserved at handle creation: sums up to this many elements allocate nothing. */
 #define CR_DEFAULT_RESERVE (1ull << 28)
 
+/* Pointers already found to be device or managed memory of this GPU: under unified addressing
+ * the driver keeps those address ranges to itself, so such a pointer never turns into plain host
+ * memory and need not be asked about again (two cudaPointerGetAttributes per call cost about a
+ * microsecond: docs/PERF.md). Mapped pinned host memory is not cached: once freed, its
+ * addresses can come back from malloc. */
+#define CR_POINTER_CACHE 8
+
 struct cr_gpu_state {
     int sm_count;
+    uint64_t l2_bytes;
+    const void *checked[CR_POINTER_CACHE];
+    unsigned int checked_next;
     int blocks_per_sm[2];         /* per dtype, from the occupancy calculator */
     void *partials;               /* device: partial sums of levels 1 .. L-1 */
     size_t partials_bytes;
@@ -177,6 +187,10 @@ coopreduce_status cr_gpu_create(coopreduce_handle *h, int ordinal)
     h->gpu = g;
     e = cudaDeviceGetAttribute(&g->sm_count, cudaDevAttrMultiProcessorCount, ordinal);
     if (e != cudaSuccess) { s = cuda_fail(h, e, "reading the SM count"); goto fail; }
+    int l2 = 0;
+    e = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, ordinal);
+    if (e != cudaSuccess) { s = cuda_fail(h, e, "reading the L2 size"); goto fail; }
+    g->l2_bytes = (uint64_t)l2;
     for (int d = 0; d < 2; d++) {
         e = (cudaError_t)cr_gpu_canonical_occupancy(d, &g->blocks_per_sm[d]);
         if (e != cudaSuccess || g->blocks_per_sm[d] < 1) {
@@ -239,7 +253,21 @@ coopreduce_status cr_gpu_reserve(coopreduce_handle *h, uint64_t n, coopreduce_dt
 
 /* The GPU must be able to read x (and write result): device memory of this GPU, managed
  * memory, or pinned host memory mapped into its address space. */
+static coopreduce_status check_pointer_uncached(coopreduce_handle *h, const void *p,
+                                                const char *name, int *cacheable);
 static coopreduce_status check_pointer(coopreduce_handle *h, const void *p, const char *name)
+{
+    struct cr_gpu_state *g = h->gpu;
+    for (int i = 0; i < CR_POINTER_CACHE; i++)
+        if (g->checked[i] == p) return COOPREDUCE_SUCCESS;
+    int cacheable = 0;
+    coopreduce_status s = check_pointer_uncached(h, p, name, &cacheable);
+    if (s == COOPREDUCE_SUCCESS && cacheable) g->checked[g->checked_next++ % CR_POINTER_CACHE] = p;
+    return s;
+}
+
+static coopreduce_status check_pointer_uncached(coopreduce_handle *h, const void *p,
+                                                const char *name, int *cacheable)
 {
     struct cudaPointerAttributes a;
     cudaError_t e = cudaPointerGetAttributes(&a, p);
@@ -251,11 +279,13 @@ static coopreduce_status check_pointer(coopreduce_handle *h, const void *p, cons
     }
     switch (a.type) {
     case cudaMemoryTypeDevice:
+        *cacheable = 1;
         if (a.device == h->device) return COOPREDUCE_SUCCESS;
         return cr_fail(h, COOPREDUCE_ERROR_NOT_DEVICE_MEMORY,
                        "%s = %p is memory of GPU %d, but the handle is for GPU %d", name, p,
                        a.device, h->device);
     case cudaMemoryTypeManaged:
+        *cacheable = 1;
         return COOPREDUCE_SUCCESS;
     case cudaMemoryTypeHost:
         if (a.devicePointer) return COOPREDUCE_SUCCESS;
@@ -326,8 +356,9 @@ coopreduce_status cr_gpu_sum(coopreduce_handle *h, const void *x, void *result, 
             seq = ++g->seq ? g->seq : ++g->seq; /* never 0, the slot's initial value */
             flag_dev = (unsigned int *)((char *)g->host_slot_dev + HOST_FLAG_OFFSET);
         }
+        int stream_once = n * es > g->l2_bytes;
         e = (cudaError_t)cr_gpu_launch_canonical(dtype, x, n, out, g->partials, g->counters,
-                                                 blocks, flag_dev, seq, stream);
+                                                 blocks, stream_once, flag_dev, seq, stream);
         if (e != cudaSuccess) { s = cuda_fail(h, e, "launching the canonical sum"); goto out; }
         if (to_host) {
             s = wait_for_flag(h, seq, (cudaStream_t)stream);
