@@ -4,21 +4,28 @@
  *
  * - One warp reduces one chunk (C elements = 32 rows of 512 bytes). Thread t holds lanes
  *   VEC*t .. VEC*t+VEC-1 and reads its 16 bytes of each row: every load instruction of the warp
- *   covers 512 contiguous bytes, and a thread has 32 independent 16-byte loads to issue. The row
- *   tree runs in registers, the first lane levels inside the thread, the last five lane levels
- *   through shfl_xor (cooperative_groups' thread_block_tile<32>). No shared memory, no barrier.
- * - Warps take level-1 chunks grid-stride. The partials of a level are grouped C at a time; each
- *   group has an integer counter. A warp that finishes a node stores it, fences, and increments
- *   its group's counter; the warp that brings the counter to the group's size reduces the group
- *   (one chunk of partials, read from L2) and climbs a level. The warp that completes the top
- *   node writes the result. So the work above level 1 is spread over the run instead of waiting
- *   for a "last block" at the end, and no floating-point atomics exist anywhere.
- * - Counters return to zero: the completing warp resets its group's counter, so the workspace
+ *   covers 512 contiguous bytes. The row tree runs in registers, as batches of 8 rows
+ *   double-buffered so that loads stay in flight; the first lane levels inside the thread, the
+ *   last five through shfl_xor (cooperative_groups' thread_block_tile<32>). No shared memory,
+ *   no barrier, no floating-point atomics.
+ * - Each block owns a contiguous, balanced range of level-1 chunks; its warps take them
+ *   round-robin, so a block streams one region. The partials of a level are grouped C at a
+ *   time, one integer counter per group. After a barrier, one thread per block posts, for each
+ *   group its range touches, the number of its chunks in it (release fence before, acquire
+ *   fence after); the block that completes a group reduces it (one chunk of partials, read from
+ *   L2) and climbs, one ticket per node above level 1. The warp that completes the top node
+ *   writes the result. About one ticket per block per launch: no same-address atomic queue and
+ *   no fence between chunks.
+ * - Counters return to zero: the completing thread resets its group's counter, so the workspace
  *   is ready for the next launch in stream order without a memset.
+ * - Up to kSmallChunks chunks: one block, one warp per chunk, partials in shared memory, no
+ *   tickets at all.
+ * - The host-result path: the top warp writes the value into mapped host memory, fences at
+ *   system scope and writes the call's sequence number, which the host spins on.
  *
- * Loads: input chunks that are 16-byte aligned use vector loads; an input pointer aligned only
- * to the element size uses scalar loads of the same elements (same tree, same bits); the one
- * ragged chunk of a level uses guarded scalar loads that read -0.0 past the end. */
+ * Loads: 16-byte aligned input uses vector loads; an input pointer aligned only to the element
+ * size uses scalar loads of the same elements (same tree, same bits); the one ragged chunk of a
+ * level uses guarded scalar loads that read -0.0 past the end. */
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
