@@ -29,7 +29,8 @@ run: build
 	$(CLI) sum --gen uniform --n 16777216 --seed 42 --dtype f32
 
 test: build
-	cd $(BUILD) && ctest --output-on-failure
+	cd $(BUILD) && ctest --output-on-failure; rc=$$?; \
+	  grep -h '^SKIP' Testing/Temporary/LastTest.log 2>/dev/null; exit $$rc
 
 bench: build
 	$(CLI) bench --quick

@@ -16,29 +16,19 @@
 #include <unistd.h>
 #include "internal.h"
 
-/* The 64-byte vector helpers below are always inlined into their callers, each of which is
- * compiled for one target; GCC's note that passing such vectors by value changed ABI in 4.6 does
- * not concern code that never passes them across a call. */
-#pragma GCC diagnostic ignored "-Wpsabi"
-
 typedef float v16f __attribute__((vector_size(64)));
 typedef double v8d __attribute__((vector_size(64)));
 typedef int32_t v16i __attribute__((vector_size(64)));
 typedef int64_t v8l __attribute__((vector_size(64)));
 
 /* One level of the lane tree on vectors: the 2V lanes of (a, b) become the V sums of adjacent
- * pairs, in order: out[i] = ab[2i] + ab[2i+1] (an even/odd deinterleave, then one vector add). */
-static inline __attribute__((always_inline)) v16f pair_sums_f32(v16f a, v16f b)
-{
-    const v16i even = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
-    return __builtin_shuffle(a, b, even) + __builtin_shuffle(a, b, even + 1);
-}
-
-static inline __attribute__((always_inline)) v8d pair_sums_f64(v8d a, v8d b)
-{
-    const v8l even = {0, 2, 4, 6, 8, 10, 12, 14};
-    return __builtin_shuffle(a, b, even) + __builtin_shuffle(a, b, even + 1);
-}
+ * pairs, in order: out[i] = ab[2i] + ab[2i+1] (an even/odd deinterleave, then one vector add).
+ * Macros rather than functions, so that no 64-byte vector is ever passed across a call in a
+ * translation unit compiled for several targets. */
+#define CR_EVEN_F32 ((v16i){0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30})
+#define CR_EVEN_F64 ((v8l){0, 2, 4, 6, 8, 10, 12, 14})
+#define pair_sums_f32(a, b) (__builtin_shuffle((a), (b), CR_EVEN_F32) + __builtin_shuffle((a), (b), CR_EVEN_F32 + 1))
+#define pair_sums_f64(a, b) (__builtin_shuffle((a), (b), CR_EVEN_F64) + __builtin_shuffle((a), (b), CR_EVEN_F64 + 1))
 
 /* Runtime dispatch: the same source compiled for AVX-512, AVX2 and baseline x86-64. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -89,45 +79,46 @@ static inline __attribute__((always_inline)) v8d pair_sums_f64(v8d a, v8d b)
 CR_DEFINE_CHUNK_FULL(chunk_full_f32, float, v16f, CR_LANES_F32 / 16, CR_LANES_F32, pair_sums_f32)
 CR_DEFINE_CHUNK_FULL(chunk_full_f64, double, v8d, CR_LANES_F64 / 8, CR_LANES_F64, pair_sums_f64)
 
-/* A ragged chunk (1 <= m < C): pad with -0.0, the exact identity of addition, and reduce as a
- * full chunk. Once per level, so the copy costs nothing that matters. */
-static float chunk_f32(const float *v, uint64_t m)
-{
-    if (m == CR_CHUNK_F32) return chunk_full_f32(v);
-    float buf[CR_CHUNK_F32] __attribute__((aligned(64)));
-    memcpy(buf, v, m * sizeof *v);
-    for (uint64_t i = m; i < CR_CHUNK_F32; i++) buf[i] = -0.0f;
-    return chunk_full_f32(buf);
-}
+/* Per element type: a ragged chunk (1 <= m < C) is padded with -0.0, the exact identity of
+ * addition, and reduced as a full chunk (once per level, so the copy costs nothing that
+ * matters); a level is a run of chunks; the top value gets the canonical NaN. */
+#define CR_DEFINE_LEVELS(S, T, C, UINT, QNAN)                                                \
+    static T chunk_##S(const T *v, uint64_t m)                                               \
+    {                                                                                        \
+        if (m == (C)) return chunk_full_##S(v);                                              \
+        T buf[C] __attribute__((aligned(64)));                                               \
+        memcpy(buf, v, m * sizeof *v);                                                       \
+        for (uint64_t i = m; i < (C); i++) buf[i] = (T)-0.0;                                 \
+        return chunk_full_##S(buf);                                                          \
+    }                                                                                        \
+    /* out[g] = chunk g of v[0..n), for g in [g0, g1). */                                    \
+    static void level_range_##S(const T *x, uint64_t n, T *out, uint64_t g0, uint64_t g1)   \
+    {                                                                                        \
+        for (uint64_t g = g0; g < g1; g++) {                                                 \
+            uint64_t first = g * (C), m = n - first;                                         \
+            out[g] = chunk_##S(x + first, m < (C) ? m : (C));                                \
+        }                                                                                    \
+    }                                                                                        \
+    static void top_##S(const T *v, uint64_t m, void *result)                                \
+    {                                                                                        \
+        T r = chunk_##S(v, m);                                                               \
+        if (r != r) {                                                                        \
+            UINT q = (QNAN);                                                                 \
+            memcpy(&r, &q, sizeof r);                                                        \
+        }                                                                                    \
+        memcpy(result, &r, sizeof r);                                                        \
+    }
 
-static double chunk_f64(const double *v, uint64_t m)
-{
-    if (m == CR_CHUNK_F64) return chunk_full_f64(v);
-    double buf[CR_CHUNK_F64] __attribute__((aligned(64)));
-    memcpy(buf, v, m * sizeof *v);
-    for (uint64_t i = m; i < CR_CHUNK_F64; i++) buf[i] = -0.0;
-    return chunk_full_f64(buf);
-}
+CR_DEFINE_LEVELS(f32, float, CR_CHUNK_F32, uint32_t, 0x7fc00000u)
+CR_DEFINE_LEVELS(f64, double, CR_CHUNK_F64, uint64_t, 0x7ff8000000000000ull)
 
-/* out[g] = chunk g of v[0..n), for g in [g0, g1). */
 static void level_range(coopreduce_dtype dtype, const void *v, uint64_t n, void *out,
                         uint64_t g0, uint64_t g1)
 {
-    if (dtype == COOPREDUCE_FLOAT32) {
-        const float *x = v;
-        float *p = out;
-        for (uint64_t g = g0; g < g1; g++) {
-            uint64_t first = g * CR_CHUNK_F32, m = n - first;
-            p[g] = chunk_f32(x + first, m < CR_CHUNK_F32 ? m : CR_CHUNK_F32);
-        }
-    } else {
-        const double *x = v;
-        double *p = out;
-        for (uint64_t g = g0; g < g1; g++) {
-            uint64_t first = g * CR_CHUNK_F64, m = n - first;
-            p[g] = chunk_f64(x + first, m < CR_CHUNK_F64 ? m : CR_CHUNK_F64);
-        }
-    }
+    if (dtype == COOPREDUCE_FLOAT32)
+        level_range_f32(v, n, out, g0, g1);
+    else
+        level_range_f64(v, n, out, g0, g1);
 }
 
 typedef struct {
@@ -227,20 +218,9 @@ coopreduce_status cr_cpu_sum(coopreduce_handle *h, const void *x, uint64_t n,
         out += count[k] * es;
     }
     /* The top chunk, then the canonical NaN (docs/DETERMINISM.md, "Special values"). */
-    if (dtype == COOPREDUCE_FLOAT32) {
-        float r = chunk_f32(v, count[levels - 1]);
-        if (r != r) {
-            uint32_t qnan = 0x7fc00000u;
-            memcpy(&r, &qnan, sizeof r);
-        }
-        memcpy(result, &r, sizeof r);
-    } else {
-        double r = chunk_f64(v, count[levels - 1]);
-        if (r != r) {
-            uint64_t qnan = 0x7ff8000000000000ull;
-            memcpy(&r, &qnan, sizeof r);
-        }
-        memcpy(result, &r, sizeof r);
-    }
+    if (dtype == COOPREDUCE_FLOAT32)
+        top_f32(v, count[levels - 1], result);
+    else
+        top_f64(v, count[levels - 1], result);
     return COOPREDUCE_SUCCESS;
 }
