@@ -361,16 +361,6 @@ static int parse_device(const char *text, device_kind *kind, int *ordinal)
     return -1;
 }
 
-static size_t dtype_size(coopreduce_dtype dtype)
-{
-    return dtype == COOPREDUCE_FLOAT64 ? 8 : 4;
-}
-
-static const char *dtype_name(coopreduce_dtype dtype)
-{
-    return dtype == COOPREDUCE_FLOAT64 ? "float64" : "float32";
-}
-
 /* ================================================================ formatting */
 
 /* Rewrites "d.ddde[+-]XX" (as printed by %.*e) in positional notation when the exponent is in
@@ -656,7 +646,7 @@ static int generate(cr_gen_kind kind, uint64_t n, uint64_t seed, coopreduce_dtyp
                     cr_npy_array *out)
 {
     memset(out, 0, sizeof *out);
-    size_t elem = dtype_size(dtype);
+    size_t elem = coopreduce_dtype_size(dtype);
     if (n > (uint64_t)SIZE_MAX / elem) {
         print_error("--n %llu: too many elements for this machine's address space",
                     (unsigned long long)n);
@@ -667,7 +657,7 @@ static int generate(cr_gen_kind kind, uint64_t n, uint64_t seed, coopreduce_dtyp
     /* 64-byte aligned like the .npy reader's buffers; never size 0, so data is never NULL. */
     if (posix_memalign(&data, 64, bytes > 64 ? bytes : 64) != 0) {
         print_error("cannot allocate %zu bytes for %llu %s elements", bytes,
-                    (unsigned long long)n, dtype_name(dtype));
+                    (unsigned long long)n, coopreduce_dtype_name(dtype));
         return EXIT_ERROR;
     }
     if (cr_gen_fill(data, 0, n, dtype, kind, seed, online_cpu_count()) != 0) {
@@ -734,7 +724,7 @@ static int check_repetition(const unsigned char *first, const unsigned char *bit
 
 static int run_sum_cpu(device_ctx *dev, const cr_npy_array *x, int repeat, sum_result *res)
 {
-    size_t elem = dtype_size(x->dtype);
+    size_t elem = coopreduce_dtype_size(x->dtype);
     unsigned char first[8], bits[8];
     double *times = malloc(sizeof *times * (size_t)repeat);
     if (times == NULL) {
@@ -772,7 +762,7 @@ done:
 static int run_sum_gpu(device_ctx *dev, cr_npy_array *x, int repeat, sum_result *res)
 {
     char err[ERRLEN];
-    size_t elem = dtype_size(x->dtype);
+    size_t elem = coopreduce_dtype_size(x->dtype);
     size_t bytes = (size_t)x->n * elem;
     uint64_t n = x->n;
     coopreduce_dtype dtype = x->dtype;
@@ -855,7 +845,7 @@ static void print_sum_report(const sum_options *o, const device_ctx *dev, const 
                              coopreduce_dtype dtype, uint64_t n, const sum_result *res)
 {
     char value[64], bits[32];
-    size_t elem = dtype_size(dtype);
+    size_t elem = coopreduce_dtype_size(dtype);
     format_shortest(res->bits, dtype, value, sizeof value);
     format_bits(res->bits, dtype, bits, sizeof bits);
     double bytes = (double)n * (double)elem;
@@ -871,7 +861,7 @@ static void print_sum_report(const sum_options *o, const device_ctx *dev, const 
             fprintf(stderr, "coopreduce: note: %s\n", dev->auto_note);
         printf("{\"value\": \"%s\", \"bits\": \"%s\", \"dtype\": \"%s\", \"n\": %llu, "
                "\"device\": \"%s\", \"device_name\": ",
-               value, bits, dtype_name(dtype), (unsigned long long)n, device_id);
+               value, bits, coopreduce_dtype_name(dtype), (unsigned long long)n, device_id);
         print_json_string(stdout, dev->name);
         printf(", \"method\": \"canonical\", \"mode\": \"deterministic\", \"order_version\": %d, "
                "\"time_us\": %.3f, \"gbps\": %.3f, \"repeat\": %d, \"threads\": ",
@@ -885,7 +875,7 @@ static void print_sum_report(const sum_options *o, const device_ctx *dev, const 
 
     printf("sum      = %s\n", value);
     printf("bits     = %s\n", bits);
-    printf("dtype    = %s   n = %llu\n", dtype_name(dtype), (unsigned long long)n);
+    printf("dtype    = %s   n = %llu\n", coopreduce_dtype_name(dtype), (unsigned long long)n);
     printf("input    = %s\n", in->description);
     if (dev->is_gpu)
         printf("device   = gpu:%d (%s)", dev->ordinal, dev->name);
@@ -1009,8 +999,8 @@ static int cmd_sum(int argc, char **argv)
             print_error("%s", err);
             rc = EXIT_ERROR;
         } else if (o.have_dtype && o.dtype != in.array.dtype) {
-            print_error("--dtype %s does not match %s, which holds %s", dtype_name(o.dtype),
-                        o.npy_path, dtype_name(in.array.dtype));
+            print_error("--dtype %s does not match %s, which holds %s", coopreduce_dtype_name(o.dtype),
+                        o.npy_path, coopreduce_dtype_name(in.array.dtype));
             rc = EXIT_USAGE;
         } else {
             char shape[700];
@@ -1052,7 +1042,7 @@ static int cmd_sum(int argc, char **argv)
 /* Raw little-endian output. The buffer is ours, so a big-endian host swaps it in place. */
 static int write_raw(const char *path, void *data, uint64_t n, coopreduce_dtype dtype)
 {
-    size_t elem = dtype_size(dtype);
+    size_t elem = coopreduce_dtype_size(dtype);
     const uint16_t probe = 1;
     unsigned char low;
     memcpy(&low, &probe, 1);
@@ -1162,7 +1152,7 @@ static int cmd_gen(int argc, char **argv)
     if (rc != EXIT_OK)
         return rc;
     printf("wrote %llu %s elements (%s, seed %llu) to %s%s\n", (unsigned long long)n,
-           dtype_name(dtype), cr_gen_name(gen_kind), (unsigned long long)seed,
+           coopreduce_dtype_name(dtype), cr_gen_name(gen_kind), (unsigned long long)seed,
            out_path != NULL ? out_path : raw_out_path, out_path != NULL ? "" : " (raw)");
     return finish_stdout();
 }
