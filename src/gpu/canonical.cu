@@ -59,6 +59,16 @@ namespace cg = cooperative_groups;
 #ifndef CR_TUNE_FENCE
 #define CR_TUNE_FENCE 1
 #endif
+/*  CR_TUNE_WARPS: warps per block of the main kernel (8 or 16; resident blocks scale down to
+ *    keep the same register budget).
+ *  CR_TUNE_PREFETCH 1: on sm_90, one bulk L2 prefetch of the warp's next chunk (16 KiB) as it
+ *    starts a chunk, so the memory system sees the stream a chunk earlier. */
+#ifndef CR_TUNE_WARPS
+#define CR_TUNE_WARPS 8
+#endif
+#ifndef CR_TUNE_PREFETCH
+#define CR_TUNE_PREFETCH 0
+#endif
 
 namespace {
 
@@ -82,7 +92,7 @@ template <typename V> __device__ __forceinline__ V load_stream_once(const V *p)
 #endif
 }
 
-constexpr int kWarpsPerBlock = 8;
+constexpr int kWarpsPerBlock = CR_TUNE_WARPS;
 constexpr int kThreads = 32 * kWarpsPerBlock;
 
 template <typename T> struct Layout;
@@ -400,6 +410,11 @@ __device__ __forceinline__ void stream_full_chunks(const cg::thread_block_tile<3
     for (uint64_t c = c0; c < c1; c += stride) {
         const T *p = P.x + c * C;
         const T *next = c + stride < c1 ? p + stride * C : nullptr;
+#if CR_TUNE_PREFETCH && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+        if (t == 0 && c + 2 * stride < c1)
+            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;"
+                         :: "l"(p + 2 * stride * C), "r"((unsigned)(C * sizeof(T))) : "memory");
+#endif
         const T v = lane_tree(warp, stream_chunk<T, L>(A, B, p, next, t));
         if (t == 0) P.partials[1][c] = v;
     }
@@ -412,7 +427,7 @@ __device__ __forceinline__ void stream_full_chunks(const cg::thread_block_tile<3
  * waits on a fence between chunks. The warp(s) of the block that completed groups reduce them
  * and climb. */
 template <typename T, Load L>
-__global__ void __launch_bounds__(kThreads, Layout<T>::kMinBlocks) canonical_kernel(const __grid_constant__ Params<T> P)
+__global__ void __launch_bounds__(kThreads, Layout<T>::kMinBlocks * 8 / kWarpsPerBlock) canonical_kernel(const __grid_constant__ Params<T> P)
 {
     constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
     constexpr int kBatch = 64; /* completed groups handled per round (one round is typical) */
