@@ -60,14 +60,11 @@ namespace cg = cooperative_groups;
 #define CR_TUNE_FENCE 1
 #endif
 /*  CR_TUNE_WARPS: warps per block of the main kernel (8 or 16; resident blocks scale down to
- *    keep the same register budget).
- *  CR_TUNE_PREFETCH 1: on sm_90, one bulk L2 prefetch of the warp's next chunk (16 KiB) as it
- *    starts a chunk, so the memory system sees the stream a chunk earlier. */
+ *    keep the same register budget). 16 measured within noise of 8 (docs/PERF.md, run 5).
+ *    A bulk L2 prefetch (cp.async.bulk.prefetch.L2) of each warp's next-but-one chunk was tried
+ *    in the same run and removed: 0.63x CUB at 2^28, against 0.99x without. */
 #ifndef CR_TUNE_WARPS
 #define CR_TUNE_WARPS 8
-#endif
-#ifndef CR_TUNE_PREFETCH
-#define CR_TUNE_PREFETCH 0
 #endif
 
 namespace {
@@ -410,11 +407,6 @@ __device__ __forceinline__ void stream_full_chunks(const cg::thread_block_tile<3
     for (uint64_t c = c0; c < c1; c += stride) {
         const T *p = P.x + c * C;
         const T *next = c + stride < c1 ? p + stride * C : nullptr;
-#if CR_TUNE_PREFETCH && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-        if (t == 0 && c + 2 * stride < c1)
-            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;"
-                         :: "l"(p + 2 * stride * C), "r"((unsigned)(C * sizeof(T))) : "memory");
-#endif
         const T v = lane_tree(warp, stream_chunk<T, L>(A, B, p, next, t));
         if (t == 0) P.partials[1][c] = v;
     }
