@@ -251,6 +251,97 @@ static void bad_input(void)
     compare_case(4097, COOPREDUCE_FLOAT32, CR_GEN_UNIFORM, rnd(), 0, &bits);
 }
 
+/* Inputs the GPU can read that are not cudaMalloc memory: managed memory, and pinned host
+ * memory mapped into the device's address space. Pinned memory is never cached as "checked":
+ * once freed, its addresses can come back as plain host memory, which must be refused. */
+static void other_memory(void)
+{
+    const uint64_t n = 1000003;
+    float *m = NULL, *pinned = NULL;
+    uint64_t bits = 0;
+    if (cuda_ok(cudaMallocManaged((void **)&m, n * sizeof(float), cudaMemAttachGlobal),
+                "cudaMallocManaged")) {
+        cr_gen_fill(m, 0, n, COOPREDUCE_FLOAT32, CR_GEN_NORMAL, rnd(), host_threads);
+        uint64_t c = cpu_sum_bits(m, n, COOPREDUCE_FLOAT32);
+        cudaMemset(dout, POISON, 16);
+        coopreduce_status s = coopreduce_sum(m, dout, n, COOPREDUCE_FLOAT32, gpu, NULL);
+        CHECK(s == COOPREDUCE_SUCCESS, "managed input: %s", coopreduce_last_error(gpu));
+        cuda_ok(cudaMemcpy(&bits, dout, 4, cudaMemcpyDeviceToHost), "copy result");
+        CHECK(bits == c, "managed input: gpu 0x%llx != cpu 0x%llx", (unsigned long long)bits,
+              (unsigned long long)c);
+        cudaFree(m);
+    }
+    if (cuda_ok(cudaHostAlloc((void **)&pinned, n * sizeof(float), cudaHostAllocMapped),
+                "cudaHostAlloc")) {
+        cr_gen_fill(pinned, 0, n, COOPREDUCE_FLOAT32, CR_GEN_SIGNED, rnd(), host_threads);
+        uint64_t c = cpu_sum_bits(pinned, n, COOPREDUCE_FLOAT32);
+        bits = 0;
+        coopreduce_status s = coopreduce_sum_to_host(pinned, &bits, n, COOPREDUCE_FLOAT32, gpu, NULL);
+        CHECK(s == COOPREDUCE_SUCCESS, "mapped pinned input: %s", coopreduce_last_error(gpu));
+        CHECK(bits == c, "mapped pinned input: gpu 0x%llx != cpu 0x%llx",
+              (unsigned long long)bits, (unsigned long long)c);
+        cudaFreeHost(pinned);
+        /* The same address, now (probably) plain host memory again: it must be refused if it
+         * is not registered, whatever was accepted there before. */
+        struct cudaPointerAttributes a;
+        if (cudaPointerGetAttributes(&a, pinned) == cudaSuccess && a.type == cudaMemoryTypeUnregistered) {
+            s = coopreduce_sum(pinned, dout, 16, COOPREDUCE_FLOAT32, gpu, NULL);
+            CHECK(s == COOPREDUCE_ERROR_NOT_DEVICE_MEMORY, "freed pinned memory accepted: status %d",
+                  (int)s);
+        }
+        (void)cudaGetLastError();
+    }
+}
+
+/* Two handles, two streams, sums enqueued alternately without synchronising in between: each
+ * handle's workspace is its own, so both give the CPU's bits. */
+static void two_streams(void)
+{
+    coopreduce_handle *h2 = NULL;
+    cudaStream_t s1 = NULL, s2 = NULL;
+    void *out2 = NULL, *x2 = NULL;
+    const uint64_t n1 = (1u << 22) + 3, n2 = 3000017;
+    if (coopreduce_create_gpu(&h2, 0) != COOPREDUCE_SUCCESS) {
+        CHECK(0, "second handle: %s", coopreduce_last_error(NULL));
+        return;
+    }
+    if (cuda_ok(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking), "stream") &&
+        cuda_ok(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking), "stream") &&
+        cuda_ok(cudaMalloc(&out2, 16 * 8), "cudaMalloc") &&
+        cuda_ok(cudaMalloc(&x2, n2 * sizeof(double)), "cudaMalloc") && load(n1, COOPREDUCE_FLOAT32, CR_GEN_NORMAL, rnd(), 0) == 0) {
+        uint64_t c1 = cpu_sum_bits(hx, n1, COOPREDUCE_FLOAT32);
+        double *h2x = malloc(n2 * sizeof(double));
+        if (h2x) {
+            cr_gen_fill(h2x, 0, n2, COOPREDUCE_FLOAT64, CR_GEN_SIGNED, rnd(), host_threads);
+            uint64_t c2 = cpu_sum_bits(h2x, n2, COOPREDUCE_FLOAT64);
+            cudaMemcpy(x2, h2x, n2 * sizeof(double), cudaMemcpyHostToDevice);
+            cudaMemset(dout, POISON, 16);
+            cudaMemset(out2, POISON, 16 * 8);
+            for (int i = 0; i < 16; i++) {
+                CHECK(coopreduce_sum(dx, dout, n1, COOPREDUCE_FLOAT32, gpu, s1) == COOPREDUCE_SUCCESS,
+                      "stream 1: %s", coopreduce_last_error(gpu));
+                CHECK(coopreduce_sum(x2, (double *)out2 + i, n2, COOPREDUCE_FLOAT64, h2, s2) ==
+                          COOPREDUCE_SUCCESS, "stream 2: %s", coopreduce_last_error(h2));
+            }
+            cuda_ok(cudaDeviceSynchronize(), "synchronise");
+            uint64_t g1 = 0, g2[16];
+            cudaMemcpy(&g1, dout, 4, cudaMemcpyDeviceToHost);
+            cudaMemcpy(g2, out2, sizeof g2, cudaMemcpyDeviceToHost);
+            CHECK(g1 == c1, "stream 1: 0x%llx != cpu 0x%llx", (unsigned long long)g1,
+                  (unsigned long long)c1);
+            for (int i = 0; i < 16; i++)
+                CHECK(g2[i] == c2, "stream 2, call %d: 0x%llx != cpu 0x%llx", i,
+                      (unsigned long long)g2[i], (unsigned long long)c2);
+            free(h2x);
+        }
+    }
+    if (s1) cudaStreamDestroy(s1);
+    if (s2) cudaStreamDestroy(s2);
+    if (out2) cudaFree(out2);
+    if (x2) cudaFree(x2);
+    CHECK(coopreduce_destroy(h2) == COOPREDUCE_SUCCESS, "destroy second handle");
+}
+
 /* More than 2^31 elements: 64-bit indexing on the device. Needs ~9 GB of device memory and
  * twice that on the host. */
 static void huge(void)
@@ -366,6 +457,8 @@ int main(int argc, char **argv)
     to_host();
     misaligned();
     grid_independence();
+    other_memory();
+    two_streams();
     repeated_runs(quick ? 10 : 100);
     random_cases(quick ? 40 : 300);
     if (!quick) huge();
