@@ -66,6 +66,12 @@ namespace cg = cooperative_groups;
 #ifndef CR_TUNE_WARPS
 #define CR_TUNE_WARPS 8
 #endif
+/*  CR_TUNE_GROUP_STREAM 1: a full group of partials is reduced with the double-buffered stream
+ *    (2 round trips to L2 instead of 4) — it sits on the critical path at the end of a launch;
+ *    costs registers around the out-of-line call. */
+#ifndef CR_TUNE_GROUP_STREAM
+#define CR_TUNE_GROUP_STREAM 1
+#endif
 
 namespace {
 
@@ -237,6 +243,47 @@ __device__ __forceinline__ T lane_tree(const cg::thread_block_tile<32> &warp, co
     return v;
 }
 
+/* Eight rows of a thread's lanes, loaded but not yet added. */
+template <typename T> struct Batch {
+    Lanes<T> r[8];
+};
+
+template <typename T, Load L>
+__device__ __forceinline__ void load_batch(Batch<T> &b, const T *p, int k, int t)
+{
+#pragma unroll
+    for (int i = 0; i < 8; i++) b.r[i] = load_row<T, L>(p, 8 * k + i, t, 0);
+}
+
+/* The row tree of one batch of 8 rows: ((r0+r1)+(r2+r3)) + ((r4+r5)+(r6+r7)). */
+template <typename T>
+__device__ __forceinline__ Lanes<T> batch_tree(const Batch<T> &b)
+{
+    return add(add(add(b.r[0], b.r[1]), add(b.r[2], b.r[3])),
+               add(add(b.r[4], b.r[5]), add(b.r[6], b.r[7])));
+}
+
+/* The row trees of one full, 16-byte aligned chunk at p, as a stream of 8-row batches
+ * double-buffered in registers A and B (no copies between them: a register copy would wait for
+ * the loads). On entry A holds the loads of rows 0-7 (in flight); each later batch's loads are
+ * issued before the previous batch is added. With next != nullptr, A is left holding the next
+ * chunk's rows 0-7, in flight while the caller runs the lane tree. Returns the lane sums:
+ * (b0 + b1) + (b2 + b3), b_k the tree of rows 8k..8k+7 — exactly row_tree. */
+template <typename T, Load L>
+__device__ __forceinline__ Lanes<T> stream_chunk(Batch<T> &A, Batch<T> &B, const T *p,
+                                                 const T *next, int t)
+{
+    static_assert(CR_ROWS == 32, "stream_chunk assumes 4 batches of 8 rows");
+    load_batch<T, L>(B, p, 1, t);
+    const Lanes<T> b0 = batch_tree(A);
+    load_batch<T, L>(A, p, 2, t);
+    const Lanes<T> s01 = add(b0, batch_tree(B));
+    load_batch<T, L>(B, p, 3, t);
+    const Lanes<T> b2 = batch_tree(A);
+    if (next) load_batch<T, L>(A, next, 0, t);
+    return add(s01, add(b2, batch_tree(B)));
+}
+
 template <typename T> struct Params {
     const T *x;
     T *out;                                  /* the result: device or mapped host memory */
@@ -283,8 +330,16 @@ __device__ __noinline__ T reduce_group(const cg::thread_block_tile<32> &warp,
     constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
     const int size = group_size(P, k, group);
     const T *g = P.partials[k] + group * C;
-    return size == (int)C ? warp_chunk<T, Load::kVectorCoherent>(warp, g, size)
-                          : warp_chunk<T, Load::kGuarded>(warp, g, size);
+    if (size < (int)C) return warp_chunk<T, Load::kGuarded>(warp, g, size);
+#if !CR_TUNE_GROUP_STREAM
+    return warp_chunk<T, Load::kVectorCoherent>(warp, g, size);
+#endif
+    /* A full group is on the critical path at the end of the launch: the double-buffered
+     * stream takes 2 round trips to L2 where the batch loop takes 4. */
+    Batch<T> A, B;
+    load_batch<T, Load::kVectorCoherent>(A, g, 0, warp.thread_rank());
+    return lane_tree(warp, stream_chunk<T, Load::kVectorCoherent>(A, B, g, static_cast<const T *>(nullptr),
+                                                                   warp.thread_rank()));
 }
 
 /* A warp holds node `idx` of level k >= 2: store it, post a ticket for its group, and while
@@ -349,47 +404,6 @@ __device__ __forceinline__ T input_chunk(const cg::thread_block_tile<32> &warp, 
         return P.x_aligned ? warp_chunk<T, Load::kVector>(warp, p, (int)C)
                            : warp_chunk<T, Load::kScalar>(warp, p, (int)C);
     return ragged_input_chunk(warp, p, (int)(n - c * C));
-}
-
-/* Eight rows of a thread's lanes, loaded but not yet added. */
-template <typename T> struct Batch {
-    Lanes<T> r[8];
-};
-
-template <typename T, Load L>
-__device__ __forceinline__ void load_batch(Batch<T> &b, const T *p, int k, int t)
-{
-#pragma unroll
-    for (int i = 0; i < 8; i++) b.r[i] = load_row<T, L>(p, 8 * k + i, t, 0);
-}
-
-/* The row tree of one batch of 8 rows: ((r0+r1)+(r2+r3)) + ((r4+r5)+(r6+r7)). */
-template <typename T>
-__device__ __forceinline__ Lanes<T> batch_tree(const Batch<T> &b)
-{
-    return add(add(add(b.r[0], b.r[1]), add(b.r[2], b.r[3])),
-               add(add(b.r[4], b.r[5]), add(b.r[6], b.r[7])));
-}
-
-/* The row trees of one full, 16-byte aligned chunk at p, as a stream of 8-row batches
- * double-buffered in registers A and B (no copies between them: a register copy would wait for
- * the loads). On entry A holds the loads of rows 0-7 (in flight); each later batch's loads are
- * issued before the previous batch is added. With next != nullptr, A is left holding the next
- * chunk's rows 0-7, in flight while the caller runs the lane tree. Returns the lane sums:
- * (b0 + b1) + (b2 + b3), b_k the tree of rows 8k..8k+7 — exactly row_tree. */
-template <typename T, Load L>
-__device__ __forceinline__ Lanes<T> stream_chunk(Batch<T> &A, Batch<T> &B, const T *p,
-                                                 const T *next, int t)
-{
-    static_assert(CR_ROWS == 32, "stream_chunk assumes 4 batches of 8 rows");
-    load_batch<T, L>(B, p, 1, t);
-    const Lanes<T> b0 = batch_tree(A);
-    load_batch<T, L>(A, p, 2, t);
-    const Lanes<T> s01 = add(b0, batch_tree(B));
-    load_batch<T, L>(B, p, 3, t);
-    const Lanes<T> b2 = batch_tree(A);
-    if (next) load_batch<T, L>(A, next, 0, t);
-    return add(s01, add(b2, batch_tree(B)));
 }
 
 /* The hot loop: full, aligned input chunks c0, c0 + stride, ... below c1, one after the other,
