@@ -28,6 +28,14 @@
  * of the calling thread). The library never prints, never exits, and frees what it allocated
  * when a call fails.
  *
+ * GPU handles
+ * -----------
+ * Every call with a GPU handle makes the handle's GPU the calling thread's current CUDA device
+ * (cudaSetDevice) and leaves it so. The library links the CUDA runtime statically: a NULL stream
+ * is the legacy default stream; code built with per-thread default streams should pass its
+ * stream explicitly. Calls may be captured in a CUDA graph provided the workspace does not grow
+ * (call coopreduce_reserve before capturing): growing it allocates and frees device memory.
+ *
  * Semantics of the sum (all devices)
  * ----------------------------------
  *  - An empty array (n == 0) sums to +0.0.
@@ -64,7 +72,9 @@ typedef enum {
     COOPREDUCE_ERROR_MISALIGNED = 5,        /* pointer not aligned to the element size */
     COOPREDUCE_ERROR_OUT_OF_MEMORY = 6,     /* host or device allocation failed */
     COOPREDUCE_ERROR_CUDA = 7,              /* the CUDA runtime reported an error */
-    COOPREDUCE_ERROR_SYSTEM = 8,            /* the operating system refused (e.g. threads) */
+    COOPREDUCE_ERROR_SYSTEM = 8,            /* reserved for operating-system failures; a CPU
+                                               worker thread that cannot start is not one: the
+                                               calling thread does its share, same bits */
     COOPREDUCE_ERROR_WRONG_DEVICE = 9,      /* the call needs the other kind of handle */
     COOPREDUCE_ERROR_INTERNAL = 10          /* a bug in coopreduce: please report it */
 } coopreduce_status;
@@ -98,8 +108,8 @@ size_t coopreduce_dtype_size(coopreduce_dtype dtype);
 
 /* The detailed message of the last failed call made with `handle`; with handle == NULL, of the
  * last failed call made by this thread without a usable handle (e.g. a failed create). The
- * string lives until the next call on the same handle (or thread). "" when nothing failed.
- * Never NULL. */
+ * string lives until the next failed call on the same handle (or thread); successful calls leave
+ * it as it is. "" when nothing has failed yet. Never NULL. */
 const char *coopreduce_last_error(const coopreduce_handle *handle);
 
 /* ---- GPUs --------------------------------------------------------------------------------- */
@@ -131,8 +141,9 @@ coopreduce_status coopreduce_gpu_props_get(int ordinal, coopreduce_gpu_props *pr
 coopreduce_status coopreduce_create_cpu(coopreduce_handle **handle, int threads);
 
 /* A handle for GPU `ordinal`. Allocates the workspace for sums of up to 2^28 elements and a
- * pinned, mapped host slot for coopreduce_sum_to_host(). Fails with COOPREDUCE_ERROR_NO_GPU when
- * the GPU does not exist or the library has no code for it, COOPREDUCE_ERROR_CUDA or
+ * pinned, mapped host slot for coopreduce_sum_to_host(). Fails with
+ * COOPREDUCE_ERROR_INVALID_ARGUMENT for ordinal < 0, COOPREDUCE_ERROR_NO_GPU when the GPU does
+ * not exist or the library has no code for it, COOPREDUCE_ERROR_CUDA or
  * COOPREDUCE_ERROR_OUT_OF_MEMORY. Makes `ordinal` the calling thread's current CUDA device. */
 coopreduce_status coopreduce_create_gpu(coopreduce_handle **handle, int ordinal);
 
@@ -147,8 +158,10 @@ int coopreduce_handle_device(const coopreduce_handle *handle);
 /* Grows the handle's workspace so that sums of up to n elements of `dtype` allocate nothing.
  * A sum larger than the workspace grows it itself, which allocates (and, on a GPU, synchronises
  * the device): call this once up front to keep allocation off the hot path. The workspace is
- * about n/500 bytes (float32) and is kept until the handle is destroyed. Fails with
- * COOPREDUCE_ERROR_OUT_OF_MEMORY. */
+ * about n/1024 bytes for float32 and n/256 bytes for float64, and is kept until the handle is
+ * destroyed. If it cannot be grown, the handle keeps the workspace it had. Fails with
+ * COOPREDUCE_ERROR_INVALID_ARGUMENT (n * element size overflows), COOPREDUCE_ERROR_OUT_OF_MEMORY
+ * or COOPREDUCE_ERROR_CUDA. */
 coopreduce_status coopreduce_reserve(coopreduce_handle *handle, uint64_t n, coopreduce_dtype dtype);
 
 /* For tests and benchmarks: force the GPU grid to `blocks` blocks (0 restores the automatic
@@ -165,11 +178,16 @@ coopreduce_status coopreduce_set_threads(coopreduce_handle *handle, int threads)
  *
  * GPU handle: x and result are device memory the GPU can address (cudaMalloc, managed, or
  *   mapped pinned host memory). The call is asynchronous: it returns once the work is enqueued
- *   on `stream` (a cudaStream_t; NULL is the default stream), and *result is written when the
- *   stream reaches it. One kernel launch for any n, no allocation (see coopreduce_reserve) and
- *   no host synchronisation. x may have any alignment that is a multiple of the element size
- *   (16-byte aligned data takes the fast path).
- * CPU handle: x and result are host memory; the call is synchronous; stream is ignored.
+ *   on `stream` (a cudaStream_t; NULL is the legacy default stream), and *result is written when
+ *   the stream reaches it. One kernel launch for any n, no allocation (see coopreduce_reserve)
+ *   and no host synchronisation. x may have any alignment that is a multiple of the element size
+ *   (16-byte aligned data takes the fast path). Pointers are checked with
+ *   cudaPointerGetAttributes the first time a handle sees them (device and managed memory are
+ *   remembered, mapped pinned memory is checked every time); only their start is checked, so
+ *   x[0..n) must lie inside one allocation, and memory freed since must not be passed.
+ * CPU handle: x and result are host memory; the call is synchronous; stream is ignored. The sum
+ *   runs in IEEE round-to-nearest with subnormals kept, whatever the calling thread's rounding
+ *   mode or flush-to-zero settings, which are restored before the call returns.
  *
  * Fails with COOPREDUCE_ERROR_INVALID_ARGUMENT (NULL handle, x NULL while n > 0, result NULL),
  * COOPREDUCE_ERROR_UNSUPPORTED_DTYPE, COOPREDUCE_ERROR_MISALIGNED (x or result not aligned to the
@@ -183,9 +201,10 @@ coopreduce_status coopreduce_sum(const void *x, void *result, uint64_t n, coopre
  * straight into pinned, mapped host memory owned by the handle, then a flag that the calling
  * thread spins on, and the call returns as soon as the result has arrived (the grid may still
  * be retiring; later work on `stream` is ordered after it as usual). The sum is enqueued after
- * earlier work on `stream`, so that work is finished too. x is device memory for a GPU handle,
- * host memory for a CPU handle; result_host is plain host memory. Fails as coopreduce_sum()
- * does, and with COOPREDUCE_ERROR_CUDA if earlier work on the stream failed. */
+ * earlier work on `stream`, so that work is finished too. The calling thread spins on the flag
+ * (a CPU core is busy while it waits). x is device memory for a GPU handle, host memory for a
+ * CPU handle; result_host is plain host memory. Fails as coopreduce_sum() does, and with
+ * COOPREDUCE_ERROR_CUDA if earlier work on the stream failed. */
 coopreduce_status coopreduce_sum_to_host(const void *x, void *result_host, uint64_t n,
                                          coopreduce_dtype dtype, coopreduce_handle *handle,
                                          void *stream);

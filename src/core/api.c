@@ -140,8 +140,12 @@ CR_EXPORT coopreduce_status coopreduce_reserve(coopreduce_handle *handle, uint64
                                                coopreduce_dtype dtype)
 {
     if (!handle) return cr_fail(NULL, COOPREDUCE_ERROR_INVALID_ARGUMENT, "handle is NULL");
-    if (!coopreduce_dtype_size(dtype))
+    size_t es = coopreduce_dtype_size(dtype);
+    if (!es)
         return cr_fail(handle, COOPREDUCE_ERROR_UNSUPPORTED_DTYPE, "unknown dtype %d", (int)dtype);
+    if (n > UINT64_MAX / es)
+        return cr_fail(handle, COOPREDUCE_ERROR_INVALID_ARGUMENT, "n = %llu elements is too large",
+                       (unsigned long long)n);
     if (handle->device < 0) return cr_cpu_reserve(handle, n, dtype);
     return cr_gpu_reserve(handle, n, dtype);
 }

@@ -10,25 +10,30 @@
  *
  * This file must be compiled without -ffast-math and with -ffp-contract=off (CMakeLists.txt):
  * the compiler may not reassociate or fuse a single addition of the tree. */
+#include <fenv.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "internal.h"
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define CR_HAVE_MXCSR 1
+#endif
 
 typedef float v16f __attribute__((vector_size(64)));
 typedef double v8d __attribute__((vector_size(64)));
-typedef int32_t v16i __attribute__((vector_size(64)));
-typedef int64_t v8l __attribute__((vector_size(64)));
 
 /* One level of the lane tree on vectors: the 2V lanes of (a, b) become the V sums of adjacent
  * pairs, in order: out[i] = ab[2i] + ab[2i+1] (an even/odd deinterleave, then one vector add).
  * Macros rather than functions, so that no 64-byte vector is ever passed across a call in a
- * translation unit compiled for several targets. */
-#define CR_EVEN_F32 ((v16i){0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30})
-#define CR_EVEN_F64 ((v8l){0, 2, 4, 6, 8, 10, 12, 14})
-#define pair_sums_f32(a, b) (__builtin_shuffle((a), (b), CR_EVEN_F32) + __builtin_shuffle((a), (b), CR_EVEN_F32 + 1))
-#define pair_sums_f64(a, b) (__builtin_shuffle((a), (b), CR_EVEN_F64) + __builtin_shuffle((a), (b), CR_EVEN_F64 + 1))
+ * translation unit compiled for several targets. __builtin_shufflevector: GCC 12+ and clang. */
+#define pair_sums_f32(a, b)                                                                   \
+    (__builtin_shufflevector((a), (b), 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30) + \
+     __builtin_shufflevector((a), (b), 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31))
+#define pair_sums_f64(a, b)                                                                   \
+    (__builtin_shufflevector((a), (b), 0, 2, 4, 6, 8, 10, 12, 14) +                            \
+     __builtin_shufflevector((a), (b), 1, 3, 5, 7, 9, 11, 13, 15))
 
 /* Runtime dispatch: the same source compiled for AVX-512, AVX2 and baseline x86-64. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -194,8 +199,51 @@ coopreduce_status cr_cpu_reserve(coopreduce_handle *h, uint64_t n, coopreduce_dt
     return COOPREDUCE_SUCCESS;
 }
 
+/* The tree is defined in IEEE round-to-nearest with subnormals kept, which is what the GPU
+ * does whatever the host's settings. The caller's thread may run with another rounding mode, or
+ * with flush-to-zero / denormals-are-zero set (code built with -ffast-math does that): so the sum
+ * runs in the default environment and the caller's is put back afterwards, exception flags
+ * included. Worker threads inherit the environment of the thread that creates them (POSIX). */
+typedef struct {
+    fenv_t env;
+#ifdef CR_HAVE_MXCSR
+    unsigned int mxcsr;
+#endif
+} fp_state;
+
+static void fp_enter(fp_state *st)
+{
+    fegetenv(&st->env);
+    fesetround(FE_TONEAREST);
+#ifdef CR_HAVE_MXCSR
+    st->mxcsr = _mm_getcsr();
+    _mm_setcsr(st->mxcsr & ~(0x8000u | 0x0040u) & ~0x6000u); /* FTZ, DAZ off; nearest */
+#endif
+}
+
+static void fp_leave(const fp_state *st)
+{
+    fesetenv(&st->env);
+#ifdef CR_HAVE_MXCSR
+    _mm_setcsr(st->mxcsr);
+#endif
+}
+
+static coopreduce_status cpu_sum(coopreduce_handle *h, const void *x, uint64_t n,
+                                 coopreduce_dtype dtype, void *result);
+
 coopreduce_status cr_cpu_sum(coopreduce_handle *h, const void *x, uint64_t n,
                              coopreduce_dtype dtype, void *result)
+{
+    fp_state st;
+    fp_enter(&st);
+    coopreduce_status s = cpu_sum(h, x, n, dtype, result);
+    fp_leave(&st);
+    return s;
+}
+
+static coopreduce_status cpu_sum(coopreduce_handle *h, const void *x, uint64_t n,
+                                 coopreduce_dtype dtype, void *result)
 {
     size_t es = coopreduce_dtype_size(dtype);
     if (n == 0) {

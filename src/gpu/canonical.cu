@@ -102,8 +102,10 @@ constexpr int kThreads = 32 * kWarpsPerBlock;
 template <typename T> struct Layout;
 /* Tuning: kMinBlocks is __launch_bounds__' minimum resident blocks per SM (256 threads each).
  * With the double-buffered stream (two batches of 8 rows in registers), nvcc 13.0 fits both
- * types in 128 registers without spills at 2 blocks per SM (sm_80 and sm_90); at 3 the float32
- * kernel spills 96 bytes. 16 warps per SM with 8-16 16-byte loads in flight per thread is
+ * types in 128 registers at 2 blocks per SM (sm_80 and sm_90); at 3 the float32 kernel spills
+ * 96 bytes in the hot loop. The out-of-line group reduction (CR_TUNE_GROUP_STREAM) adds spills
+ * of 12 bytes (float32) and up to 60 bytes (float64) around its call, once per block, outside
+ * the hot loop; run 6 of docs/PERF.md measured the net effect as a gain. 16 warps per SM with 8-16 16-byte loads in flight per thread is
  * 64-128 KB per SM in flight, several times the ~20-30 KB that covers DRAM latency at H100/H200
  * bandwidth. */
 template <> struct Layout<float> {
@@ -541,6 +543,10 @@ cudaError_t launch(const void *x, uint64_t n, void *out, void *partials, void *c
     P.x_aligned = ((uintptr_t)x % 16) == 0;
     P.flag = flag;
     P.seq = seq;
+    /* cudaGetLastError() after a launch reports whatever error is pending on this thread, so
+     * one left by an earlier failed call of ours (an allocation, say) must not be taken for this
+     * launch's: clear it first. Sticky errors (a broken context) survive this and are reported. */
+    (void)cudaGetLastError();
     if (P.count[1] <= (uint64_t)kSmallChunks) {
         canonical_small_kernel<T><<<1, 32 * (int)P.count[1], 0, stream>>>(P);
         return cudaGetLastError();

@@ -78,17 +78,16 @@ coopreduce_status cr_gpu_count(int *count)
     return COOPREDUCE_SUCCESS;
 }
 
-/* Makes `ordinal` current, remembering the previous device to restore. */
-static cudaError_t enter_device(int ordinal, int *previous)
+/* Makes `ordinal` the calling thread's current device (the header documents this). Restoring
+ * the previous one is deliberately not done: on a thread that never chose a device,
+ * cudaGetDevice answers 0, and setting 0 back would create a context on GPU 0 that nobody
+ * asked for. */
+static cudaError_t use_device(int ordinal)
 {
-    cudaError_t e = cudaGetDevice(previous);
-    if (e != cudaSuccess) return e;
-    return *previous == ordinal ? cudaSuccess : cudaSetDevice(ordinal);
-}
-
-static void leave_device(int ordinal, int previous)
-{
-    if (previous != ordinal) (void)cudaSetDevice(previous);
+    int current = -1;
+    cudaError_t e = cudaGetDevice(&current);
+    if (e == cudaSuccess && current == ordinal) return cudaSuccess;
+    return cudaSetDevice(ordinal);
 }
 
 coopreduce_status cr_gpu_props(int ordinal, coopreduce_gpu_props *p, char *err, size_t errlen)
@@ -118,15 +117,10 @@ coopreduce_status cr_gpu_props(int ordinal, coopreduce_gpu_props *p, char *err, 
     p->cluster_launch = cluster;
     p->total_memory_bytes = prop.totalGlobalMem;
     p->l2_bytes = (uint64_t)prop.l2CacheSize;
-    /* Usable when the runtime finds code of ours for this architecture. */
-    int previous = 0, blocks = 0;
-    e = enter_device(ordinal, &previous);
-    if (e == cudaSuccess) {
-        p->usable = cr_gpu_canonical_occupancy(COOPREDUCE_FLOAT32, &blocks) == cudaSuccess &&
-                    blocks > 0;
-        (void)cudaGetLastError(); /* a "no kernel image" answer must not linger */
-        leave_device(ordinal, previous);
-    }
+    /* The build carries sm_80 and sm_90 machine code and compute_90 PTX: every GPU of compute
+     * capability 8.0 or newer runs it. (Asking the runtime would mean making the GPU current.)
+     * coopreduce_create_gpu checks for real, with the occupancy calculator. */
+    p->usable = prop.major >= 8;
     return COOPREDUCE_SUCCESS;
 }
 
@@ -149,7 +143,7 @@ static coopreduce_status ensure_workspace(coopreduce_handle *h, uint64_t n, coop
     if (pb < g->partials_bytes) pb = g->partials_bytes;
     if (cb < g->counters_bytes) cb = g->counters_bytes;
     if (cb < 256) cb = 256;
-    free_workspace(g); /* cudaFree waits for kernels that may still use the old one */
+    /* The new workspace first: if it cannot be had, the handle keeps the one it has. */
     void *np = NULL, *nc = NULL;
     cudaError_t e = cudaMalloc(&np, pb ? pb : 256);
     if (e == cudaSuccess) e = cudaMalloc(&nc, cb);
@@ -158,8 +152,10 @@ static coopreduce_status ensure_workspace(coopreduce_handle *h, uint64_t n, coop
     if (e != cudaSuccess) {
         if (np) cudaFree(np);
         if (nc) cudaFree(nc);
+        (void)cudaGetLastError(); /* an allocation failure must not stick to the next launch */
         return cuda_fail(h, e, "allocating the workspace");
     }
+    free_workspace(g); /* cudaFree waits for kernels that may still use the old one */
     g->partials = np;
     g->partials_bytes = pb ? pb : 256;
     g->counters = nc;
@@ -175,8 +171,7 @@ coopreduce_status cr_gpu_create(coopreduce_handle *h, int ordinal)
     if (ordinal >= count)
         return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, "no GPU with ordinal %d (%d GPU%s found)",
                        ordinal, count, count == 1 ? "" : "s");
-    int previous = 0;
-    cudaError_t e = enter_device(ordinal, &previous);
+    cudaError_t e = use_device(ordinal);
     if (e != cudaSuccess) return cuda_fail(h, e, "selecting the GPU");
     struct cr_gpu_state *g = calloc(1, sizeof *g);
     coopreduce_status s = COOPREDUCE_SUCCESS;
@@ -214,12 +209,12 @@ coopreduce_status cr_gpu_create(coopreduce_handle *h, int ordinal)
     if (s) goto fail;
     goto out;
 fail:
+    (void)cudaGetLastError(); /* the failure must not stick to a later call */
     free_workspace(g);
     if (g->host_slot) cudaFreeHost(g->host_slot);
     free(g);
     h->gpu = NULL;
 out:
-    leave_device(ordinal, previous);
     return s;
 }
 
@@ -227,15 +222,13 @@ coopreduce_status cr_gpu_destroy(coopreduce_handle *h)
 {
     struct cr_gpu_state *g = h->gpu;
     if (!g) return COOPREDUCE_SUCCESS;
-    int previous = 0;
     coopreduce_status s = COOPREDUCE_SUCCESS;
-    cudaError_t e = enter_device(h->device, &previous);
+    cudaError_t e = use_device(h->device);
     if (e != cudaSuccess) s = cuda_fail(h, e, "selecting the GPU");
     /* cudaFree and cudaFreeHost wait for the device's work. */
     if (g->partials && (e = cudaFree(g->partials)) != cudaSuccess && !s) s = cuda_fail(h, e, "freeing the workspace");
     if (g->counters && (e = cudaFree(g->counters)) != cudaSuccess && !s) s = cuda_fail(h, e, "freeing the workspace");
     if (g->host_slot && (e = cudaFreeHost(g->host_slot)) != cudaSuccess && !s) s = cuda_fail(h, e, "freeing the result slot");
-    leave_device(h->device, previous);
     free(g);
     h->gpu = NULL;
     return s;
@@ -243,12 +236,9 @@ coopreduce_status cr_gpu_destroy(coopreduce_handle *h)
 
 coopreduce_status cr_gpu_reserve(coopreduce_handle *h, uint64_t n, coopreduce_dtype dtype)
 {
-    int previous = 0;
-    cudaError_t e = enter_device(h->device, &previous);
+    cudaError_t e = use_device(h->device);
     if (e != cudaSuccess) return cuda_fail(h, e, "selecting the GPU");
-    coopreduce_status s = ensure_workspace(h, n, dtype);
-    leave_device(h->device, previous);
-    return s;
+    return ensure_workspace(h, n, dtype);
 }
 
 /* The GPU must be able to read x (and write result): device memory of this GPU, managed
@@ -329,13 +319,15 @@ coopreduce_status cr_gpu_sum(coopreduce_handle *h, const void *x, void *result, 
     coopreduce_status s;
     if (n > 0 && (s = check_pointer(h, x, "x"))) return s;
     if (!to_host && (s = check_pointer(h, result, "result"))) return s;
-    int previous = 0;
-    cudaError_t e = enter_device(h->device, &previous);
+    cudaError_t e = use_device(h->device);
     if (e != cudaSuccess) return cuda_fail(h, e, "selecting the GPU");
     void *out = to_host ? g->host_slot_dev : result;
     if (n == 0) {
-        /* +0.0: in stream order on the device; at once on the host. */
+        /* +0.0: in stream order on the device; on the host once the stream's earlier work is
+         * done (the call's contract: the result arrives after what was enqueued before). */
         if (to_host) {
+            e = cudaStreamSynchronize((cudaStream_t)stream);
+            if (e != cudaSuccess) { s = cuda_fail(h, e, "waiting for the stream"); goto out; }
             memset(result, 0, es);
         } else {
             e = cudaMemsetAsync(result, 0, es, (cudaStream_t)stream);
@@ -368,6 +360,5 @@ coopreduce_status cr_gpu_sum(coopreduce_handle *h, const void *x, void *result, 
     }
     s = COOPREDUCE_SUCCESS;
 out:
-    leave_device(h->device, previous);
     return s;
 }
