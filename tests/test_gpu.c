@@ -246,6 +246,19 @@ static void bad_input(void)
     coopreduce_handle *h = NULL;
     s = coopreduce_create_gpu(&h, count);
     CHECK(s == COOPREDUCE_ERROR_NO_GPU && h == NULL, "create_gpu(%d): status %d", count, (int)s);
+    s = coopreduce_create_gpu(&h, -1);
+    CHECK(s == COOPREDUCE_ERROR_INVALID_ARGUMENT && h == NULL, "create_gpu(-1): status %d", (int)s);
+    /* A workspace that cannot be had: the failure is reported, and must not stick to the next
+     * call (a pending CUDA error once made a successful launch report out-of-memory). */
+    s = coopreduce_reserve(gpu, 1ull << 50, COOPREDUCE_FLOAT32);
+    CHECK(s == COOPREDUCE_ERROR_OUT_OF_MEMORY, "reserve(2^50): status %d", (int)s);
+    s = coopreduce_reserve(gpu, UINT64_MAX, COOPREDUCE_FLOAT64);
+    CHECK(s == COOPREDUCE_ERROR_INVALID_ARGUMENT, "reserve(UINT64_MAX): status %d", (int)s);
+    {
+        uint64_t after = 0;
+        CHECK(compare_case(1u << 20, COOPREDUCE_FLOAT32, CR_GEN_UNIFORM, rnd(), 0, &after) == 0,
+              "the first sum after a failed reserve");
+    }
     /* The handle still works after all those failures. */
     uint64_t bits;
     compare_case(4097, COOPREDUCE_FLOAT32, CR_GEN_UNIFORM, rnd(), 0, &bits);
