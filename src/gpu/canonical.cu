@@ -73,6 +73,12 @@ namespace cg = cooperative_groups;
 #ifndef CR_TUNE_GROUP_STREAM
 #define CR_TUNE_GROUP_STREAM 1
 #endif
+/*  CR_TUNE_QUAD 1: when the chunks fit in one wave of the grid at two per block (mid-size N),
+ *    four warps share a chunk, one 8-row batch each, so the chunk's data arrives in one round
+ *    trip instead of two; the batch trees meet in shared memory. 0: one warp per chunk. */
+#ifndef CR_TUNE_QUAD
+#define CR_TUNE_QUAD 1
+#endif
 
 namespace {
 
@@ -295,6 +301,7 @@ template <typename T> struct Params {
     uint64_t count[CR_MAX_LEVELS + 1];
     int levels;
     int x_aligned;                           /* x is 16-byte aligned: vector loads */
+    int quad;                                /* four warps per chunk, two chunks per block */
     volatile unsigned int *flag;             /* host-result path: set to seq after *out */
     unsigned int seq;
 };
@@ -429,24 +436,13 @@ __device__ __forceinline__ void stream_full_chunks(const cg::thread_block_tile<3
     }
 }
 
-/* Any N with more than kWarpsPerBlock * 4 chunks. Block b owns a contiguous range of level-1
- * chunks, its warps split it; each warp stores its chunks' partials. After a barrier, thread 0
- * posts one ticket per group the block's range touches (the count of its chunks in that group).
- * Tickets per launch: about one per block, so same-address atomics never queue up, and no warp
- * waits on a fence between chunks. The warp(s) of the block that completed groups reduce them
- * and climb. */
+/* Level 1 the ordinary way: the block's chunks [b0, b1), warp w of the block taking every
+ * kWarpsPerBlock-th (or, without interleaving, a sub-range of them). */
 template <typename T, Load L>
-__global__ void __launch_bounds__(kThreads, Layout<T>::kMinBlocks * 8 / kWarpsPerBlock) canonical_kernel(const __grid_constant__ Params<T> P)
+__device__ __forceinline__ void level1_chunks(const cg::thread_block_tile<32> &warp,
+                                              const Params<T> &P, uint64_t b0, uint64_t b1, int w)
 {
     constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
-    constexpr int kBatch = 64; /* completed groups handled per round (one round is typical) */
-    __shared__ uint64_t done_groups[kBatch];
-    __shared__ int n_done;
-    cg::thread_block block = cg::this_thread_block();
-    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
-    const int w = warp.meta_group_rank();
-    uint64_t b0, b1;
-    balanced_range(P.count[1], gridDim.x, blockIdx.x, &b0, &b1);
 #if CR_TUNE_INTERLEAVE
     uint64_t c = b0 + w;
     const uint64_t c_end = b1, stride = kWarpsPerBlock;
@@ -466,6 +462,63 @@ __global__ void __launch_bounds__(kThreads, Layout<T>::kMinBlocks * 8 / kWarpsPe
         T v = input_chunk(warp, P, c);
         if (warp.thread_rank() == 0) P.partials[1][c] = v;
     }
+}
+
+/* Mid-size N, the block's (at most two) chunks [b0, b1), four warps each: warp w takes
+ * chunk b0 + w/4 and its batch q = w%4 (rows 8q..8q+7), all 8 loads at once; the four batch
+ * trees meet in shared memory and the chunk's first warp adds them as (b0 + b1) + (b2 + b3) —
+ * the row tree — then runs the lane tree. A misaligned or ragged chunk is done by its first
+ * warp alone, the ordinary way. */
+template <typename T, Load L>
+__device__ __forceinline__ void quad_chunks(const cg::thread_block &block,
+                                            const cg::thread_block_tile<32> &warp,
+                                            const Params<T> &P, uint64_t b0, uint64_t b1)
+{
+    static_assert(kWarpsPerBlock == 8, "quad_chunks assumes 8 warps: 2 chunks x 4 batches");
+    constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
+    __shared__ Lanes<T> quarter[2][4][32];
+    const int w = warp.meta_group_rank(), cl = w / 4, q = w % 4, t = warp.thread_rank();
+    const uint64_t c = b0 + cl;
+    const bool fast = P.x_aligned && c < b1 && (c + 1) * C <= P.count[0];
+    if (fast) {
+        Batch<T> A;
+        load_batch<T, L>(A, P.x + c * C, q, t);
+        quarter[cl][q][t] = batch_tree(A);
+    }
+    block.sync();
+    if (q == 0 && c < b1) {
+        T v;
+        if (fast)
+            v = lane_tree(warp, add(add(quarter[cl][0][t], quarter[cl][1][t]),
+                                    add(quarter[cl][2][t], quarter[cl][3][t])));
+        else
+            v = input_chunk(warp, P, c);
+        if (t == 0) P.partials[1][c] = v;
+    }
+}
+
+/* Any N with more than kWarpsPerBlock * 4 chunks. Block b owns a contiguous range of level-1
+ * chunks, its warps split it; each warp stores its chunks' partials. After a barrier, thread 0
+ * posts one ticket per group the block's range touches (the count of its chunks in that group).
+ * Tickets per launch: about one per block, so same-address atomics never queue up, and no warp
+ * waits on a fence between chunks. The warp(s) of the block that completed groups reduce them
+ * and climb. */
+template <typename T, Load L>
+__global__ void __launch_bounds__(kThreads, Layout<T>::kMinBlocks * 8 / kWarpsPerBlock) canonical_kernel(const __grid_constant__ Params<T> P)
+{
+    constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
+    constexpr int kBatch = 64; /* completed groups handled per round (one round is typical) */
+    __shared__ uint64_t done_groups[kBatch];
+    __shared__ int n_done;
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    const int w = warp.meta_group_rank();
+    uint64_t b0, b1;
+    balanced_range(P.count[1], gridDim.x, blockIdx.x, &b0, &b1);
+    if (P.quad)
+        quad_chunks<T, L>(block, warp, P, b0, b1);
+    else
+        level1_chunks<T, L>(warp, P, b0, b1, w);
     if (b0 == b1) return; /* uniform across the block */
     /* Groups touched by [b0, b1), in rounds of at most kBatch. */
     const uint64_t g_first = b0 / C, g_last = (b1 - 1) / C;
@@ -532,7 +585,7 @@ __global__ void __launch_bounds__(32 * kSmallChunks) canonical_small_kernel(cons
 
 template <typename T>
 cudaError_t launch(const void *x, uint64_t n, void *out, void *partials, void *counters,
-                   int blocks, int stream_once, unsigned int *flag, unsigned int seq,
+                   int blocks, int quad, int stream_once, unsigned int *flag, unsigned int seq,
                    cudaStream_t stream)
 {
     constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
@@ -561,8 +614,10 @@ cudaError_t launch(const void *x, uint64_t n, void *out, void *partials, void *c
         P.counters[k + 1] = cc;
         cc += P.count[k + 1];
     }
-    const uint64_t blocks_needed = (P.count[1] + kWarpsPerBlock - 1) / kWarpsPerBlock;
-    if ((uint64_t)blocks > blocks_needed) blocks = (int)blocks_needed;
+    P.quad = CR_TUNE_QUAD && quad;
+    const uint64_t blocks_needed = P.quad ? (P.count[1] + 1) / 2
+                                          : (P.count[1] + kWarpsPerBlock - 1) / kWarpsPerBlock;
+    if (P.quad || (uint64_t)blocks > blocks_needed) blocks = (int)blocks_needed;
     if (stream_once)
         canonical_kernel<T, Load::kVectorStream><<<blocks, kThreads, 0, stream>>>(P);
     else
@@ -575,15 +630,16 @@ cudaError_t launch(const void *x, uint64_t n, void *out, void *partials, void *c
 extern "C" {
 
 /* Returns a cudaError_t. x, out: device-accessible; partials/counters: the handle's workspace. */
-/* stream_once: the input is larger than L2 (read once, streamed through; CR_TUNE_LOAD). */
+/* quad: four warps per chunk, ceil(chunks / 2) blocks (blocks is then ignored);
+ * stream_once: the input is larger than L2 (read once, streamed through; CR_TUNE_LOAD). */
 int cr_gpu_launch_canonical(int dtype, const void *x, uint64_t n, void *out, void *partials,
-                            void *counters, int blocks, int stream_once, unsigned int *flag,
-                            unsigned int seq, void *stream)
+                            void *counters, int blocks, int quad, int stream_once,
+                            unsigned int *flag, unsigned int seq, void *stream)
 {
     if (dtype == COOPREDUCE_FLOAT32)
-        return launch<float>(x, n, out, partials, counters, blocks, stream_once, flag, seq,
+        return launch<float>(x, n, out, partials, counters, blocks, quad, stream_once, flag, seq,
                              (cudaStream_t)stream);
-    return launch<double>(x, n, out, partials, counters, blocks, stream_once, flag, seq,
+    return launch<double>(x, n, out, partials, counters, blocks, quad, stream_once, flag, seq,
                           (cudaStream_t)stream);
 }
 

@@ -10,8 +10,8 @@
 
 /* From canonical.cu. */
 int cr_gpu_launch_canonical(int dtype, const void *x, uint64_t n, void *out, void *partials,
-                            void *counters, int blocks, int stream_once, unsigned int *flag,
-                            unsigned int seq, void *stream);
+                            void *counters, int blocks, int quad, int stream_once,
+                            unsigned int *flag, unsigned int seq, void *stream);
 int cr_gpu_canonical_occupancy(int dtype, int *blocks_per_sm);
 int cr_gpu_warps_per_block(void);
 
@@ -337,11 +337,14 @@ coopreduce_status cr_gpu_sum(coopreduce_handle *h, const void *x, void *result, 
         s = ensure_workspace(h, n, dtype);
         if (s) goto out;
         uint64_t chunks = (n + cr_chunk_elems(dtype) - 1) / cr_chunk_elems(dtype);
-        int blocks = h->grid_blocks;
+        int blocks = h->grid_blocks, quad = 0;
         if (blocks == 0) {
             uint64_t need = (chunks + cr_gpu_warps_per_block() - 1) / cr_gpu_warps_per_block();
             uint64_t full = (uint64_t)g->sm_count * (uint64_t)g->blocks_per_sm[dtype];
             blocks = (int)(need < full ? need : full);
+            /* Mid-size: when two chunks per block fit in one wave, four warps share a chunk
+             * (one memory round trip for its data instead of two). A forced grid never does. */
+            quad = chunks <= 2 * full;
         }
         unsigned int *flag_dev = NULL, seq = 0;
         if (to_host) {
@@ -350,7 +353,7 @@ coopreduce_status cr_gpu_sum(coopreduce_handle *h, const void *x, void *result, 
         }
         int stream_once = n * es > g->l2_bytes;
         e = (cudaError_t)cr_gpu_launch_canonical(dtype, x, n, out, g->partials, g->counters,
-                                                 blocks, stream_once, flag_dev, seq, stream);
+                                                 blocks, quad, stream_once, flag_dev, seq, stream);
         if (e != cudaSuccess) { s = cuda_fail(h, e, "launching the canonical sum"); goto out; }
         if (to_host) {
             s = wait_for_flag(h, seq, (cudaStream_t)stream);
