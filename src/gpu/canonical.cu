@@ -19,7 +19,8 @@
  * - Counters return to zero: the completing thread resets its group's counter, so the workspace
  *   is ready for the next launch in stream order without a memset.
  * - Up to kSmallChunks chunks: one block, one warp per chunk, partials in shared memory, no
- *   tickets at all.
+ *   tickets at all. Mid-size N (two chunks per block fit in one wave): four warps per chunk,
+ *   one 8-row batch each, so the data of a chunk arrives in one round trip.
  * - The host-result path: the top warp writes the value into mapped host memory, fences at
  *   system scope and writes the call's sequence number, which the host spins on.
  *
