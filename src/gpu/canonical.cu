@@ -122,6 +122,7 @@ template <> struct Layout<float> {
     using Vec = float4;
     static constexpr int kVec = 4;              /* lanes per thread */
     static constexpr int kLanes = CR_LANES_F32; /* 128 */
+    static constexpr uint64_t kChunk = CR_CHUNK_F32;
     static __device__ __forceinline__ float nan() { return __int_as_float(0x7fc00000); }
 };
 template <> struct Layout<double> {
@@ -129,6 +130,7 @@ template <> struct Layout<double> {
     using Vec = double2;
     static constexpr int kVec = 2;
     static constexpr int kLanes = CR_LANES_F64; /* 64 */
+    static constexpr uint64_t kChunk = CR_CHUNK_F64;
     static __device__ __forceinline__ double nan() { return __longlong_as_double(0x7ff8000000000000ll); }
 };
 
@@ -296,6 +298,16 @@ __device__ __forceinline__ Lanes<T> stream_chunk(Batch<T> &A, Batch<T> &B, const
     return add(s01, add(b2, batch_tree(B)));
 }
 
+/* One full, 16-byte aligned chunk by the double-buffered stream: 2 round trips to memory. */
+template <typename T, Load L>
+__device__ __forceinline__ T stream_one_chunk(const cg::thread_block_tile<32> &warp, const T *p)
+{
+    Batch<T> A, B;
+    load_batch<T, L>(A, p, 0, warp.thread_rank());
+    return lane_tree(warp, stream_chunk<T, L>(A, B, p, static_cast<const T *>(nullptr),
+                                              warp.thread_rank()));
+}
+
 template <typename T> struct Params {
     const T *x;
     T *out;                                  /* the result: device or mapped host memory */
@@ -328,7 +340,7 @@ __device__ __forceinline__ void write_result(const cg::thread_block_tile<32> &wa
 template <typename T>
 __device__ __forceinline__ int group_size(const Params<T> &P, int k, uint64_t group)
 {
-    constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
+    constexpr uint64_t C = Layout<T>::kChunk;
     const uint64_t rest = P.count[k] - group * C;
     return rest < C ? (int)rest : (int)C;
 }
@@ -340,7 +352,7 @@ template <typename T>
 __device__ __noinline__ T reduce_group(const cg::thread_block_tile<32> &warp,
                                           const Params<T> &P, int k, uint64_t group)
 {
-    constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
+    constexpr uint64_t C = Layout<T>::kChunk;
     const int size = group_size(P, k, group);
     const T *g = P.partials[k] + group * C;
     if (size < (int)C) return warp_chunk<T, Load::kGuarded>(warp, g, size);
@@ -349,10 +361,7 @@ __device__ __noinline__ T reduce_group(const cg::thread_block_tile<32> &warp,
 #endif
     /* A full group is on the critical path at the end of the launch: the double-buffered
      * stream takes 2 round trips to L2 where the batch loop takes 4. */
-    Batch<T> A, B;
-    load_batch<T, Load::kVectorCoherent>(A, g, 0, warp.thread_rank());
-    return lane_tree(warp, stream_chunk<T, Load::kVectorCoherent>(A, B, g, static_cast<const T *>(nullptr),
-                                                                   warp.thread_rank()));
+    return stream_one_chunk<T, Load::kVectorCoherent>(warp, g);
 }
 
 /* A warp holds node `idx` of level k >= 2: store it, post a ticket for its group, and while
@@ -362,7 +371,7 @@ template <typename T>
 __device__ __noinline__ void climb(const cg::thread_block_tile<32> &warp, const Params<T> &P, int k,
                       uint64_t idx, T v)
 {
-    constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
+    constexpr uint64_t C = Layout<T>::kChunk;
     for (;;) {
         if (k == P.levels) {
             write_result(warp, P, v);
@@ -410,7 +419,7 @@ template <typename T>
 __device__ __forceinline__ T input_chunk(const cg::thread_block_tile<32> &warp, const Params<T> &P,
                                          uint64_t c)
 {
-    constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
+    constexpr uint64_t C = Layout<T>::kChunk;
     const T *p = P.x + c * C;
     const uint64_t n = P.count[0];
     if ((c + 1) * C <= n)
@@ -427,7 +436,7 @@ __device__ __forceinline__ void stream_full_chunks(const cg::thread_block_tile<3
                                                    const Params<T> &P, uint64_t c0, uint64_t c1,
                                                    uint64_t stride)
 {
-    constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
+    constexpr uint64_t C = Layout<T>::kChunk;
     const int t = warp.thread_rank();
     Batch<T> A, B;
     load_batch<T, L>(A, P.x + c0 * C, 0, t);
@@ -445,7 +454,7 @@ template <typename T, Load L>
 __device__ __forceinline__ void level1_chunks(const cg::thread_block_tile<32> &warp,
                                               const Params<T> &P, uint64_t b0, uint64_t b1, int w)
 {
-    constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
+    constexpr uint64_t C = Layout<T>::kChunk;
 #if CR_TUNE_INTERLEAVE
     uint64_t c = b0 + w;
     const uint64_t c_end = b1, stride = kWarpsPerBlock;
@@ -478,7 +487,7 @@ __device__ __forceinline__ void quad_chunks(const cg::thread_block &block,
                                             const Params<T> &P, uint64_t b0, uint64_t b1)
 {
     static_assert(kWarpsPerBlock == 8, "quad_chunks assumes 8 warps: 2 chunks x 4 batches");
-    constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
+    constexpr uint64_t C = Layout<T>::kChunk;
     __shared__ Lanes<T> quarter[2][4][32];
     const int w = warp.meta_group_rank(), cl = w / 4, q = w % 4, t = warp.thread_rank();
     const uint64_t c = b0 + cl;
@@ -509,7 +518,7 @@ __device__ __forceinline__ void quad_chunks(const cg::thread_block &block,
 template <typename T, Load L>
 __global__ void __launch_bounds__(kThreads, Layout<T>::kMinBlocks * 8 / kWarpsPerBlock) canonical_kernel(const __grid_constant__ Params<T> P)
 {
-    constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
+    constexpr uint64_t C = Layout<T>::kChunk;
     constexpr int kBatch = 64; /* completed groups handled per round (one round is typical) */
     __shared__ uint64_t done_groups[kBatch];
     __shared__ int n_done;
@@ -562,21 +571,14 @@ constexpr int kSmallChunks = 16;
 template <typename T>
 __global__ void __launch_bounds__(32 * kSmallChunks) canonical_small_kernel(const __grid_constant__ Params<T> P)
 {
-    constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
     __shared__ T partials[kSmallChunks];
     cg::thread_block block = cg::this_thread_block();
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
     const int w = warp.meta_group_rank();
-    T v;
-    if (P.x_aligned && (uint64_t)(w + 1) * C <= P.count[0]) {
-        Batch<T> A, B;
-        const T *p = P.x + (uint64_t)w * C;
-        load_batch<T, Load::kVector>(A, p, 0, warp.thread_rank());
-        v = lane_tree(warp, stream_chunk<T, Load::kVector>(A, B, p, static_cast<const T *>(nullptr),
-                                                           warp.thread_rank()));
-    } else {
-        v = input_chunk(warp, P, (uint64_t)w);
-    }
+    const T *p = P.x + (uint64_t)w * Layout<T>::kChunk;
+    const T v = P.x_aligned && (uint64_t)(w + 1) * Layout<T>::kChunk <= P.count[0]
+                    ? stream_one_chunk<T, Load::kVector>(warp, p)
+                    : input_chunk(warp, P, (uint64_t)w);
     if (P.count[1] == 1) {
         write_result(warp, P, v);
         return;
@@ -591,7 +593,7 @@ cudaError_t launch(const void *x, uint64_t n, void *out, void *partials, void *c
                    int blocks, int quad, int stream_once, unsigned int *flag, unsigned int seq,
                    cudaStream_t stream)
 {
-    constexpr uint64_t C = (uint64_t)CR_ROWS * Layout<T>::kLanes;
+    constexpr uint64_t C = Layout<T>::kChunk;
     Params<T> P = {};
     P.x = static_cast<const T *>(x);
     P.out = static_cast<T *>(out);
