@@ -76,14 +76,48 @@ typedef enum {
                                                worker thread that cannot start is not one: the
                                                calling thread does its share, same bits */
     COOPREDUCE_ERROR_WRONG_DEVICE = 9,      /* the call needs the other kind of handle */
-    COOPREDUCE_ERROR_INTERNAL = 10          /* a bug in coopreduce: please report it */
+    COOPREDUCE_ERROR_INTERNAL = 10,         /* a bug in coopreduce: please report it */
+    COOPREDUCE_ERROR_NOT_SUPPORTED = 11     /* the method cannot run here: on this device (a
+                                               GPU method on a CPU handle; clusters before
+                                               sm_90), or for this dtype */
 } coopreduce_status;
 
 /* Element types. The numeric values are pinned: new types are only ever appended. */
 typedef enum {
     COOPREDUCE_FLOAT32 = 0,
-    COOPREDUCE_FLOAT64 = 1
+    COOPREDUCE_FLOAT64 = 1,
+    COOPREDUCE_INT32 = 2      /* summed exactly; the result is an int64_t (see coopreduce_sum) */
 } coopreduce_dtype;
+
+/* Reduction methods: how the GPU computes the sum. The numeric values are pinned: new methods
+ * are only ever appended. docs/METHODS.md describes each one, the tutorial it comes from, what
+ * it costs (measured) and when to use it. Only CANONICAL is bit-identical across GPUs, grids
+ * and the CPU; the others are the tutorials' algorithms, kept for comparison and teaching.
+ * "Deterministic" below means: the same bits on every run with the same input on the same GPU
+ * (coopreduce_method_deterministic() answers per dtype). Integer sums are exact, so they are
+ * deterministic whatever the method. */
+typedef enum {
+    COOPREDUCE_METHOD_CANONICAL = 0,  /* canonical order v1; GPU and CPU; deterministic
+                                         everywhere (the default) */
+    COOPREDUCE_METHOD_BLOCK = 1,      /* per-block shuffle + shared-memory sums, the partials
+                                         added on the host; synchronous */
+    COOPREDUCE_METHOD_GRID = 2,       /* grid-stride loop, cooperative launch, shared and global
+                                         atomics; not deterministic for floats */
+    COOPREDUCE_METHOD_GRIDSYNC = 3,   /* one cooperative kernel, grid.sync(), fixed-order
+                                         final pass */
+    COOPREDUCE_METHOD_TWOPASS = 4,    /* per-block first pass, one-block second pass */
+    COOPREDUCE_METHOD_CLUSTER = 5,    /* thread-block clusters and distributed shared memory
+                                         (sm_90 and later) */
+    COOPREDUCE_METHOD_CGREDUCE = 6,   /* cooperative_groups::reduce (redux.sync for 32-bit
+                                         integers on sm_80 and later) */
+    COOPREDUCE_METHOD_VEC4INT = 7,    /* 16-byte vector loads, thread_group shared-memory tree,
+                                         one atomicAdd per block; deterministic for int32 only */
+    COOPREDUCE_METHOD_MULTILEVEL = 8, /* grid-stride loads, shared-memory tree to one warp,
+                                         shuffle finish */
+    COOPREDUCE_METHOD_ASYNC = 9,      /* cooperative_groups::memcpy_async into shared memory */
+    COOPREDUCE_METHOD_BARRIER = 10,   /* cuda::memcpy_async completing on a cuda::barrier */
+    COOPREDUCE_METHOD_PIPELINE = 11   /* a multi-stage cuda::pipeline (coopreduce_set_stages) */
+} coopreduce_method;
 
 /* Opaque handle: one GPU or the CPU, with its workspace. */
 typedef struct coopreduce_handle coopreduce_handle;
@@ -100,11 +134,27 @@ int coopreduce_order_version(void);
  * values give "unknown status". Never NULL. */
 const char *coopreduce_status_string(coopreduce_status status);
 
-/* "float32", "float64", or NULL for a value that is not a known dtype. */
+/* "float32", "float64", "int32", or NULL for a value that is not a known dtype. */
 const char *coopreduce_dtype_name(coopreduce_dtype dtype);
 
 /* Bytes per element, or 0 for a value that is not a known dtype. */
 size_t coopreduce_dtype_size(coopreduce_dtype dtype);
+
+/* Bytes of the result of a sum of `dtype`: the element size for floating-point types, 8 for
+ * INT32 (an int64_t). 0 for a value that is not a known dtype. */
+size_t coopreduce_result_size(coopreduce_dtype dtype);
+
+/* The method's name as the CLI spells it ("canonical", "block", ...), or NULL for a value that
+ * is not a known method. */
+const char *coopreduce_method_name(coopreduce_method method);
+
+/* Looks a method up by its name (exact, lower case). Fails with
+ * COOPREDUCE_ERROR_INVALID_ARGUMENT for a NULL argument or an unknown name. */
+coopreduce_status coopreduce_method_from_name(const char *name, coopreduce_method *method);
+
+/* 1 when `method` gives the same bits on every run with the same input on the same GPU for
+ * `dtype`; 0 when it does not (floating-point atomics); -1 for an unknown method or dtype. */
+int coopreduce_method_deterministic(coopreduce_method method, coopreduce_dtype dtype);
 
 /* The detailed message of the last failed call made with `handle`; with handle == NULL, of the
  * last failed call made by this thread without a usable handle (e.g. a failed create). The
@@ -171,6 +221,42 @@ coopreduce_status coopreduce_set_grid_blocks(coopreduce_handle *handle, int bloc
 
 /* For tests: the CPU thread count a CPU handle uses (0 = every online CPU). */
 coopreduce_status coopreduce_set_threads(coopreduce_handle *handle, int threads);
+
+/* The method the handle's sums use (COOPREDUCE_METHOD_CANONICAL when never set). A CPU handle
+ * accepts only CANONICAL. Fails with COOPREDUCE_ERROR_INVALID_ARGUMENT for an unknown method,
+ * COOPREDUCE_ERROR_NOT_SUPPORTED for a GPU method on a CPU handle. Whether the GPU can run the
+ * method (clusters need sm_90) is checked by the sum itself. */
+coopreduce_status coopreduce_set_method(coopreduce_handle *handle, coopreduce_method method);
+
+/* Stages in flight of COOPREDUCE_METHOD_PIPELINE, 1 to 8 (default 4). Fails on a CPU handle or
+ * a value out of range. */
+coopreduce_status coopreduce_set_stages(coopreduce_handle *handle, int stages);
+
+/* Features a GPU handle acts as if its GPU lacked, for testing the fallbacks: an OR of the flags
+ * below (0, the default, disables nothing). Without cooperative launch, GRID launches its
+ * kernel the ordinary way and GRIDSYNC runs as two kernels (same bits); without clusters,
+ * CLUSTER fails with COOPREDUCE_ERROR_NOT_SUPPORTED. Fails on a CPU handle. */
+#define COOPREDUCE_FEATURE_COOPERATIVE_LAUNCH 1u
+#define COOPREDUCE_FEATURE_CLUSTERS 2u
+coopreduce_status coopreduce_disable_features(coopreduce_handle *handle, unsigned int features);
+
+/* What the last successful sum on a GPU handle launched. */
+typedef struct {
+    coopreduce_method method;
+    int blocks;             /* blocks of the main kernel */
+    int threads;            /* threads per block of that kernel */
+    int launches;           /* kernels and memsets enqueued */
+    int cooperative;        /* 1: launched with cudaLaunchCooperativeKernel */
+    int fell_back;          /* 1: the preferred launch was unavailable; notice says why */
+    int cluster_size;       /* blocks per thread-block cluster, 0 without clusters */
+    int host_sync;          /* 1: the call waited for the GPU (BLOCK adds partials on the host) */
+    char notice[240];       /* "" or a sentence about the fallback taken */
+} coopreduce_launch_info;
+
+/* Fills *info about the last successful sum made with the GPU handle. Fails on a CPU handle or
+ * NULL arguments; all zero before the first sum. */
+coopreduce_status coopreduce_last_launch(const coopreduce_handle *handle,
+                                         coopreduce_launch_info *info);
 
 /* ---- Sum ---------------------------------------------------------------------------------- */
 

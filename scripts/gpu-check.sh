@@ -38,14 +38,16 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 GEN=(); command -v ninja >/dev/null && GEN=(-G Ninja)
 step configure cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release || { printf '%s\n' "${SUMMARY[@]}"; exit 1; }
 step build cmake --build "$BUILD" -j "$(nproc)" || { printf '%s\n' "${SUMMARY[@]}"; exit 1; }
-step ctest ctest --test-dir "$BUILD" --output-on-failure -E gpu_canonical
+step ctest ctest --test-dir "$BUILD" --output-on-failure -E 'gpu_canonical|gpu_methods'
 step test_gpu "$BUILD/tests/test_gpu"
+step test_methods "$BUILD/tests/test_methods_gpu"
 if [ $GOLDEN = 1 ]; then
   step golden "$BUILD/tests/test_gpu" --quick --write-golden "$LOG/golden_bits.txt"
 fi
 if [ $SANITIZE = 1 ]; then
   for tool in memcheck racecheck synccheck; do
     step "san-$tool" compute-sanitizer --tool "$tool" --error-exitcode 9 "$BUILD/tests/test_gpu" --quick
+    step "san-m-$tool" compute-sanitizer --tool "$tool" --error-exitcode 9 "$BUILD/tests/test_methods_gpu" --quick
   done
 fi
 if [ $BENCH = 1 ]; then
@@ -54,13 +56,13 @@ if [ $BENCH = 1 ]; then
 fi
 {
   echo "=== summary ($(cat "$LOG/gpu.txt"))"
-  grep -H -E '^test_[a-z]+: [0-9]+ passed' "$LOG"/*.log 2>/dev/null | sed "s|$LOG/||"
+  grep -H -E '^test_[a-z_]+: [0-9]+ passed' "$LOG"/*.log 2>/dev/null | sed "s|$LOG/||"
   grep -H -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOG"/san-*.log 2>/dev/null | sed "s|$LOG/||"
   printf '%s\n' "${SUMMARY[@]}"
 } > "$LOG/summary.txt"
 if [ -n "${OUT:-}" ]; then
   cat "$LOG"/san-*.log > "$LOG/sanitizers.log" 2>/dev/null
-  for f in summary.txt bench.md bench.json golden_bits.txt test_gpu.log ctest.log sanitizers.log; do
+  for f in summary.txt bench.md bench.json bench.csv golden_bits.txt test_gpu.log test_methods.log ctest.log sanitizers.log; do
     [ -f "$LOG/$f" ] && cp "$LOG/$f" "$OUT/"
   done
 fi

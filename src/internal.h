@@ -19,6 +19,10 @@
 /* Levels needed for N up to 2^64 with C >= 2048 = 2^11: ceil(64/11) = 6. */
 #define CR_MAX_LEVELS 8
 
+/* INT32 sums are exact in int64 for up to 2^32 elements (|sum| <= 2^31 * 2^32 = 2^63); longer
+ * ones are refused rather than risk a wrap. */
+#define CR_INT32_MAX_N (1ull << 32)
+
 static inline uint64_t cr_chunk_elems(coopreduce_dtype dtype)
 {
     return dtype == COOPREDUCE_FLOAT64 ? (uint64_t)CR_CHUNK_F64 : (uint64_t)CR_CHUNK_F32;
@@ -43,6 +47,10 @@ struct coopreduce_handle {
     int device;                  /* -1: CPU; >= 0: GPU ordinal */
     int threads;                 /* CPU: 0 = every online CPU */
     int grid_blocks;             /* GPU: 0 = automatic */
+    coopreduce_method method;    /* GPU: the method of the handle's sums */
+    int stages;                  /* GPU: stages of COOPREDUCE_METHOD_PIPELINE */
+    unsigned int disabled;       /* GPU: COOPREDUCE_FEATURE_* flags to act as if missing */
+    coopreduce_launch_info last; /* GPU: what the last successful sum launched */
     struct cr_gpu_state *gpu;    /* GPU: workspace and launch data (gpu_host.c) */
     void *cpu_partials;          /* CPU: partial sums of levels >= 1, grown on demand */
     size_t cpu_partials_bytes;
@@ -59,6 +67,16 @@ coopreduce_status cr_cpu_reserve(coopreduce_handle *h, uint64_t n, coopreduce_dt
 /* Arguments already validated. Synchronous. */
 coopreduce_status cr_cpu_sum(coopreduce_handle *h, const void *x, uint64_t n,
                              coopreduce_dtype dtype, void *result);
+/* The exact int64 sum of n <= CR_INT32_MAX_N int32 values (src/cpu/integer.c), on the handle's
+ * threads. */
+void cr_cpu_sum_int32(const coopreduce_handle *h, const int32_t *x, uint64_t n, int64_t *result);
+/* The threads a CPU handle may use (its setting, or every online CPU), 1 .. CR_MAX_THREADS. */
+#define CR_MAX_THREADS 256
+int cr_cpu_threads(const coopreduce_handle *h);
+/* Runs worker(jobs + i * job_size) for i in [0, t), t <= CR_MAX_THREADS: t - 1 new threads and
+ * the calling thread. A thread that cannot be started is not an error: the calling thread runs
+ * its job instead. */
+void cr_cpu_run(int t, void *(*worker)(void *), void *jobs, size_t job_size);
 
 /* ---- GPU path (src/gpu/gpu_host.c, or gpu_none.c without CUDA) ------------------------------- */
 coopreduce_status cr_gpu_count(int *count);
@@ -66,8 +84,11 @@ coopreduce_status cr_gpu_props(int ordinal, coopreduce_gpu_props *props, char *e
 coopreduce_status cr_gpu_create(coopreduce_handle *h, int ordinal);
 coopreduce_status cr_gpu_destroy(coopreduce_handle *h);
 coopreduce_status cr_gpu_reserve(coopreduce_handle *h, uint64_t n, coopreduce_dtype dtype);
-/* to_host != 0: result is plain host memory; the call synchronises the stream. */
+/* to_host != 0: result is plain host memory; the call synchronises the stream. Dispatches on
+ * h->method: canonical float sums here, the rest in src/gpu/methods_host.c. */
 coopreduce_status cr_gpu_sum(coopreduce_handle *h, const void *x, void *result, uint64_t n,
                              coopreduce_dtype dtype, void *stream, int to_host);
+/* 1 when the handle's GPU can launch cooperatively / with clusters (features not disabled). */
+int cr_gpu_has_feature(const coopreduce_handle *h, unsigned int feature);
 
 #endif

@@ -57,7 +57,8 @@ int cr_bl_read(const void *x, uint64_t bytes, float *out, int blocks, void *stre
     return (int)cudaGetLastError();
 }
 
-/* dtype 0 = float, 1 = double. With temp == NULL, stores the temporary storage size. */
+/* dtype 0 = float, 1 = double, 2 = int32 summed into int64 (as coopreduce does). With
+ * temp == NULL, stores the temporary storage size. */
 int cr_bl_cub_sum(int dtype, const void *x, void *out, uint64_t n, void *temp, size_t *temp_bytes,
                   void *stream)
 {
@@ -65,9 +66,13 @@ int cr_bl_cub_sum(int dtype, const void *x, void *out, uint64_t n, void *temp, s
     if (dtype == 0)
         e = cub::DeviceReduce::Sum(temp, *temp_bytes, (const float *)x, (float *)out, (int64_t)n,
                                    (cudaStream_t)stream);
-    else
+    else if (dtype == 1)
         e = cub::DeviceReduce::Sum(temp, *temp_bytes, (const double *)x, (double *)out,
                                    (int64_t)n, (cudaStream_t)stream);
+    else
+        e = cub::DeviceReduce::Reduce(temp, *temp_bytes, (const int *)x, (long long *)out,
+                                      (int64_t)n, ::cuda::std::plus<long long>(), 0ll,
+                                      (cudaStream_t)stream);
     if (e != cudaSuccess) return (int)e;
     return temp ? (int)cudaGetLastError() : 0;
 }

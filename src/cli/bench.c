@@ -27,7 +27,7 @@ int cr_bl_cub_sum(int dtype, const void *x, void *out, uint64_t n, void *temp, s
 #endif
 
 #define MAX_N_LIST 64
-#define MAX_ROWS 1024
+#define MAX_ROWS 4096
 
 typedef struct {
     uint64_t n;
@@ -38,10 +38,12 @@ typedef struct {
     double bytes;       /* bytes the call must read (copy: read + write) */
     double ceiling_us;  /* the float4 read kernel (or CPU streaming read) on the same bytes */
     double ref_us;      /* CUB (or, for host latency, launch + sync) */
+    int det;            /* coopreduce methods: 1/0 = deterministic or not; -1: a baseline */
 } row_t;
 
 static row_t rows[MAX_ROWS];
 static int nrows;
+static char device_name[300]; /* the GPU's name, for the JSON file */
 
 static double now_us(void)
 {
@@ -68,7 +70,7 @@ static row_t *add_row(uint64_t n, const char *dtype, const char *method, const c
 {
     if (nrows >= MAX_ROWS) return NULL;
     row_t *r = &rows[nrows++];
-    *r = (row_t){n, dtype, method, kind, us, noise, bytes, 0, 0};
+    *r = (row_t){n, dtype, method, kind, us, noise, bytes, 0, 0, -1};
     return r;
 }
 
@@ -102,17 +104,18 @@ static int parse_n_list(const char *s, uint64_t *list, int *count)
 /* ------------------------------------------------------------------------------------ output */
 static void print_table(FILE *f)
 {
-    fprintf(f, "| N | bytes | dtype | method | timing | median us | noise %% | GB/s | %% of ceiling | x CUB |\n");
-    fprintf(f, "|---|---|---|---|---|---|---|---|---|---|\n");
+    fprintf(f, "| N | bytes | dtype | method | deterministic | timing | median us | noise %% | GB/s | %% of ceiling | x CUB |\n");
+    fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < nrows; i++) {
         row_t *r = &rows[i];
         char ceil_s[32] = "", ref_s[32] = "", gbs[32] = "";
         if (r->bytes > 0) snprintf(gbs, sizeof gbs, "%.0f", r->bytes / (r->us * 1e3));
         if (r->ceiling_us > 0) snprintf(ceil_s, sizeof ceil_s, "%.1f", 100.0 * r->ceiling_us / r->us);
         if (r->ref_us > 0) snprintf(ref_s, sizeof ref_s, "%.2f", r->ref_us / r->us);
-        fprintf(f, "| %llu | %.0f | %s | %s | %s | %.2f | %.1f | %s | %s | %s |\n",
-                (unsigned long long)r->n, r->bytes, r->dtype, r->method, r->kind, r->us,
-                100 * r->noise, gbs, ceil_s, ref_s);
+        fprintf(f, "| %llu | %.0f | %s | %s | %s | %s | %.2f | %.1f | %s | %s | %s |\n",
+                (unsigned long long)r->n, r->bytes, r->dtype, r->method,
+                r->det < 0 ? "" : r->det ? "yes" : "no", r->kind, r->us, 100 * r->noise, gbs,
+                ceil_s, ref_s);
     }
 }
 
@@ -121,14 +124,16 @@ static int write_files(const char *json, const char *csv, const char *device)
     if (json) {
         FILE *f = fopen(json, "w");
         if (!f) { fprintf(stderr, "coopreduce: cannot write %s\n", json); return -1; }
-        fprintf(f, "{\"device\": \"%s\", \"rows\": [\n", device);
+        fprintf(f, "{\"device\": \"%s\", \"device_name\": \"%s\", \"rows\": [\n", device,
+                device_name);
         for (int i = 0; i < nrows; i++) {
             row_t *r = &rows[i];
             fprintf(f, "  {\"n\": %llu, \"dtype\": \"%s\", \"method\": \"%s\", \"timing\": \"%s\", "
                        "\"median_us\": %.4f, \"noise\": %.4f, \"bytes\": %.0f, \"ceiling_us\": %.4f, "
-                       "\"ref_us\": %.4f}%s\n",
+                       "\"ref_us\": %.4f, \"deterministic\": %s}%s\n",
                     (unsigned long long)r->n, r->dtype, r->method, r->kind, r->us, r->noise,
-                    r->bytes, r->ceiling_us, r->ref_us, i + 1 < nrows ? "," : "");
+                    r->bytes, r->ceiling_us, r->ref_us,
+                    r->det < 0 ? "null" : r->det ? "true" : "false", i + 1 < nrows ? "," : "");
         }
         fprintf(f, "]}\n");
         fclose(f);
@@ -136,11 +141,12 @@ static int write_files(const char *json, const char *csv, const char *device)
     if (csv) {
         FILE *f = fopen(csv, "w");
         if (!f) { fprintf(stderr, "coopreduce: cannot write %s\n", csv); return -1; }
-        fprintf(f, "n,dtype,method,timing,median_us,noise,bytes,ceiling_us,ref_us\n");
+        fprintf(f, "n,dtype,method,deterministic,timing,median_us,noise,bytes,ceiling_us,ref_us\n");
         for (int i = 0; i < nrows; i++) {
             row_t *r = &rows[i];
-            fprintf(f, "%llu,%s,%s,%s,%.4f,%.4f,%.0f,%.4f,%.4f\n", (unsigned long long)r->n,
-                    r->dtype, r->method, r->kind, r->us, r->noise, r->bytes, r->ceiling_us, r->ref_us);
+            fprintf(f, "%llu,%s,%s,%s,%s,%.4f,%.4f,%.0f,%.4f,%.4f\n", (unsigned long long)r->n,
+                    r->dtype, r->method, r->det < 0 ? "" : r->det ? "yes" : "no", r->kind, r->us,
+                    r->noise, r->bytes, r->ceiling_us, r->ref_us);
         }
         fclose(f);
     }
@@ -262,11 +268,12 @@ static int bench_cpu(const uint64_t *ns, int nn, int threads, int reps)
         }                                                                                 \
     } while (0)
 
-enum { M_CANONICAL, M_CUB, M_READ, M_EMPTY, M_COPY };
+/* What a timed call runs: a coopreduce method (set on the handle) or one of the baselines. */
+enum { M_LIBRARY, M_CUB, M_READ, M_EMPTY, M_COPY };
 
 typedef struct {
     coopreduce_handle *h;
-    int dtype;
+    int dtype;             /* coopreduce_dtype */
     const void *x;
     void *out, *copy_dst, *temp;
     size_t temp_bytes;
@@ -275,11 +282,13 @@ typedef struct {
     uint64_t n;
 } gpu_ctx;
 
+static size_t elem_size(int dtype) { return coopreduce_dtype_size((coopreduce_dtype)dtype); }
+
 static int run_method(gpu_ctx *c, int m)
 {
-    size_t es = c->dtype ? 8 : 4;
+    size_t es = elem_size(c->dtype);
     switch (m) {
-    case M_CANONICAL: return coopreduce_sum(c->x, c->out, c->n, (coopreduce_dtype)c->dtype, c->h, NULL) ? -1 : 0;
+    case M_LIBRARY: return coopreduce_sum(c->x, c->out, c->n, (coopreduce_dtype)c->dtype, c->h, NULL) ? -1 : 0;
     case M_CUB: return cr_bl_cub_sum(c->dtype, c->x, c->out, c->n, c->temp, &c->temp_bytes, NULL);
     case M_READ: return cr_bl_read(c->x, c->n * es / 16 * 16, c->read_out, c->read_blocks, NULL);
     case M_EMPTY: return cr_bl_empty(NULL);
@@ -324,9 +333,10 @@ fail:
     return med;
 }
 
-/* Host wall time per synchronous call, result on the host. which: 0 = coopreduce_sum_to_host,
- * 1 = empty kernel + stream synchronise, 2 = CUB + 4/8-byte copy to host, 3 = one
- * cudaPointerGetAttributes (what validating a pointer costs the library when not cached). */
+/* Host wall time per synchronous call, result on the host. which: 0 = coopreduce_sum_to_host
+ * with the handle's method, 1 = empty kernel + stream synchronise, 2 = CUB + 4/8-byte copy to
+ * host, 3 = one cudaPointerGetAttributes (what validating a pointer costs the library when not
+ * cached). */
 static double time_host(gpu_ctx *c, int which, int calls, double *noise)
 {
     double v[512], med = -1, host[1];
@@ -342,7 +352,8 @@ static double time_host(gpu_ctx *c, int which, int calls, double *noise)
             if (cudaPointerGetAttributes(&a, c->x) != cudaSuccess) return -1;
         } else {
             if (cr_bl_cub_sum(c->dtype, c->x, c->out, c->n, c->temp, &c->temp_bytes, NULL)) return -1;
-            if (cudaMemcpy(host, c->out, c->dtype ? 8 : 4, cudaMemcpyDeviceToHost) != cudaSuccess) return -1;
+            if (cudaMemcpy(host, c->out, coopreduce_result_size((coopreduce_dtype)c->dtype),
+                           cudaMemcpyDeviceToHost) != cudaSuccess) return -1;
         }
         if (i >= 0) v[i] = now_us() - t0;
     }
@@ -350,14 +361,93 @@ static double time_host(gpu_ctx *c, int which, int calls, double *noise)
     return med;
 }
 
-static int bench_gpu(int ordinal, const uint64_t *ns, int nn, const int *dtypes, int nd, int batches,
-                     int cold, int host_latency)
+/* Sets the method; a method the GPU cannot run (clusters before sm_90) is skipped with a line
+ * on stderr, returning 1. */
+static int select_method(coopreduce_handle *h, coopreduce_method m, uint64_t nmax, int dtype,
+                         const void *x, void *out)
+{
+    if (coopreduce_set_method(h, m) || coopreduce_reserve(h, nmax, (coopreduce_dtype)dtype))
+        return -1;
+    coopreduce_status s = coopreduce_sum(x, out, 1, (coopreduce_dtype)dtype, h, NULL);
+    if (s == COOPREDUCE_ERROR_NOT_SUPPORTED) {
+        fprintf(stderr, "bench: skipping %s: %s\n", coopreduce_method_name(m), coopreduce_last_error(h));
+        return 1;
+    }
+    return s ? -1 : 0;
+}
+
+/* The tutorials' headline (seed 000): the sum of 1,048,576 ones, block-level (partials added on
+ * the host) against grid-level (cooperative launch, atomics). The tutorial reports 0.123 ms and
+ * 0.098 ms per iteration on its GPU. Also the float4-read and canonical times, for scale. */
+static int headline(gpu_ctx *c, void *hx, int batches)
+{
+    const uint64_t n = 1048576;
+    const coopreduce_method ms[3] = {COOPREDUCE_METHOD_BLOCK, COOPREDUCE_METHOD_GRID, COOPREDUCE_METHOD_CANONICAL};
+    cr_gen_fill(hx, 0, n, COOPREDUCE_FLOAT32, CR_GEN_ONES, 0, 1);
+    if (cudaMemcpy((void *)c->x, hx, n * 4, cudaMemcpyHostToDevice) != cudaSuccess) return -1;
+    gpu_ctx h1 = *c;
+    h1.dtype = COOPREDUCE_FLOAT32;
+    h1.n = n;
+    printf("### The tutorials' headline: 1,048,576 float32 ones (seed 000 reports block 0.123 ms, grid 0.098 ms)\n\n");
+    printf("| method | sum | gpu_us (back-to-back) | host_us (result on the host) | launches | cooperative |\n");
+    printf("|---|---|---|---|---|---|\n");
+    for (int i = 0; i < 3; i++) {
+        double noise, gus, hus;
+        float v = 0;
+        if (select_method(c->h, ms[i], n, COOPREDUCE_FLOAT32, c->x, c->out)) return -1;
+        if (coopreduce_sum_to_host(c->x, &v, n, COOPREDUCE_FLOAT32, c->h, NULL)) return -1;
+        coopreduce_launch_info li;
+        coopreduce_last_launch(c->h, &li);
+        gus = time_method(&h1, M_LIBRARY, batches, 0, NULL, 0, &noise);
+        hus = time_host(&h1, 0, 200, &noise);
+        if (gus < 0 || hus < 0) return -1;
+        printf("| %s | %.1f | %.2f | %.2f | %d | %s |\n", coopreduce_method_name(ms[i]), v, gus, hus,
+               li.launches, li.cooperative ? "yes" : "no");
+    }
+    printf("\n");
+    return 0;
+}
+
+/* Distinct results of 20 runs of each method on one random array: the determinism claims,
+ * seen. */
+static int distinct_results(gpu_ctx *c, const coopreduce_method *methods, int nm, uint64_t n)
+{
+    printf("### Distinct results in 20 runs on one random array (uniform, n = %llu, %s)\n\n",
+           (unsigned long long)n, coopreduce_dtype_name((coopreduce_dtype)c->dtype));
+    printf("| method | claims deterministic | distinct results | first result (bits) |\n|---|---|---|---|\n");
+    for (int i = 0; i < nm; i++) {
+        int r = select_method(c->h, methods[i], n, c->dtype, c->x, c->out);
+        if (r < 0) return -1;
+        if (r > 0) continue;
+        uint64_t bits[20];
+        int distinct = 0;
+        for (int k = 0; k < 20; k++) {
+            bits[k] = 0;
+            if (cudaMemset(c->out, 0xA5, 8) != cudaSuccess) return -1;
+            if (coopreduce_sum(c->x, c->out, n, (coopreduce_dtype)c->dtype, c->h, NULL)) return -1;
+            if (cudaMemcpy(&bits[k], c->out, coopreduce_result_size((coopreduce_dtype)c->dtype),
+                           cudaMemcpyDeviceToHost) != cudaSuccess) return -1;
+            int seen = 0;
+            for (int j = 0; j < k; j++) seen |= bits[j] == bits[k];
+            distinct += !seen;
+        }
+        printf("| %s | %s | %d | 0x%llx |\n", coopreduce_method_name(methods[i]),
+               coopreduce_method_deterministic(methods[i], (coopreduce_dtype)c->dtype) ? "yes" : "no",
+               distinct, (unsigned long long)bits[0]);
+    }
+    printf("\n");
+    return 0;
+}
+
+static int bench_gpu(int ordinal, const uint64_t *ns, int nn, const int *dtypes, int nd,
+                     const coopreduce_method *methods, int nm, int batches, int cold,
+                     int host_latency, int extras)
 {
     coopreduce_handle *h = NULL;
     void *x = NULL, *out = NULL, *copy_dst = NULL, *temp = NULL, *flush = NULL, *hx = NULL;
     float *read_out = NULL;
     int rc = 1;
-    uint64_t nmax = 0;
+    uint64_t nmax = 1048576;
     for (int i = 0; i < nn; i++) if (ns[i] > nmax) nmax = ns[i];
     coopreduce_gpu_props props;
     if (coopreduce_create_gpu(&h, ordinal) || coopreduce_gpu_props_get(ordinal, &props)) {
@@ -365,6 +455,9 @@ static int bench_gpu(int ordinal, const uint64_t *ns, int nn, const int *dtypes,
         return 1;
     }
     fprintf(stderr, "bench: %s, %d SMs, L2 %.0f MB\n", props.name, props.sm_count, props.l2_bytes / 1e6);
+    snprintf(device_name, sizeof device_name, "%s", props.name);
+    printf("Device: %s (%d SMs, compute capability %d.%d, L2 %.0f MB)\n\n", props.name,
+           props.sm_count, props.cc_major, props.cc_minor, props.l2_bytes / 1e6);
     CK(cudaSetDevice(ordinal));
     CK(cudaMalloc(&x, nmax * 8 + 16));
     CK(cudaMalloc(&out, 16));
@@ -375,13 +468,16 @@ static int bench_gpu(int ordinal, const uint64_t *ns, int nn, const int *dtypes,
     CK(cudaMalloc((void **)&read_out, read_blocks * sizeof(float)));
     hx = malloc(nmax * 8);
     if (!hx) { fprintf(stderr, "coopreduce: bench: out of host memory\n"); goto fail; }
+    gpu_ctx c0 = {h, 0, x, out, copy_dst, NULL, 0, read_out, read_blocks, 0};
+    if (extras && headline(&c0, hx, batches)) goto fail;
+    int total = nd * nn, done = 0;
+    double t_start = now_us();
     for (int d = 0; d < nd; d++) {
         int dt = dtypes[d];
-        const char *dname = dt ? "float64" : "float32";
-        size_t es = dt ? 8 : 4;
+        const char *dname = coopreduce_dtype_name((coopreduce_dtype)dt);
+        size_t es = elem_size(dt);
         cr_gen_fill(hx, 0, nmax, (coopreduce_dtype)dt, CR_GEN_UNIFORM, 1, (int)sysconf(_SC_NPROCESSORS_ONLN));
         CK(cudaMemcpy(x, hx, nmax * es, cudaMemcpyHostToDevice));
-        CKS(coopreduce_reserve(h, nmax, (coopreduce_dtype)dt));
         size_t tb = 0;
         CK(cr_bl_cub_sum(dt, x, out, nmax, NULL, &tb, NULL));
         if (temp) cudaFree(temp);
@@ -389,33 +485,52 @@ static int bench_gpu(int ordinal, const uint64_t *ns, int nn, const int *dtypes,
         CK(cudaMalloc(&temp, tb + 16));
         for (int i = 0; i < nn; i++) {
             gpu_ctx c = {h, dt, x, out, copy_dst, temp, tb, read_out, read_blocks, ns[i]};
-            double us[5], noise[5];
-            static const char *names[5] = {"canonical", "cub", "float4_read", "empty_kernel", "d2d_copy"};
-            for (int m = 0; m < 5; m++) {
+            const char *timing = cold ? "gpu_us_cold" : "gpu_us";
+            double bytes = (double)ns[i] * es, us[5], noise[5];
+            static const char *bnames[5] = {"", "cub", "float4_read", "empty_kernel", "d2d_copy"};
+            for (int m = M_CUB; m <= M_COPY; m++) {
                 us[m] = time_method(&c, m, batches, cold, flush, flush_bytes, &noise[m]);
                 if (us[m] < 0) goto fail;
             }
-            double bytes = (double)ns[i] * es;
-            for (int m = 0; m < 5; m++) {
-                row_t *r = add_row(ns[i], dname, names[m], cold ? "gpu_us_cold" : "gpu_us", us[m], noise[m],
+            for (int m = M_CUB; m <= M_COPY; m++) {
+                row_t *r = add_row(ns[i], dname, bnames[m], timing, us[m], noise[m],
                                    m == M_EMPTY ? 0 : (m == M_COPY ? 2 * bytes : bytes));
-                if (!r) continue;
-                if (m != M_EMPTY && m != M_COPY) { r->ceiling_us = us[M_READ]; r->ref_us = us[M_CUB]; }
+                if (r && m != M_EMPTY && m != M_COPY) { r->ceiling_us = us[M_READ]; r->ref_us = us[M_CUB]; }
             }
-            if (host_latency) {
-                double hn[4], hu[4];
-                for (int w = 0; w < 4; w++) {
-                    hu[w] = time_host(&c, w, 200, &hn[w]);
-                    if (hu[w] < 0) { fprintf(stderr, "coopreduce: bench: host latency run failed\n"); goto fail; }
+            for (int k = 0; k < nm; k++) {
+                int sel = select_method(h, methods[k], nmax, dt, x, out);
+                if (sel < 0) goto fail;
+                if (sel > 0) continue;
+                double noise_m, t = time_method(&c, M_LIBRARY, batches, cold, flush, flush_bytes, &noise_m);
+                if (t < 0) goto fail;
+                row_t *r = add_row(ns[i], dname, coopreduce_method_name(methods[k]), timing, t, noise_m, bytes);
+                if (r) {
+                    r->ceiling_us = us[M_READ];
+                    r->ref_us = us[M_CUB];
+                    r->det = coopreduce_method_deterministic(methods[k], (coopreduce_dtype)dt);
                 }
-                static const char *hnames[4] = {"canonical_to_host", "empty_launch+sync", "cub+memcpy",
-                                                "cudaPointerGetAttributes"};
-                for (int w = 0; w < 4; w++) {
-                    row_t *r = add_row(ns[i], dname, hnames[w], "host_us", hu[w], hn[w], w == 1 || w == 3 ? 0 : bytes);
-                    if (r) r->ref_us = hu[1];
+                if (host_latency && methods[k] == COOPREDUCE_METHOD_CANONICAL) {
+                    double hn[4], hu[4];
+                    for (int w = 0; w < 4; w++) {
+                        hu[w] = time_host(&c, w, 200, &hn[w]);
+                        if (hu[w] < 0) { fprintf(stderr, "coopreduce: bench: host latency run failed\n"); goto fail; }
+                    }
+                    static const char *hnames[4] = {"canonical_to_host", "empty_launch+sync", "cub+memcpy",
+                                                    "cudaPointerGetAttributes"};
+                    for (int w = 0; w < 4; w++) {
+                        row_t *q = add_row(ns[i], dname, hnames[w], "host_us", hu[w], hn[w], w == 1 || w == 3 ? 0 : bytes);
+                        if (q) q->ref_us = hu[1];
+                    }
                 }
             }
-            fprintf(stderr, "  %s n=%llu done\n", dname, (unsigned long long)ns[i]);
+            done++;
+            fprintf(stderr, "  [%d/%d] %s n=%llu done (%.0f s)\n", done, total, dname,
+                    (unsigned long long)ns[i], (now_us() - t_start) * 1e-6);
+        }
+        if (extras) {
+            uint64_t nd20 = nmax < (1ull << 24) ? nmax : (1ull << 24);
+            gpu_ctx c = {h, dt, x, out, copy_dst, temp, tb, read_out, read_blocks, nd20};
+            if (distinct_results(&c, methods, nm, nd20)) goto fail;
         }
     }
     rc = 0;
@@ -436,21 +551,50 @@ fail:
 static void usage(FILE *f)
 {
     fprintf(f,
-        "usage: coopreduce bench [--device gpu|gpu:K|cpu] [--quick] [--n LIST] [--dtype f32,f64]\n"
-        "                        [--batches B] [--cold] [--no-host-latency] [--threads T]\n"
-        "                        [--json FILE] [--csv FILE]\n"
-        "  GPU: coopreduce's canonical sum against CUB DeviceReduce::Sum, a float4 read kernel\n"
-        "  (the bandwidth ceiling), an empty kernel and a device-to-device copy, plus the latency\n"
-        "  of a result on the host. CPU: the canonical sum against a streaming read on all cores.\n"
+        "usage: coopreduce bench [--device gpu|gpu:K|cpu] [--quick] [--n LIST] [--dtype LIST]\n"
+        "                        [--method LIST|all] [--batches B] [--cold] [--no-host-latency]\n"
+        "                        [--no-extras] [--threads T] [--json FILE] [--csv FILE]\n"
+        "  GPU: every selected coopreduce method against CUB DeviceReduce::Sum, a float4 read\n"
+        "  kernel (the bandwidth ceiling), an empty kernel (the launch floor) and a device-to-\n"
+        "  device copy, all in the same run; the latency of a canonical result on the host; then\n"
+        "  (unless --no-extras) the tutorials' headline (1,048,576 ones, block against grid) and\n"
+        "  the distinct results of 20 runs of every method on one random array.\n"
+        "  CPU: the canonical sum against a streaming read on all cores.\n"
         "  --n takes a comma list (e.g. 2^20,2^24,1048576). Default GPU sweep: 2^10 .. 2^28 in\n"
-        "  steps of 2^2, float32 and float64; --quick: 2^16,2^20,2^24,2^28.\n");
+        "  steps of 2^2 (2^20 = 1,048,576 included); --quick: 2^16,2^20,2^24,2^28 and 5 batches.\n"
+        "  --dtype: comma list of f32, f64, i32 (default f32,f64). --method: comma list of method\n"
+        "  names (coopreduce info lists them) or all (the default).\n"
+        "  Markdown tables on stdout, progress on stderr.\n");
+}
+
+/* Parses "all" or a comma list of method names. */
+static int parse_methods(const char *s, coopreduce_method *list, int *count)
+{
+    *count = 0;
+    if (!strcmp(s, "all")) {
+        for (int m = 0; coopreduce_method_name((coopreduce_method)m); m++) list[(*count)++] = (coopreduce_method)m;
+        return 0;
+    }
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (*count >= 32 || coopreduce_method_from_name(tok, &list[*count])) {
+            fprintf(stderr, "coopreduce: bench: unknown method '%s' (coopreduce info lists them)\n", tok);
+            return -1;
+        }
+        (*count)++;
+    }
+    return *count ? 0 : -1;
 }
 
 int cli_bench_main(int argc, char **argv)
 {
     uint64_t ns[MAX_N_LIST];
-    int nn = 0, quick = 0, cold = 0, host_latency = 1, batches = 7, threads = 0;
-    int dtypes[2] = {0, 1}, nd = 2, gpu = -1, cpu = 0;
+    int nn = 0, quick = 0, cold = 0, host_latency = 1, extras = 1, batches = 7, threads = 0;
+    int dtypes[3] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64}, nd = 2, gpu = -1, cpu = 0;
+    coopreduce_method methods[32];
+    int nm = 0;
+    parse_methods("all", methods, &nm);
     const char *json = NULL, *csv = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -459,12 +603,15 @@ int cli_bench_main(int argc, char **argv)
         else if (!strcmp(a, "--quick")) quick = 1;
         else if (!strcmp(a, "--cold")) cold = 1;
         else if (!strcmp(a, "--no-host-latency")) host_latency = 0;
+        else if (!strcmp(a, "--no-extras")) extras = 0;
         else if (!strcmp(a, "--n") && v) { if (parse_n_list(v, ns, &nn)) { fprintf(stderr, "coopreduce: bad --n list '%s'\n", v); return 2; } i++; }
+        else if (!strcmp(a, "--method") && v) { if (parse_methods(v, methods, &nm)) return 2; i++; }
         else if (!strcmp(a, "--dtype") && v) {
             nd = 0;
-            if (strstr(v, "f32")) dtypes[nd++] = 0;
-            if (strstr(v, "f64")) dtypes[nd++] = 1;
-            if (!nd) { fprintf(stderr, "coopreduce: bad --dtype '%s' (f32, f64 or f32,f64)\n", v); return 2; }
+            if (strstr(v, "f32")) dtypes[nd++] = COOPREDUCE_FLOAT32;
+            if (strstr(v, "f64")) dtypes[nd++] = COOPREDUCE_FLOAT64;
+            if (strstr(v, "i32")) dtypes[nd++] = COOPREDUCE_INT32;
+            if (!nd) { fprintf(stderr, "coopreduce: bad --dtype '%s' (a comma list of f32, f64, i32)\n", v); return 2; }
             i++;
         }
         else if (!strcmp(a, "--batches") && v) { batches = atoi(v); if (batches < 3 || batches > 64) { fprintf(stderr, "coopreduce: --batches must be 3..64\n"); return 2; } i++; }
@@ -504,14 +651,16 @@ int cli_bench_main(int argc, char **argv)
             else for (int e = 10; e <= 28; e += 2) ns[nn++] = 1ull << e;
         }
         snprintf(device, sizeof device, "gpu:%d", gpu);
-        rc = bench_gpu(gpu, ns, nn, dtypes, nd, quick ? 5 : batches, cold, host_latency);
+        rc = bench_gpu(gpu, ns, nn, dtypes, nd, methods, nm, quick ? 5 : batches, cold,
+                       host_latency, extras);
 #else
-        (void)dtypes, (void)nd, (void)batches, (void)cold, (void)host_latency;
+        (void)dtypes, (void)nd, (void)batches, (void)cold, (void)host_latency, (void)extras;
         fprintf(stderr, "coopreduce: this build has no GPU path (built without CUDA)\n");
         return 1;
 #endif
     }
     if (rc) return rc;
+    printf("### Sweep\n\n");
     print_table(stdout);
     return write_files(json, csv, device) ? 1 : 0;
 }

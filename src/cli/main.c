@@ -71,12 +71,13 @@ static const char *const MAIN_HELP =
     "\n"
     "Deterministic sums of large float arrays on NVIDIA GPUs and on the CPU: the result's bits\n"
     "depend only on the data, never on the device, GPU model or thread count (canonical order\n"
-    "v1, see docs/DETERMINISM.md).\n"
+    "v1, see docs/DETERMINISM.md). int32 arrays are summed exactly, into an int64. The CUDA\n"
+    "tutorials' reduction methods are there too, on the GPU, for comparison (coopreduce info).\n"
     "\n"
     "commands:\n"
     "  sum     sum an array: a .npy file, a raw file, or generated data\n"
     "  gen     write generated data to a .npy or raw file\n"
-    "  info    list the GPUs, the build and the CPUs\n"
+    "  info    list the GPUs, the methods, the build and the CPUs\n"
     "  bench   benchmark against baselines (coopreduce bench --help)\n"
     "  help    this text, or a command's: coopreduce help sum\n"
     "\n"
@@ -84,29 +85,48 @@ static const char *const MAIN_HELP =
 
 static const char *const SUM_HELP =
     "usage: coopreduce sum INPUT.npy [options]\n"
-    "       coopreduce sum --raw FILE --dtype f32|f64 [options]\n"
-    "       coopreduce sum --gen ones|uniform|normal|signed --n N [--seed S] [--dtype f32|f64]\n"
-    "                      [options]\n"
+    "       coopreduce sum --raw FILE --dtype f32|f64|i32 [options]\n"
+    "       coopreduce sum --gen ones|uniform|normal|signed --n N [--seed S]\n"
+    "                      [--dtype f32|f64|i32] [options]\n"
     "\n"
-    "Sums every element of the array (any shape, flattened in file order) in canonical order v1.\n"
+    "Sums every element of the array (any shape, flattened in file order) in canonical order v1,\n"
+    "or with another GPU method (--method). int32 elements are summed exactly: the result is an\n"
+    "int64, printed as a decimal integer, its bits as 16 hex digits (two's complement).\n"
     "\n"
     "input:\n"
-    "  INPUT.npy          NumPy file, dtype float32 or float64 (either byte order)\n"
+    "  INPUT.npy          NumPy file: float32 or float64 (either byte order), or int32 '<i4'\n"
     "  --raw FILE         raw little-endian elements; needs --dtype\n"
     "  --gen KIND         generated data, identical on every machine (see coopreduce gen --help)\n"
     "  --n N              element count for --gen: 1000000, 2^24, 1<<24, 16M (= 16*2^20), 1e6\n"
+    "                     (int32: at most 2^32)\n"
     "  --seed S           seed for --gen (default 1)\n"
-    "  --dtype f32|f64    element type for --raw and --gen (default f32 for --gen)\n"
+    "  --dtype T          element type for --raw and --gen: f32 (float32, the default for --gen),\n"
+    "                     f64 (float64) or i32 (int32)\n"
     "\n"
     "options:\n"
     "  --device D         auto (default: GPU 0 if usable, else the CPU), cpu, gpu, gpu:K\n"
     "  --threads N        CPU worker threads (default 0 = every online CPU)\n"
     "  --repeat K         timed repetitions after one untimed warm-up (default 5); the time\n"
-    "                     reported is their median, and every repetition must give the same bits\n"
-    "  --json             one JSON object on stdout instead of the text report\n";
+    "                     reported is their median, and every repetition of a deterministic\n"
+    "                     method must give the same bits\n"
+    "  --json             one JSON object on stdout instead of the text report\n"
+    "\n"
+    "GPU methods (coopreduce info lists them, with what each one does):\n"
+    "  --method NAME      canonical (default; the only method the CPU runs), block, grid,\n"
+    "                     gridsync, twopass, cluster, cgreduce, vec4int, multilevel, async,\n"
+    "                     barrier, pipeline. Only canonical gives the same bits on every GPU and\n"
+    "                     the CPU; grid and vec4int are not even run-to-run deterministic for\n"
+    "                     floats. Any other method on the CPU is an error.\n"
+    "  --stages S         stages in flight of --method pipeline, 1 .. 8 (default 4)\n"
+    "  --grid-blocks B    force the GPU grid to B blocks (default 0 = automatic); canonical\n"
+    "                     gives the same bits for any B\n"
+    "  --no-cooperative   act as if the GPU had no cooperative launch (grid and gridsync fall\n"
+    "                     back to ordinary launches, saying so in a notice)\n"
+    "  --no-clusters      act as if the GPU had no thread-block clusters (cluster then fails)\n"
+    "A fallback taken by the GPU is reported as one 'coopreduce: notice: ...' line on stderr.\n";
 
 static const char *const GEN_HELP =
-    "usage: coopreduce gen KIND --n N [--seed S] [--dtype f32|f64]\n"
+    "usage: coopreduce gen KIND --n N [--seed S] [--dtype f32|f64|i32]\n"
     "                      (--out FILE.npy | --raw-out FILE)\n"
     "\n"
     "Writes generated data. Element i depends only on (KIND, seed, i), so the data is identical\n"
@@ -118,11 +138,13 @@ static const char *const GEN_HELP =
     "  normal    standard normal\n"
     "  signed    uniform in [-1, 1) times 2^e, e uniform in [-20, 20]: wide range, heavy\n"
     "            cancellation, exact in float32\n"
+    "For int32: ones = 1, uniform = every int32 equally likely, normal and signed = the value\n"
+    "times 2^20, truncated and clamped to the int32 range.\n"
     "\n"
     "options:\n"
     "  --n N              element count: 1000000, 2^24, 1<<24, 16M (= 16*2^20), 1e6\n"
     "  --seed S           seed (default 1)\n"
-    "  --dtype f32|f64    element type (default f32)\n"
+    "  --dtype T          element type: f32 (float32, the default), f64 (float64), i32 (int32)\n"
     "  --out FILE         write a .npy file (format 1.0, data 64-byte aligned)\n"
     "  --raw-out FILE     write raw little-endian elements instead\n";
 
@@ -130,8 +152,9 @@ static const char *const INFO_HELP =
     "usage: coopreduce info [--json]\n"
     "\n"
     "Lists the CUDA GPUs (name, SMs, memory, compute capability, cooperative launch, clusters,\n"
-    "whether this build has code for it), the library and canonical order versions, and the\n"
-    "CPUs.\n";
+    "whether this build has code for it), the reduction methods (--method of coopreduce sum:\n"
+    "whether each is deterministic for floats, and which GPU can run the ones that need\n"
+    "clusters or cooperative launch), the library and canonical order versions, and the CPUs.\n";
 
 /* ================================================================ option parsing */
 
@@ -334,6 +357,10 @@ static int parse_dtype(const char *text, coopreduce_dtype *dtype)
         *dtype = COOPREDUCE_FLOAT64;
         return 0;
     }
+    if (strcmp(text, "i32") == 0 || strcmp(text, "int32") == 0) {
+        *dtype = COOPREDUCE_INT32;
+        return 0;
+    }
     return -1;
 }
 
@@ -407,10 +434,17 @@ static void pretty_decimal(const char *sci, char *out, size_t outlen)
 }
 
 /* The shortest decimal that reads back (strtof/strtod, round to nearest) as the same bits:
- * fewest significant digits first, then written positionally where that is readable. */
+ * fewest significant digits first, then written positionally where that is readable. For
+ * INT32, whose result is an int64_t, the exact decimal integer. */
 static void format_shortest(const unsigned char *bits, coopreduce_dtype dtype, char *out,
                             size_t outlen)
 {
+    if (dtype == COOPREDUCE_INT32) {
+        int64_t v;
+        memcpy(&v, bits, sizeof v);
+        snprintf(out, outlen, "%lld", (long long)v);
+        return;
+    }
     double value;
     if (dtype == COOPREDUCE_FLOAT32) {
         float f;
@@ -446,6 +480,8 @@ static void format_shortest(const unsigned char *bits, coopreduce_dtype dtype, c
     pretty_decimal(sci, out, outlen);
 }
 
+/* The result's bits in hex: 8 digits for float32, 16 for float64 and for INT32's int64_t
+ * (two's complement). */
 static void format_bits(const unsigned char *bits, coopreduce_dtype dtype, char *out,
                         size_t outlen)
 {
@@ -683,7 +719,65 @@ static void describe_shape(const cr_npy_array *a, char *out, size_t outlen)
         snprintf(out + used, outlen - used, a->ndim == 1 ? ",)" : ")");
 }
 
+/* ================================================================ methods */
+
+/* One line per method for `coopreduce info` and the text report, indexed by coopreduce_method
+ * (include/coopreduce.h describes each one in full). */
+static const char *const METHOD_DESCRIPTIONS[] = {
+    "canonical order v1: the same bits on every GPU and the CPU (the default)",
+    "per-block shuffle and shared-memory sums, the partials added on the host (synchronous)",
+    "grid-stride loop, cooperative launch, shared and global atomics",
+    "one cooperative kernel, grid.sync(), a fixed-order final pass",
+    "per-block first pass, one-block second pass",
+    "thread-block clusters and distributed shared memory (sm_90 and later)",
+    "cooperative_groups::reduce (redux.sync for 32-bit integers on sm_80 and later)",
+    "16-byte vector loads, shared-memory tree, one atomicAdd per block",
+    "grid-stride loads, shared-memory tree down to one warp, shuffle finish",
+    "cooperative_groups::memcpy_async into shared memory",
+    "cuda::memcpy_async completing on a cuda::barrier",
+    "a multi-stage cuda::pipeline (--stages, default 4)",
+};
+#define METHOD_DESCRIPTION_COUNT (int)(sizeof METHOD_DESCRIPTIONS / sizeof METHOD_DESCRIPTIONS[0])
+
+static int method_count(void)
+{
+    int m = 0;
+    while (coopreduce_method_name((coopreduce_method)m) != NULL)
+        m++;
+    return m;
+}
+
+static const char *method_description(coopreduce_method m)
+{
+    return (int)m >= 0 && (int)m < METHOD_DESCRIPTION_COUNT ? METHOD_DESCRIPTIONS[m] : "";
+}
+
+/* "canonical, block, grid, ..." as the library names them. */
+static void method_list(char *out, size_t outlen)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (int m = 0; m < method_count() && used < outlen; m++)
+        used += (size_t)snprintf(out + used, outlen - used, "%s%s", m ? ", " : "",
+                                 coopreduce_method_name((coopreduce_method)m));
+}
+
+/* "yes", "no", or "float32 yes, float64 no" should the two ever differ. */
+static void method_float_determinism(coopreduce_method m, char *out, size_t outlen)
+{
+    int d32 = coopreduce_method_deterministic(m, COOPREDUCE_FLOAT32);
+    int d64 = coopreduce_method_deterministic(m, COOPREDUCE_FLOAT64);
+    if (d32 == d64)
+        snprintf(out, outlen, "%s", d32 == 1 ? "yes" : "no");
+    else
+        snprintf(out, outlen, "float32 %s, float64 %s", d32 == 1 ? "yes" : "no",
+                 d64 == 1 ? "yes" : "no");
+}
+
 /* ================================================================ sum */
+
+/* The library's limit for INT32 sums (an int64 total cannot overflow below it). */
+#define INT32_MAX_N (UINT64_C(1) << 32)
 
 typedef struct {
     const char *npy_path;
@@ -702,17 +796,26 @@ typedef struct {
     int threads;
     int repeat;
     int json;
+    coopreduce_method method;
+    int stages;          /* 0: not given */
+    int grid_blocks;     /* -1: not given */
+    unsigned int disabled_features;
 } sum_options;
 
 typedef struct {
-    unsigned char bits[8];
+    unsigned char bits[8];      /* the result: float, double, or int64_t for INT32 */
     double time_us;
+    int deterministic;          /* coopreduce_method_deterministic(method, dtype) == 1 */
+    int runs;                   /* warm-up + repetitions */
+    int distinct;               /* distinct results among them (1 unless nondeterministic) */
+    int have_launch;            /* GPU: launch holds coopreduce_last_launch() */
+    coopreduce_launch_info launch;
 } sum_result;
 
-static int check_repetition(const unsigned char *first, const unsigned char *bits, size_t elem,
+static int check_repetition(const unsigned char *first, const unsigned char *bits, size_t size,
                             coopreduce_dtype dtype, int repetition)
 {
-    if (memcmp(first, bits, elem) == 0)
+    if (memcmp(first, bits, size) == 0)
         return EXIT_OK;
     char a[32], b[32];
     format_bits(first, dtype, a, sizeof a);
@@ -722,9 +825,32 @@ static int check_repetition(const unsigned char *first, const unsigned char *bit
     return EXIT_ERROR;
 }
 
+static int compare_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Distinct values among results[0..count) (sorts them). */
+static int count_distinct(uint64_t *results, int count)
+{
+    qsort(results, (size_t)count, sizeof *results, compare_u64);
+    int distinct = count > 0;
+    for (int k = 1; k < count; k++)
+        distinct += results[k] != results[k - 1];
+    return distinct;
+}
+
+static uint64_t result_key(const unsigned char *bits, size_t size)
+{
+    uint64_t key = 0;
+    memcpy(&key, bits, size);
+    return key;
+}
+
 static int run_sum_cpu(device_ctx *dev, const cr_npy_array *x, int repeat, sum_result *res)
 {
-    size_t elem = coopreduce_dtype_size(x->dtype);
+    size_t size = coopreduce_result_size(x->dtype);
     unsigned char first[8], bits[8];
     double *times = malloc(sizeof *times * (size_t)repeat);
     if (times == NULL) {
@@ -745,37 +871,102 @@ static int run_sum_cpu(device_ctx *dev, const cr_npy_array *x, int repeat, sum_r
             print_error("sum failed: %s", library_message(dev->handle, st));
             goto done;
         }
-        if (check_repetition(first, bits, elem, x->dtype, r + 1) != EXIT_OK)
+        if (check_repetition(first, bits, size, x->dtype, r + 1) != EXIT_OK)
             goto done;
         times[r] = t1 - t0;
     }
-    memcpy(res->bits, first, elem);
+    memcpy(res->bits, first, size);
     res->time_us = median(times, repeat);
+    res->deterministic = 1; /* the CPU computes the canonical order only */
+    res->runs = repeat + 1;
+    res->distinct = 1;
     rc = EXIT_OK;
 done:
     free(times);
     return rc;
 }
 
+/* The method and launch settings of `o` applied to a GPU handle. */
+static int configure_gpu(device_ctx *dev, const sum_options *o)
+{
+    coopreduce_status st = coopreduce_set_method(dev->handle, o->method);
+    if (st != COOPREDUCE_SUCCESS) {
+        print_error("cannot select method %s: %s", coopreduce_method_name(o->method),
+                    library_message(dev->handle, st));
+        return EXIT_ERROR;
+    }
+    if (o->stages > 0 && (st = coopreduce_set_stages(dev->handle, o->stages)) != COOPREDUCE_SUCCESS) {
+        print_error("--stages %d: %s", o->stages, library_message(dev->handle, st));
+        return EXIT_ERROR;
+    }
+    if (o->disabled_features != 0 &&
+        (st = coopreduce_disable_features(dev->handle, o->disabled_features)) != COOPREDUCE_SUCCESS) {
+        print_error("cannot disable GPU features: %s", library_message(dev->handle, st));
+        return EXIT_ERROR;
+    }
+    if (o->grid_blocks >= 0 &&
+        (st = coopreduce_set_grid_blocks(dev->handle, o->grid_blocks)) != COOPREDUCE_SUCCESS) {
+        print_error("--grid-blocks %d: %s", o->grid_blocks, library_message(dev->handle, st));
+        return EXIT_ERROR;
+    }
+    return EXIT_OK;
+}
+
+/* One GPU sum into d_result, which is first filled with `fill` bytes, timed with `timer`; the
+ * result lands in out. */
+static int gpu_sum_once(device_ctx *dev, const void *d_x, void *d_result, uint64_t n,
+                        coopreduce_dtype dtype, int fill, cli_gpu_timer *timer, double *us,
+                        unsigned char *out)
+{
+    char err[ERRLEN];
+    if (cli_gpu_memset(d_result, fill, 16, err, sizeof err) != 0 ||
+        cli_gpu_timer_start(timer, err, sizeof err) != 0) {
+        print_error("GPU %d: %s", dev->ordinal, err);
+        return EXIT_ERROR;
+    }
+    coopreduce_status st = coopreduce_sum(d_x, d_result, n, dtype, dev->handle, NULL);
+    if (st == COOPREDUCE_ERROR_NOT_SUPPORTED) {
+        print_error("gpu:%d (%s) cannot run this sum: %s", dev->ordinal, dev->name,
+                    library_message(dev->handle, st));
+        return EXIT_ERROR;
+    }
+    if (st != COOPREDUCE_SUCCESS) {
+        print_error("sum failed: %s", library_message(dev->handle, st));
+        return EXIT_ERROR;
+    }
+    if (cli_gpu_timer_stop(timer, us, err, sizeof err) != 0 ||
+        cli_gpu_memcpy_d2h(out, d_result, coopreduce_result_size(dtype), err, sizeof err) != 0) {
+        print_error("GPU %d: %s", dev->ordinal, err);
+        return EXIT_ERROR;
+    }
+    return EXIT_OK;
+}
+
 /* Copies the data to the GPU once (untimed), frees the host copy, then times each repetition
- * with CUDA events around coopreduce_sum on the default stream. */
-static int run_sum_gpu(device_ctx *dev, cr_npy_array *x, int repeat, sum_result *res)
+ * with CUDA events around coopreduce_sum on the default stream. A method that is not
+ * deterministic for the dtype may give different bits from run to run: the warm-up's are
+ * reported, and how many distinct results the runs gave. */
+static int run_sum_gpu(device_ctx *dev, cr_npy_array *x, coopreduce_method method, int repeat,
+                       sum_result *res)
 {
     char err[ERRLEN];
     size_t elem = coopreduce_dtype_size(x->dtype);
     size_t bytes = (size_t)x->n * elem;
     uint64_t n = x->n;
     coopreduce_dtype dtype = x->dtype;
+    size_t size = coopreduce_result_size(dtype);
+    int deterministic = coopreduce_method_deterministic(method, dtype) == 1;
     void *d_x = NULL, *d_result = NULL;
     cli_gpu_timer *timer = NULL;
     double *times = malloc(sizeof *times * (size_t)repeat);
+    uint64_t *results = malloc(sizeof *results * ((size_t)repeat + 1));
     unsigned char first[8], bits[8];
     int rc = EXIT_ERROR;
     coopreduce_status st;
 
-    if (times == NULL) {
+    if (times == NULL || results == NULL) {
         print_error("out of memory");
-        return EXIT_ERROR;
+        goto done;
     }
     if (cli_gpu_set_device(dev->ordinal, err, sizeof err) != 0 ||
         /* Never a zero-byte allocation: an empty sum still gets a real device pointer. */
@@ -797,46 +988,58 @@ static int run_sum_gpu(device_ctx *dev, cr_npy_array *x, int repeat, sum_result 
         print_error("GPU %d: %s", dev->ordinal, err);
         goto done;
     }
-    for (int r = 0; r <= repeat; r++) {
-        double us = 0.0;
-        /* A sentinel that the kernel never writes (it returns only the canonical NaN), so a
-         * result the kernel failed to write cannot pass for a repeatable one. */
-        if (cli_gpu_memset(d_result, 0xff, 16, err, sizeof err) != 0 ||
-            cli_gpu_timer_start(timer, err, sizeof err) != 0) {
-            print_error("GPU %d: %s", dev->ordinal, err);
-            goto done;
-        }
-        st = coopreduce_sum(d_x, d_result, n, dtype, dev->handle, NULL);
-        if (st != COOPREDUCE_SUCCESS) {
-            print_error("sum failed: %s", library_message(dev->handle, st));
-            goto done;
-        }
-        if (cli_gpu_timer_stop(timer, &us, err, sizeof err) != 0 ||
-            cli_gpu_memcpy_d2h(r == 0 ? first : bits, d_result, elem, err, sizeof err) != 0) {
-            print_error("GPU %d: %s", dev->ordinal, err);
-            goto done;
-        }
-        if (r == 0) {
-            static const unsigned char sentinel[8] = {0xff, 0xff, 0xff, 0xff,
-                                                      0xff, 0xff, 0xff, 0xff};
-            if (memcmp(first, sentinel, elem) == 0) {
-                print_error("the GPU sum returned without writing its result (a coopreduce bug: "
-                            "please report it)");
+
+    /* The untimed warm-up. The result is first filled with a sentinel: all bits set, which a
+     * float sum never returns (its only NaN is the canonical one), so a result the GPU failed
+     * to write cannot pass for a repeatable one. An int64 sum can be -1, all bits set: then a
+     * second run over a zero fill must give -1 again. */
+    static const unsigned char all_ones[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    double us = 0.0;
+    if (gpu_sum_once(dev, d_x, d_result, n, dtype, 0xff, timer, &us, first) != EXIT_OK)
+        goto done;
+    if (memcmp(first, all_ones, size) == 0) {
+        int written = 0;
+        if (dtype == COOPREDUCE_INT32) {
+            if (gpu_sum_once(dev, d_x, d_result, n, dtype, 0x00, timer, &us, bits) != EXIT_OK)
                 goto done;
-            }
-            continue; /* the untimed warm-up */
+            written = memcmp(bits, all_ones, size) == 0;
         }
-        if (check_repetition(first, bits, elem, dtype, r) != EXIT_OK)
+        if (!written) {
+            print_error("the GPU sum returned without writing its result (a coopreduce bug: "
+                        "please report it)");
             goto done;
+        }
+    }
+    st = coopreduce_last_launch(dev->handle, &res->launch);
+    if (st != COOPREDUCE_SUCCESS) {
+        print_error("cannot read the launch information: %s", library_message(dev->handle, st));
+        goto done;
+    }
+    res->launch.notice[sizeof res->launch.notice - 1] = '\0';
+    res->have_launch = 1;
+    results[0] = result_key(first, size);
+
+    for (int r = 1; r <= repeat; r++) {
+        /* int32: alternate the fill, so that an unwritten result shows up as a difference. */
+        int fill = dtype == COOPREDUCE_INT32 && r % 2 == 1 ? 0x00 : 0xff;
+        if (gpu_sum_once(dev, d_x, d_result, n, dtype, fill, timer, &us, bits) != EXIT_OK)
+            goto done;
+        if (deterministic && check_repetition(first, bits, size, dtype, r) != EXIT_OK)
+            goto done;
+        results[r] = result_key(bits, size);
         times[r - 1] = us;
     }
-    memcpy(res->bits, first, elem);
+    memcpy(res->bits, first, size);
     res->time_us = median(times, repeat);
+    res->deterministic = deterministic;
+    res->runs = repeat + 1;
+    res->distinct = count_distinct(results, repeat + 1);
     rc = EXIT_OK;
 done:
     cli_gpu_timer_destroy(timer);
     cli_gpu_free(d_result);
     cli_gpu_free(d_x);
+    free(results);
     free(times);
     return rc;
 }
@@ -846,6 +1049,7 @@ static void print_sum_report(const sum_options *o, const device_ctx *dev, const 
 {
     char value[64], bits[32];
     size_t elem = coopreduce_dtype_size(dtype);
+    const char *method = coopreduce_method_name(o->method);
     format_shortest(res->bits, dtype, value, sizeof value);
     format_bits(res->bits, dtype, bits, sizeof bits);
     double bytes = (double)n * (double)elem;
@@ -855,6 +1059,16 @@ static void print_sum_report(const sum_options *o, const device_ctx *dev, const 
         snprintf(device_id, sizeof device_id, "gpu:%d", dev->ordinal);
     else
         snprintf(device_id, sizeof device_id, "cpu");
+    const coopreduce_launch_info *li = res->have_launch ? &res->launch : NULL;
+
+    /* stderr: what the GPU fell back to, and a nondeterministic method's spread. stdout stays
+     * the report alone. */
+    if (li != NULL && li->notice[0] != '\0')
+        print_error("notice: %s", li->notice);
+    if (o->json && res->distinct > 1)
+        print_error("note: method %s is not deterministic for %s: %d runs gave %d different "
+                    "results; the first is reported", method, coopreduce_dtype_name(dtype),
+                    res->runs, res->distinct);
 
     if (o->json) {
         if (dev->auto_note[0] != '\0')
@@ -863,19 +1077,31 @@ static void print_sum_report(const sum_options *o, const device_ctx *dev, const 
                "\"device\": \"%s\", \"device_name\": ",
                value, bits, coopreduce_dtype_name(dtype), (unsigned long long)n, device_id);
         print_json_string(stdout, dev->name);
-        printf(", \"method\": \"canonical\", \"mode\": \"deterministic\", \"order_version\": %d, "
-               "\"time_us\": %.3f, \"gbps\": %.3f, \"repeat\": %d, \"threads\": ",
+        printf(", \"method\": \"%s\", \"deterministic\": %s, \"mode\": \"%s\", "
+               "\"order_version\": %d, \"time_us\": %.3f, \"gbps\": %.3f, \"repeat\": %d, "
+               "\"threads\": ",
+               method, res->deterministic ? "true" : "false",
+               res->deterministic ? "deterministic" : "nondeterministic",
                coopreduce_order_version(), res->time_us, gbps, o->repeat);
-        if (dev->is_gpu)
-            printf("null}\n");
-        else
-            printf("%d}\n", dev->threads);
+        if (li == NULL) {
+            if (dev->is_gpu)
+                printf("null}\n");
+            else
+                printf("%d}\n", dev->threads);
+        } else {
+            /* On a GPU, "threads" is the threads per block of the main kernel. */
+            printf("%d, \"blocks\": %d, \"launches\": %d, \"cooperative\": %s, "
+                   "\"fell_back\": %s, \"cluster_size\": %d}\n",
+                   li->threads, li->blocks, li->launches, li->cooperative ? "true" : "false",
+                   li->fell_back ? "true" : "false", li->cluster_size);
+        }
         return;
     }
 
     printf("sum      = %s\n", value);
     printf("bits     = %s\n", bits);
-    printf("dtype    = %s   n = %llu\n", coopreduce_dtype_name(dtype), (unsigned long long)n);
+    printf("dtype    = %s   n = %llu%s\n", coopreduce_dtype_name(dtype), (unsigned long long)n,
+           dtype == COOPREDUCE_INT32 ? "   (summed exactly, into an int64)" : "");
     printf("input    = %s\n", in->description);
     if (dev->is_gpu)
         printf("device   = gpu:%d (%s)", dev->ordinal, dev->name);
@@ -885,7 +1111,32 @@ static void print_sum_report(const sum_options *o, const device_ctx *dev, const 
     printf("\n");
     if (dev->auto_note[0] != '\0')
         printf("           (%s)\n", dev->auto_note);
-    printf("method   = canonical (order v%d), mode = deterministic\n", coopreduce_order_version());
+    if (dtype == COOPREDUCE_INT32)
+        printf("method   = %s, mode = deterministic (integer sums are exact)\n", method);
+    else if (o->method == COOPREDUCE_METHOD_CANONICAL)
+        printf("method   = canonical (order v%d), mode = deterministic\n",
+               coopreduce_order_version());
+    else if (res->deterministic)
+        printf("method   = %s, mode = deterministic on this GPU (not canonical order v%d: "
+               "other GPUs may differ)\n", method, coopreduce_order_version());
+    else
+        printf("method   = %s, mode = nondeterministic (floating-point atomics); here %d run%s "
+               "gave %d distinct result%s\n", method, res->runs, res->runs == 1 ? "" : "s",
+               res->distinct, res->distinct == 1 ? "" : "s");
+    if (li != NULL) {
+        printf("launch   = %d block%s x %d threads, %d launch%s", li->blocks,
+               li->blocks == 1 ? "" : "s", li->threads, li->launches,
+               li->launches == 1 ? "" : "es");
+        if (li->cooperative)
+            printf(", cooperative");
+        if (li->cluster_size > 0)
+            printf(", clusters of %d", li->cluster_size);
+        if (li->host_sync)
+            printf(", waits for the GPU");
+        if (li->fell_back)
+            printf(", fell back (see the notice)");
+        printf("\n");
+    }
     if (res->time_us < 1000.0)
         printf("time     = %.1f us", res->time_us);
     else
@@ -893,11 +1144,26 @@ static void print_sum_report(const sum_options *o, const device_ctx *dev, const 
     printf(" (median of %d), %.1f GB/s\n", o->repeat, gbps);
 }
 
+/* The first GPU-only option set in `o` ("--stages", ...), or NULL. */
+static const char *gpu_only_option(const sum_options *o)
+{
+    if (o->stages > 0)
+        return "--stages";
+    if (o->grid_blocks >= 0)
+        return "--grid-blocks";
+    if (o->disabled_features & COOPREDUCE_FEATURE_COOPERATIVE_LAUNCH)
+        return "--no-cooperative";
+    if (o->disabled_features & COOPREDUCE_FEATURE_CLUSTERS)
+        return "--no-clusters";
+    return NULL;
+}
+
 static int cmd_sum(int argc, char **argv)
 {
     static const option_spec specs[] = {
         {"raw", 1}, {"gen", 1}, {"n", 1}, {"seed", 1}, {"dtype", 1}, {"device", 1},
-        {"threads", 1}, {"repeat", 1}, {"json", 0}, {NULL, 0},
+        {"threads", 1}, {"repeat", 1}, {"json", 0}, {"method", 1}, {"stages", 1},
+        {"grid-blocks", 1}, {"no-cooperative", 0}, {"no-clusters", 0}, {NULL, 0},
     };
     if (wants_help(argc, argv)) {
         fputs(SUM_HELP, stdout);
@@ -910,6 +1176,8 @@ static int cmd_sum(int argc, char **argv)
     o.device = DEVICE_AUTO;
     o.device_text = "auto";
     o.repeat = DEFAULT_REPEAT;
+    o.method = COOPREDUCE_METHOD_CANONICAL;
+    o.grid_blocks = -1;
 
     arg_cursor cur = {argc, argv, 1, 0};
     const option_spec *spec;
@@ -944,7 +1212,7 @@ static int cmd_sum(int argc, char **argv)
             o.have_seed = 1;
         } else if (strcmp(name, "dtype") == 0) {
             if (parse_dtype(value, &o.dtype) != 0)
-                return usage_error("--dtype '%s': unsupported (f32 or f64)", value);
+                return usage_error("--dtype '%s': unsupported (f32, f64 or i32)", value);
             o.have_dtype = 1;
         } else if (strcmp(name, "device") == 0) {
             if (parse_device(value, &o.device, &o.ordinal) != 0)
@@ -958,6 +1226,23 @@ static int cmd_sum(int argc, char **argv)
                 return usage_error("--repeat '%s': expected 1 .. %d", value, MAX_REPEAT);
         } else if (strcmp(name, "json") == 0) {
             o.json = 1;
+        } else if (strcmp(name, "method") == 0) {
+            if (coopreduce_method_from_name(value, &o.method) != COOPREDUCE_SUCCESS) {
+                char names[512];
+                method_list(names, sizeof names);
+                return usage_error("--method '%s': unknown method (one of: %s)", value, names);
+            }
+        } else if (strcmp(name, "stages") == 0) {
+            if (parse_small_int(value, 1, 8, &o.stages) != 0)
+                return usage_error("--stages '%s': expected 1 .. 8", value);
+        } else if (strcmp(name, "grid-blocks") == 0) {
+            if (parse_small_int(value, 0, 0x7fffffff, &o.grid_blocks) != 0)
+                return usage_error("--grid-blocks '%s': expected 0 (automatic) .. 2147483647",
+                                   value);
+        } else if (strcmp(name, "no-cooperative") == 0) {
+            o.disabled_features |= COOPREDUCE_FEATURE_COOPERATIVE_LAUNCH;
+        } else if (strcmp(name, "no-clusters") == 0) {
+            o.disabled_features |= COOPREDUCE_FEATURE_CLUSTERS;
         }
     }
 
@@ -972,12 +1257,41 @@ static int cmd_sum(int argc, char **argv)
     if (!o.have_gen && (o.have_n || o.have_seed))
         return usage_error("--%s applies only to --gen", o.have_n ? "n" : "seed");
     if (o.raw_path != NULL && !o.have_dtype)
-        return usage_error("--raw needs --dtype f32|f64");
+        return usage_error("--raw needs --dtype f32|f64|i32");
+    if (o.stages > 0 && o.method != COOPREDUCE_METHOD_PIPELINE)
+        return usage_error("--stages applies only to --method pipeline");
+    const char *method_name = coopreduce_method_name(o.method);
+    const char *gpu_option = gpu_only_option(&o);
+    /* Asked for the CPU: a GPU method or option contradicts it; nothing is switched silently. */
+    if (o.device == DEVICE_CPU && o.method != COOPREDUCE_METHOD_CANONICAL)
+        return usage_error("method %s runs on a GPU only (the CPU computes the canonical "
+                           "order: drop --method, or use --device gpu)", method_name);
+    if (o.device == DEVICE_CPU && gpu_option != NULL)
+        return usage_error("%s applies to a GPU only, not to --device cpu", gpu_option);
+    if (o.have_gen && o.dtype == COOPREDUCE_INT32 && o.n > INT32_MAX_N) {
+        /* Said before generating gigabytes; the library refuses such a sum with this message. */
+        print_error("int32 sums are limited to 2^32 elements (where an int64 cannot overflow); "
+                    "got n = %llu", (unsigned long long)o.n);
+        return EXIT_ERROR;
+    }
 
     device_ctx dev;
     int rc = open_device(&dev, o.device, o.ordinal, o.threads, o.device_text);
     if (rc != EXIT_OK)
         return rc;
+    if (!dev.is_gpu && (o.method != COOPREDUCE_METHOD_CANONICAL || gpu_option != NULL)) {
+        /* --device auto found no usable GPU. */
+        if (o.method != COOPREDUCE_METHOD_CANONICAL)
+            print_error("method %s runs on a GPU only (%s)", method_name, dev.auto_note);
+        else
+            print_error("%s applies to a GPU only (%s)", gpu_option, dev.auto_note);
+        coopreduce_destroy(dev.handle);
+        return EXIT_ERROR;
+    }
+    if (dev.is_gpu && configure_gpu(&dev, &o) != EXIT_OK) {
+        coopreduce_destroy(dev.handle);
+        return EXIT_ERROR;
+    }
 
     input_data in;
     memset(&in, 0, sizeof in);
@@ -1021,7 +1335,7 @@ static int cmd_sum(int argc, char **argv)
     sum_result res;
     memset(&res, 0, sizeof res);
     if (dev.is_gpu)
-        rc = run_sum_gpu(&dev, &in.array, o.repeat, &res);
+        rc = run_sum_gpu(&dev, &in.array, o.method, o.repeat, &res);
     else
         rc = run_sum_cpu(&dev, &in.array, o.repeat, &res);
     cr_npy_free(&in.array);
@@ -1118,7 +1432,7 @@ static int cmd_gen(int argc, char **argv)
                 return usage_error("--seed '%s': not an unsigned 64-bit integer", value);
         } else if (strcmp(spec->name, "dtype") == 0) {
             if (parse_dtype(value, &dtype) != 0)
-                return usage_error("--dtype '%s': unsupported (f32 or f64)", value);
+                return usage_error("--dtype '%s': unsupported (f32, f64 or i32)", value);
         } else if (strcmp(spec->name, "out") == 0) {
             out_path = value;
         } else if (strcmp(spec->name, "raw-out") == 0) {
@@ -1204,6 +1518,7 @@ static int cmd_info(int argc, char **argv)
     char cpu_name[256];
     cpu_model_name(cpu_name, sizeof cpu_name);
     int cpus = online_cpu_count();
+    int methods = method_count();
     const double GIB = 1024.0 * 1024.0 * 1024.0;
 
     if (json) {
@@ -1225,6 +1540,20 @@ static int cmd_info(int argc, char **argv)
                    p->cc_major, p->cc_minor, p->cooperative_launch ? "true" : "false",
                    p->cluster_launch ? "true" : "false", p->usable ? "true" : "false");
         }
+        printf("], \"methods\": [");
+        for (int m = 0; m < methods; m++) {
+            coopreduce_method method = (coopreduce_method)m;
+            printf("%s{\"name\": \"%s\", \"deterministic_float32\": %s, "
+                   "\"deterministic_float64\": %s, \"deterministic_int32\": %s, \"gpu_only\": %s, "
+                   "\"description\": ",
+                   m ? ", " : "", coopreduce_method_name(method),
+                   coopreduce_method_deterministic(method, COOPREDUCE_FLOAT32) == 1 ? "true" : "false",
+                   coopreduce_method_deterministic(method, COOPREDUCE_FLOAT64) == 1 ? "true" : "false",
+                   coopreduce_method_deterministic(method, COOPREDUCE_INT32) == 1 ? "true" : "false",
+                   method == COOPREDUCE_METHOD_CANONICAL ? "false" : "true");
+            print_json_string(stdout, method_description(method));
+            printf("}");
+        }
         printf("]}\n");
     } else {
         printf("coopreduce %s, canonical order v%d, built %s CUDA\n",
@@ -1242,6 +1571,37 @@ static int cmd_info(int argc, char **argv)
             printf("  cooperative launch %s, clusters %s, usable %s\n",
                    p->cooperative_launch ? "yes" : "no", p->cluster_launch ? "yes" : "no",
                    p->usable ? "yes" : "no (this build has no code for its architecture)");
+        }
+        int width = 0;
+        for (int m = 0; m < methods; m++) {
+            int len = (int)strlen(coopreduce_method_name((coopreduce_method)m));
+            width = len > width ? len : width;
+        }
+        printf("methods (coopreduce sum --method NAME):\n");
+        for (int m = 0; m < methods; m++) {
+            coopreduce_method method = (coopreduce_method)m;
+            char det[64];
+            method_float_determinism(method, det, sizeof det);
+            printf("  %-*s  deterministic %-3s  %s\n", width, coopreduce_method_name(method), det,
+                   method_description(method));
+        }
+        printf("  deterministic: the same float bits on every run on one GPU (int32 sums are "
+               "exact,\n"
+               "  so deterministic, with every method); only canonical is bit-identical across "
+               "GPUs\n"
+               "  and the CPU, and the CPU runs canonical only\n");
+        if (count == 0)
+            printf("method support: no GPU, so canonical only (on the CPU)\n");
+        else
+            printf("method support:\n");
+        for (int g = 0; g < count; g++) {
+            const coopreduce_gpu_props *p = &props[g];
+            printf("  GPU %d: cluster methods (cluster) %s; cooperative launch (grid, gridsync) "
+                   "%s\n", p->ordinal,
+                   p->cluster_launch ? "supported"
+                                     : "not supported (they need compute capability 9.0)",
+                   p->cooperative_launch ? "supported"
+                                         : "not supported (grid and gridsync fall back)");
         }
     }
     free(props);

@@ -143,16 +143,28 @@ static void *level_worker(void *arg)
 
 /* Below this many chunks per thread, starting a thread costs more than it saves. */
 #define CR_MIN_CHUNKS_PER_THREAD 64
-#define CR_MAX_THREADS 256
 
-static int online_cpus(void)
+int cr_cpu_threads(const coopreduce_handle *h)
 {
+    if (h->threads > 0) return h->threads > CR_MAX_THREADS ? CR_MAX_THREADS : h->threads;
     long c = sysconf(_SC_NPROCESSORS_ONLN);
     return c < 1 ? 1 : (c > CR_MAX_THREADS ? CR_MAX_THREADS : (int)c);
 }
 
-/* One level: chunks split into contiguous ranges, one per thread. A thread that cannot be
- * started is not an error: the calling thread computes its range instead, same bits. */
+void cr_cpu_run(int t, void *(*worker)(void *), void *jobs, size_t job_size)
+{
+    pthread_t tid[CR_MAX_THREADS];
+    int started[CR_MAX_THREADS];
+    char *job = jobs;
+    for (int i = 0; i < t; i++)
+        started[i] = i > 0 && pthread_create(&tid[i], NULL, worker, job + i * job_size) == 0;
+    for (int i = 0; i < t; i++)
+        if (!started[i]) worker(job + i * job_size);
+    for (int i = 1; i < t; i++)
+        if (started[i]) pthread_join(tid[i], NULL);
+}
+
+/* One level: chunks split into contiguous ranges, one per thread. */
 static void level_parallel(int threads, coopreduce_dtype dtype, const void *v, uint64_t n,
                            void *out, uint64_t chunks)
 {
@@ -163,16 +175,9 @@ static void level_parallel(int threads, coopreduce_dtype dtype, const void *v, u
         return;
     }
     level_job jobs[CR_MAX_THREADS];
-    pthread_t tid[CR_MAX_THREADS];
-    int started[CR_MAX_THREADS];
-    for (uint64_t i = 0; i < t; i++) {
-        jobs[i] = (level_job){dtype, v, n, out, chunks * i / t, chunks * (i + 1) / t};
-        started[i] = i > 0 && pthread_create(&tid[i], NULL, level_worker, &jobs[i]) == 0;
-    }
     for (uint64_t i = 0; i < t; i++)
-        if (!started[i]) level_worker(&jobs[i]);
-    for (uint64_t i = 1; i < t; i++)
-        if (started[i]) pthread_join(tid[i], NULL);
+        jobs[i] = (level_job){dtype, v, n, out, chunks * i / t, chunks * (i + 1) / t};
+    cr_cpu_run((int)t, level_worker, jobs, sizeof jobs[0]);
 }
 
 /* Elements of the partial sums of levels 1 .. L-1 for n elements (0 when one chunk). */
@@ -256,8 +261,7 @@ static coopreduce_status cpu_sum(coopreduce_handle *h, const void *x, uint64_t n
      * (grown here only when n is larger than anything reserved or summed before). */
     coopreduce_status s = cr_cpu_reserve(h, n, dtype);
     if (s) return s;
-    int threads = h->threads > 0 ? (h->threads > CR_MAX_THREADS ? CR_MAX_THREADS : h->threads)
-                                 : online_cpus();
+    int threads = cr_cpu_threads(h);
     const void *v = x;
     char *out = h->cpu_partials;
     for (int k = 1; k < levels; k++) {

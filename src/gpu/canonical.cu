@@ -590,7 +590,7 @@ __global__ void __launch_bounds__(32 * kSmallChunks) canonical_small_kernel(cons
 
 template <typename T>
 cudaError_t launch(const void *x, uint64_t n, void *out, void *partials, void *counters,
-                   int blocks, int quad, int stream_once, unsigned int *flag, unsigned int seq,
+                   int *blocks_io, int *threads_out, int quad, int stream_once, unsigned int *flag, unsigned int seq,
                    cudaStream_t stream)
 {
     constexpr uint64_t C = Layout<T>::kChunk;
@@ -606,9 +606,12 @@ cudaError_t launch(const void *x, uint64_t n, void *out, void *partials, void *c
      * launch's: clear it first. Sticky errors (a broken context) survive this and are reported. */
     (void)cudaGetLastError();
     if (P.count[1] <= (uint64_t)kSmallChunks) {
+        *blocks_io = 1;
+        *threads_out = 32 * (int)P.count[1];
         canonical_small_kernel<T><<<1, 32 * (int)P.count[1], 0, stream>>>(P);
         return cudaGetLastError();
     }
+    int blocks = *blocks_io;
     /* Same layout as workspace_bytes() in gpu_host.c: partial arrays one after the other,
      * each 256-byte aligned; counters in their own region, zero between launches. */
     char *pp = static_cast<char *>(partials);
@@ -623,6 +626,8 @@ cudaError_t launch(const void *x, uint64_t n, void *out, void *partials, void *c
     const uint64_t blocks_needed = P.quad ? (P.count[1] + 1) / 2
                                           : (P.count[1] + kWarpsPerBlock - 1) / kWarpsPerBlock;
     if (P.quad || (uint64_t)blocks > blocks_needed) blocks = (int)blocks_needed;
+    *blocks_io = blocks;
+    *threads_out = kThreads;
     if (stream_once)
         canonical_kernel<T, Load::kVectorStream><<<blocks, kThreads, 0, stream>>>(P);
     else
@@ -637,15 +642,16 @@ extern "C" {
 /* Returns a cudaError_t. x, out: device-accessible; partials/counters: the handle's workspace. */
 /* quad: four warps per chunk, ceil(chunks / 2) blocks (blocks is then ignored);
  * stream_once: the input is larger than L2 (read once, streamed through; CR_TUNE_LOAD). */
+/* blocks: in, the grid wanted; out, the grid launched (threads: its block size). */
 int cr_gpu_launch_canonical(int dtype, const void *x, uint64_t n, void *out, void *partials,
-                            void *counters, int blocks, int quad, int stream_once,
+                            void *counters, int *blocks, int *threads, int quad, int stream_once,
                             unsigned int *flag, unsigned int seq, void *stream)
 {
     if (dtype == COOPREDUCE_FLOAT32)
-        return launch<float>(x, n, out, partials, counters, blocks, quad, stream_once, flag, seq,
-                             (cudaStream_t)stream);
-    return launch<double>(x, n, out, partials, counters, blocks, quad, stream_once, flag, seq,
-                          (cudaStream_t)stream);
+        return launch<float>(x, n, out, partials, counters, blocks, threads, quad, stream_once,
+                             flag, seq, (cudaStream_t)stream);
+    return launch<double>(x, n, out, partials, counters, blocks, threads, quad, stream_once,
+                          flag, seq, (cudaStream_t)stream);
 }
 
 /* Resident blocks per SM of the kernel for `dtype` (0 when the GPU has no code for it), and

@@ -7,10 +7,11 @@
 #include <string.h>
 #include <cuda_runtime_api.h>
 #include "internal.h"
+#include "gpu/gpu_state.h"
 
 /* From canonical.cu. */
 int cr_gpu_launch_canonical(int dtype, const void *x, uint64_t n, void *out, void *partials,
-                            void *counters, int blocks, int quad, int stream_once,
+                            void *counters, int *blocks, int *threads, int quad, int stream_once,
                             unsigned int *flag, unsigned int seq, void *stream);
 int cr_gpu_canonical_occupancy(int dtype, int *blocks_per_sm);
 int cr_gpu_warps_per_block(void);
@@ -18,34 +19,19 @@ int cr_gpu_warps_per_block(void);
 /* Workspace reserved at handle creation: sums up to this many elements allocate nothing. */
 #define CR_DEFAULT_RESERVE (1ull << 28)
 
-/* Pointers already found to be device or managed memory of this GPU: under unified addressing
- * the driver keeps those address ranges to itself, so such a pointer never turns into plain host
- * memory and need not be asked about again (cudaPointerGetAttributes measured 0.10-0.17 us on an
- * H100, so two per call are about 5% of a 4 us launch: docs/PERF.md). Mapped pinned host memory is not cached: once freed, its
+/* The pointer cache (CR_POINTER_CACHE, gpu_state.h) holds pointers already found to be device
+ * or managed memory of this GPU: under unified addressing the driver keeps those address ranges
+ * to itself, so such a pointer never turns into plain host memory and need not be asked about
+ * again (cudaPointerGetAttributes measured 0.10-0.17 us on an H100, so two per call are about 5%
+ * of a 4 us launch: docs/PERF.md). Mapped pinned host memory is not cached: once freed, its
  * addresses can come back from malloc. */
-#define CR_POINTER_CACHE 8
-
-struct cr_gpu_state {
-    int sm_count;
-    uint64_t l2_bytes;
-    const void *checked[CR_POINTER_CACHE];
-    unsigned int checked_next;
-    int blocks_per_sm[2];         /* per dtype, from the occupancy calculator */
-    void *partials;               /* device: partial sums of levels 1 .. L-1 */
-    size_t partials_bytes;
-    void *counters;               /* device: group counters, all zero between launches */
-    size_t counters_bytes;
-    void *host_slot;              /* pinned, mapped host memory for coopreduce_sum_to_host: */
-    void *host_slot_dev;          /*   the value at offset 0, the flag at HOST_FLAG_OFFSET */
-    unsigned int seq;             /* the flag value of the last host-result call */
-};
 
 /* The kernel writes the result, fences at system scope, then writes the call's sequence number
  * here; the host spins on it. That returns as soon as the value has landed, without waiting
  * for the grid to retire and the driver to notice (what cudaStreamSynchronize waits for). */
 #define HOST_FLAG_OFFSET 8
 
-static coopreduce_status cuda_fail(coopreduce_handle *h, cudaError_t e, const char *what)
+coopreduce_status cr_cuda_fail(coopreduce_handle *h, cudaError_t e, const char *what)
 {
     coopreduce_status s = (e == cudaErrorMemoryAllocation) ? COOPREDUCE_ERROR_OUT_OF_MEMORY
                                                             : COOPREDUCE_ERROR_CUDA;
@@ -82,7 +68,7 @@ coopreduce_status cr_gpu_count(int *count)
  * the previous one is deliberately not done: on a thread that never chose a device,
  * cudaGetDevice answers 0, and setting 0 back would create a context on GPU 0 that nobody
  * asked for. */
-static cudaError_t use_device(int ordinal)
+cudaError_t cr_gpu_use_device(int ordinal)
 {
     int current = -1;
     cudaError_t e = cudaGetDevice(&current);
@@ -153,7 +139,7 @@ static coopreduce_status ensure_workspace(coopreduce_handle *h, uint64_t n, coop
         if (np) cudaFree(np);
         if (nc) cudaFree(nc);
         (void)cudaGetLastError(); /* an allocation failure must not stick to the next launch */
-        return cuda_fail(h, e, "allocating the workspace");
+        return cr_cuda_fail(h, e, "allocating the workspace");
     }
     free_workspace(g); /* cudaFree waits for kernels that may still use the old one */
     g->partials = np;
@@ -171,8 +157,8 @@ coopreduce_status cr_gpu_create(coopreduce_handle *h, int ordinal)
     if (ordinal >= count)
         return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, "no GPU with ordinal %d (%d GPU%s found)",
                        ordinal, count, count == 1 ? "" : "s");
-    cudaError_t e = use_device(ordinal);
-    if (e != cudaSuccess) return cuda_fail(h, e, "selecting the GPU");
+    cudaError_t e = cr_gpu_use_device(ordinal);
+    if (e != cudaSuccess) return cr_cuda_fail(h, e, "selecting the GPU");
     struct cr_gpu_state *g = calloc(1, sizeof *g);
     coopreduce_status s = COOPREDUCE_SUCCESS;
     if (!g) {
@@ -181,11 +167,17 @@ coopreduce_status cr_gpu_create(coopreduce_handle *h, int ordinal)
     }
     h->gpu = g;
     e = cudaDeviceGetAttribute(&g->sm_count, cudaDevAttrMultiProcessorCount, ordinal);
-    if (e != cudaSuccess) { s = cuda_fail(h, e, "reading the SM count"); goto fail; }
+    if (e != cudaSuccess) { s = cr_cuda_fail(h, e, "reading the SM count"); goto fail; }
     int l2 = 0;
     e = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, ordinal);
-    if (e != cudaSuccess) { s = cuda_fail(h, e, "reading the L2 size"); goto fail; }
+    if (e != cudaSuccess) { s = cr_cuda_fail(h, e, "reading the L2 size"); goto fail; }
     g->l2_bytes = (uint64_t)l2;
+    e = cudaDeviceGetAttribute(&g->cc_major, cudaDevAttrComputeCapabilityMajor, ordinal);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&g->cooperative_launch, cudaDevAttrCooperativeLaunch, ordinal);
+    if (e == cudaSuccess && g->cc_major >= 9)
+        e = cudaDeviceGetAttribute(&g->cluster_launch, cudaDevAttrClusterLaunch, ordinal);
+    if (e != cudaSuccess) { s = cr_cuda_fail(h, e, "reading the device attributes"); goto fail; }
     for (int d = 0; d < 2; d++) {
         e = (cudaError_t)cr_gpu_canonical_occupancy(d, &g->blocks_per_sm[d]);
         if (e != cudaSuccess || g->blocks_per_sm[d] < 1) {
@@ -202,9 +194,9 @@ coopreduce_status cr_gpu_create(coopreduce_handle *h, int ordinal)
     }
     e = cudaHostAlloc(&g->host_slot, 16, cudaHostAllocMapped);
     if (e == cudaSuccess) memset(g->host_slot, 0, 16);
-    if (e != cudaSuccess) { g->host_slot = NULL; s = cuda_fail(h, e, "allocating the pinned result slot"); goto fail; }
+    if (e != cudaSuccess) { g->host_slot = NULL; s = cr_cuda_fail(h, e, "allocating the pinned result slot"); goto fail; }
     e = cudaHostGetDevicePointer(&g->host_slot_dev, g->host_slot, 0);
-    if (e != cudaSuccess) { s = cuda_fail(h, e, "mapping the pinned result slot"); goto fail; }
+    if (e != cudaSuccess) { s = cr_cuda_fail(h, e, "mapping the pinned result slot"); goto fail; }
     s = ensure_workspace(h, CR_DEFAULT_RESERVE, COOPREDUCE_FLOAT64);
     if (s) goto fail;
     goto out;
@@ -223,12 +215,13 @@ coopreduce_status cr_gpu_destroy(coopreduce_handle *h)
     struct cr_gpu_state *g = h->gpu;
     if (!g) return COOPREDUCE_SUCCESS;
     coopreduce_status s = COOPREDUCE_SUCCESS;
-    cudaError_t e = use_device(h->device);
-    if (e != cudaSuccess) s = cuda_fail(h, e, "selecting the GPU");
+    cudaError_t e = cr_gpu_use_device(h->device);
+    if (e != cudaSuccess) s = cr_cuda_fail(h, e, "selecting the GPU");
     /* cudaFree and cudaFreeHost wait for the device's work. */
-    if (g->partials && (e = cudaFree(g->partials)) != cudaSuccess && !s) s = cuda_fail(h, e, "freeing the workspace");
-    if (g->counters && (e = cudaFree(g->counters)) != cudaSuccess && !s) s = cuda_fail(h, e, "freeing the workspace");
-    if (g->host_slot && (e = cudaFreeHost(g->host_slot)) != cudaSuccess && !s) s = cuda_fail(h, e, "freeing the result slot");
+    if (g->partials && (e = cudaFree(g->partials)) != cudaSuccess && !s) s = cr_cuda_fail(h, e, "freeing the workspace");
+    if (g->counters && (e = cudaFree(g->counters)) != cudaSuccess && !s) s = cr_cuda_fail(h, e, "freeing the workspace");
+    if (g->host_slot && (e = cudaFreeHost(g->host_slot)) != cudaSuccess && !s) s = cr_cuda_fail(h, e, "freeing the result slot");
+    cr_gpu_method_free(g);
     free(g);
     h->gpu = NULL;
     return s;
@@ -236,16 +229,26 @@ coopreduce_status cr_gpu_destroy(coopreduce_handle *h)
 
 coopreduce_status cr_gpu_reserve(coopreduce_handle *h, uint64_t n, coopreduce_dtype dtype)
 {
-    cudaError_t e = use_device(h->device);
-    if (e != cudaSuccess) return cuda_fail(h, e, "selecting the GPU");
+    cudaError_t e = cr_gpu_use_device(h->device);
+    if (e != cudaSuccess) return cr_cuda_fail(h, e, "selecting the GPU");
+    if (h->method != COOPREDUCE_METHOD_CANONICAL || dtype == COOPREDUCE_INT32)
+        return cr_gpu_method_reserve(h, n);
     return ensure_workspace(h, n, dtype);
+}
+
+int cr_gpu_has_feature(const coopreduce_handle *h, unsigned int feature)
+{
+    if (h->disabled & feature) return 0;
+    if (feature == COOPREDUCE_FEATURE_COOPERATIVE_LAUNCH) return h->gpu->cooperative_launch;
+    if (feature == COOPREDUCE_FEATURE_CLUSTERS) return h->gpu->cluster_launch;
+    return 0;
 }
 
 /* The GPU must be able to read x (and write result): device memory of this GPU, managed
  * memory, or pinned host memory mapped into its address space. */
 static coopreduce_status check_pointer_uncached(coopreduce_handle *h, const void *p,
                                                 const char *name, int *cacheable);
-static coopreduce_status check_pointer(coopreduce_handle *h, const void *p, const char *name)
+coopreduce_status cr_gpu_check_pointer(coopreduce_handle *h, const void *p, const char *name)
 {
     struct cr_gpu_state *g = h->gpu;
     for (int i = 0; i < CR_POINTER_CACHE; i++)
@@ -301,7 +304,7 @@ static coopreduce_status wait_for_flag(coopreduce_handle *h, unsigned int seq, c
             if (e == cudaSuccess && *flag != seq)
                 return cr_fail(h, COOPREDUCE_ERROR_INTERNAL,
                                "the kernel finished without delivering the host result");
-            if (e != cudaSuccess && e != cudaErrorNotReady) return cuda_fail(h, e, "waiting for the sum");
+            if (e != cudaSuccess && e != cudaErrorNotReady) return cr_cuda_fail(h, e, "waiting for the sum");
         }
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
@@ -314,24 +317,26 @@ static coopreduce_status wait_for_flag(coopreduce_handle *h, unsigned int seq, c
 coopreduce_status cr_gpu_sum(coopreduce_handle *h, const void *x, void *result, uint64_t n,
                              coopreduce_dtype dtype, void *stream, int to_host)
 {
+    if (h->method != COOPREDUCE_METHOD_CANONICAL || dtype == COOPREDUCE_INT32)
+        return cr_gpu_sum_method(h, x, result, n, dtype, stream, to_host);
     struct cr_gpu_state *g = h->gpu;
     size_t es = coopreduce_dtype_size(dtype);
     coopreduce_status s;
-    if (n > 0 && (s = check_pointer(h, x, "x"))) return s;
-    if (!to_host && (s = check_pointer(h, result, "result"))) return s;
-    cudaError_t e = use_device(h->device);
-    if (e != cudaSuccess) return cuda_fail(h, e, "selecting the GPU");
+    if (n > 0 && (s = cr_gpu_check_pointer(h, x, "x"))) return s;
+    if (!to_host && (s = cr_gpu_check_pointer(h, result, "result"))) return s;
+    cudaError_t e = cr_gpu_use_device(h->device);
+    if (e != cudaSuccess) return cr_cuda_fail(h, e, "selecting the GPU");
     void *out = to_host ? g->host_slot_dev : result;
     if (n == 0) {
         /* +0.0: in stream order on the device; on the host once the stream's earlier work is
          * done (the call's contract: the result arrives after what was enqueued before). */
         if (to_host) {
             e = cudaStreamSynchronize((cudaStream_t)stream);
-            if (e != cudaSuccess) { s = cuda_fail(h, e, "waiting for the stream"); goto out; }
+            if (e != cudaSuccess) { s = cr_cuda_fail(h, e, "waiting for the stream"); goto out; }
             memset(result, 0, es);
         } else {
             e = cudaMemsetAsync(result, 0, es, (cudaStream_t)stream);
-            if (e != cudaSuccess) { s = cuda_fail(h, e, "writing the empty sum"); goto out; }
+            if (e != cudaSuccess) { s = cr_cuda_fail(h, e, "writing the empty sum"); goto out; }
         }
     } else {
         s = ensure_workspace(h, n, dtype);
@@ -352,9 +357,16 @@ coopreduce_status cr_gpu_sum(coopreduce_handle *h, const void *x, void *result, 
             flag_dev = (unsigned int *)((char *)g->host_slot_dev + HOST_FLAG_OFFSET);
         }
         int stream_once = n * es > g->l2_bytes;
+        int threads = 0;
         e = (cudaError_t)cr_gpu_launch_canonical(dtype, x, n, out, g->partials, g->counters,
-                                                 blocks, quad, stream_once, flag_dev, seq, stream);
-        if (e != cudaSuccess) { s = cuda_fail(h, e, "launching the canonical sum"); goto out; }
+                                                 &blocks, &threads, quad, stream_once, flag_dev,
+                                                 seq, stream);
+        if (e != cudaSuccess) { s = cr_cuda_fail(h, e, "launching the canonical sum"); goto out; }
+        memset(&h->last, 0, sizeof h->last);
+        h->last.method = COOPREDUCE_METHOD_CANONICAL;
+        h->last.blocks = blocks;
+        h->last.threads = threads;
+        h->last.launches = 1;
         if (to_host) {
             s = wait_for_flag(h, seq, (cudaStream_t)stream);
             if (s) goto out;

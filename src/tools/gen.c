@@ -176,6 +176,19 @@ static void fill_range(void *out, uint64_t first, uint64_t begin, uint64_t end,
             for (uint64_t k = begin; k < end; k++)
                 dst[k] = (float)cr_gen_value(kind, seed, first + k);
         }
+    } else if (dtype == COOPREDUCE_INT32) {
+        /* uniform: every int32 equally likely (the hash's top 32 bits); the other kinds scale
+         * their double by 2^20 and truncate (normal: about +-2^22; signed: up to +-2^40, so
+         * clamped to the int32 range, which makes the extremes appear). */
+        int32_t *dst = out;
+        for (uint64_t k = begin; k < end; k++) {
+            if (kind == CR_GEN_UNIFORM) {
+                dst[k] = (int32_t)(uint32_t)(cr_gen_hash(seed, first + k) >> 32);
+                continue;
+            }
+            double v = kind == CR_GEN_ONES ? 1.0 : cr_gen_value(kind, seed, first + k) * 1048576.0;
+            dst[k] = v >= 2147483647.0 ? INT32_MAX : v <= -2147483648.0 ? INT32_MIN : (int32_t)v;
+        }
     } else {
         double *dst = out;
         for (uint64_t k = begin; k < end; k++)
@@ -204,7 +217,7 @@ static void *fill_job_run(void *arg)
 int cr_gen_fill(void *out, uint64_t first, uint64_t n, coopreduce_dtype dtype, cr_gen_kind kind,
                 uint64_t seed, int threads)
 {
-    if (dtype != COOPREDUCE_FLOAT32 && dtype != COOPREDUCE_FLOAT64)
+    if (dtype != COOPREDUCE_FLOAT32 && dtype != COOPREDUCE_FLOAT64 && dtype != COOPREDUCE_INT32)
         return -1;
     if (!kind_is_known(kind))
         return -1;

@@ -30,7 +30,8 @@ uint64_t cr_gen_hash(uint64_t seed, uint64_t i);
 double cr_gen_value(cr_gen_kind kind, uint64_t seed, uint64_t i);
 
 /* Fills out[0..n) with elements first..first+n-1 of the stream, rounded to dtype
- * (FLOAT32 or FLOAT64). Returns 0, or -1 on an unsupported dtype/kind. Uses `threads` POSIX
+ * (FLOAT32 or FLOAT64; for INT32: uniform = every int32 equally likely, ones = 1, normal and
+ * signed = the double times 2^20, truncated and clamped to the int32 range). Returns 0, or -1 on an unsupported dtype/kind. Uses `threads` POSIX
  * threads when > 1 and n is large. */
 int cr_gen_fill(void *out, uint64_t first, uint64_t n, coopreduce_dtype dtype, cr_gen_kind kind,
                 uint64_t seed, int threads);

@@ -1,5 +1,7 @@
 /* npy.c — NumPy .npy files (versions 1.0, 2.0, 3.0) and raw little-endian arrays.
  *
+ * Element types: float32 and float64 in either byte order, int32 little-endian ('<i4').
+ *
  * Format: "\x93NUMPY", major, minor, header length (2 bytes little-endian for 1.x, 4 bytes for
  * 2.x and 3.x), then an ASCII (3.x: UTF-8) Python dict literal
  *   {'descr': '<f4', 'fortran_order': False, 'shape': (1024,), }
@@ -41,13 +43,37 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 /* Local rather than coopreduce_dtype_size/_name: the tools do not link the library. */
 static size_t elem_size(coopreduce_dtype dtype)
 {
-    return dtype == COOPREDUCE_FLOAT32 ? 4 : dtype == COOPREDUCE_FLOAT64 ? 8 : 0;
+    switch (dtype) {
+    case COOPREDUCE_FLOAT32: return 4;
+    case COOPREDUCE_FLOAT64: return 8;
+    case COOPREDUCE_INT32: return 4;
+    }
+    return 0;
 }
 
 static const char *dtype_label(coopreduce_dtype dtype)
 {
-    return dtype == COOPREDUCE_FLOAT32 ? "float32" : "float64";
+    switch (dtype) {
+    case COOPREDUCE_FLOAT32: return "float32";
+    case COOPREDUCE_FLOAT64: return "float64";
+    case COOPREDUCE_INT32: return "int32";
+    }
+    return "unknown";
 }
+
+/* The descr cr_npy_write writes, or NULL for a dtype it cannot write. */
+static const char *dtype_descr(coopreduce_dtype dtype)
+{
+    switch (dtype) {
+    case COOPREDUCE_FLOAT32: return "<f4";
+    case COOPREDUCE_FLOAT64: return "<f8";
+    case COOPREDUCE_INT32: return "<i4";
+    }
+    return NULL;
+}
+
+/* What the reader accepts, for the "unsupported dtype" messages. */
+#define SUPPORTED_DTYPES "float32 '<f4', float64 '<f8' (either byte order), int32 '<i4'"
 
 static int host_is_little_endian(void)
 {
@@ -364,9 +390,18 @@ static int parse_header(const char *text, size_t len, npy_header *h, char *why, 
     return 0;
 }
 
-/* Maps a descr to a dtype and whether the file's bytes are little-endian. */
+/* Maps a descr to a dtype and whether the file's bytes are little-endian. Returns 0, -1 for
+ * an unsupported descr, or -2 for a big-endian int32 ('>i4'), which is not read (numpy writes
+ * '<i4' on every little-endian machine; a '>i4' file is almost always a mistake). */
 static int dtype_from_descr(const char *descr, coopreduce_dtype *dtype, int *file_little_endian)
 {
+    if (strcmp(descr, "<i4") == 0) {
+        *dtype = COOPREDUCE_INT32;
+        *file_little_endian = 1;
+        return 0;
+    }
+    if (strcmp(descr, ">i4") == 0)
+        return -2;
     if (strlen(descr) != 3 || descr[1] != 'f')
         return -1;
     switch (descr[0]) {
@@ -560,14 +595,19 @@ int cr_npy_read(const char *path, cr_npy_array *out, char *err, size_t errlen)
     coopreduce_dtype dtype;
     int file_le;
     if (!h.descr_is_string) {
-        set_err(err, errlen,
-                "unsupported dtype (structured) in %s (supported: float32 '<f4', float64 '<f8')",
-                path);
+        set_err(err, errlen, "unsupported dtype (structured) in %s (supported: " SUPPORTED_DTYPES
+                ")", path);
         goto done;
     }
-    if (dtype_from_descr(h.descr, &dtype, &file_le) != 0) {
+    int drc = dtype_from_descr(h.descr, &dtype, &file_le);
+    if (drc == -2) {
         set_err(err, errlen,
-                "unsupported dtype '%s' in %s (supported: float32 '<f4', float64 '<f8')",
+                "unsupported dtype '>i4' in %s: big-endian int32 is not supported, only "
+                "little-endian '<i4' (numpy: a.astype('<i4'))", path);
+        goto done;
+    }
+    if (drc != 0) {
+        set_err(err, errlen, "unsupported dtype '%s' in %s (supported: " SUPPORTED_DTYPES ")",
                 h.descr, path);
         goto done;
     }
@@ -750,11 +790,12 @@ int cr_npy_write(const char *path, const void *data, uint64_t n, coopreduce_dtyp
     if (err != NULL && errlen > 0)
         err[0] = '\0';
     size_t elem = elem_size(dtype);
+    const char *descr = dtype_descr(dtype);
     if (path == NULL || (data == NULL && n > 0)) {
         set_err(err, errlen, "cr_npy_write: NULL argument");
         return -1;
     }
-    if (elem == 0) {
+    if (elem == 0 || descr == NULL) {
         set_err(err, errlen, "%s: unsupported dtype %d", path, (int)dtype);
         return -1;
     }
@@ -769,7 +810,7 @@ int cr_npy_write(const char *path, const void *data, uint64_t n, coopreduce_dtyp
     char dict[128];
     int dict_len = snprintf(dict, sizeof dict,
                             "{'descr': '%s', 'fortran_order': False, 'shape': (%llu,), }",
-                            dtype == COOPREDUCE_FLOAT32 ? "<f4" : "<f8", (unsigned long long)n);
+                            descr, (unsigned long long)n);
     size_t preamble = NPY_MAGIC_LEN + 2 + 2;
     size_t unpadded = preamble + (size_t)dict_len + 1; /* + '\n' */
     size_t total = (unpadded + NPY_ALIGNMENT - 1) / NPY_ALIGNMENT * NPY_ALIGNMENT;

@@ -1,0 +1,48 @@
+/* gpu_state.h — the GPU handle's state, shared by gpu_host.c (the canonical sum, workspace,
+ * pointer checks) and methods_host.c (the tutorial methods). C only. */
+#ifndef COOPREDUCE_GPU_STATE_H
+#define COOPREDUCE_GPU_STATE_H
+
+#include <cuda_runtime_api.h>
+#include "internal.h"
+
+/* Pointers already found to be device or managed memory of this GPU (gpu_host.c says why). */
+#define CR_POINTER_CACHE 8
+
+struct cr_gpu_state {
+    int sm_count;
+    int cc_major;                 /* compute capability */
+    int cooperative_launch;       /* device attributes, before any testing mask */
+    int cluster_launch;
+    uint64_t l2_bytes;
+    const void *checked[CR_POINTER_CACHE];
+    unsigned int checked_next;
+    int blocks_per_sm[2];         /* per dtype, from the occupancy calculator */
+    void *partials;               /* device: partial sums of levels 1 .. L-1 */
+    size_t partials_bytes;
+    void *counters;               /* device: group counters, all zero between launches */
+    size_t counters_bytes;
+    void *host_slot;              /* pinned, mapped host memory for coopreduce_sum_to_host: */
+    void *host_slot_dev;          /*   the value at offset 0, the flag at HOST_FLAG_OFFSET */
+    unsigned int seq;             /* the flag value of the last host-result call */
+    /* The tutorial methods' workspace (methods_host.c), allocated on first use. */
+    void *m_partials;             /* device: 8-byte slots, one per block */
+    size_t m_partials_bytes;
+    void *m_ticket;               /* device: 256 zeroed bytes; methods leave it zero */
+    void *m_out;                  /* device: 8-byte result slot for host-result calls */
+    void *m_host;                 /* pinned host: the `block` method's partials */
+    size_t m_host_bytes;
+};
+
+cudaError_t cr_gpu_use_device(int ordinal);
+coopreduce_status cr_cuda_fail(coopreduce_handle *h, cudaError_t e, const char *what);
+coopreduce_status cr_gpu_check_pointer(coopreduce_handle *h, const void *p, const char *name);
+/* The tutorial methods, and the GPU int32 sum (methods_host.c). Arguments validated, n >= 1 or
+ * n == 0 both handled. */
+coopreduce_status cr_gpu_sum_method(coopreduce_handle *h, const void *x, void *result,
+                                    uint64_t n, coopreduce_dtype dtype, void *stream,
+                                    int to_host);
+coopreduce_status cr_gpu_method_reserve(coopreduce_handle *h, uint64_t n);
+void cr_gpu_method_free(struct cr_gpu_state *g);
+
+#endif
