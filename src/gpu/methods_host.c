@@ -126,6 +126,13 @@ coopreduce_status cr_gpu_sum_method(coopreduce_handle *h, const void *x, void *r
     if (!to_host && (s = cr_gpu_check_pointer(h, result, "result"))) return s;
     cudaError_t e = cr_gpu_use_device(h->device);
     if (e != cudaSuccess) return cr_cuda_fail(h, e, "selecting the GPU");
+    /* A method this GPU cannot run fails before anything is enqueued: *result stays as it was.
+     * (cluster.cu checks the same again, for its own callers.) */
+    if (m == COOPREDUCE_METHOD_CLUSTER && !cr_gpu_has_feature(h, COOPREDUCE_FEATURE_CLUSTERS))
+        return cr_fail(h, COOPREDUCE_ERROR_NOT_SUPPORTED, "method cluster: %s",
+                       (h->disabled & COOPREDUCE_FEATURE_CLUSTERS)
+                           ? "thread-block clusters disabled for testing"
+                           : "thread-block clusters need compute capability 9.0 or newer");
     if ((s = ensure(h, n))) return s;
 
     cr_method_report r;

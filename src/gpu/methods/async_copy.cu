@@ -318,34 +318,23 @@ template <typename T> int launch_pipeline(const cr_method_args *a, cr_method_rep
     }
 }
 
-void reset_report(cr_method_report *r)
-{
-    r->blocks = 0;
-    r->threads = kThreads;
-    r->launches = 0;
-    r->cooperative = 0;
-    r->fell_back = 0;
-    r->cluster_size = 0;
-    r->notice[0] = '\0';
-}
-
 } // namespace
 
 extern "C" int cr_method_async(const cr_method_args *a, cr_method_report *r)
 {
-    reset_report(r);
+    r->threads = kThreads;
     return CRM_DISPATCH(a->dtype, launch_async, a, r);
 }
 
 extern "C" int cr_method_barrier(const cr_method_args *a, cr_method_report *r)
 {
-    reset_report(r);
+    r->threads = kThreads;
     return CRM_DISPATCH(a->dtype, launch_barrier, a, r);
 }
 
 extern "C" int cr_method_pipeline(const cr_method_args *a, cr_method_report *r)
 {
-    reset_report(r);
+    r->threads = kThreads;
     if (a->stages < 1 || a->stages > kMaxStages) return (int)cudaErrorInvalidValue;
     return CRM_DISPATCH(a->dtype, launch_pipeline, a, r);
 }

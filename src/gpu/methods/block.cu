@@ -81,12 +81,6 @@ int launch_block(const cr_method_args *a, cr_method_report *r)
 
 extern "C" int cr_method_block(const cr_method_args *a, cr_method_report *r)
 {
-    r->blocks = 0;
     r->threads = CR_METHOD_THREADS;
-    r->launches = 0;
-    r->cooperative = 0;
-    r->fell_back = 0;
-    r->cluster_size = 0;
-    r->notice[0] = '\0';
     return CRM_DISPATCH(a->dtype, launch_block, a, r);
 }

@@ -7,7 +7,7 @@
  * CR_METHOD_UNSUPPORTED (< 0) when the GPU (or a disabled feature) cannot run the method, with
  * the reason in r->notice. It enqueues work on a->stream and never synchronises the host.
  *
- * The host code has already: validated the arguments, made the GPU current, handled n == 0,
+ * The host code has already: zeroed *r, validated the arguments, made the GPU current, handled n == 0,
  * zeroed *a->out (so methods that finish with atomics can add into it), and sized the
  * workspace as cr_method_partials_needed() says. */
 #ifndef COOPREDUCE_GPU_METHODS_H
