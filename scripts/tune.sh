@@ -23,15 +23,17 @@ done
 wait
 for v in "$@"; do
   name=${v%%=*}
-  "build-tune-$name/coopreduce" bench --n "$N" --no-host-latency --batches 9 > "$LOG/$name.md" 2>/dev/null ||
-    echo "bench of $name failed"
-  "build-tune-$name/coopreduce" bench --n 2^20 --dtype f32 --batches 5 > "$LOG/$name.host.md" 2>/dev/null
+  "build-tune-$name/coopreduce" bench --method canonical --no-extras --n "$N" --no-host-latency \
+    --batches 9 > "$LOG/$name.md" 2>/dev/null || echo "bench of $name failed"
+  "build-tune-$name/coopreduce" bench --method canonical --no-extras --n 2^20 --dtype f32 \
+    --batches 5 > "$LOG/$name.host.md" 2>/dev/null
 done
 echo "canonical speed vs CUB (x CUB) and % of float4-read ceiling, per variant:"
 for v in "$@"; do
   name=${v%%=*}
   printf '%-12s' "$name"
-  awk -F'|' '$5 ~ /canonical/ && $6 ~ /gpu_us/ {gsub(/ /,"",$2); gsub(/ /,"",$4); printf " %s/%s:%sx(%s%%)", $4=="float32"?"f32":"f64", $2, $11+0, $10+0}' "$LOG/$name.md"
-  awk -F'|' '$5 ~ /canonical_to_host/ {h=$7+0} $5 ~ /empty_launch/ {e=$7+0} END {if (e) printf "  host2^20: %.2fus = %.2fx launch+sync", h, h/e}' "$LOG/$name.host.md"
+  # columns: | N | bytes | dtype | method | deterministic | timing | median us | noise | GB/s | % | x CUB |
+  awk -F'|' '$5 ~ /canonical/ && $7 ~ /gpu_us/ {gsub(/ /,"",$2); gsub(/ /,"",$4); printf " %s/%s:%sx(%s%%)", $4=="float32"?"f32":"f64", $2, $12+0, $11+0}' "$LOG/$name.md"
+  awk -F'|' '$5 ~ /canonical_to_host/ {h=$8+0} $5 ~ /empty_launch/ {e=$8+0} END {if (e) printf "  host2^20: %.2fus = %.2fx launch+sync", h, h/e}' "$LOG/$name.host.md"
   echo
 done

@@ -439,6 +439,12 @@ static int distinct_results(gpu_ctx *c, const coopreduce_method *methods, int nm
     return 0;
 }
 
+/* --stages: the pipeline method once per listed stage count ("pipeline/S" rows). */
+static int stages[8], nstages;
+static const char *const stage_names[9] = {"", "pipeline/1", "pipeline/2", "pipeline/3",
+                                            "pipeline/4", "pipeline/5", "pipeline/6",
+                                            "pipeline/7", "pipeline/8"};
+
 static int bench_gpu(int ordinal, const uint64_t *ns, int nn, const int *dtypes, int nd,
                      const coopreduce_method *methods, int nm, int batches, int cold,
                      int host_latency, int extras)
@@ -501,14 +507,24 @@ static int bench_gpu(int ordinal, const uint64_t *ns, int nn, const int *dtypes,
                 int sel = select_method(h, methods[k], nmax, dt, x, out);
                 if (sel < 0) goto fail;
                 if (sel > 0) continue;
-                double noise_m, t = time_method(&c, M_LIBRARY, batches, cold, flush, flush_bytes, &noise_m);
-                if (t < 0) goto fail;
-                row_t *r = add_row(ns[i], dname, coopreduce_method_name(methods[k]), timing, t, noise_m, bytes);
-                if (r) {
-                    r->ceiling_us = us[M_READ];
-                    r->ref_us = us[M_CUB];
-                    r->det = coopreduce_method_deterministic(methods[k], (coopreduce_dtype)dt);
+                /* pipeline: once per --stages value (its default of 4 without the option) */
+                int variants = methods[k] == COOPREDUCE_METHOD_PIPELINE && nstages ? nstages : 1;
+                for (int v = 0; v < variants; v++) {
+                    const char *name = coopreduce_method_name(methods[k]);
+                    if (variants > 1 || nstages) {
+                        CKS(coopreduce_set_stages(h, stages[v]));
+                        name = stage_names[stages[v]];
+                    }
+                    double noise_m, t = time_method(&c, M_LIBRARY, batches, cold, flush, flush_bytes, &noise_m);
+                    if (t < 0) goto fail;
+                    row_t *r = add_row(ns[i], dname, name, timing, t, noise_m, bytes);
+                    if (r) {
+                        r->ceiling_us = us[M_READ];
+                        r->ref_us = us[M_CUB];
+                        r->det = coopreduce_method_deterministic(methods[k], (coopreduce_dtype)dt);
+                    }
                 }
+                if (nstages) CKS(coopreduce_set_stages(h, 4));
                 if (host_latency && methods[k] == COOPREDUCE_METHOD_CANONICAL) {
                     double hn[4], hu[4];
                     for (int w = 0; w < 4; w++) {
@@ -553,7 +569,8 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: coopreduce bench [--device gpu|gpu:K|cpu] [--quick] [--n LIST] [--dtype LIST]\n"
         "                        [--method LIST|all] [--batches B] [--cold] [--no-host-latency]\n"
-        "                        [--no-extras] [--threads T] [--json FILE] [--csv FILE]\n"
+        "                        [--no-extras] [--stages LIST] [--threads T] [--json FILE]\n"
+        "                        [--csv FILE]\n"
         "  GPU: every selected coopreduce method against CUB DeviceReduce::Sum, a float4 read\n"
         "  kernel (the bandwidth ceiling), an empty kernel (the launch floor) and a device-to-\n"
         "  device copy, all in the same run; the latency of a canonical result on the host; then\n"
@@ -563,7 +580,8 @@ static void usage(FILE *f)
         "  --n takes a comma list (e.g. 2^20,2^24,1048576). Default GPU sweep: 2^10 .. 2^28 in\n"
         "  steps of 2^2 (2^20 = 1,048,576 included); --quick: 2^16,2^20,2^24,2^28 and 5 batches.\n"
         "  --dtype: comma list of f32, f64, i32 (default f32,f64). --method: comma list of method\n"
-        "  names (coopreduce info lists them) or all (the default).\n"
+        "  names (coopreduce info lists them) or all (the default). --stages 1,2,4,8: the pipeline\n"
+        "  method once per stage count (rows pipeline/S).\n"
         "  Markdown tables on stdout, progress on stderr.\n");
 }
 
@@ -606,6 +624,17 @@ int cli_bench_main(int argc, char **argv)
         else if (!strcmp(a, "--no-extras")) extras = 0;
         else if (!strcmp(a, "--n") && v) { if (parse_n_list(v, ns, &nn)) { fprintf(stderr, "coopreduce: bad --n list '%s'\n", v); return 2; } i++; }
         else if (!strcmp(a, "--method") && v) { if (parse_methods(v, methods, &nm)) return 2; i++; }
+        else if (!strcmp(a, "--stages") && v) {
+            char buf[64];
+            snprintf(buf, sizeof buf, "%s", v);
+            nstages = 0;
+            for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+                int st = atoi(tok);
+                if (st < 1 || st > 8 || nstages >= 8) { fprintf(stderr, "coopreduce: bench: --stages takes a comma list of 1..8\n"); return 2; }
+                stages[nstages++] = st;
+            }
+            i++;
+        }
         else if (!strcmp(a, "--dtype") && v) {
             nd = 0;
             if (strstr(v, "f32")) dtypes[nd++] = COOPREDUCE_FLOAT32;

@@ -46,7 +46,8 @@ namespace cg = cooperative_groups;
  *    in L2 always use __ldg: a last-use hint there makes L2 drop data a caller may read again
  *    (float64 2^22, 32 MB, back to back on an H100: 0.65x CUB with __ldlu, L2-resident CUB).
  *  CR_TUNE_FENCE 0: __threadfence (fence.sc.gpu); 1: fence.acq_rel.gpu, all the ticket
- *    protocol needs (release before the ticket, acquire after it).
+ *    protocol needs (release before the ticket, acquire after it); 2: no fences, the ticket
+ *    itself an acq_rel atomic (atom.acq_rel.gpu).
  * Measured 2026-11-22 on an H100 (scripts/tune.sh, docs/PERF.md), canonical time vs CUB at 2^28:
  *   per-warp sub-ranges 0.95x (f32) / 0.96x (f64); interleaved 0.98x / 0.99x; interleaved with
  *   __ldcs 0.98x / 0.99x; with __ldlu 0.99x / 1.00x (98.4% / 99.7% of the float4-read ceiling).
@@ -91,6 +92,33 @@ __device__ __forceinline__ void fence_gpu()
     asm volatile("fence.acq_rel.gpu;" ::: "memory");
 #else
     __threadfence();
+#endif
+}
+
+/* The ticket protocol's three steps: release (the partials stored before are visible before
+ * the ticket), the ticket itself, acquire (for the thread that completed a group: the group's
+ * partials are visible after it). CR_TUNE_FENCE 2 folds them into one acq_rel atomic per
+ * ticket instead of fence + atomic + fence. */
+__device__ __forceinline__ void ticket_release()
+{
+#if CR_TUNE_FENCE != 2
+    fence_gpu();
+#endif
+}
+__device__ __forceinline__ void ticket_acquire()
+{
+#if CR_TUNE_FENCE != 2
+    fence_gpu();
+#endif
+}
+__device__ __forceinline__ unsigned int ticket_add(unsigned int *p, unsigned int v)
+{
+#if CR_TUNE_FENCE == 2
+    unsigned int old;
+    asm volatile("atom.acq_rel.gpu.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    return old;
+#else
+    return atomicAdd(p, v);
 #endif
 }
 
@@ -382,11 +410,11 @@ __device__ __noinline__ void climb(const cg::thread_block_tile<32> &warp, const 
         unsigned int done = 0;
         if (warp.thread_rank() == 0) {
             P.partials[k][idx] = v;
-            fence_gpu(); /* release: the partial is visible before the ticket */
-            done = atomicAdd(&P.counters[k + 1][group], 1u) + 1;
+            ticket_release(); /* the partial is visible before the ticket */
+            done = ticket_add(&P.counters[k + 1][group], 1u) + 1;
             if (done == size) {
                 P.counters[k + 1][group] = 0; /* ready for the next launch */
-                fence_gpu();                   /* acquire: the group's partials */
+                ticket_acquire();              /* the group's partials */
             }
         }
         if (warp.shfl(done, 0) != size) return;
@@ -539,19 +567,19 @@ __global__ void __launch_bounds__(kThreads, Layout<T>::kMinBlocks * 8 / kWarpsPe
         if (block.thread_rank() == 0) {
             /* Release, cumulative: the block's partials (ordered before this thread by the
              * barrier) are visible before its tickets. */
-            fence_gpu();
+            ticket_release();
             int nd = 0;
             for (uint64_t g = g0; g <= g_last && g < g0 + kBatch; g++) {
                 const uint64_t lo = g * C > b0 ? g * C : b0;
                 const uint64_t hi = (g + 1) * C < b1 ? (g + 1) * C : b1;
                 const unsigned int mine = (unsigned int)(hi - lo);
                 const unsigned int size = (unsigned int)group_size(P, 1, g);
-                if (atomicAdd(&P.counters[2][g], mine) + mine == size) {
+                if (ticket_add(&P.counters[2][g], mine) + mine == size) {
                     P.counters[2][g] = 0; /* ready for the next launch */
                     done_groups[nd++] = g;
                 }
             }
-            if (nd) fence_gpu(); /* acquire: the completed groups' partials */
+            if (nd) ticket_acquire(); /* the completed groups' partials */
             n_done = nd;
         }
         block.sync(); /* hands the acquired groups to the block's warps */
