@@ -41,13 +41,16 @@ def main():
     if not series:
         sys.exit(f"plot_bench.py: no rows with timing '{args.timing}' in {args.bench_json}")
     dtypes = sorted(series)
-    fig, axes = plt.subplots(1, len(dtypes), figsize=(7.5 * len(dtypes), 5.5), squeeze=False)
-    cmap = plt.get_cmap("tab20")
-    for ax, dt in zip(axes[0], dtypes):
+    fig, axes = plt.subplots(len(dtypes), 1, figsize=(9, 5.2 * len(dtypes)), squeeze=False)
+    # Colours for the other methods: none of them the blue of canonical or the red of CUB.
+    palette = ["tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:gray",
+               "tab:olive", "tab:cyan", "gold", "darkblue", "lime", "magenta", "teal"]
+    for ax, dt in zip(axes[:, 0], dtypes):
         methods = [m for m in sorted(series[dt]) if m not in REFERENCES]
         for i, m in enumerate(methods):
             pts = sorted(series[dt][m])
-            style = dict(lw=2.5, color="tab:blue") if m == "canonical" else dict(lw=1.2, color=cmap(i % 20))
+            style = (dict(lw=2.8, color="tab:blue") if m == "canonical"
+                     else dict(lw=1.2, color=palette[i % len(palette)]))
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=m, **style)
         for m, (color, label) in REFERENCES.items():
             if m in series[dt]:
@@ -63,7 +66,7 @@ def main():
         ax.legend(fontsize=7, ncol=2, loc="lower right")
     fig.suptitle(args.title or f"coopreduce bench — {data.get('device_name') or data.get('device', '')}")
     fig.tight_layout()
-    fig.savefig(args.out_png, dpi=110)
+    fig.savefig(args.out_png, dpi=80)
     print(f"wrote {args.out_png}")
 
 

@@ -508,10 +508,11 @@ static int bench_gpu(int ordinal, const uint64_t *ns, int nn, const int *dtypes,
                 if (sel < 0) goto fail;
                 if (sel > 0) continue;
                 /* pipeline: once per --stages value (its default of 4 without the option) */
-                int variants = methods[k] == COOPREDUCE_METHOD_PIPELINE && nstages ? nstages : 1;
+                int staged = methods[k] == COOPREDUCE_METHOD_PIPELINE && nstages;
+                int variants = staged ? nstages : 1;
                 for (int v = 0; v < variants; v++) {
                     const char *name = coopreduce_method_name(methods[k]);
-                    if (variants > 1 || nstages) {
+                    if (staged) {
                         CKS(coopreduce_set_stages(h, stages[v]));
                         name = stage_names[stages[v]];
                     }
@@ -524,7 +525,7 @@ static int bench_gpu(int ordinal, const uint64_t *ns, int nn, const int *dtypes,
                         r->det = coopreduce_method_deterministic(methods[k], (coopreduce_dtype)dt);
                     }
                 }
-                if (nstages) CKS(coopreduce_set_stages(h, 4));
+                if (staged) CKS(coopreduce_set_stages(h, 4));
                 if (host_latency && methods[k] == COOPREDUCE_METHOD_CANONICAL) {
                     double hn[4], hu[4];
                     for (int w = 0; w < 4; w++) {
