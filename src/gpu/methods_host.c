@@ -140,9 +140,15 @@ coopreduce_status cr_gpu_sum_method(coopreduce_handle *h, const void *x, void *r
     /* Where the device result goes: the caller's memory, or our slot, copied back after. */
     void *out = to_host ? g->m_out : result;
     (void)cudaGetLastError(); /* a stale error must not be taken for this call's */
-    e = cudaMemsetAsync(out, 0, rs, st); /* the empty sum, and the atomics' starting value */
-    if (e != cudaSuccess) return cr_cuda_fail(h, e, "zeroing the result");
-    r.launches = 1;
+    /* The empty sum, or the starting value of the methods that add into *out with atomics
+     * (canonical's int32 sum is vec4int's kernel). The others store the result themselves. */
+    int zero_first = n == 0 || m == COOPREDUCE_METHOD_GRID || m == COOPREDUCE_METHOD_VEC4INT ||
+                     m == COOPREDUCE_METHOD_CANONICAL;
+    if (zero_first) {
+        e = cudaMemsetAsync(out, 0, rs, st);
+        if (e != cudaSuccess) return cr_cuda_fail(h, e, "zeroing the result");
+        r.launches = 1;
+    }
     int host_sync = 0;
     if (n > 0) {
         cr_method_args a;

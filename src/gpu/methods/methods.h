@@ -7,9 +7,11 @@
  * CR_METHOD_UNSUPPORTED (< 0) when the GPU (or a disabled feature) cannot run the method, with
  * the reason in r->notice. It enqueues work on a->stream and never synchronises the host.
  *
- * The host code has already: zeroed *r, validated the arguments, made the GPU current, handled n == 0,
- * zeroed *a->out (so methods that finish with atomics can add into it), and sized the
- * workspace as cr_method_partials_needed() says. */
+ * The host code has already: zeroed *r, validated the arguments, made the GPU current, handled
+ * n == 0, sized the workspace as cr_method_partials_needed() says, and, for the methods that
+ * finish with atomics (grid, vec4int), zeroed *a->out in stream order so they can add into it.
+ * Every other method must store *a->out itself (a memset is a whole extra operation on the
+ * stream: 1-2 us at small n, docs/PERF.md run 11). */
 #ifndef COOPREDUCE_GPU_METHODS_H
 #define COOPREDUCE_GPU_METHODS_H
 
@@ -32,7 +34,7 @@ typedef struct {
     int dtype;               /* coopreduce_dtype: COOPREDUCE_FLOAT32, _FLOAT64 or _INT32 */
     const void *x;           /* n elements, aligned to the element size, maybe not to 16 bytes */
     uint64_t n;              /* >= 1 */
-    void *out;               /* device: the result, zeroed: float, double, or int64_t for INT32 */
+    void *out;               /* device: the result: float, double, or int64_t for INT32 */
     void *partials;          /* device: cr_method_partials_needed() slots of 8 bytes each */
     unsigned int *ticket;    /* device: zero on entry; the method leaves it zero */
     int sm_count;
