@@ -205,7 +205,8 @@ coopreduce_status coopreduce_destroy(coopreduce_handle *handle);
 /* -1 for a CPU handle, else the GPU ordinal. Returns -2 for NULL. */
 int coopreduce_handle_device(const coopreduce_handle *handle);
 
-/* Grows the handle's workspace so that sums of up to n elements of `dtype` allocate nothing.
+/* Grows the handle's workspace so that sums of up to n elements of `dtype` with the handle's
+ * current method allocate nothing (set the method first).
  * A sum larger than the workspace grows it itself, which allocates (and, on a GPU, synchronises
  * the device): call this once up front to keep allocation off the hot path. The workspace is
  * about n/1024 bytes for float32 and n/256 bytes for float64, and is kept until the handle is
@@ -260,7 +261,19 @@ coopreduce_status coopreduce_last_launch(const coopreduce_handle *handle,
 
 /* ---- Sum ---------------------------------------------------------------------------------- */
 
-/* The sum of x[0..n) in canonical order v1, written to *result (one element of `dtype`).
+/* The sum of x[0..n), written to *result: one element of `dtype`, or an int64_t for
+ * COOPREDUCE_INT32 (the exact sum; n is limited to 2^32 int32 elements, where an int64 cannot
+ * overflow). With the handle's method:
+ *   CANONICAL (the default): canonical order v1, the same bits on every GPU and on the CPU.
+ *   any other method (GPU handles only): the tutorial algorithm docs/METHODS.md describes. Its
+ *     floating-point bits depend on the GPU and the grid, and for GRID and VEC4INT on the run;
+ *     it may enqueue more than one kernel or a memset; BLOCK adds its partials on the host, so
+ *     it waits for the stream (it is synchronous). These methods start from +0.0 (the sum of
+ *     [-0.0] is +0.0) and pass NaN payloads through as the hardware does. The error bound of
+ *     each is in docs/METHODS.md. CLUSTER fails with COOPREDUCE_ERROR_NOT_SUPPORTED, enqueueing
+ *     nothing, on a GPU without thread-block clusters.
+ * What follows describes the canonical method; "one kernel launch" and "no host
+ * synchronisation" hold for it (and the other methods but BLOCK enqueue without waiting).
  *
  * GPU handle: x and result are device memory the GPU can address (cudaMalloc, managed, or
  *   mapped pinned host memory). The call is asynchronous: it returns once the work is enqueued
@@ -275,21 +288,25 @@ coopreduce_status coopreduce_last_launch(const coopreduce_handle *handle,
  *   runs in IEEE round-to-nearest with subnormals kept, whatever the calling thread's rounding
  *   mode or flush-to-zero settings, which are restored before the call returns.
  *
- * Fails with COOPREDUCE_ERROR_INVALID_ARGUMENT (NULL handle, x NULL while n > 0, result NULL),
- * COOPREDUCE_ERROR_UNSUPPORTED_DTYPE, COOPREDUCE_ERROR_MISALIGNED (x or result not aligned to the
- * element size), COOPREDUCE_ERROR_NOT_DEVICE_MEMORY (GPU handle given host or foreign memory),
- * COOPREDUCE_ERROR_OUT_OF_MEMORY (growing the workspace), COOPREDUCE_ERROR_CUDA. On failure
- * nothing is enqueued and *result is not written. */
+ * Fails with COOPREDUCE_ERROR_INVALID_ARGUMENT (NULL handle, x NULL while n > 0, result NULL,
+ * more than 2^32 int32 elements), COOPREDUCE_ERROR_UNSUPPORTED_DTYPE, COOPREDUCE_ERROR_MISALIGNED
+ * (x not aligned to the element size, result not aligned to the result size),
+ * COOPREDUCE_ERROR_NOT_DEVICE_MEMORY (GPU handle given host or foreign memory),
+ * COOPREDUCE_ERROR_NOT_SUPPORTED (see CLUSTER above), COOPREDUCE_ERROR_OUT_OF_MEMORY (growing
+ * the workspace), COOPREDUCE_ERROR_CUDA. On failure nothing is enqueued and *result is not
+ * written. */
 coopreduce_status coopreduce_sum(const void *x, void *result, uint64_t n, coopreduce_dtype dtype,
                                  coopreduce_handle *handle, void *stream);
 
-/* The same sum, returned to host memory with the least latency: the kernel writes the result
+/* The same sum, returned to host memory with the least latency. For the canonical float sums
+ * (what the rest of this comment describes): the kernel writes the result
  * straight into pinned, mapped host memory owned by the handle, then a flag that the calling
  * thread spins on, and the call returns as soon as the result has arrived (the grid may still
  * be retiring; later work on `stream` is ordered after it as usual). The sum is enqueued after
  * earlier work on `stream`, so that work is finished too. The calling thread spins on the flag
  * (a CPU core is busy while it waits). x is device memory for a GPU handle, host memory for a
- * CPU handle; result_host is plain host memory. Fails as coopreduce_sum() does, and with
+ * CPU handle; result_host is plain host memory. The other methods, and int32 sums, copy the
+ * device result back and synchronise the stream. Fails as coopreduce_sum() does, and with
  * COOPREDUCE_ERROR_CUDA if earlier work on the stream failed. */
 coopreduce_status coopreduce_sum_to_host(const void *x, void *result_host, uint64_t n,
                                          coopreduce_dtype dtype, coopreduce_handle *handle,

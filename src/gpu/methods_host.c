@@ -5,8 +5,8 @@
  * The tutorial methods are for comparison and teaching (docs/METHODS.md); the canonical sum in
  * gpu_host.c is the fast, deterministic default. So the host-result path here is the plain one
  * (a copy and a stream synchronisation), not canonical's mapped-memory flag. The GPU int32 sum
- * of the canonical method also comes here: integer sums are exact in any order, and vec4int's
- * kernel (16-byte loads, one 64-bit integer atomic per block) is the simplest fast one. */
+ * of the canonical method also comes here: integer sums are exact in any order, so it borrows
+ * the fastest tutorial kernel for the size (canonical_int32). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +15,24 @@
 
 typedef int (*method_launcher)(const cr_method_args *, cr_method_report *);
 
-/* Indexed by coopreduce_method; CANONICAL's entry serves int32 only (see above). */
+/* Indexed by coopreduce_method; CANONICAL's entry serves int32 only (see canonical_int32). */
 static const method_launcher launchers[] = {
-    cr_method_vec4int,  cr_method_block,      cr_method_grid,    cr_method_gridsync,
+    NULL,               cr_method_block,      cr_method_grid,    cr_method_gridsync,
     cr_method_twopass,  cr_method_cluster,    cr_method_cgreduce, cr_method_vec4int,
     cr_method_multilevel, cr_method_async,    cr_method_barrier, cr_method_pipeline,
 };
+
+/* canonical int32: up to 2^22 elements cgreduce's kernel (one launch, no memset: 5.3-6.6 us from
+ * 2^10 to 2^20 on an H100, against 7.1-7.5 us for memset + vec4int); above, vec4int's (one
+ * 64-bit atomic per block: 96-100% of the float4-read ceiling at 2^24-2^28, cgreduce 90-99%).
+ * docs/PERF.md, run 12. */
+#define CR_INT32_VEC4INT_FROM (1ull << 22)
+static int canonical_int32_uses_atomics(uint64_t n) { return n > CR_INT32_VEC4INT_FROM; }
+
+static int canonical_int32(const cr_method_args *a, cr_method_report *r)
+{
+    return canonical_int32_uses_atomics(a->n) ? cr_method_vec4int(a, r) : cr_method_cgreduce(a, r);
+}
 
 void cr_gpu_method_free(struct cr_gpu_state *g)
 {
@@ -141,9 +153,9 @@ coopreduce_status cr_gpu_sum_method(coopreduce_handle *h, const void *x, void *r
     void *out = to_host ? g->m_out : result;
     (void)cudaGetLastError(); /* a stale error must not be taken for this call's */
     /* The empty sum, or the starting value of the methods that add into *out with atomics
-     * (canonical's int32 sum is vec4int's kernel). The others store the result themselves. */
+     * (canonical's int32 sum above 2^22 is vec4int's kernel). The others store the result. */
     int zero_first = n == 0 || m == COOPREDUCE_METHOD_GRID || m == COOPREDUCE_METHOD_VEC4INT ||
-                     m == COOPREDUCE_METHOD_CANONICAL;
+                     (m == COOPREDUCE_METHOD_CANONICAL && canonical_int32_uses_atomics(n));
     if (zero_first) {
         e = cudaMemsetAsync(out, 0, rs, st);
         if (e != cudaSuccess) return cr_cuda_fail(h, e, "zeroing the result");
@@ -167,7 +179,7 @@ coopreduce_status cr_gpu_sum_method(coopreduce_handle *h, const void *x, void *r
         a.stream = stream;
         cr_method_report mr;
         memset(&mr, 0, sizeof mr);
-        int rc = launchers[m](&a, &mr);
+        int rc = m == COOPREDUCE_METHOD_CANONICAL ? canonical_int32(&a, &mr) : launchers[m](&a, &mr);
         if (rc == CR_METHOD_UNSUPPORTED)
             return cr_fail(h, COOPREDUCE_ERROR_NOT_SUPPORTED, "method %s: %s",
                            coopreduce_method_name(m), mr.notice);
