@@ -88,7 +88,5 @@ coopreduce_status cr_gpu_reserve(coopreduce_handle *h, uint64_t n, coopreduce_dt
  * h->method: canonical float sums here, the rest in src/gpu/methods_host.c. */
 coopreduce_status cr_gpu_sum(coopreduce_handle *h, const void *x, void *result, uint64_t n,
                              coopreduce_dtype dtype, void *stream, int to_host);
-/* 1 when the handle's GPU can launch cooperatively / with clusters (features not disabled). */
-int cr_gpu_has_feature(const coopreduce_handle *h, unsigned int feature);
 
 #endif

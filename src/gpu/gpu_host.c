@@ -174,6 +174,8 @@ coopreduce_status cr_gpu_create(coopreduce_handle *h, int ordinal)
     g->l2_bytes = (uint64_t)l2;
     e = cudaDeviceGetAttribute(&g->cc_major, cudaDevAttrComputeCapabilityMajor, ordinal);
     if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&g->cc_minor, cudaDevAttrComputeCapabilityMinor, ordinal);
+    if (e == cudaSuccess)
         e = cudaDeviceGetAttribute(&g->cooperative_launch, cudaDevAttrCooperativeLaunch, ordinal);
     if (e == cudaSuccess && g->cc_major >= 9)
         e = cudaDeviceGetAttribute(&g->cluster_launch, cudaDevAttrClusterLaunch, ordinal);
@@ -236,13 +238,6 @@ coopreduce_status cr_gpu_reserve(coopreduce_handle *h, uint64_t n, coopreduce_dt
     return ensure_workspace(h, n, dtype);
 }
 
-int cr_gpu_has_feature(const coopreduce_handle *h, unsigned int feature)
-{
-    if (h->disabled & feature) return 0;
-    if (feature == COOPREDUCE_FEATURE_COOPERATIVE_LAUNCH) return h->gpu->cooperative_launch;
-    if (feature == COOPREDUCE_FEATURE_CLUSTERS) return h->gpu->cluster_launch;
-    return 0;
-}
 
 /* The GPU must be able to read x (and write result): device memory of this GPU, managed
  * memory, or pinned host memory mapped into its address space. */

@@ -33,5 +33,3 @@ coopreduce_status cr_gpu_sum(coopreduce_handle *h, const void *x, void *result, 
 {
     return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
 }
-
-int cr_gpu_has_feature(const coopreduce_handle *h, unsigned int feature) { return 0; }

@@ -11,7 +11,7 @@
 
 struct cr_gpu_state {
     int sm_count;
-    int cc_major;                 /* compute capability */
+    int cc_major, cc_minor;       /* compute capability */
     int cooperative_launch;       /* device attributes, before any testing mask */
     int cluster_launch;
     uint64_t l2_bytes;

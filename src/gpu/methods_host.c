@@ -34,6 +34,30 @@ static int canonical_int32(const cr_method_args *a, cr_method_report *r)
     return canonical_int32_uses_atomics(a->n) ? cr_method_vec4int(a, r) : cr_method_cgreduce(a, r);
 }
 
+/* 1 when the handle's GPU lacks `feature` (COOPREDUCE_FEATURE_*), or a test disabled it, with
+ * the reason in why; 0 when it may be used. From the attributes read when the handle was made:
+ * nothing is asked of the driver per call. */
+static int feature_missing(const coopreduce_handle *h, unsigned int feature, char *why,
+                           size_t len)
+{
+    const struct cr_gpu_state *g = h->gpu;
+    if (feature == COOPREDUCE_FEATURE_CLUSTERS && g->cc_major < 9)
+        snprintf(why, len,
+                 "thread-block clusters need compute capability 9.0 or newer; this GPU is %d.%d",
+                 g->cc_major, g->cc_minor);
+    else if (feature == COOPREDUCE_FEATURE_CLUSTERS && !g->cluster_launch)
+        snprintf(why, len, "thread-block cluster launch is not supported by this GPU");
+    else if (feature == COOPREDUCE_FEATURE_COOPERATIVE_LAUNCH && !g->cooperative_launch)
+        snprintf(why, len, "not supported by this GPU");
+    else if (h->disabled & feature)
+        snprintf(why, len, feature == COOPREDUCE_FEATURE_CLUSTERS
+                               ? "thread-block clusters disabled for testing"
+                               : "disabled for testing");
+    else
+        return 0;
+    return 1;
+}
+
 void cr_gpu_method_free(struct cr_gpu_state *g)
 {
     /* Called while destroying: errors here cannot be reported better than by the caller's
@@ -138,13 +162,11 @@ coopreduce_status cr_gpu_sum_method(coopreduce_handle *h, const void *x, void *r
     if (!to_host && (s = cr_gpu_check_pointer(h, result, "result"))) return s;
     cudaError_t e = cr_gpu_use_device(h->device);
     if (e != cudaSuccess) return cr_cuda_fail(h, e, "selecting the GPU");
-    /* A method this GPU cannot run fails before anything is enqueued: *result stays as it was.
-     * (cluster.cu checks the same again, for its own callers.) */
-    if (m == COOPREDUCE_METHOD_CLUSTER && !cr_gpu_has_feature(h, COOPREDUCE_FEATURE_CLUSTERS))
-        return cr_fail(h, COOPREDUCE_ERROR_NOT_SUPPORTED, "method cluster: %s",
-                       (h->disabled & COOPREDUCE_FEATURE_CLUSTERS)
-                           ? "thread-block clusters disabled for testing"
-                           : "thread-block clusters need compute capability 9.0 or newer");
+    /* A method this GPU cannot run fails before anything is enqueued: *result stays as it was. */
+    char no_cluster[160], no_coop[160];
+    if (m == COOPREDUCE_METHOD_CLUSTER &&
+        feature_missing(h, COOPREDUCE_FEATURE_CLUSTERS, no_cluster, sizeof no_cluster))
+        return cr_fail(h, COOPREDUCE_ERROR_NOT_SUPPORTED, "method cluster: %s", no_cluster);
     if ((s = ensure(h, n))) return s;
 
     cr_method_report r;
@@ -159,7 +181,6 @@ coopreduce_status cr_gpu_sum_method(coopreduce_handle *h, const void *x, void *r
     if (zero_first) {
         e = cudaMemsetAsync(out, 0, rs, st);
         if (e != cudaSuccess) return cr_cuda_fail(h, e, "zeroing the result");
-        r.launches = 1;
     }
     int host_sync = 0;
     if (n > 0) {
@@ -174,27 +195,22 @@ coopreduce_status cr_gpu_sum_method(coopreduce_handle *h, const void *x, void *r
         a.sm_count = g->sm_count;
         a.blocks = h->grid_blocks;
         a.stages = h->stages;
-        a.allow_cooperative = cr_gpu_has_feature(h, COOPREDUCE_FEATURE_COOPERATIVE_LAUNCH);
-        a.allow_cluster = cr_gpu_has_feature(h, COOPREDUCE_FEATURE_CLUSTERS);
+        a.no_cooperative = feature_missing(h, COOPREDUCE_FEATURE_COOPERATIVE_LAUNCH, no_coop,
+                                           sizeof no_coop) ? no_coop : NULL;
         a.stream = stream;
-        cr_method_report mr;
-        memset(&mr, 0, sizeof mr);
-        int rc = m == COOPREDUCE_METHOD_CANONICAL ? canonical_int32(&a, &mr) : launchers[m](&a, &mr);
+        int rc = m == COOPREDUCE_METHOD_CANONICAL ? canonical_int32(&a, &r) : launchers[m](&a, &r);
         if (rc == CR_METHOD_UNSUPPORTED)
             return cr_fail(h, COOPREDUCE_ERROR_NOT_SUPPORTED, "method %s: %s",
-                           coopreduce_method_name(m), mr.notice);
+                           coopreduce_method_name(m), r.notice);
         if (rc != 0) {
             char what[64];
             snprintf(what, sizeof what, "launching method %s", coopreduce_method_name(m));
             return cr_cuda_fail(h, (cudaError_t)rc, what);
         }
-        mr.launches += r.launches;
-        r = mr;
         if (m == COOPREDUCE_METHOD_BLOCK) {
             /* Partials to the host, wait, add them there: the tutorial's design, and why this
-             * method is synchronous. */
-            size_t acc = dtype == COOPREDUCE_FLOAT32 ? 4 : 8;
-            e = cudaMemcpyAsync(g->m_host, g->m_partials, (size_t)r.blocks * acc,
+             * method is synchronous. A partial has the accumulator's size, the result's. */
+            e = cudaMemcpyAsync(g->m_host, g->m_partials, (size_t)r.blocks * rs,
                                 cudaMemcpyDeviceToHost, st);
             if (e == cudaSuccess) e = cudaStreamSynchronize(st);
             if (e != cudaSuccess) return cr_cuda_fail(h, e, "copying the block partials");
@@ -222,7 +238,7 @@ coopreduce_status cr_gpu_sum_method(coopreduce_handle *h, const void *x, void *r
     h->last.method = m;
     h->last.blocks = r.blocks;
     h->last.threads = r.threads;
-    h->last.launches = r.launches;
+    h->last.launches = r.launches + zero_first; /* the memset is an operation too */
     h->last.cooperative = r.cooperative;
     h->last.fell_back = r.fell_back;
     h->last.cluster_size = r.cluster_size;

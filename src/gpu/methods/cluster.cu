@@ -31,11 +31,11 @@
  * that bound is a multiple of 8, rounding up never passes it. A forced a->blocks is rounded up
  * to a multiple of 8 (at most CR_METHOD_MAX_GRID, itself a multiple of 8).
  *
- * Unsupported (CR_METHOD_UNSUPPORTED, nothing enqueued): a GPU below compute capability 9.0 or
- * without cudaDevAttrClusterLaunch, and a->allow_cluster == 0 (clusters disabled for testing).
- * The GPU is asked first, as grid.cu does for cooperative launch, so the notice tells a GPU
- * without clusters from a test that turned them off. The kernel is still compiled for sm_80
- * (the build's other target) but its body there is a trap: the host never launches it there.
+ * Unsupported: the host (methods_host.c) refuses a GPU below compute capability 9.0 or
+ * without cudaDevAttrClusterLaunch, or with clusters disabled for testing, before calling this
+ * launcher; here only a GPU that cannot schedule one cluster of this kernel returns
+ * CR_METHOD_UNSUPPORTED (nothing enqueued). The kernel is still compiled for sm_80 (the build's
+ * other target) but its body there is a trap: it is never launched there.
  *
  * What it trades:
  *  - Cost: one launch; 16-byte loads; two cluster barriers per block (blocks of a cluster wait
@@ -117,44 +117,10 @@ __global__ void __launch_bounds__(CR_METHOD_THREADS)
 #endif
 }
 
-/* Whether this GPU can launch clusters. *ok = 0 with the notice written when it cannot, or when
- * a->allow_cluster turned them off. */
-cudaError_t clusters_available(const cr_method_args *a, cr_method_report *r, int *ok)
-{
-    int device = 0, major = 0, minor = 0, cluster_launch = 0;
-    *ok = 0;
-    cudaError_t e = cudaGetDevice(&device);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, device);
-    if (e != cudaSuccess) return e;
-    if (major < 9)
-        snprintf(r->notice, sizeof r->notice,
-                 "thread-block clusters need compute capability 9.0 or newer; this GPU is %d.%d",
-                 major, minor);
-    else if (!cluster_launch)
-        snprintf(r->notice, sizeof r->notice,
-                 "thread-block cluster launch is not supported by this GPU (compute capability "
-                 "%d.%d)",
-                 major, minor);
-    else if (!a->allow_cluster)
-        snprintf(r->notice, sizeof r->notice, "thread-block clusters disabled for testing");
-    else
-        *ok = 1;
-    return cudaSuccess;
-}
-
 template <typename T>
 int launch_cluster(const cr_method_args *a, cr_method_report *r)
 {
     typedef typename crm::Traits<T>::Acc Acc;
-    int ok = 0;
-    CRM_TRY(clusters_available(a, r, &ok));
-    if (!ok) return CR_METHOD_UNSUPPORTED;
-
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = kClusterBlocks;

@@ -44,40 +44,18 @@
  *             element, the tail element, then ceil(V/S) vectors each of kVec-1 adds inside the
  *             vector and one into the running sum: 2 + ceil(V/S)*kVec; + 8 (block_sum: 5 + 3)
  *             + ceil(G/256) sequential adds (fixed_order_sum) + 8 (its block_sum). */
+#include <stdio.h>
+
 #include "gpu/methods/common.cuh"
 
 namespace {
 
 /* ---- Shared by both launchers -------------------------------------------------------------- */
 
-/* Copies "cooperative launch unavailable (<why>): <then>" into the notice. */
+/* Writes "cooperative launch unavailable (<why>): <then>" into the notice. */
 void set_fallback_notice(cr_method_report *r, const char *why, const char *then)
 {
-    const char *parts[5] = {"cooperative launch unavailable (", why, "): ", then, ""};
-    size_t k = 0;
-    for (int p = 0; p < 5; ++p)
-        for (const char *c = parts[p]; *c && k + 1 < sizeof r->notice; ++c) r->notice[k++] = *c;
-    r->notice[k] = '\0';
-}
-
-/* Whether this call may launch cooperatively (*ok); if not, *why is the reason for the notice.
- * The device attribute is read even when the handle disabled the feature, so that the notice
- * tells a GPU without cooperative launch from a test that turned it off. */
-cudaError_t cooperative_available(const cr_method_args *a, int *ok, const char **why)
-{
-    int device = 0, supported = 0;
-    *ok = 0;
-    cudaError_t e = cudaGetDevice(&device);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&supported, cudaDevAttrCooperativeLaunch, device);
-    if (e != cudaSuccess) return e;
-    if (!supported)
-        *why = "not supported by this GPU";
-    else if (!a->allow_cooperative)
-        *why = "disabled for testing";
-    else
-        *ok = 1;
-    return cudaSuccess;
+    snprintf(r->notice, sizeof r->notice, "cooperative launch unavailable (%s): %s", why, then);
 }
 
 /* A grid that can be co-resident: what n needs (work items of per_block each), at most
@@ -124,9 +102,6 @@ template <typename T> int grid_launch(const cr_method_args *a, cr_method_report 
     Acc *out = (Acc *)a->out;
     cudaStream_t stream = (cudaStream_t)a->stream;
 
-    int coop = 0;
-    const char *why = "";
-    CRM_TRY(cooperative_available(a, &coop, &why));
     int resident = 0;
     CRM_TRY(crm::resident_blocks(grid_atomic_kernel<T>, CR_METHOD_THREADS, 0, a->sm_count,
                                  &resident));
@@ -137,7 +112,7 @@ template <typename T> int grid_launch(const cr_method_args *a, cr_method_report 
     r->threads = CR_METHOD_THREADS;
     r->launches = 1;
     crm::clear_stale_error();
-    if (coop) {
+    if (!a->no_cooperative) {
         void *params[] = {(void *)&x, (void *)&n, (void *)&out};
         CRM_TRY(cudaLaunchCooperativeKernel((const void *)grid_atomic_kernel<T>, dim3(blocks),
                                             dim3(CR_METHOD_THREADS), params, 0, stream));
@@ -147,7 +122,7 @@ template <typename T> int grid_launch(const cr_method_args *a, cr_method_report 
         CRM_CHECK_LAUNCH();
         r->cooperative = 0;
         r->fell_back = 1;
-        set_fallback_notice(r, why, "launched as an ordinary grid");
+        set_fallback_notice(r, a->no_cooperative, "launched as an ordinary grid");
     }
     return 0;
 }
@@ -211,9 +186,6 @@ template <typename T> int gridsync_launch(const cr_method_args *a, cr_method_rep
     Acc *out = (Acc *)a->out;
     cudaStream_t stream = (cudaStream_t)a->stream;
 
-    int coop = 0;
-    const char *why = "";
-    CRM_TRY(cooperative_available(a, &coop, &why));
     /* The cooperative kernel's residency sizes the grid on both paths, so the fallback runs
      * the grid (and gives the bits) the cooperative launch would have. */
     int resident = 0;
@@ -226,7 +198,7 @@ template <typename T> int gridsync_launch(const cr_method_args *a, cr_method_rep
     r->blocks = blocks;
     r->threads = CR_METHOD_THREADS;
     crm::clear_stale_error();
-    if (coop) {
+    if (!a->no_cooperative) {
         void *params[] = {(void *)&x, (void *)&n, (void *)&partials, (void *)&out};
         CRM_TRY(cudaLaunchCooperativeKernel((const void *)gridsync_kernel<T>, dim3(blocks),
                                             dim3(CR_METHOD_THREADS), params, 0, stream));
@@ -242,7 +214,7 @@ template <typename T> int gridsync_launch(const cr_method_args *a, cr_method_rep
         r->launches = 2;
         r->cooperative = 0;
         r->fell_back = 1;
-        set_fallback_notice(r, why,
+        set_fallback_notice(r, a->no_cooperative,
                             "block partials from an ordinary grid, then a one-block final "
                             "pass (the same bits)");
     }

@@ -8,7 +8,8 @@
  * the reason in r->notice. It enqueues work on a->stream and never synchronises the host.
  *
  * The host code has already: zeroed *r, validated the arguments, made the GPU current, handled
- * n == 0, sized the workspace as cr_method_partials_needed() says, and, for the methods that
+ * n == 0, refused `cluster` on a GPU without thread-block clusters (or with them disabled for
+ * testing), sized the workspace as cr_method_partials_needed() says, and, for the methods that
  * finish with atomics (grid, vec4int), zeroed *a->out in stream order so they can add into it.
  * Every other method must store *a->out itself (a memset is a whole extra operation on the
  * stream: 1-2 us at small n, docs/PERF.md run 11). */
@@ -41,8 +42,8 @@ typedef struct {
     int blocks;              /* 0: the method chooses its grid; > 0: forced (tests), clamped to
                                 what the method can run (co-residency for cooperative launch) */
     int stages;              /* `pipeline` only: 1 .. 8 stages in flight */
-    int allow_cooperative;   /* 0: act as if the GPU could not launch cooperatively (tests) */
-    int allow_cluster;       /* 0: act as if the GPU had no thread-block clusters (tests) */
+    const char *no_cooperative; /* NULL: may launch cooperatively; else why not (the GPU
+                                   lacks it, or a test disabled it), for the notice */
     void *stream;            /* cudaStream_t */
 } cr_method_args;
 
