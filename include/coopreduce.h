@@ -300,11 +300,11 @@ coopreduce_status coopreduce_sum(const void *x, void *result, uint64_t n, coopre
 
 /* The same sum, returned to host memory with the least latency. For the canonical float sums
  * (what the rest of this comment describes): the kernel writes the result
- * straight into pinned, mapped host memory owned by the handle, then a flag that the calling
- * thread spins on, and the call returns as soon as the result has arrived (the grid may still
- * be retiring; later work on `stream` is ordered after it as usual). The sum is enqueued after
- * earlier work on `stream`, so that work is finished too. The calling thread spins on the flag
- * (a CPU core is busy while it waits). x is device memory for a GPU handle, host memory for a
+ * straight into pinned, mapped host memory owned by the handle, tagged with the call's sequence
+ * number, and the call returns as soon as the result has arrived (the grid may still be
+ * retiring; later work on `stream` is ordered after it as usual). The sum is enqueued after
+ * earlier work on `stream`, so that work is finished too. The calling thread spins until the
+ * result arrives (a CPU core is busy while it waits). x is device memory for a GPU handle, host memory for a
  * CPU handle; result_host is plain host memory. The other methods, and int32 sums, copy the
  * device result back and synchronise the stream. Fails as coopreduce_sum() does, and with
  * COOPREDUCE_ERROR_CUDA if earlier work on the stream failed. */

@@ -2,7 +2,9 @@
 # tune.sh — builds the GPU kernel under several tuning-knob settings (src/gpu/canonical.cu,
 # CR_TUNE_*) and benchmarks each in the same run, so their ratios compare. No knob changes a
 # result bit; tests/test_gpu checks the default build. Prints canonical time / CUB time per N.
-# usage: scripts/tune.sh [--n LIST] ["NAME=-DCR_TUNE_X=v ..." ...]
+# usage: scripts/tune.sh [--n LIST] ["NAME=-DCR_TUNE_X=v ..." ...] ["NAME=@DIR" ...]
+#   NAME=@DIR builds another source tree (say, the last commit: git archive HEAD | tar -x -C DIR)
+#   with default flags, to compare versions of the code in one run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 N="2^16,2^20,2^24,2^28"
@@ -14,8 +16,9 @@ fi
 LOG=$PWD/gpu-check-out/tune; mkdir -p "$LOG"
 arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)
 for v in "$@"; do
-  name=${v%%=*}; flags=${v#*=}
-  ( cmake -S . -B "build-tune-$name" -G Ninja -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=Release \
+  name=${v%%=*}; flags=${v#*=}; src=.
+  case "$flags" in @*) src=${flags#@}; flags= ;; esac
+  ( cmake -S "$src" -B "build-tune-$name" -G Ninja -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_CUDA_ARCHITECTURES="$arch" -DCMAKE_CUDA_FLAGS="$flags" > "$LOG/$name.build" 2>&1 &&
     cmake --build "build-tune-$name" --target coopreduce_cli -j 4 >> "$LOG/$name.build" 2>&1 ||
     echo "build of $name failed" ) &

@@ -11,18 +11,22 @@
  * - Each block owns a contiguous, balanced range of level-1 chunks; its warps take them
  *   round-robin, so a block streams one region. The partials of a level are grouped C at a
  *   time, one integer counter per group. After a barrier, one thread per block posts, for each
- *   group its range touches, the number of its chunks in it (release fence before, acquire
- *   fence after); the block that completes a group reduces it (one chunk of partials, read from
- *   L2) and climbs, one ticket per node above level 1. The warp that completes the top node
- *   writes the result. About one ticket per block per launch: no same-address atomic queue and
- *   no fence between chunks.
+ *   group its range touches, the number of its chunks in it; the block that completes a group
+ *   reduces it (one chunk of partials, read from L2, four warps each taking 8 rows) and
+ *   climbs, one ticket per node above level 1. The warp that completes the top node writes the
+ *   result. About one ticket per block per launch: no same-address atomic queue.
+ * - No memory fences: partials are tagged. Every 8-byte word of a stored partial carries the
+ *   launch's tag next to 32 bits of the value (see "Tagged partials" below), and the block that
+ *   completes a group polls the group's words until each carries the tag. A fence before each
+ *   ticket (release) and after the last one (acquire) cost about a quarter of the time at
+ *   mid-size N (docs/PERF.md, run 16); the tags let the ticket overtake the partial's store.
  * - Counters return to zero: the completing thread resets its group's counter, so the workspace
  *   is ready for the next launch in stream order without a memset.
  * - Up to kSmallChunks chunks: one block, one warp per chunk, partials in shared memory, no
  *   tickets at all. Mid-size N (two chunks per block fit in one wave): four warps per chunk,
  *   one 8-row batch each, so the data of a chunk arrives in one round trip.
- * - The host-result path: the top warp writes the value into mapped host memory, fences at
- *   system scope and writes the call's sequence number, which the host spins on.
+ * - The host-result path: the top warp writes the value into mapped host memory in words tagged
+ *   with the call's sequence number, which the host spins on; no system-scope fence.
  *
  * Loads: 16-byte aligned input uses vector loads; an input pointer aligned only to the element
  * size uses scalar loads of the same elements (same tree, same bits); the one ragged chunk of a
@@ -45,21 +49,14 @@ namespace cg = cooperative_groups;
  *    0: __ldg (read-only path); 1: __ldcs (evict-first); 2: __ldlu (last use). Inputs that fit
  *    in L2 always use __ldg: a last-use hint there makes L2 drop data a caller may read again
  *    (float64 2^22, 32 MB, back to back on an H100: 0.65x CUB with __ldlu, L2-resident CUB).
- *  CR_TUNE_FENCE 0: __threadfence (fence.sc.gpu); 1: fence.acq_rel.gpu, all the ticket
- *    protocol needs (release before the ticket, acquire after it); 2: no fences, the ticket
- *    itself an acq_rel atomic (atom.acq_rel.gpu).
  * Measured 2026-11-22 on an H100 (scripts/tune.sh, docs/PERF.md), canonical time vs CUB at 2^28:
  *   per-warp sub-ranges 0.95x (f32) / 0.96x (f64); interleaved 0.98x / 0.99x; interleaved with
- *   __ldcs 0.98x / 0.99x; with __ldlu 0.99x / 1.00x (98.4% / 99.7% of the float4-read ceiling).
- *   The fence kind made no difference above noise; acq_rel is kept as the weaker, sufficient one. */
+ *   __ldcs 0.98x / 0.99x; with __ldlu 0.99x / 1.00x (98.4% / 99.7% of the float4-read ceiling). */
 #ifndef CR_TUNE_INTERLEAVE
 #define CR_TUNE_INTERLEAVE 1
 #endif
 #ifndef CR_TUNE_LOAD
 #define CR_TUNE_LOAD 2
-#endif
-#ifndef CR_TUNE_FENCE
-#define CR_TUNE_FENCE 1
 #endif
 /*  CR_TUNE_WARPS: warps per block of the main kernel (8 or 16; resident blocks scale down to
  *    keep the same register budget). 16 measured within noise of 8 (docs/PERF.md, run 5).
@@ -67,13 +64,6 @@ namespace cg = cooperative_groups;
  *    in the same run and removed: 0.63x CUB at 2^28, against 0.99x without. */
 #ifndef CR_TUNE_WARPS
 #define CR_TUNE_WARPS 8
-#endif
-/*  CR_TUNE_GROUP_STREAM 1: a full group of partials is reduced with the double-buffered stream
- *    (2 round trips to L2 instead of 4) — it sits on the critical path at the end of a launch;
- *    costs registers around the out-of-line call. Measured (docs/PERF.md, run 6): about +1% at
- *    2^24 and 2^28 (f32 2^28: 0.99x and 1.01x CUB against 0.98x and 0.99x). */
-#ifndef CR_TUNE_GROUP_STREAM
-#define CR_TUNE_GROUP_STREAM 1
 #endif
 /*  CR_TUNE_QUAD 1: when the chunks fit in one wave of the grid at two per block (mid-size N),
  *    four warps share a chunk, one 8-row batch each, so the chunk's data arrives in one round
@@ -85,42 +75,6 @@ namespace cg = cooperative_groups;
 #endif
 
 namespace {
-
-__device__ __forceinline__ void fence_gpu()
-{
-#if CR_TUNE_FENCE
-    asm volatile("fence.acq_rel.gpu;" ::: "memory");
-#else
-    __threadfence();
-#endif
-}
-
-/* The ticket protocol's three steps: release (the partials stored before are visible before
- * the ticket), the ticket itself, acquire (for the thread that completed a group: the group's
- * partials are visible after it). CR_TUNE_FENCE 2 folds them into one acq_rel atomic per
- * ticket instead of fence + atomic + fence. */
-__device__ __forceinline__ void ticket_release()
-{
-#if CR_TUNE_FENCE != 2
-    fence_gpu();
-#endif
-}
-__device__ __forceinline__ void ticket_acquire()
-{
-#if CR_TUNE_FENCE != 2
-    fence_gpu();
-#endif
-}
-__device__ __forceinline__ unsigned int ticket_add(unsigned int *p, unsigned int v)
-{
-#if CR_TUNE_FENCE == 2
-    unsigned int old;
-    asm volatile("atom.acq_rel.gpu.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
-    return old;
-#else
-    return atomicAdd(p, v);
-#endif
-}
 
 template <typename V> __device__ __forceinline__ V load_stream_once(const V *p)
 {
@@ -140,9 +94,7 @@ template <typename T> struct Layout;
 /* Tuning: kMinBlocks is __launch_bounds__' minimum resident blocks per SM (256 threads each).
  * With the double-buffered stream (two batches of 8 rows in registers), nvcc 13.0 fits both
  * types in 128 registers at 2 blocks per SM (sm_80 and sm_90); at 3 the float32 kernel spills
- * 96 bytes in the hot loop. The out-of-line group reduction (CR_TUNE_GROUP_STREAM) adds spills
- * of 12 bytes (float32) and up to 60 bytes (float64) around its call, once per block, outside
- * the hot loop; run 6 of docs/PERF.md measured the net effect as a gain. 16 warps per SM with 8-16 16-byte loads in flight per thread is
+ * 96 bytes in the hot loop. 16 warps per SM with 8-16 16-byte loads in flight per thread is
  * 64-128 KB per SM in flight, several times the ~20-30 KB that covers DRAM latency at H100/H200
  * bandwidth. */
 template <> struct Layout<float> {
@@ -180,7 +132,6 @@ __device__ __forceinline__ Lanes<T> add(const Lanes<T> &a, const Lanes<T> &b)
 enum class Load {
     kVector,         /* 16-byte loads through the read-only path */
     kVectorStream,   /* 16-byte loads of data larger than L2 (CR_TUNE_LOAD) */
-    kVectorCoherent, /* 16-byte loads from L2 of partials written in this launch */
     kScalar,         /* element loads: input aligned only to the element size */
     kGuarded,        /* element loads reading -0.0 past the end: ragged chunks */
     kGuardedShared   /* the same from shared memory */
@@ -192,12 +143,11 @@ __device__ __forceinline__ Lanes<T> load_row(const T *__restrict__ p, int r, int
     using Lay = Layout<T>;
     const int first = r * Lay::kLanes + t * Lay::kVec;
     Lanes<T> out;
-    if constexpr (L == Load::kVector || L == Load::kVectorStream || L == Load::kVectorCoherent) {
-        /* The input is never written during the launch: the read-only path. Partials are
-         * written by other warps of this launch: read them from L2 (.cg). */
+    if constexpr (L == Load::kVector || L == Load::kVectorStream) {
+        /* The input is never written during the launch: the read-only path. */
         const typename Lay::Vec *q_ = reinterpret_cast<const typename Lay::Vec *>(p + first);
         typename Lay::Vec q = L == Load::kVector ? __ldg(q_)
-                            : L == Load::kVectorStream ? load_stream_once(q_) : __ldcg(q_);
+                            : load_stream_once(q_);
         if constexpr (Lay::kVec == 4) {
             out.v[0] = q.x; out.v[1] = q.y; out.v[2] = q.z; out.v[3] = q.w;
         } else {
@@ -336,31 +286,112 @@ __device__ __forceinline__ T stream_one_chunk(const cg::thread_block_tile<32> &w
                                               warp.thread_rank()));
 }
 
+/* Tagged partials.
+ *
+ * A partial that another block will read is stored as 8-byte words, each holding the launch's
+ * 32-bit tag in its high half and 32 bits of the value in its low half: float32, one word
+ * {tag | bits}; float64, two words {tag | high 32 bits}, {tag | low 32 bits}. An aligned 8-byte
+ * access is single-copy atomic, so a reader that sees the tag in a word sees that word's half
+ * of the value too. The block that completes a group therefore needs no fence: it loads the
+ * group's words and reloads until every one carries the tag (the ticket may arrive before the
+ * partial's store; that store has been issued by a running warp, so it lands). Neither the
+ * writer waits for its store to be acknowledged nor the reader for an acquire fence.
+ *
+ * The tag: the workspace's epoch word holds the tag of the last multi-block launch; a launch
+ * reads it, uses the next value (skipping 0, the value of a fresh workspace), and its top warp
+ * stores its tag back as its last act. Every block reads the epoch before the top warp can
+ * store it: the top warp waits for a tagged partial of every block, whose tag came from that
+ * block's read. The tag lives on the device, so launches replayed from a CUDA graph get fresh
+ * tags too. A stale word could only pass for the current launch's if it was written exactly a
+ * multiple of 2^32 launches earlier and is read before the current store lands. */
+typedef unsigned long long Word;
+
+template <typename T> struct Tagged;
+template <> struct Tagged<float> {
+    static constexpr int kWords = 1;
+    static __device__ __forceinline__ float unpack(const Word *w) { return __uint_as_float((unsigned int)w[0]); }
+};
+template <> struct Tagged<double> {
+    static constexpr int kWords = 2;
+    static __device__ __forceinline__ double unpack(const Word *w)
+    {
+        return __longlong_as_double((long long)((w[0] << 32) | (w[1] & 0xffffffffull)));
+    }
+};
+
+__device__ __forceinline__ Word ld_relaxed(const Word *p)
+{
+    Word v;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ void ld_relaxed2(const Word *p, Word &a, Word &b)
+{
+    asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(p));
+}
+
+/* Stores value v as tagged words at w (scope: "gpu" for partials, "sys" for the host slot). */
+__device__ __forceinline__ void store_tagged(Word *w, float v, unsigned int tag, bool sys)
+{
+    const Word x = ((Word)tag << 32) | __float_as_uint(v);
+    if (sys)
+        asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(w), "l"(x) : "memory");
+    else
+        asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(w), "l"(x) : "memory");
+}
+__device__ __forceinline__ void store_tagged(Word *w, double v, unsigned int tag, bool sys)
+{
+    const Word b = (Word)__double_as_longlong(v), t = (Word)tag << 32;
+    const Word hi = t | (b >> 32), lo = t | (b & 0xffffffffull);
+    if (sys)
+        asm volatile("st.relaxed.sys.global.v2.u64 [%0], {%1, %2};" ::"l"(w), "l"(hi), "l"(lo) : "memory");
+    else
+        asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(w), "l"(hi), "l"(lo) : "memory");
+}
+
 template <typename T> struct Params {
     const T *x;
-    T *out;                                  /* the result: device or mapped host memory */
-    T *partials[CR_MAX_LEVELS + 1];          /* partials[k]: level-k nodes, 1 <= k < levels */
+    T *out;                                  /* the result in device memory, or: */
+    Word *host;                              /* the host-result slot (mapped host memory) */
+    unsigned int seq;                        /*   and the tag the host waits for there */
+    Word *partials[CR_MAX_LEVELS + 1];       /* partials[k]: level-k nodes, tagged, 1 <= k < levels */
     unsigned int *counters[CR_MAX_LEVELS + 1]; /* counters[k]: one per level-k node, k >= 2 */
+    unsigned int *epoch;                     /* the tag of the last multi-block launch */
     uint64_t count[CR_MAX_LEVELS + 1];
     int levels;
     int x_aligned;                           /* x is 16-byte aligned: vector loads */
     int quad;                                /* four warps per chunk, two chunks per block */
-    volatile unsigned int *flag;             /* host-result path: set to seq after *out */
-    unsigned int seq;
 };
 
-/* The top node: canonical NaN, then (host-result path) the flag the host spins on, ordered
- * after the value by a system-scope fence. */
+/* This launch's tag (see "Tagged partials"). */
+template <typename T> __device__ __forceinline__ unsigned int launch_tag(const Params<T> &P)
+{
+    unsigned int last;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(last) : "l"(P.epoch));
+    return last + 1 ? last + 1 : 1;
+}
+
+/* Node idx of level k, stored for the block that will complete its group. */
+template <typename T>
+__device__ __forceinline__ void store_partial(const Params<T> &P, int k, uint64_t idx, T v,
+                                              unsigned int tag)
+{
+    store_tagged(P.partials[k] + idx * Tagged<T>::kWords, v, tag, false);
+}
+
+/* The top node: canonical NaN, into device memory or (host-result path) tagged into the host
+ * slot. A multi-block launch (tag != 0) then stores its tag as the workspace's epoch. */
 template <typename T>
 __device__ __forceinline__ void write_result(const cg::thread_block_tile<32> &warp,
-                                             const Params<T> &P, T v)
+                                             const Params<T> &P, T v, unsigned int tag)
 {
     if (warp.thread_rank() == 0) {
-        *P.out = v != v ? Layout<T>::nan() : v;
-        if (P.flag) {
-            __threadfence_system();
-            *P.flag = P.seq;
-        }
+        v = v != v ? Layout<T>::nan() : v;
+        if (P.host)
+            store_tagged(P.host, v, P.seq, true);
+        else
+            *P.out = v;
+        if (tag) asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(P.epoch), "r"(tag) : "memory");
     }
 }
 
@@ -373,23 +404,84 @@ __device__ __forceinline__ int group_size(const Params<T> &P, int k, uint64_t gr
     return rest < C ? (int)rest : (int)C;
 }
 
-/* Reduces a completed group of level-k partials: one chunk read from L2. The caller has
- * acquired the group (a fence after the ticket that completed it, then a barrier or warp sync),
- * so every partial of the group is visible. */
+/* Thread t's lanes of row r of a group of m tagged partials at g; clears ok unless every word
+ * loaded carries the tag. Thread t's 4 words (4 float32 lanes, 2 float64 lanes) are 32
+ * contiguous, 32-byte aligned bytes: two 16-byte loads, or guarded 8-byte loads past m (lanes
+ * at or past m are the padding -0.0). */
 template <typename T>
-__device__ __noinline__ T reduce_group(const cg::thread_block_tile<32> &warp,
-                                          const Params<T> &P, int k, uint64_t group)
+__device__ __forceinline__ Lanes<T> load_tagged_row(const Word *g, int r, int t, int m,
+                                                    unsigned int tag, bool &ok)
 {
-    constexpr uint64_t C = Layout<T>::kChunk;
-    const int size = group_size(P, k, group);
-    const T *g = P.partials[k] + group * C;
-    if (size < (int)C) return warp_chunk<T, Load::kGuarded>(warp, g, size);
-#if !CR_TUNE_GROUP_STREAM
-    return warp_chunk<T, Load::kVectorCoherent>(warp, g, size);
-#endif
-    /* A full group is on the critical path at the end of the launch: the double-buffered
-     * stream takes 2 round trips to L2 where the batch loop takes 4. */
-    return stream_one_chunk<T, Load::kVectorCoherent>(warp, g);
+    using Lay = Layout<T>;
+    constexpr int kW = Tagged<T>::kWords;
+    static_assert(Lay::kVec * kW == 4, "a thread's lanes are 4 words");
+    const int first = r * Lay::kLanes + t * Lay::kVec;
+    const Word *p = g + (uint64_t)first * kW;
+    Word w[4];
+    const bool full = first + Lay::kVec <= m;
+    if (full) {
+        ld_relaxed2(p, w[0], w[1]);
+        ld_relaxed2(p + 2, w[2], w[3]);
+    } else {
+#pragma unroll
+        for (int j = 0; j < 4; j++) w[j] = first + j / kW < m ? ld_relaxed(p + j) : 0;
+    }
+    Lanes<T> out;
+#pragma unroll
+    for (int e = 0; e < Lay::kVec; e++) {
+        const bool valid = first + e < m;
+#pragma unroll
+        for (int j = 0; j < kW; j++)
+            if (valid && (unsigned int)(w[e * kW + j] >> 32) != tag) ok = false;
+        out.v[e] = valid ? Tagged<T>::unpack(w + e * kW) : T(-0.0);
+    }
+    return out;
+}
+
+/* The tree of rows r0 .. r0+3 of a group of m tagged partials (thread t's lanes),
+ * ((r0 + r1) + (r2 + r3)), once every word has arrived: the 4 rows are loaded at once, and
+ * reloaded while any word is stale. Rows wholly past m are padding: -0.0, nothing loaded.
+ * Four rows, not eight: 16 words per thread in flight, which fits beside the caller's
+ * registers (eight rows spilled). */
+template <typename T>
+__device__ __forceinline__ Lanes<T> tagged_rows4(const Word *g, int r0, int t, int m, unsigned int tag)
+{
+    Lanes<T> r[4];
+    if (r0 * Layout<T>::kLanes >= m) {
+#pragma unroll
+        for (int j = 0; j < Layout<T>::kVec; j++) r[0].v[j] = T(-0.0);
+        return r[0];
+    }
+    for (;;) {
+        bool ok = true;
+#pragma unroll
+        for (int i = 0; i < 4; i++) r[i] = load_tagged_row<T>(g, r0 + i, t, m, tag, ok);
+        if (ok) break;
+    }
+    return add(add(r[0], r[1]), add(r[2], r[3]));
+}
+
+/* The row trees of a group from its eight 4-row trees h[0..8): batch b_q = h[2q] + h[2q+1],
+ * lane sums (b0 + b1) + (b2 + b3) — the 32-row pairwise tree. */
+template <typename T>
+__device__ __forceinline__ Lanes<T> rows_from_quarters(const Lanes<T> *h)
+{
+    return add(add(add(h[0], h[1]), add(h[2], h[3])), add(add(h[4], h[5]), add(h[6], h[7])));
+}
+
+/* A completed group of level-k partials, reduced by one warp, four rows after four: only the
+ * few small groups above level 2 come here (level 2 is reduced by the whole block). */
+template <typename T>
+__device__ __noinline__ T reduce_group_warp(const cg::thread_block_tile<32> &warp,
+                                            const Params<T> &P, int k, uint64_t group,
+                                            unsigned int tag)
+{
+    const Word *g = P.partials[k] + group * Layout<T>::kChunk * Tagged<T>::kWords;
+    const int m = group_size(P, k, group), t = warp.thread_rank();
+    Lanes<T> h[8];
+#pragma unroll 1
+    for (int i = 0; i < 8; i++) h[i] = tagged_rows4<T>(g, 4 * i, t, m, tag);
+    return lane_tree(warp, rows_from_quarters(h));
 }
 
 /* A warp holds node `idx` of level k >= 2: store it, post a ticket for its group, and while
@@ -397,29 +489,24 @@ __device__ __noinline__ T reduce_group(const cg::thread_block_tile<32> &warp,
  * level 1 come here, so one ticket per node costs nothing that shows. */
 template <typename T>
 __device__ __noinline__ void climb(const cg::thread_block_tile<32> &warp, const Params<T> &P, int k,
-                      uint64_t idx, T v)
+                      uint64_t idx, T v, unsigned int tag)
 {
     constexpr uint64_t C = Layout<T>::kChunk;
     for (;;) {
         if (k == P.levels) {
-            write_result(warp, P, v);
+            write_result(warp, P, v, tag);
             return;
         }
         const uint64_t group = idx / C;
         const unsigned int size = (unsigned int)group_size(P, k, group);
         unsigned int done = 0;
         if (warp.thread_rank() == 0) {
-            P.partials[k][idx] = v;
-            ticket_release(); /* the partial is visible before the ticket */
-            done = ticket_add(&P.counters[k + 1][group], 1u) + 1;
-            if (done == size) {
-                P.counters[k + 1][group] = 0; /* ready for the next launch */
-                ticket_acquire();              /* the group's partials */
-            }
+            store_partial(P, k, idx, v, tag);
+            done = atomicAdd(&P.counters[k + 1][group], 1u) + 1;
+            if (done == size) P.counters[k + 1][group] = 0; /* ready for the next launch */
         }
         if (warp.shfl(done, 0) != size) return;
-        warp.sync(); /* the other lanes read after lane 0's acquire */
-        v = reduce_group(warp, P, k, group);
+        v = reduce_group_warp(warp, P, k, group, tag);
         k += 1;
         idx = group;
     }
@@ -462,7 +549,7 @@ __device__ __forceinline__ T input_chunk(const cg::thread_block_tile<32> &warp, 
 template <typename T, Load L>
 __device__ __forceinline__ void stream_full_chunks(const cg::thread_block_tile<32> &warp,
                                                    const Params<T> &P, uint64_t c0, uint64_t c1,
-                                                   uint64_t stride)
+                                                   uint64_t stride, unsigned int tag)
 {
     constexpr uint64_t C = Layout<T>::kChunk;
     const int t = warp.thread_rank();
@@ -472,7 +559,7 @@ __device__ __forceinline__ void stream_full_chunks(const cg::thread_block_tile<3
         const T *p = P.x + c * C;
         const T *next = c + stride < c1 ? p + stride * C : nullptr;
         const T v = lane_tree(warp, stream_chunk<T, L>(A, B, p, next, t));
-        if (t == 0) P.partials[1][c] = v;
+        if (t == 0) store_partial(P, 1, c, v, tag);
     }
 }
 
@@ -480,7 +567,8 @@ __device__ __forceinline__ void stream_full_chunks(const cg::thread_block_tile<3
  * kWarpsPerBlock-th (or, without interleaving, a sub-range of them). */
 template <typename T, Load L>
 __device__ __forceinline__ void level1_chunks(const cg::thread_block_tile<32> &warp,
-                                              const Params<T> &P, uint64_t b0, uint64_t b1, int w)
+                                              const Params<T> &P, uint64_t b0, uint64_t b1, int w,
+                                              unsigned int tag)
 {
     constexpr uint64_t C = Layout<T>::kChunk;
 #if CR_TUNE_INTERLEAVE
@@ -495,12 +583,12 @@ __device__ __forceinline__ void level1_chunks(const cg::thread_block_tile<32> &w
     const uint64_t full = P.count[0] / C; /* chunks [0, full) need no padding */
     if (P.x_aligned && c < c_end && c < full) {
         const uint64_t stop = c_end < full ? c_end : full;
-        stream_full_chunks<T, L>(warp, P, c, stop, stride);
+        stream_full_chunks<T, L>(warp, P, c, stop, stride, tag);
         c += (stop - c + stride - 1) / stride * stride; /* first chunk at or past stop */
     }
     for (; c < c_end; c += stride) { /* misaligned input, or the ragged last chunk */
         T v = input_chunk(warp, P, c);
-        if (warp.thread_rank() == 0) P.partials[1][c] = v;
+        if (warp.thread_rank() == 0) store_partial(P, 1, c, v, tag);
     }
 }
 
@@ -512,11 +600,11 @@ __device__ __forceinline__ void level1_chunks(const cg::thread_block_tile<32> &w
 template <typename T, Load L>
 __device__ __forceinline__ void quad_chunks(const cg::thread_block &block,
                                             const cg::thread_block_tile<32> &warp,
-                                            const Params<T> &P, uint64_t b0, uint64_t b1)
+                                            const Params<T> &P, uint64_t b0, uint64_t b1,
+                                            Lanes<T> (&quarter)[2][4][32], unsigned int tag)
 {
     static_assert(kWarpsPerBlock == 8, "quad_chunks assumes 8 warps: 2 chunks x 4 batches");
     constexpr uint64_t C = Layout<T>::kChunk;
-    __shared__ Lanes<T> quarter[2][4][32];
     const int w = warp.meta_group_rank(), cl = w / 4, q = w % 4, t = warp.thread_rank();
     const uint64_t c = b0 + cl;
     const bool fast = P.x_aligned && c < b1 && (c + 1) * C <= P.count[0];
@@ -533,61 +621,83 @@ __device__ __forceinline__ void quad_chunks(const cg::thread_block &block,
                                     add(quarter[cl][2][t], quarter[cl][3][t])));
         else
             v = input_chunk(warp, P, c);
-        if (t == 0) P.partials[1][c] = v;
+        if (t == 0) store_partial(P, 1, c, v, tag);
     }
 }
 
-/* Any N with more than kWarpsPerBlock * 4 chunks. Block b owns a contiguous range of level-1
- * chunks, its warps split it; each warp stores its chunks' partials. After a barrier, thread 0
- * posts one ticket per group the block's range touches (the count of its chunks in that group).
- * Tickets per launch: about one per block, so same-address atomics never queue up, and no warp
- * waits on a fence between chunks. The warp(s) of the block that completed groups reduce them
- * and climb. */
-template <typename T, Load L>
-__global__ void __launch_bounds__(kThreads, Layout<T>::kMinBlocks * 8 / kWarpsPerBlock) canonical_kernel(const __grid_constant__ Params<T> P)
+/* After level 1: thread 0 posts the block's tickets, one per group its chunks [b0, b1) touch;
+ * the block reduces each group it completed with all 8 warps, 4 rows each (one round trip to
+ * L2 for a full group), the row trees meeting in shared memory; warp 0 climbs. Out of line, so that its registers
+ * do not weigh on the level-1 loop's. */
+template <typename T>
+__device__ __noinline__ void post_tickets(const cg::thread_block &block,
+                                          const cg::thread_block_tile<32> &warp,
+                                          const Params<T> &P, uint64_t b0, uint64_t b1,
+                                          Lanes<T> (&quarter)[2][4][32], unsigned int tag)
 {
     constexpr uint64_t C = Layout<T>::kChunk;
     constexpr int kBatch = 64; /* completed groups handled per round (one round is typical) */
     __shared__ uint64_t done_groups[kBatch];
     __shared__ int n_done;
-    cg::thread_block block = cg::this_thread_block();
-    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
-    const int w = warp.meta_group_rank();
-    uint64_t b0, b1;
-    balanced_range(P.count[1], gridDim.x, blockIdx.x, &b0, &b1);
-    if (P.quad)
-        quad_chunks<T, L>(block, warp, P, b0, b1);
-    else
-        level1_chunks<T, L>(warp, P, b0, b1, w);
-    if (b0 == b1) return; /* uniform across the block */
+    const int w = warp.meta_group_rank(), t = warp.thread_rank();
     /* Groups touched by [b0, b1), in rounds of at most kBatch. */
     const uint64_t g_first = b0 / C, g_last = (b1 - 1) / C;
     for (uint64_t g0 = g_first; g0 <= g_last; g0 += kBatch) {
-        block.sync(); /* every warp's partials were stored before this barrier */
+        block.sync(); /* the warps' partial stores are issued; shared memory is free */
         if (block.thread_rank() == 0) {
-            /* Release, cumulative: the block's partials (ordered before this thread by the
-             * barrier) are visible before its tickets. */
-            ticket_release();
             int nd = 0;
             for (uint64_t g = g0; g <= g_last && g < g0 + kBatch; g++) {
                 const uint64_t lo = g * C > b0 ? g * C : b0;
                 const uint64_t hi = (g + 1) * C < b1 ? (g + 1) * C : b1;
                 const unsigned int mine = (unsigned int)(hi - lo);
                 const unsigned int size = (unsigned int)group_size(P, 1, g);
-                if (ticket_add(&P.counters[2][g], mine) + mine == size) {
+                if (atomicAdd(&P.counters[2][g], mine) + mine == size) {
                     P.counters[2][g] = 0; /* ready for the next launch */
                     done_groups[nd++] = g;
                 }
             }
-            if (nd) ticket_acquire(); /* the completed groups' partials */
             n_done = nd;
         }
-        block.sync(); /* hands the acquired groups to the block's warps */
-        for (int i = w; i < n_done; i += kWarpsPerBlock) {
+        block.sync(); /* hands the completed groups to the block's warps */
+        Lanes<T>(&h)[8][32] = reinterpret_cast<Lanes<T>(&)[8][32]>(quarter);
+        for (int i = 0; i < n_done; i++) {
             const uint64_t g = done_groups[i];
-            climb(warp, P, 2, g, reduce_group(warp, P, 1, g));
+            h[w][t] = tagged_rows4<T>(P.partials[1] + g * C * Tagged<T>::kWords, 4 * w, t,
+                                      group_size(P, 1, g), tag);
+            block.sync();
+            if (w == 0) {
+                Lanes<T> hs[8];
+#pragma unroll
+                for (int j = 0; j < 8; j++) hs[j] = h[j][t];
+                climb(warp, P, 2, g, lane_tree(warp, rows_from_quarters(hs)), tag);
+            }
+            block.sync(); /* h is read before the next group overwrites it */
         }
     }
+}
+
+/* Any N with more than kWarpsPerBlock * 4 chunks. Block b owns a contiguous range of level-1
+ * chunks, its warps split it; each warp stores its chunks' partials. After a barrier, thread 0
+ * posts one ticket per group the block's range touches (the count of its chunks in that group).
+ * Tickets per launch: about one per block, so same-address atomics never queue up; no fences
+ * (the partials are tagged). A block that completes a group reduces it with all its warps. */
+template <typename T, Load L>
+__global__ void __launch_bounds__(kThreads, Layout<T>::kMinBlocks * 8 / kWarpsPerBlock) canonical_kernel(const __grid_constant__ Params<T> P)
+{
+    static_assert(kWarpsPerBlock == 8, "groups are reduced by 8 warps x 4 rows");
+    __shared__ Lanes<T> quarter[2][4][32]; /* batch trees: [chunk or group][batch][thread] */
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    const int w = warp.meta_group_rank();
+    const unsigned int tag = launch_tag(P);
+    uint64_t b0, b1;
+    balanced_range(P.count[1], gridDim.x, blockIdx.x, &b0, &b1);
+    if (P.quad)
+        quad_chunks<T, L>(block, warp, P, b0, b1, quarter, tag);
+    else
+        level1_chunks<T, L>(warp, P, b0, b1, w, tag);
+    if (b0 == b1) return; /* uniform across the block */
+    post_tickets(block, warp, P, b0, b1, quarter, tag);
 }
 
 /* Small N (at most kSmallChunks chunks): one block, one warp per chunk, the partials in shared
@@ -608,26 +718,27 @@ __global__ void __launch_bounds__(32 * kSmallChunks) canonical_small_kernel(cons
                     ? stream_one_chunk<T, Load::kVector>(warp, p)
                     : input_chunk(warp, P, (uint64_t)w);
     if (P.count[1] == 1) {
-        write_result(warp, P, v);
+        write_result(warp, P, v, 0u);
         return;
     }
     if (warp.thread_rank() == 0) partials[w] = v;
     block.sync();
-    if (w == 0) write_result(warp, P, warp_chunk<T, Load::kGuardedShared>(warp, partials, (int)P.count[1]));
+    if (w == 0)
+        write_result(warp, P, warp_chunk<T, Load::kGuardedShared>(warp, partials, (int)P.count[1]), 0u);
 }
 
 template <typename T>
 cudaError_t launch(const void *x, uint64_t n, void *out, void *partials, void *counters,
-                   int *blocks_io, int *threads_out, int quad, int stream_once, unsigned int *flag, unsigned int seq,
-                   cudaStream_t stream)
+                   int *blocks_io, int *threads_out, int quad, int stream_once, void *host,
+                   unsigned int seq, cudaStream_t stream)
 {
     constexpr uint64_t C = Layout<T>::kChunk;
     Params<T> P = {};
     P.x = static_cast<const T *>(x);
     P.out = static_cast<T *>(out);
+    P.host = static_cast<Word *>(host);
     P.levels = cr_level_counts(n, C, P.count);
     P.x_aligned = ((uintptr_t)x % 16) == 0;
-    P.flag = flag;
     P.seq = seq;
     /* cudaGetLastError() after a launch reports whatever error is pending on this thread, so
      * one left by an earlier failed call of ours (an allocation, say) must not be taken for this
@@ -640,13 +751,15 @@ cudaError_t launch(const void *x, uint64_t n, void *out, void *partials, void *c
         return cudaGetLastError();
     }
     int blocks = *blocks_io;
-    /* Same layout as workspace_bytes() in gpu_host.c: partial arrays one after the other,
-     * each 256-byte aligned; counters in their own region, zero between launches. */
+    /* Same layout as workspace_bytes() in gpu_host.c: tagged partial arrays one after the
+     * other, each 256-byte aligned; the counters region starts with the epoch word, then 256
+     * bytes on, the counters, zero between launches. */
     char *pp = static_cast<char *>(partials);
-    unsigned int *cc = static_cast<unsigned int *>(counters);
+    P.epoch = static_cast<unsigned int *>(counters);
+    unsigned int *cc = static_cast<unsigned int *>(counters) + 256 / sizeof(unsigned int);
     for (int k = 1; k < P.levels; k++) {
-        P.partials[k] = reinterpret_cast<T *>(pp);
-        pp += (P.count[k] * sizeof(T) + 255) / 256 * 256;
+        P.partials[k] = reinterpret_cast<Word *>(pp);
+        pp += (P.count[k] * Tagged<T>::kWords * sizeof(Word) + 255) / 256 * 256;
         P.counters[k + 1] = cc;
         cc += P.count[k + 1];
     }
@@ -667,19 +780,21 @@ cudaError_t launch(const void *x, uint64_t n, void *out, void *partials, void *c
 
 extern "C" {
 
-/* Returns a cudaError_t. x, out: device-accessible; partials/counters: the handle's workspace. */
+/* Returns a cudaError_t. x, out: device-accessible; partials/counters: the handle's workspace;
+ * host: NULL, or the mapped host slot (16 bytes, 16-byte aligned) that receives the result
+ * tagged with seq (nonzero) instead of out. */
 /* quad: four warps per chunk, ceil(chunks / 2) blocks (blocks is then ignored);
  * stream_once: the input is larger than L2 (read once, streamed through; CR_TUNE_LOAD). */
 /* blocks: in, the grid wanted; out, the grid launched (threads: its block size). */
 int cr_gpu_launch_canonical(int dtype, const void *x, uint64_t n, void *out, void *partials,
                             void *counters, int *blocks, int *threads, int quad, int stream_once,
-                            unsigned int *flag, unsigned int seq, void *stream)
+                            void *host, unsigned int seq, void *stream)
 {
     if (dtype == COOPREDUCE_FLOAT32)
         return launch<float>(x, n, out, partials, counters, blocks, threads, quad, stream_once,
-                             flag, seq, (cudaStream_t)stream);
+                             host, seq, (cudaStream_t)stream);
     return launch<double>(x, n, out, partials, counters, blocks, threads, quad, stream_once,
-                          flag, seq, (cudaStream_t)stream);
+                          host, seq, (cudaStream_t)stream);
 }
 
 /* Resident blocks per SM of the kernel for `dtype` (0 when the GPU has no code for it), and

@@ -12,7 +12,7 @@
 /* From canonical.cu. */
 int cr_gpu_launch_canonical(int dtype, const void *x, uint64_t n, void *out, void *partials,
                             void *counters, int *blocks, int *threads, int quad, int stream_once,
-                            unsigned int *flag, unsigned int seq, void *stream);
+                            void *host, unsigned int seq, void *stream);
 int cr_gpu_canonical_occupancy(int dtype, int *blocks_per_sm);
 int cr_gpu_warps_per_block(void);
 
@@ -26,10 +26,12 @@ int cr_gpu_warps_per_block(void);
  * of a 4 us launch: docs/PERF.md). Mapped pinned host memory is not cached: once freed, its
  * addresses can come back from malloc. */
 
-/* The kernel writes the result, fences at system scope, then writes the call's sequence number
- * here; the host spins on it. That returns as soon as the value has landed, without waiting
- * for the grid to retire and the driver to notice (what cudaStreamSynchronize waits for). */
-#define HOST_FLAG_OFFSET 8
+/* The host-result slot: the kernel writes the result there as 8-byte words (one for float32,
+ * two for float64), each with the call's sequence number in its high half and 32 bits of the
+ * value in its low half; the host spins until every word carries the number. An aligned 8-byte
+ * write lands whole, so no system-scope fence is needed between value and flag, and the call
+ * returns as soon as the value has landed, without waiting for the grid to retire and the
+ * driver to notice (what cudaStreamSynchronize waits for). */
 
 coopreduce_status cr_cuda_fail(coopreduce_handle *h, cudaError_t e, const char *what)
 {
@@ -39,18 +41,19 @@ coopreduce_status cr_cuda_fail(coopreduce_handle *h, cudaError_t e, const char *
 }
 
 /* Bytes of partials and counters a sum of n elements needs; the layout is the one
- * canonical.cu's launch() walks: per level k in [1, L), count[k] partials rounded up to 256
- * bytes, and count[k+1] counters. */
+ * canonical.cu's launch() walks: per level k in [1, L), count[k] tagged partials (8 bytes per 4
+ * bytes of value) rounded up to 256 bytes; 256 bytes for the epoch word, then count[k+1]
+ * counters per level. */
 static void workspace_bytes(uint64_t n, coopreduce_dtype dtype, size_t *partials, size_t *counters)
 {
     uint64_t count[CR_MAX_LEVELS + 1];
     size_t es = coopreduce_dtype_size(dtype);
     *partials = 0;
-    *counters = 0;
+    *counters = 256;
     if (n == 0) return;
     int levels = cr_level_counts(n, cr_chunk_elems(dtype), count);
     for (int k = 1; k < levels; k++) {
-        *partials += (count[k] * es + 255) / 256 * 256;
+        *partials += (count[k] * es * 2 + 255) / 256 * 256;
         *counters += count[k + 1] * sizeof(unsigned int);
     }
 }
@@ -133,6 +136,8 @@ static coopreduce_status ensure_workspace(coopreduce_handle *h, uint64_t n, coop
     void *np = NULL, *nc = NULL;
     cudaError_t e = cudaMalloc(&np, pb ? pb : 256);
     if (e == cudaSuccess) e = cudaMalloc(&nc, cb);
+    /* Zero: counters, the epoch word, and tags no launch uses. */
+    if (e == cudaSuccess) e = cudaMemset(np, 0, pb ? pb : 256);
     if (e == cudaSuccess) e = cudaMemset(nc, 0, cb);
     if (e == cudaSuccess) e = cudaDeviceSynchronize();
     if (e != cudaSuccess) {
@@ -286,17 +291,26 @@ static coopreduce_status check_pointer_uncached(coopreduce_handle *h, const void
                    "managed or mapped pinned memory", name, p);
 }
 
-/* Spins until the kernel has set the flag to seq. Every 1024 spins it asks the stream whether
- * it failed, so an error (or a kernel that finished without writing) ends the wait. */
-static coopreduce_status wait_for_flag(coopreduce_handle *h, unsigned int seq, cudaStream_t stream)
+/* Spins until every word of the host slot (`words` of them) carries seq, then assembles the
+ * value into result. Every 1024 spins it asks the stream whether it failed, so an error (or a
+ * kernel that finished without writing) ends the wait. */
+static coopreduce_status wait_for_result(coopreduce_handle *h, unsigned int seq, int words,
+                                         void *result, cudaStream_t stream)
 {
-    volatile unsigned int *flag =
-        (volatile unsigned int *)((char *)h->gpu->host_slot + HOST_FLAG_OFFSET);
+    volatile const uint64_t *slot = (volatile const uint64_t *)h->gpu->host_slot;
+    uint64_t w[2] = {0, 0};
     for (uint64_t spin = 1;; spin++) {
-        if (*flag == seq) break;
+        int ready = 1;
+        for (int i = 0; i < words; i++) {
+            w[i] = slot[i];
+            ready &= (uint32_t)(w[i] >> 32) == seq;
+        }
+        if (ready) break;
         if (spin % 1024 == 0) {
             cudaError_t e = cudaStreamQuery(stream);
-            if (e == cudaSuccess && *flag != seq)
+            int landed = 1;
+            for (int i = 0; i < words; i++) landed &= (uint32_t)(slot[i] >> 32) == seq;
+            if (e == cudaSuccess && !landed)
                 return cr_fail(h, COOPREDUCE_ERROR_INTERNAL,
                                "the kernel finished without delivering the host result");
             if (e != cudaSuccess && e != cudaErrorNotReady) return cr_cuda_fail(h, e, "waiting for the sum");
@@ -305,7 +319,13 @@ static coopreduce_status wait_for_flag(coopreduce_handle *h, unsigned int seq, c
         __builtin_ia32_pause();
 #endif
     }
-    __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the value is read after the flag */
+    if (words == 1) {
+        uint32_t bits = (uint32_t)w[0];
+        memcpy(result, &bits, 4);
+    } else {
+        uint64_t bits = (w[0] << 32) | (w[1] & 0xffffffffu);
+        memcpy(result, &bits, 8);
+    }
     return COOPREDUCE_SUCCESS;
 }
 
@@ -321,7 +341,6 @@ coopreduce_status cr_gpu_sum(coopreduce_handle *h, const void *x, void *result, 
     if (!to_host && (s = cr_gpu_check_pointer(h, result, "result"))) return s;
     cudaError_t e = cr_gpu_use_device(h->device);
     if (e != cudaSuccess) return cr_cuda_fail(h, e, "selecting the GPU");
-    void *out = to_host ? g->host_slot_dev : result;
     if (n == 0) {
         /* +0.0: in stream order on the device; on the host once the stream's earlier work is
          * done (the call's contract: the result arrives after what was enqueued before). */
@@ -346,16 +365,20 @@ coopreduce_status cr_gpu_sum(coopreduce_handle *h, const void *x, void *result, 
              * (one memory round trip for its data instead of two). A forced grid never does. */
             quad = chunks <= 2 * full;
         }
-        unsigned int *flag_dev = NULL, seq = 0;
+        unsigned int seq = 0;
         if (to_host) {
-            seq = ++g->seq ? g->seq : ++g->seq; /* never 0, the slot's initial value */
-            flag_dev = (unsigned int *)((char *)g->host_slot_dev + HOST_FLAG_OFFSET);
+            seq = ++g->seq ? g->seq : ++g->seq; /* never 0 */
+            /* The methods leave plain values in the slot; no word may carry seq before the
+             * kernel writes it. Nothing else writes the slot now: host-result calls wait. */
+            memset(g->host_slot, 0, 16);
+            __atomic_thread_fence(__ATOMIC_SEQ_CST);
         }
         int stream_once = n * es > g->l2_bytes;
         int threads = 0;
-        e = (cudaError_t)cr_gpu_launch_canonical(dtype, x, n, out, g->partials, g->counters,
-                                                 &blocks, &threads, quad, stream_once, flag_dev,
-                                                 seq, stream);
+        e = (cudaError_t)cr_gpu_launch_canonical(dtype, x, n, to_host ? NULL : result,
+                                                 g->partials, g->counters, &blocks, &threads,
+                                                 quad, stream_once,
+                                                 to_host ? g->host_slot_dev : NULL, seq, stream);
         if (e != cudaSuccess) { s = cr_cuda_fail(h, e, "launching the canonical sum"); goto out; }
         memset(&h->last, 0, sizeof h->last);
         h->last.method = COOPREDUCE_METHOD_CANONICAL;
@@ -363,9 +386,8 @@ coopreduce_status cr_gpu_sum(coopreduce_handle *h, const void *x, void *result, 
         h->last.threads = threads;
         h->last.launches = 1;
         if (to_host) {
-            s = wait_for_flag(h, seq, (cudaStream_t)stream);
+            s = wait_for_result(h, seq, (int)(es / 4), result, (cudaStream_t)stream);
             if (s) goto out;
-            memcpy(result, g->host_slot, es);
         }
     }
     s = COOPREDUCE_SUCCESS;

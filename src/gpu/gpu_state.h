@@ -23,8 +23,8 @@ struct cr_gpu_state {
     void *counters;               /* device: group counters, all zero between launches */
     size_t counters_bytes;
     void *host_slot;              /* pinned, mapped host memory for coopreduce_sum_to_host: */
-    void *host_slot_dev;          /*   the value at offset 0, the flag at HOST_FLAG_OFFSET */
-    unsigned int seq;             /* the flag value of the last host-result call */
+    void *host_slot_dev;          /*   16 bytes: tagged words (gpu_host.c), or a method's value */
+    unsigned int seq;             /* the tag of the last canonical host-result call */
     /* The tutorial methods' workspace (methods_host.c), allocated on first use. */
     void *m_partials;             /* device: 8-byte slots, one per block */
     size_t m_partials_bytes;
