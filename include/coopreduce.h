@@ -77,17 +77,42 @@ typedef enum {
                                                calling thread does its share, same bits */
     COOPREDUCE_ERROR_WRONG_DEVICE = 9,      /* the call needs the other kind of handle */
     COOPREDUCE_ERROR_INTERNAL = 10,         /* a bug in coopreduce: please report it */
-    COOPREDUCE_ERROR_NOT_SUPPORTED = 11     /* the method cannot run here: on this device (a
+    COOPREDUCE_ERROR_NOT_SUPPORTED = 11,    /* the method cannot run here: on this device (a
                                                GPU method on a CPU handle; clusters before
-                                               sm_90), or for this dtype */
+                                               sm_90), or for this dtype or operation */
+    COOPREDUCE_ERROR_OVERFLOW = 12,         /* an exact integer sum does not fit in the input
+                                               type's 64 bits (the 128-bit result is still
+                                               written: see coopreduce_reduce) */
+    COOPREDUCE_ERROR_EMPTY = 13             /* the operation has no value for n == 0 (min, max,
+                                               absmax, argmin, argmax) */
 } coopreduce_status;
 
 /* Element types. The numeric values are pinned: new types are only ever appended. */
 typedef enum {
     COOPREDUCE_FLOAT32 = 0,
     COOPREDUCE_FLOAT64 = 1,
-    COOPREDUCE_INT32 = 2      /* summed exactly; the result is an int64_t (see coopreduce_sum) */
+    COOPREDUCE_INT32 = 2,     /* summed exactly; the result is an int64_t (see coopreduce_sum) */
+    COOPREDUCE_FLOAT16 = 3,   /* IEEE binary16, passed as uint16_t bits */
+    COOPREDUCE_BFLOAT16 = 4,  /* bfloat16 (the high half of a float32), passed as uint16_t bits */
+    COOPREDUCE_INT64 = 5,
+    COOPREDUCE_UINT32 = 6,
+    COOPREDUCE_UINT64 = 7
 } coopreduce_dtype;
+
+/* Reductions. The numeric values are pinned: new operations are only ever appended.
+ * coopreduce_reduce() documents each one's result type and special values. */
+typedef enum {
+    COOPREDUCE_OP_SUM = 0,
+    COOPREDUCE_OP_MIN = 1,
+    COOPREDUCE_OP_MAX = 2,
+    COOPREDUCE_OP_ABSMAX = 3,  /* max |x| */
+    COOPREDUCE_OP_MEAN = 4,    /* the sum divided by n, rounded once */
+    COOPREDUCE_OP_SUMSQ = 5,   /* sum of x*x */
+    COOPREDUCE_OP_NORM2 = 6,   /* sqrt(sum of x*x), without overflow or underflow */
+    COOPREDUCE_OP_DOT = 7,     /* sum of x*y over two arrays */
+    COOPREDUCE_OP_ARGMIN = 8,  /* index (uint64_t) of the first minimum */
+    COOPREDUCE_OP_ARGMAX = 9   /* index (uint64_t) of the first maximum */
+} coopreduce_op;
 
 /* Reduction methods: how the GPU computes the sum. The numeric values are pinned: new methods
  * are only ever appended. docs/METHODS.md describes each one, the tutorial it comes from, what
@@ -134,15 +159,33 @@ int coopreduce_order_version(void);
  * values give "unknown status". Never NULL. */
 const char *coopreduce_status_string(coopreduce_status status);
 
-/* "float32", "float64", "int32", or NULL for a value that is not a known dtype. */
+/* "float32", "float64", "int32", "float16", "bfloat16", "int64", "uint32", "uint64", or NULL
+ * for a value that is not a known dtype. */
 const char *coopreduce_dtype_name(coopreduce_dtype dtype);
 
 /* Bytes per element, or 0 for a value that is not a known dtype. */
 size_t coopreduce_dtype_size(coopreduce_dtype dtype);
 
-/* Bytes of the result of a sum of `dtype`: the element size for floating-point types, 8 for
- * INT32 (an int64_t). 0 for a value that is not a known dtype. */
+/* Bytes of the result of a sum of `dtype`: coopreduce_op_result_size(COOPREDUCE_OP_SUM, dtype)
+ * on a handle without narrowing (4 for FLOAT16 and BFLOAT16, 8 for INT32, 16 for INT64). 0 for
+ * a value that is not a known dtype. */
 size_t coopreduce_result_size(coopreduce_dtype dtype);
+
+/* The operation's name as the CLI spells it ("sum", "min", "max", "absmax", "mean", "sumsq",
+ * "norm2", "dot", "argmin", "argmax"), or NULL for a value that is not a known operation. */
+const char *coopreduce_op_name(coopreduce_op op);
+
+/* Looks an operation up by its name (exact, lower case). Fails with
+ * COOPREDUCE_ERROR_INVALID_ARGUMENT for a NULL argument or an unknown name. */
+coopreduce_status coopreduce_op_from_name(const char *name, coopreduce_op *op);
+
+/* The type of the result of `op` over `dtype`, as a dtype, and its size in bytes (the table
+ * under coopreduce_reduce; `narrow` as set by coopreduce_set_narrow_result). Returns the size,
+ * or 0 when the pair is not supported (sumsq, norm2 and dot of integers) or unknown. *result
+ * (may be NULL) receives the result's dtype; for the 128-bit sums of INT64 and UINT64, which
+ * have no dtype, it receives INT64 or UINT64 and the size is 16. */
+size_t coopreduce_op_result_size(coopreduce_op op, coopreduce_dtype dtype, int narrow,
+                                 coopreduce_dtype *result);
 
 /* The method's name as the CLI spells it ("canonical", "block", ...), or NULL for a value that
  * is not a known method. */
@@ -153,7 +196,8 @@ const char *coopreduce_method_name(coopreduce_method method);
 coopreduce_status coopreduce_method_from_name(const char *name, coopreduce_method *method);
 
 /* 1 when `method` gives the same bits on every run with the same input on the same GPU for
- * `dtype`; 0 when it does not (floating-point atomics); -1 for an unknown method or dtype. */
+ * `dtype`; 0 when it does not (floating-point atomics); -1 for an unknown method or dtype, or a
+ * dtype the method does not compute (the tutorial methods sum FLOAT32, FLOAT64 and INT32). */
 int coopreduce_method_deterministic(coopreduce_method method, coopreduce_dtype dtype);
 
 /* The detailed message of the last failed call made with `handle`; with handle == NULL, of the
@@ -311,6 +355,61 @@ coopreduce_status coopreduce_sum(const void *x, void *result, uint64_t n, coopre
 coopreduce_status coopreduce_sum_to_host(const void *x, void *result_host, uint64_t n,
                                          coopreduce_dtype dtype, coopreduce_handle *handle,
                                          void *stream);
+
+/* ---- Other reductions ---------------------------------------------------------------------- */
+
+/* For FLOAT16 and BFLOAT16 inputs, whether sum, mean, sumsq, norm2 and dot return their float32
+ * result rounded once more, to the input type (round to nearest even; overflow gives an
+ * infinity). Off (0) by default. Fails with COOPREDUCE_ERROR_INVALID_ARGUMENT for a NULL
+ * handle. */
+coopreduce_status coopreduce_set_narrow_result(coopreduce_handle *handle, int narrow);
+
+/* The reduction `op` of x[0..n) (and, for DOT, of y[0..n); y is ignored otherwise and may be
+ * NULL), written to *result. Deterministic: the bits depend only on op, dtype, n and the values,
+ * never on the device, the grid or the thread count; the GPU and the CPU give the same bits.
+ * Memory, streams and synchronisation as for coopreduce_sum(): asynchronous on a GPU handle,
+ * synchronous on a CPU handle. Only the handle's CANONICAL method computes operations other than
+ * SUM (another method gives COOPREDUCE_ERROR_NOT_SUPPORTED).
+ *
+ * Results (docs/DETERMINISM.md, "Operations", gives the order and rules in full):
+ *   SUM     floats: canonical order v1; FLOAT16 and BFLOAT16 are widened to float32 and follow
+ *           float32's order (same constants), result float32. Integers: the exact sum, as an
+ *           int64_t for INT32 (n <= 2^32), uint64_t for UINT32 (n <= 2^32), and as 16 bytes for
+ *           INT64 and UINT64: the exact sum as a 128-bit two's-complement (INT64) or unsigned
+ *           (UINT64) integer, low 8 bytes first. On a CPU handle and in coopreduce_reduce_to_host
+ *           a sum outside the input type's range also fails with COOPREDUCE_ERROR_OVERFLOW, the
+ *           16 bytes written all the same; on a GPU handle the caller checks the high half.
+ *   MIN, MAX    the input type. NaN anywhere gives the canonical quiet NaN; -0.0 counts as
+ *           less than +0.0, so the result is the same whatever the order.
+ *   ABSMAX  max |x|: floats: the input type (NaN as MIN); signed integers: the unsigned type of
+ *           the same width (|INT32_MIN| = 2^31 fits); unsigned: the input type.
+ *   MEAN    the SUM divided by n, rounded once (a correctly rounded quotient): floats: the SUM's
+ *           type; integers: float64. n == 0 gives the canonical NaN.
+ *   SUMSQ   floats only: the canonical order over x[i]*x[i], each product rounded to the
+ *           accumulation type (float32 for 16-bit inputs) and never fused with the addition.
+ *   NORM2   floats only: Blue's scaled sums as in LAPACK's nrm2 (2017): three canonical sums
+ *           (of big, medium and small |x| squared, each scaled by a power of two), combined by
+ *           a fixed formula; no overflow or underflow for any finite input. +-inf gives +inf,
+ *           NaN gives NaN.
+ *   DOT     floats only: the canonical order over x[i]*y[i], products rounded, not fused.
+ *   ARGMIN, ARGMAX  a uint64_t index: the first index of the minimum (maximum), values compared
+ *           as IEEE numbers (-0.0 == +0.0); if any element is NaN, the index of the first NaN
+ *           (as numpy).
+ * Empty input: SUM, SUMSQ, DOT and NORM2 give +0 (0 for integers), MEAN the canonical NaN; MIN,
+ * MAX, ABSMAX, ARGMIN and ARGMAX fail with COOPREDUCE_ERROR_EMPTY.
+ *
+ * Fails as coopreduce_sum() does, and with COOPREDUCE_ERROR_INVALID_ARGUMENT for an unknown op
+ * or a NULL y for DOT, COOPREDUCE_ERROR_UNSUPPORTED_DTYPE for SUMSQ, NORM2 or DOT of integers,
+ * COOPREDUCE_ERROR_EMPTY, COOPREDUCE_ERROR_OVERFLOW (above), and COOPREDUCE_ERROR_NOT_SUPPORTED
+ * for an operation or type this build computes on the CPU only (see the README's status). */
+coopreduce_status coopreduce_reduce(coopreduce_op op, const void *x, const void *y, void *result,
+                                    uint64_t n, coopreduce_dtype dtype, coopreduce_handle *handle,
+                                    void *stream);
+
+/* coopreduce_reduce() with the result in host memory; synchronous on every handle. */
+coopreduce_status coopreduce_reduce_to_host(coopreduce_op op, const void *x, const void *y,
+                                            void *result_host, uint64_t n, coopreduce_dtype dtype,
+                                            coopreduce_handle *handle, void *stream);
 
 #ifdef __cplusplus
 }

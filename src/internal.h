@@ -51,6 +51,7 @@ struct coopreduce_handle {
     int stages;                  /* GPU: stages of COOPREDUCE_METHOD_PIPELINE */
     unsigned int disabled;       /* GPU: COOPREDUCE_FEATURE_* flags to act as if missing */
     coopreduce_launch_info last; /* GPU: what the last successful sum launched */
+    int narrow;                  /* coopreduce_set_narrow_result */
     struct cr_gpu_state *gpu;    /* GPU: workspace and launch data (gpu_host.c) */
     void *cpu_partials;          /* CPU: partial sums of levels >= 1, grown on demand */
     size_t cpu_partials_bytes;
@@ -70,6 +71,11 @@ coopreduce_status cr_cpu_sum(coopreduce_handle *h, const void *x, uint64_t n,
 /* The exact int64 sum of n <= CR_INT32_MAX_N int32 values (src/cpu/integer.c), on the handle's
  * threads. */
 void cr_cpu_sum_int32(const coopreduce_handle *h, const int32_t *x, uint64_t n, int64_t *result);
+/* Any operation and dtype (src/cpu/ops.c); arguments validated (n >= 1 where the op needs an
+ * element). Synchronous. */
+coopreduce_status cr_cpu_reduce(coopreduce_handle *h, coopreduce_op op, const void *x,
+                                const void *y, uint64_t n, coopreduce_dtype dtype, int narrow,
+                                void *result);
 /* The threads a CPU handle may use (its setting, or every online CPU), 1 .. CR_MAX_THREADS. */
 #define CR_MAX_THREADS 256
 int cr_cpu_threads(const coopreduce_handle *h);
@@ -88,5 +94,10 @@ coopreduce_status cr_gpu_reserve(coopreduce_handle *h, uint64_t n, coopreduce_dt
  * h->method: canonical float sums here, the rest in src/gpu/methods_host.c. */
 coopreduce_status cr_gpu_sum(coopreduce_handle *h, const void *x, void *result, uint64_t n,
                              coopreduce_dtype dtype, void *stream, int to_host);
+/* Every other (op, dtype) of the canonical method: the order-independent operations, and
+ * COOPREDUCE_ERROR_NOT_SUPPORTED for those that run on the CPU only so far. */
+coopreduce_status cr_gpu_reduce(coopreduce_handle *h, coopreduce_op op, const void *x,
+                                const void *y, void *result, uint64_t n, coopreduce_dtype dtype,
+                                void *stream, int to_host);
 
 #endif

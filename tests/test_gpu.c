@@ -311,6 +311,56 @@ static void other_memory(void)
     }
 }
 
+/* A sum captured in a CUDA graph and replayed with new data each time: the launch tags of the
+ * fenceless hand-off live on the device (canonical.cu), so every replay reads its own partials,
+ * never the previous replay's. Sizes: the mid-size path, the ordinary one, and three levels. */
+static void graph_replay(void)
+{
+    static const uint64_t sizes[] = {300007, 5000011, 16777216 + 4096 * 3 + 5};
+    cudaStream_t st = NULL;
+    if (!cuda_ok(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream")) return;
+    for (int si = 0; si < 3; si++) {
+        const uint64_t n = sizes[si] < max_n ? sizes[si] : max_n;
+        const coopreduce_dtype dt = si == 1 ? COOPREDUCE_FLOAT64 : COOPREDUCE_FLOAT32;
+        const size_t es = coopreduce_dtype_size(dt);
+        cudaGraph_t graph = NULL;
+        cudaGraphExec_t exec = NULL;
+        if (coopreduce_reserve(gpu, n, dt) != COOPREDUCE_SUCCESS) {
+            CHECK(0, "reserve: %s", coopreduce_last_error(gpu));
+            continue;
+        }
+        if (load(n, dt, CR_GEN_NORMAL, rnd(), 0)) continue; /* the pointer check, before capture */
+        if (!cuda_ok(cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed), "begin capture")) continue;
+        coopreduce_status s = coopreduce_sum(dx, dout, n, dt, gpu, st);
+        cudaError_t e = cudaStreamEndCapture(st, &graph);
+        if (!CHECK(s == COOPREDUCE_SUCCESS, "captured sum: %s", coopreduce_last_error(gpu)) ||
+            !cuda_ok(e, "end capture") ||
+            !cuda_ok(cudaGraphInstantiate(&exec, graph, 0), "instantiate")) {
+            if (graph) cudaGraphDestroy(graph);
+            (void)cudaGetLastError();
+            continue;
+        }
+        for (int r = 0; r < 8; r++) {
+            const cr_gen_kind kind = (cr_gen_kind)(1 + r % 3);
+            uint64_t bits = 0;
+            if (load(n, dt, kind, rnd(), 0) || !cuda_ok(cudaMemset(dout, POISON, 16), "poison") ||
+                !cuda_ok(cudaGraphLaunch(exec, st), "graph launch") ||
+                !cuda_ok(cudaStreamSynchronize(st), "sync") ||
+                !cuda_ok(cudaMemcpy(&bits, dout, es, cudaMemcpyDeviceToHost), "copy"))
+                break;
+            uint64_t c = cpu_sum_bits(hx, n, dt);
+            CHECK(bits == c, "graph replay %d, %s n=%llu: gpu 0x%llx != cpu 0x%llx", r,
+                  coopreduce_dtype_name(dt), (unsigned long long)n, (unsigned long long)bits,
+                  (unsigned long long)c);
+            /* An ordinary call between replays moves the device epoch along too. */
+            if (r == 3) compare_case(n / 3 + 1, dt, CR_GEN_UNIFORM, rnd(), 0, NULL);
+        }
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
+    }
+    cudaStreamDestroy(st);
+}
+
 /* Two handles, two streams, sums enqueued alternately without synchronising in between: each
  * handle's workspace is its own, so both give the CPU's bits. */
 static void two_streams(void)
@@ -477,6 +527,7 @@ int main(int argc, char **argv)
     grid_independence();
     other_memory();
     two_streams();
+    graph_replay();
     repeated_runs(quick ? 10 : 100);
     random_cases(quick ? 40 : 300);
     if (!quick) huge();

@@ -156,7 +156,7 @@ static void test_deterministic_table(void)
                   methods[i].ident, coopreduce_dtype_name(dtypes[d]), got, want);
         }
     static const int bad_methods[] = {-1, 12, 99};
-    static const int bad_dtypes[] = {-1, 3, 42};
+    static const int bad_dtypes[] = {-1, 8, 42};
     for (size_t k = 0; k < 3; k++)
         for (size_t d = 0; d < 3; d++) {
             int got = coopreduce_method_deterministic((coopreduce_method)bad_methods[k], dtypes[d]);
@@ -169,6 +169,15 @@ static void test_deterministic_table(void)
                                                       (coopreduce_dtype)bad_dtypes[d]);
             CHECK(got == -1, "method_deterministic(%s, dtype %d) = %d, expected -1",
                   methods[i].ident, bad_dtypes[d], got);
+        }
+    /* The types only the canonical method computes (float16 .. uint64): 1 for it, -1 (not
+     * computed) for the tutorial methods. */
+    for (int i = 0; i < NMETHODS; i++)
+        for (int d = 3; d <= 7; d++) {
+            int got = coopreduce_method_deterministic(methods[i].value, (coopreduce_dtype)d);
+            int want = methods[i].value == COOPREDUCE_METHOD_CANONICAL ? 1 : -1;
+            CHECK(got == want, "method_deterministic(%s, dtype %d) = %d, expected %d",
+                  methods[i].ident, d, got, want);
         }
     CHECK(coopreduce_method_deterministic((coopreduce_method)-1, (coopreduce_dtype)-1) == -1,
           "method_deterministic(-1, -1) != -1");
@@ -265,7 +274,7 @@ static void test_dtype_info(void)
           "result_size(FLOAT32) = %zu", coopreduce_result_size(COOPREDUCE_FLOAT32));
     CHECK(coopreduce_result_size(COOPREDUCE_FLOAT64) == sizeof(double),
           "result_size(FLOAT64) = %zu", coopreduce_result_size(COOPREDUCE_FLOAT64));
-    static const int bad[] = {-1, 3, 42};
+    static const int bad[] = {-1, 8, 42};
     for (size_t k = 0; k < 3; k++) {
         CHECK(coopreduce_result_size((coopreduce_dtype)bad[k]) == 0, "result_size(%d) = %zu",
               bad[k], coopreduce_result_size((coopreduce_dtype)bad[k]));
@@ -494,8 +503,8 @@ static void test_int_errors(int32_t *buf)
                   COOPREDUCE_ERROR_INVALID_ARGUMENT, "result NULL accepted");
         CHECK(coopreduce_sum(buf, &r, 3, COOPREDUCE_INT32, NULL, NULL) ==
                   COOPREDUCE_ERROR_INVALID_ARGUMENT, "NULL handle accepted");
-        CHECK(coopreduce_sum(buf, &r, 3, (coopreduce_dtype)3, h, NULL) ==
-                  COOPREDUCE_ERROR_UNSUPPORTED_DTYPE, "dtype 3 accepted");
+        CHECK(coopreduce_sum(buf, &r, 3, (coopreduce_dtype)8, h, NULL) ==
+                  COOPREDUCE_ERROR_UNSUPPORTED_DTYPE, "dtype 8 accepted");
         CHECK(r == (int64_t)POISON64, "result written by a failed call");
     }
     /* reserve accepts int32; a sum of one element is the element. */

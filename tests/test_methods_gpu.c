@@ -877,8 +877,8 @@ static void bad_input(void)
         }
         {
             cudaMemset(dout, POISON, 64);
-            coopreduce_status s = coopreduce_sum(dx, dout, n, (coopreduce_dtype)3, gpu, NULL);
-            CHECK(s == COOPREDUCE_ERROR_UNSUPPORTED_DTYPE, "%s dtype 3: status %d", mname(m),
+            coopreduce_status s = coopreduce_sum(dx, dout, n, (coopreduce_dtype)8, gpu, NULL);
+            CHECK(s == COOPREDUCE_ERROR_UNSUPPORTED_DTYPE, "%s dtype 8: status %d", mname(m),
                   (int)s);
         }
         coopreduce_last_launch(gpu, &after);

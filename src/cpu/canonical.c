@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "internal.h"
+#include "cpu/cpu.h"
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define CR_HAVE_MXCSR 1
@@ -117,6 +118,9 @@ CR_DEFINE_CHUNK_FULL(chunk_full_f64, double, v8d, CR_LANES_F64 / 8, CR_LANES_F64
 CR_DEFINE_LEVELS(f32, float, CR_CHUNK_F32, uint32_t, 0x7fc00000u)
 CR_DEFINE_LEVELS(f64, double, CR_CHUNK_F64, uint64_t, 0x7ff8000000000000ull)
 
+float cr_cpu_chunk_f32(const float *v, uint64_t m) { return chunk_f32(v, m); }
+double cr_cpu_chunk_f64(const double *v, uint64_t m) { return chunk_f64(v, m); }
+
 static void level_range(coopreduce_dtype dtype, const void *v, uint64_t n, void *out,
                         uint64_t g0, uint64_t g1)
 {
@@ -209,14 +213,7 @@ coopreduce_status cr_cpu_reserve(coopreduce_handle *h, uint64_t n, coopreduce_dt
  * with flush-to-zero / denormals-are-zero set (code built with -ffast-math does that): so the sum
  * runs in the default environment and the caller's is put back afterwards, exception flags
  * included. Worker threads inherit the environment of the thread that creates them (POSIX). */
-typedef struct {
-    fenv_t env;
-#ifdef CR_HAVE_MXCSR
-    unsigned int mxcsr;
-#endif
-} fp_state;
-
-static void fp_enter(fp_state *st)
+void cr_fp_enter(cr_fp_state *st)
 {
     fegetenv(&st->env);
     fesetround(FE_TONEAREST);
@@ -226,7 +223,7 @@ static void fp_enter(fp_state *st)
 #endif
 }
 
-static void fp_leave(const fp_state *st)
+void cr_fp_leave(const cr_fp_state *st)
 {
     fesetenv(&st->env);
 #ifdef CR_HAVE_MXCSR
@@ -240,10 +237,10 @@ static coopreduce_status cpu_sum(coopreduce_handle *h, const void *x, uint64_t n
 coopreduce_status cr_cpu_sum(coopreduce_handle *h, const void *x, uint64_t n,
                              coopreduce_dtype dtype, void *result)
 {
-    fp_state st;
-    fp_enter(&st);
+    cr_fp_state st;
+    cr_fp_enter(&st);
     coopreduce_status s = cpu_sum(h, x, n, dtype, result);
-    fp_leave(&st);
+    cr_fp_leave(&st);
     return s;
 }
 

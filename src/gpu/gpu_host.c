@@ -229,6 +229,7 @@ coopreduce_status cr_gpu_destroy(coopreduce_handle *h)
     if (g->counters && (e = cudaFree(g->counters)) != cudaSuccess && !s) s = cr_cuda_fail(h, e, "freeing the workspace");
     if (g->host_slot && (e = cudaFreeHost(g->host_slot)) != cudaSuccess && !s) s = cr_cuda_fail(h, e, "freeing the result slot");
     cr_gpu_method_free(g);
+    cr_gpu_ops_free(g);
     free(g);
     h->gpu = NULL;
     return s;
@@ -393,4 +394,22 @@ coopreduce_status cr_gpu_sum(coopreduce_handle *h, const void *x, void *result, 
     s = COOPREDUCE_SUCCESS;
 out:
     return s;
+}
+
+coopreduce_status cr_gpu_reduce(coopreduce_handle *h, coopreduce_op op, const void *x,
+                                const void *y, void *result, uint64_t n, coopreduce_dtype dtype,
+                                void *stream, int to_host)
+{
+    const int is_float = dtype == COOPREDUCE_FLOAT32 || dtype == COOPREDUCE_FLOAT64 ||
+                         dtype == COOPREDUCE_FLOAT16 || dtype == COOPREDUCE_BFLOAT16;
+    const int ordered = is_float && (op == COOPREDUCE_OP_SUM || op == COOPREDUCE_OP_MEAN ||
+                                     op == COOPREDUCE_OP_SUMSQ || op == COOPREDUCE_OP_NORM2 ||
+                                     op == COOPREDUCE_OP_DOT);
+    if (ordered)
+        return cr_fail(h, COOPREDUCE_ERROR_NOT_SUPPORTED,
+                       "%s of %s runs on the CPU only in this version (the GPU kernels for the "
+                       "canonical-order operations are not written yet): use a CPU handle",
+                       coopreduce_op_name(op), coopreduce_dtype_name(dtype));
+    (void)y;
+    return cr_gpu_reduce_unordered(h, op, x, result, n, dtype, stream, to_host);
 }

@@ -32,6 +32,11 @@ struct cr_gpu_state {
     void *m_out;                  /* device: 8-byte result slot for host-result calls */
     void *m_host;                 /* pinned host: the `block` method's partials */
     size_t m_host_bytes;
+    /* The order-independent operations' workspace (ops_host.c), allocated on first use. */
+    void *o_partials;             /* device: one 16-byte partial per block */
+    size_t o_partials_bytes;
+    void *o_ticket;               /* device: zeroed counters; the kernels leave them zero */
+    void *o_out;                  /* device: 16-byte result slot for host-result calls */
 };
 
 cudaError_t cr_gpu_use_device(int ordinal);
@@ -44,5 +49,14 @@ coopreduce_status cr_gpu_sum_method(coopreduce_handle *h, const void *x, void *r
                                     int to_host);
 coopreduce_status cr_gpu_method_reserve(coopreduce_handle *h, uint64_t n);
 void cr_gpu_method_free(struct cr_gpu_state *g);
+/* The order-independent operations (ops_host.c, kernels in ops.cu): MIN, MAX, ABSMAX, ARGMIN,
+ * ARGMAX of every dtype; SUM and MEAN of INT32, INT64, UINT32, UINT64. Arguments validated by
+ * api.c (n >= 1 for MIN .. ARGMAX; n == 0 allowed for SUM and MEAN); result as
+ * coopreduce_reduce() documents (device memory, or host memory with to_host). Returns
+ * COOPREDUCE_ERROR_NOT_SUPPORTED for any other (op, dtype). */
+coopreduce_status cr_gpu_reduce_unordered(coopreduce_handle *h, coopreduce_op op, const void *x,
+                                          void *result, uint64_t n, coopreduce_dtype dtype,
+                                          void *stream, int to_host);
+void cr_gpu_ops_free(struct cr_gpu_state *g);
 
 #endif

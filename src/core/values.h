@@ -1,0 +1,219 @@
+/* values.h — the per-element and final-scalar rules every operation shares, on the CPU and the
+ * GPU alike: 16-bit float conversions, canonical NaNs, the min/max order, Blue's norm2
+ * constants and combination, and the correctly rounded quotient of the mean.
+ *
+ * Included by C (src/cpu/) and by CUDA C++ (src/gpu/): everything is `static inline`, marked
+ * CR_HD (host and device under nvcc), and written in the common subset of C11 and C++17, so
+ * that both sides compute the same bits by running the same source. docs/DETERMINISM.md
+ * ("Operations") states the rules; this file is their implementation. */
+#ifndef COOPREDUCE_VALUES_H
+#define COOPREDUCE_VALUES_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __CUDACC__
+#define CR_HD __host__ __device__ __forceinline__
+#else
+#define CR_HD
+#endif
+
+typedef unsigned __int128 cr_u128;
+
+/* ---- Bit casts -------------------------------------------------------------------------- */
+static inline CR_HD uint32_t cr_f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline CR_HD float cr_f32_from(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline CR_HD uint64_t cr_f64_bits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
+static inline CR_HD double cr_f64_from(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
+
+/* ---- Canonical quiet NaNs: the only NaN any operation returns --------------------------- */
+#define CR_NAN_F16 0x7e00u
+#define CR_NAN_BF16 0x7fc0u
+#define CR_NAN_F32 0x7fc00000u
+#define CR_NAN_F64 0x7ff8000000000000ull
+
+/* ---- 16-bit floats ------------------------------------------------------------------------ */
+/* binary16 -> float32: exact (every binary16 value is a float32). */
+static inline CR_HD float cr_f16_to_f32(uint16_t h)
+{
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    const uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    if (exp == 0x1f) return cr_f32_from(sign | 0x7f800000u | (man << 13)); /* inf, NaN */
+    if (exp != 0) return cr_f32_from(sign | ((exp + 112u) << 23) | (man << 13));
+    /* zero or subnormal: man * 2^-24, exact in float32 */
+    const float v = (float)man * 5.9604644775390625e-8f;
+    return cr_f32_from(sign | cr_f32_bits(v));
+}
+
+/* bfloat16 -> float32: exact (the high half). */
+static inline CR_HD float cr_bf16_to_f32(uint16_t b) { return cr_f32_from((uint32_t)b << 16); }
+
+/* float32 -> binary16, round to nearest even; overflow gives +-inf; NaN the canonical NaN. */
+static inline CR_HD uint16_t cr_f32_to_f16(float f)
+{
+    const uint32_t u = cr_f32_bits(f);
+    const uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    const uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return CR_NAN_F16;
+    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520: rounds to inf */
+    if (a >= 0x38800000u) {                                   /* normal binary16 */
+        const uint32_t m = a - 0x38000000u;                   /* rebias the exponent by -112 */
+        const uint32_t r = (m >> 13) + (((m >> 12) & 1u) & (((m & 0xfffu) != 0) | ((m >> 13) & 1u)));
+        return (uint16_t)(sign | r);
+    }
+    /* subnormal or zero: the value in units of 2^-24, rounded to nearest even */
+    if (a < 0x33000000u) return sign; /* below 2^-25: rounds to zero (2^-25 exactly: tie, even 0) */
+    const uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u;
+    /* |f| / 2^-24 = m * 2^(e - 126): shift right by 126 - e, 14 .. 24 here */
+    const int s = 126 - (int)e;
+    const uint32_t q = m >> s, rem = m & ((1u << s) - 1u), half = 1u << (s - 1);
+    const uint32_t r = q + ((rem > half) | ((rem == half) & (q & 1u)));
+    return (uint16_t)(sign | r);
+}
+
+/* float32 -> bfloat16, round to nearest even; NaN the canonical NaN. */
+static inline CR_HD uint16_t cr_f32_to_bf16(float f)
+{
+    const uint32_t u = cr_f32_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return CR_NAN_BF16;
+    const uint32_t r = u + 0x7fffu + ((u >> 16) & 1u); /* carries into the exponent as IEEE does */
+    return (uint16_t)(r >> 16);
+}
+
+/* ---- min / max order ------------------------------------------------------------------------
+ * NaN is handled by the caller (it wins and becomes the canonical NaN). Among numbers, -0.0
+ * counts as less than +0.0, which makes min and max independent of the order of the input. */
+static inline CR_HD int cr_less_f32(float a, float b)
+{
+    return a < b || (a == b && (cr_f32_bits(a) >> 31) > (cr_f32_bits(b) >> 31));
+}
+static inline CR_HD int cr_less_f64(double a, double b)
+{
+    return a < b || (a == b && (cr_f64_bits(a) >> 63) > (cr_f64_bits(b) >> 63));
+}
+
+/* ---- norm2: Blue's algorithm, with LAPACK's constants (la_constants.f90, 2017) -------------
+ * |x| > TBIG: (|x| * SBIG)^2 into the big sum; |x| < TSML: (|x| * SSML)^2 into the small sum;
+ * otherwise |x|^2 into the medium sum (NaN fails both tests and lands there). Each sum follows
+ * the canonical order; an element outside a class contributes +0.0 to it. Unlike LAPACK, the
+ * small sum is always kept (LAPACK stops it once a big value is seen, which depends on the
+ * order); the combination ignores it whenever the big sum is positive, as LAPACK's does. */
+#define CR_TSML_F32 0x1p-63f
+#define CR_TBIG_F32 0x1p52f
+#define CR_SSML_F32 0x1p75f
+#define CR_SBIG_F32 0x1p-76f
+#define CR_TSML_F64 0x1p-511
+#define CR_TBIG_F64 0x1p486
+#define CR_SSML_F64 0x1p537
+#define CR_SBIG_F64 0x1p-538
+
+#define CR_DEFINE_NORM2(S, T, SQRT)                                                          \
+    /* The three leaves of |x| (class member squared and scaled, +0.0 otherwise). */         \
+    static inline CR_HD void cr_norm2_leaf_##S(T x, T *big, T *med, T *sml)                  \
+    {                                                                                        \
+        const T ax = x < 0 ? -x : x; /* NaN stays NaN (either sign) */                       \
+        const T zero = 0;                                                                    \
+        *big = zero;                                                                         \
+        *med = zero;                                                                         \
+        *sml = zero;                                                                         \
+        if (ax > CR_TBIG_##S) {                                                              \
+            const T y = ax * CR_SBIG_##S;                                                    \
+            *big = y * y;                                                                    \
+        } else if (ax < CR_TSML_##S) {                                                       \
+            const T y = ax * CR_SSML_##S;                                                    \
+            *sml = y * y;                                                                    \
+        } else {                                                                             \
+            *med = ax * ax;                                                                  \
+        }                                                                                    \
+    }                                                                                        \
+    /* LAPACK's combination of the three sums. */                                            \
+    static inline CR_HD T cr_norm2_combine_##S(T abig, T amed, T asml)                       \
+    {                                                                                        \
+        T scl, sumsq;                                                                        \
+        if (abig > 0) {                                                                      \
+            if (amed > 0 || amed != amed) abig = abig + (amed * CR_SBIG_##S) * CR_SBIG_##S;  \
+            scl = (T)1 / CR_SBIG_##S;                                                        \
+            sumsq = abig;                                                                    \
+        } else if (asml > 0) {                                                               \
+            if (amed > 0 || amed != amed) {                                                  \
+                const T m = SQRT(amed), s = SQRT(asml) / CR_SSML_##S;                        \
+                const T ymin = s > m ? m : s, ymax = s > m ? s : m;                          \
+                const T r = ymin / ymax;                                                     \
+                scl = 1;                                                                     \
+                sumsq = ymax * ymax * (1 + r * r);                                           \
+            } else {                                                                         \
+                scl = (T)1 / CR_SSML_##S;                                                    \
+                sumsq = asml;                                                                \
+            }                                                                                \
+        } else {                                                                             \
+            scl = 1;                                                                         \
+            sumsq = amed;                                                                    \
+        }                                                                                    \
+        return scl * SQRT(sumsq);                                                            \
+    }
+CR_DEFINE_NORM2(F32, float, sqrtf)
+CR_DEFINE_NORM2(F64, double, sqrt)
+
+/* ---- The mean: a correctly rounded quotient ---------------------------------------------
+ * cr_round_div returns (-1)^neg * mag * 2^exp / n rounded once to a binary format with `prec`
+ * significand bits and minimum normal exponent `emin` (float32: 24, -126; float64: 53, -1022),
+ * as a double (exact: the result is a value of the target format; the float32 caller converts
+ * it exactly). Round to nearest, ties to even; subnormal results rounded at their own position;
+ * beyond the format's range (emax = 1 - emin: 127 or 1023) gives +-inf. n >= 1; mag may be 0
+ * (the result is a signed zero). Integer arithmetic only, so the CPU and the GPU agree. */
+static inline CR_HD int cr_bitlen128(cr_u128 v)
+{
+    int b = 0;
+    if (v >> 64) {
+        b = 64;
+        v >>= 64;
+    }
+    uint64_t w = (uint64_t)v;
+    while (w) {
+        b++;
+        w >>= 1;
+    }
+    return b;
+}
+
+static inline CR_HD double cr_round_div(int neg, cr_u128 mag, int exp, uint64_t n, int prec,
+                                        int emin)
+{
+    const double sgn = neg ? -1.0 : 1.0;
+    if (mag == 0) return sgn * 0.0;
+    /* Q = floor(mag * 2^s / n) with at least prec + 2 bits; sticky: the quotient was inexact. */
+    const int bm = cr_bitlen128(mag), bn = cr_bitlen128((cr_u128)n);
+    const int s = prec + 3 + bn - bm;
+    cr_u128 num;
+    int sticky = 0;
+    if (s >= 0) {
+        num = mag << s; /* bm + s = prec + 3 + bn <= 53 + 3 + 64 < 128 */
+    } else {
+        num = mag >> -s;
+        sticky = (mag & (((cr_u128)1 << -s) - 1)) != 0;
+    }
+    const cr_u128 q = num / n;
+    sticky |= (num % n) != 0;
+    /* value = (q + frac) * 2^(exp - s), frac in [0, 1), nonzero iff sticky */
+    const int bq = cr_bitlen128(q);
+    const int e = bq - 1 + exp - s; /* exponent of the leading bit */
+    const int emax = -emin + 1;
+    const int keep = e >= emin ? prec : prec - (emin - e);
+    if (e > emax) return sgn * INFINITY;
+    const int drop = bq - keep; /* >= 2: bq >= prec + 3 and keep <= prec */
+    uint64_t kept = 0;
+    if (drop <= bq) { /* else: below half the smallest subnormal, rounds to zero */
+        const cr_u128 kq = drop >= 128 ? 0 : q >> drop;
+        const cr_u128 rem = drop >= 128 ? q : q - (kq << drop);
+        const cr_u128 half = (cr_u128)1 << (drop - 1);
+        kept = (uint64_t)kq;
+        if (rem > half || (rem == half && (sticky || (kept & 1)))) kept++;
+    }
+    /* kept <= 2^prec: exact in a double, and so is the scaled value (or it overflows to inf) */
+    const double r = ldexp((double)kept, exp - s + drop);
+    const double max_finite = ldexp(2.0 - ldexp(1.0, 1 - prec), emax);
+    return sgn * (r > max_finite ? INFINITY : r);
+}
+
+#endif

@@ -1,0 +1,472 @@
+/* ops.c — every operation on the CPU: the reference the GPU must match bit for bit, and the
+ * fallback without a GPU. docs/DETERMINISM.md ("Operations") states the rules.
+ *
+ * Two families:
+ * - Ordered (SUM of 16-bit floats, SUMSQ, DOT, NORM2, MEAN of floats): the canonical order over
+ *   transformed leaves. Level 1 turns each chunk of C inputs into C leaves in the accumulation
+ *   type (widened, squared, multiplied, or split into Blue's three classes) and reduces them
+ *   with the chunk tree of canonical.c; the level-1 partials are then summed by the canonical
+ *   sum itself (the canonical sum of N > C elements is, by its definition, the canonical sum of
+ *   its level-1 partials). Threads take contiguous ranges of chunks.
+ * - Order-independent (MIN, MAX, ABSMAX, ARGMIN, ARGMAX, integer SUM and MEAN): each thread
+ *   reduces a contiguous range, the ranges are combined in order; any order gives the same
+ *   result, because the rules (values.h) make each of these a total order or exact.
+ *
+ * Compiled with -ffp-contract=off and without fast-math (CMakeLists.txt): a product and the
+ * addition after it are two roundings, as on the GPU (nvcc --fmad=false). */
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+#include "core/values.h"
+#include "cpu/cpu.h"
+
+/* ---- Loading one element as the accumulation type ---------------------------------------- */
+static inline float leaf_f32(const void *x, uint64_t i, coopreduce_dtype dt)
+{
+    switch (dt) {
+    case COOPREDUCE_FLOAT16: return cr_f16_to_f32(((const uint16_t *)x)[i]);
+    case COOPREDUCE_BFLOAT16: return cr_bf16_to_f32(((const uint16_t *)x)[i]);
+    default: return ((const float *)x)[i];
+    }
+}
+
+/* ---- Ordered operations --------------------------------------------------------------------- */
+typedef struct {
+    coopreduce_op op;
+    coopreduce_dtype dt;      /* the input type */
+    const void *x, *y;
+    uint64_t n;
+    void *part[3];            /* level-1 partials (NORM2: big, medium, small) */
+    uint64_t g0, g1;          /* this job's chunks */
+} ordered_job;
+
+/* Level 1 for chunks [g0, g1): the leaves of each chunk into buf, then the chunk tree. */
+static void *ordered_worker(void *arg)
+{
+    const ordered_job *j = arg;
+    const int f64 = j->dt == COOPREDUCE_FLOAT64;
+    const uint64_t C = f64 ? CR_CHUNK_F64 : CR_CHUNK_F32;
+    union {
+        float f[3][CR_CHUNK_F32];
+        double d[3][CR_CHUNK_F64];
+    } buf;
+    for (uint64_t g = j->g0; g < j->g1; g++) {
+        const uint64_t first = g * C, m = j->n - first < C ? j->n - first : C;
+        if (f64) {
+            const double *x = (const double *)j->x + first, *y = (const double *)j->y + first;
+            for (uint64_t i = 0; i < m; i++) {
+                switch (j->op) {
+                case COOPREDUCE_OP_SUMSQ: buf.d[0][i] = x[i] * x[i]; break;
+                case COOPREDUCE_OP_DOT: buf.d[0][i] = x[i] * y[i]; break;
+                case COOPREDUCE_OP_NORM2:
+                    cr_norm2_leaf_F64(x[i], &buf.d[0][i], &buf.d[1][i], &buf.d[2][i]);
+                    break;
+                default: buf.d[0][i] = x[i]; break;
+                }
+            }
+            for (int k = 0; k < (j->op == COOPREDUCE_OP_NORM2 ? 3 : 1); k++)
+                ((double *)j->part[k])[g] = cr_cpu_chunk_f64(buf.d[k], m);
+        } else {
+            for (uint64_t i = 0; i < m; i++) {
+                const float v = leaf_f32(j->x, first + i, j->dt);
+                switch (j->op) {
+                case COOPREDUCE_OP_SUMSQ: buf.f[0][i] = v * v; break;
+                case COOPREDUCE_OP_DOT: buf.f[0][i] = v * leaf_f32(j->y, first + i, j->dt); break;
+                case COOPREDUCE_OP_NORM2:
+                    cr_norm2_leaf_F32(v, &buf.f[0][i], &buf.f[1][i], &buf.f[2][i]);
+                    break;
+                default: buf.f[0][i] = v; break;
+                }
+            }
+            for (int k = 0; k < (j->op == COOPREDUCE_OP_NORM2 ? 3 : 1); k++)
+                ((float *)j->part[k])[g] = cr_cpu_chunk_f32(buf.f[k], m);
+        }
+    }
+    return NULL;
+}
+
+#define MIN_CHUNKS_PER_THREAD 16
+
+/* The canonical sums (one, or three for NORM2) of the op's leaves, into acc[0..3). */
+static coopreduce_status ordered_sums(coopreduce_handle *h, coopreduce_op op, const void *x,
+                                      const void *y, uint64_t n, coopreduce_dtype dt,
+                                      double acc[3])
+{
+    const int f64 = dt == COOPREDUCE_FLOAT64;
+    const coopreduce_dtype acc_dt = f64 ? COOPREDUCE_FLOAT64 : COOPREDUCE_FLOAT32;
+    const size_t as = f64 ? 8 : 4;
+    const uint64_t C = f64 ? CR_CHUNK_F64 : CR_CHUNK_F32;
+    const int sums = op == COOPREDUCE_OP_NORM2 ? 3 : 1;
+    acc[0] = acc[1] = acc[2] = 0.0;
+    if (n == 0) return COOPREDUCE_SUCCESS; /* +0.0 */
+    const uint64_t chunks = (n + C - 1) / C;
+    void *part = malloc((size_t)chunks * as * (size_t)sums);
+    if (!part)
+        return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY, "cannot allocate %llu partial sums",
+                       (unsigned long long)(chunks * (uint64_t)sums));
+    ordered_job jobs[CR_MAX_THREADS];
+    uint64_t t = chunks / MIN_CHUNKS_PER_THREAD;
+    if (t > (uint64_t)cr_cpu_threads(h)) t = (uint64_t)cr_cpu_threads(h);
+    if (t < 1) t = 1;
+    for (uint64_t i = 0; i < t; i++) {
+        jobs[i] = (ordered_job){op, dt, x, y, n, {0}, chunks * i / t, chunks * (i + 1) / t};
+        for (int k = 0; k < sums; k++) jobs[i].part[k] = (char *)part + (size_t)k * chunks * as;
+    }
+    cr_cpu_run((int)t, ordered_worker, jobs, sizeof jobs[0]);
+    coopreduce_status s = COOPREDUCE_SUCCESS;
+    for (int k = 0; k < sums && !s; k++) {
+        const void *p = (char *)part + (size_t)k * chunks * as;
+        if (f64) {
+            double v;
+            if (chunks == 1) {
+                v = *(const double *)p;
+                if (v != v) v = cr_f64_from(CR_NAN_F64);
+            } else {
+                s = cr_cpu_sum(h, p, chunks, acc_dt, &v);
+            }
+            acc[k] = v;
+        } else {
+            float v;
+            if (chunks == 1) {
+                v = *(const float *)p;
+                if (v != v) v = cr_f32_from(CR_NAN_F32);
+            } else {
+                s = cr_cpu_sum(h, p, chunks, acc_dt, &v);
+            }
+            acc[k] = v; /* exact */
+        }
+    }
+    free(part);
+    return s;
+}
+
+/* The float result of an ordered op, written in the accumulation type or (narrow, 16-bit
+ * input) rounded once to the input type. */
+static void write_float(double v, coopreduce_dtype dt, int narrow, void *result)
+{
+    if (dt == COOPREDUCE_FLOAT64) {
+        if (v != v) v = cr_f64_from(CR_NAN_F64);
+        memcpy(result, &v, 8);
+        return;
+    }
+    float f = (float)v; /* exact: v came from a float32 computation */
+    if (f != f) f = cr_f32_from(CR_NAN_F32);
+    if (narrow && dt == COOPREDUCE_FLOAT16) {
+        uint16_t b = cr_f32_to_f16(f);
+        memcpy(result, &b, 2);
+    } else if (narrow && dt == COOPREDUCE_BFLOAT16) {
+        uint16_t b = cr_f32_to_bf16(f);
+        memcpy(result, &b, 2);
+    } else {
+        memcpy(result, &f, 4);
+    }
+}
+
+/* The correctly rounded mean of a float sum: sum / n, in the sum's precision. */
+static double mean_of_float(double sum, uint64_t n, int f64)
+{
+    if (n == 0 || sum != sum) return cr_f64_from(CR_NAN_F64);
+    if (sum == INFINITY || sum == -INFINITY) return sum;
+    const uint64_t b = cr_f64_bits(sum); /* a float32 sum is exact in the double */
+    const int neg = (int)(b >> 63);
+    int e = (int)((b >> 52) & 0x7ff);
+    uint64_t m = b & 0xfffffffffffffull;
+    if (e) m |= 1ull << 52;
+    else e = 1;
+    return cr_round_div(neg, m, e - 1075, n, f64 ? 53 : 24, f64 ? -1022 : -126);
+}
+
+/* ---- Order-independent operations ------------------------------------------------------------
+ * One state per thread, folded element by element, then the threads' states in order. The
+ * state is generic: for floats the value as a double (every input type is exact in a double)
+ * plus its original bits, for integers a 128-bit value; idx the index of the current best. */
+typedef struct {
+    coopreduce_op op;
+    coopreduce_dtype dt;
+    const void *x;
+    uint64_t i0, i1;
+    /* out */
+    int have;                 /* an element was seen */
+    int nan;                  /* a NaN was seen (floats): idx is the first one */
+    uint64_t idx;
+    double v;                 /* floats: the best value, widened */
+    uint64_t bits;            /* floats: its bit pattern in the input type */
+    __int128 iv;              /* integers: the best value, or the sum */
+} scan_job;
+
+static int is_float(coopreduce_dtype dt)
+{
+    return dt == COOPREDUCE_FLOAT32 || dt == COOPREDUCE_FLOAT64 || dt == COOPREDUCE_FLOAT16 ||
+           dt == COOPREDUCE_BFLOAT16;
+}
+
+
+static void float_at(const void *x, uint64_t i, coopreduce_dtype dt, double *v, uint64_t *bits)
+{
+    switch (dt) {
+    case COOPREDUCE_FLOAT64:
+        *v = ((const double *)x)[i];
+        *bits = cr_f64_bits(*v);
+        break;
+    case COOPREDUCE_FLOAT32: {
+        const float f = ((const float *)x)[i];
+        *v = f;
+        *bits = cr_f32_bits(f);
+        break;
+    }
+    default: {
+        const uint16_t b = ((const uint16_t *)x)[i];
+        *v = dt == COOPREDUCE_FLOAT16 ? cr_f16_to_f32(b) : cr_bf16_to_f32(b);
+        *bits = b;
+        break;
+    }
+    }
+}
+
+static __int128 int_at(const void *x, uint64_t i, coopreduce_dtype dt)
+{
+    switch (dt) {
+    case COOPREDUCE_INT32: return ((const int32_t *)x)[i];
+    case COOPREDUCE_UINT32: return ((const uint32_t *)x)[i];
+    case COOPREDUCE_INT64: return ((const int64_t *)x)[i];
+    default: return ((const uint64_t *)x)[i];
+    }
+}
+
+/* Does candidate (v, i) replace the best (bv, bi)? For MIN/MAX the order puts -0.0 below +0.0;
+ * for ARGMIN/ARGMAX values compare as IEEE numbers and the smaller index wins ties. NaN is
+ * handled before. ABSMAX compares |x|. */
+static int float_better(coopreduce_op op, double v, uint64_t i, double bv, uint64_t bi)
+{
+    switch (op) {
+    case COOPREDUCE_OP_MIN: return cr_less_f64(v, bv);
+    case COOPREDUCE_OP_MAX: return cr_less_f64(bv, v);
+    case COOPREDUCE_OP_ABSMAX: return fabs(v) > fabs(bv);
+    case COOPREDUCE_OP_ARGMIN: return v < bv || (v == bv && i < bi);
+    default: return v > bv || (v == bv && i < bi); /* ARGMAX */
+    }
+}
+
+static int int_better(coopreduce_op op, __int128 v, uint64_t i, __int128 bv, uint64_t bi)
+{
+    switch (op) {
+    case COOPREDUCE_OP_MIN: return v < bv;
+    case COOPREDUCE_OP_MAX: return v > bv;
+    case COOPREDUCE_OP_ABSMAX: return (v < 0 ? -v : v) > (bv < 0 ? -bv : bv);
+    case COOPREDUCE_OP_ARGMIN: return v < bv || (v == bv && i < bi);
+    default: return v > bv || (v == bv && i < bi);
+    }
+}
+
+/* Folds state b (a later range) into a. */
+static void scan_merge(scan_job *a, const scan_job *b)
+{
+    if (!b->have) return;
+    if (!a->have) {
+        a->have = 1;
+        a->nan = b->nan;
+        a->idx = b->idx;
+        a->v = b->v;
+        a->bits = b->bits;
+        a->iv = b->iv;
+        return;
+    }
+    if (a->op == COOPREDUCE_OP_SUM || a->op == COOPREDUCE_OP_MEAN) {
+        a->iv += b->iv;
+        return;
+    }
+    if (is_float(a->dt)) {
+        if (a->nan) return;             /* a's NaN comes first */
+        if (b->nan) {
+            *a = (scan_job){a->op, a->dt, a->x, a->i0, a->i1, 1, 1, b->idx, b->v, b->bits, 0};
+            return;
+        }
+        if (float_better(a->op, b->v, b->idx, a->v, a->idx)) {
+            a->idx = b->idx;
+            a->v = b->v;
+            a->bits = b->bits;
+        }
+    } else if (int_better(a->op, b->iv, b->idx, a->iv, a->idx)) {
+        a->idx = b->idx;
+        a->iv = b->iv;
+    }
+}
+
+static void *scan_worker(void *arg)
+{
+    scan_job *j = arg;
+    if (j->i0 >= j->i1) return NULL;
+    const int fl = is_float(j->dt);
+    const int sum = j->op == COOPREDUCE_OP_SUM || j->op == COOPREDUCE_OP_MEAN;
+    j->have = 1;
+    j->nan = 0;
+    j->idx = j->i0;
+    j->iv = 0;
+    if (sum) {
+        /* Integers only (api.c routes float sums to the ordered path). A 32-bit input sums in
+         * 64 bits (n <= 2^32), a 64-bit one in 128. */
+        __int128 s = 0;
+        for (uint64_t i = j->i0; i < j->i1; i++) s += int_at(j->x, i, j->dt);
+        j->iv = s;
+        return NULL;
+    }
+    if (fl) {
+        float_at(j->x, j->i0, j->dt, &j->v, &j->bits);
+        if (j->v != j->v) {
+            j->nan = 1;
+            return NULL;
+        }
+        for (uint64_t i = j->i0 + 1; i < j->i1; i++) {
+            double v;
+            uint64_t bits;
+            float_at(j->x, i, j->dt, &v, &bits);
+            if (v != v) {
+                j->nan = 1;
+                j->idx = i;
+                return NULL; /* the first NaN decides every float op */
+            }
+            if (float_better(j->op, v, i, j->v, j->idx)) {
+                j->v = v;
+                j->bits = bits;
+                j->idx = i;
+            }
+        }
+    } else {
+        j->iv = int_at(j->x, j->i0, j->dt);
+        for (uint64_t i = j->i0 + 1; i < j->i1; i++) {
+            const __int128 v = int_at(j->x, i, j->dt);
+            if (int_better(j->op, v, i, j->iv, j->idx)) {
+                j->iv = v;
+                j->idx = i;
+            }
+        }
+    }
+    return NULL;
+}
+
+#define MIN_ELEMS_PER_THREAD (1u << 16)
+
+static scan_job scan(coopreduce_handle *h, coopreduce_op op, const void *x, uint64_t n,
+                     coopreduce_dtype dt)
+{
+    scan_job jobs[CR_MAX_THREADS];
+    uint64_t t = n / MIN_ELEMS_PER_THREAD;
+    if (t > (uint64_t)cr_cpu_threads(h)) t = (uint64_t)cr_cpu_threads(h);
+    if (t < 1) t = 1;
+    for (uint64_t i = 0; i < t; i++)
+        jobs[i] = (scan_job){op, dt, x, n * i / t, n * (i + 1) / t, 0, 0, 0, 0.0, 0, 0};
+    cr_cpu_run((int)t, scan_worker, jobs, sizeof jobs[0]);
+    scan_job r = {op, dt, x, 0, n, 0, 0, 0, 0.0, 0, 0};
+    for (uint64_t i = 0; i < t; i++) scan_merge(&r, &jobs[i]);
+    return r;
+}
+
+/* The canonical NaN of a float input type, as its bit pattern. */
+static uint64_t nan_bits(coopreduce_dtype dt)
+{
+    switch (dt) {
+    case COOPREDUCE_FLOAT64: return CR_NAN_F64;
+    case COOPREDUCE_FLOAT32: return CR_NAN_F32;
+    case COOPREDUCE_FLOAT16: return CR_NAN_F16;
+    default: return CR_NAN_BF16;
+    }
+}
+
+static coopreduce_status unordered(coopreduce_handle *h, coopreduce_op op, const void *x,
+                                   uint64_t n, coopreduce_dtype dt, void *result)
+{
+    const size_t es = coopreduce_dtype_size(dt);
+    if (op == COOPREDUCE_OP_SUM || op == COOPREDUCE_OP_MEAN) {
+        const scan_job r = n ? scan(h, op, x, n, dt) : (scan_job){0};
+        const __int128 s = r.iv;
+        if (op == COOPREDUCE_OP_MEAN) {
+            const double m = n == 0 ? cr_f64_from(CR_NAN_F64)
+                                    : cr_round_div(s < 0, (cr_u128)(s < 0 ? -s : s), 0, n, 53, -1022);
+            memcpy(result, &m, 8);
+        } else if (es == 4) {
+            const int64_t v = (int64_t)s; /* n <= 2^32: exact (uint32: below 2^64, same bits) */
+            memcpy(result, &v, 8);
+        } else {
+            memcpy(result, &s, 16); /* little-endian: low 8 bytes first */
+        }
+        return COOPREDUCE_SUCCESS;
+    }
+    const scan_job r = scan(h, op, x, n, dt);
+    if (op == COOPREDUCE_OP_ARGMIN || op == COOPREDUCE_OP_ARGMAX) {
+        memcpy(result, &r.idx, 8);
+        return COOPREDUCE_SUCCESS;
+    }
+    if (is_float(dt)) {
+        uint64_t bits = r.nan ? nan_bits(dt) : r.bits;
+        if (!r.nan && op == COOPREDUCE_OP_ABSMAX) bits &= ~(1ull << (8 * es - 1)); /* |x| */
+        memcpy(result, &bits, es); /* little-endian: the low es bytes */
+        return COOPREDUCE_SUCCESS;
+    }
+    __int128 v = r.iv;
+    if (op == COOPREDUCE_OP_ABSMAX && v < 0) v = -v; /* as the unsigned type of the same width */
+    memcpy(result, &v, es);
+    return COOPREDUCE_SUCCESS;
+}
+
+/* ---- Entry ---------------------------------------------------------------------------------- */
+static coopreduce_status reduce(coopreduce_handle *h, coopreduce_op op, const void *x,
+                                const void *y, uint64_t n, coopreduce_dtype dt, int narrow,
+                                void *result)
+{
+    if (!is_float(dt)) {
+        if (dt == COOPREDUCE_INT32 && op == COOPREDUCE_OP_SUM) {
+            cr_cpu_sum_int32(h, x, n, result);
+            return COOPREDUCE_SUCCESS;
+        }
+        return unordered(h, op, x, n, dt, result);
+    }
+    switch (op) {
+    case COOPREDUCE_OP_MIN:
+    case COOPREDUCE_OP_MAX:
+    case COOPREDUCE_OP_ABSMAX:
+    case COOPREDUCE_OP_ARGMIN:
+    case COOPREDUCE_OP_ARGMAX:
+        return unordered(h, op, x, n, dt, result);
+    default:
+        break;
+    }
+    const int f64 = dt == COOPREDUCE_FLOAT64;
+    if ((op == COOPREDUCE_OP_SUM || op == COOPREDUCE_OP_MEAN) &&
+        (dt == COOPREDUCE_FLOAT32 || f64)) {
+        /* The canonical sum itself. */
+        double acc = 0;
+        if (f64) {
+            coopreduce_status s = cr_cpu_sum(h, x, n, dt, &acc);
+            if (s) return s;
+        } else {
+            float f = 0;
+            coopreduce_status s = cr_cpu_sum(h, x, n, dt, &f);
+            if (s) return s;
+            acc = f;
+        }
+        write_float(op == COOPREDUCE_OP_MEAN ? mean_of_float(acc, n, f64) : acc, dt, narrow, result);
+        return COOPREDUCE_SUCCESS;
+    }
+    double acc[3];
+    coopreduce_status s = ordered_sums(h, op == COOPREDUCE_OP_MEAN ? COOPREDUCE_OP_SUM : op, x, y,
+                                       n, dt, acc);
+    if (s) return s;
+    double v = acc[0];
+    if (op == COOPREDUCE_OP_MEAN) v = mean_of_float(acc[0], n, f64);
+    if (op == COOPREDUCE_OP_NORM2)
+        v = f64 ? cr_norm2_combine_F64(acc[0], acc[1], acc[2])
+                : (double)cr_norm2_combine_F32((float)acc[0], (float)acc[1], (float)acc[2]);
+    write_float(v, dt, narrow, result);
+    return COOPREDUCE_SUCCESS;
+}
+
+coopreduce_status cr_cpu_reduce(coopreduce_handle *h, coopreduce_op op, const void *x,
+                                const void *y, uint64_t n, coopreduce_dtype dtype, int narrow,
+                                void *result)
+{
+    cr_fp_state st;
+    cr_fp_enter(&st);
+    coopreduce_status s = reduce(h, op, x, y, n, dtype, narrow, result);
+    cr_fp_leave(&st);
+    return s;
+}

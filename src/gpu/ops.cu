@@ -1,0 +1,1 @@
+/* ops.cu — placeholder until the order-independent GPU operations land. */
