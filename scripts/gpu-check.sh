@@ -38,9 +38,10 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 GEN=(); command -v ninja >/dev/null && GEN=(-G Ninja)
 step configure cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release || { printf '%s\n' "${SUMMARY[@]}"; exit 1; }
 step build cmake --build "$BUILD" -j "$(nproc)" || { printf '%s\n' "${SUMMARY[@]}"; exit 1; }
-step ctest ctest --test-dir "$BUILD" --output-on-failure -E 'gpu_canonical|gpu_methods'
+step ctest ctest --test-dir "$BUILD" --output-on-failure -E 'gpu_canonical|gpu_methods|gpu_ops'
 step test_gpu "$BUILD/tests/test_gpu"
 step test_methods "$BUILD/tests/test_methods_gpu"
+[ -x "$BUILD/tests/test_ops_gpu" ] && step test_ops "$BUILD/tests/test_ops_gpu"
 if [ $GOLDEN = 1 ]; then
   step golden "$BUILD/tests/test_gpu" --quick --write-golden "$LOG/golden_bits.txt"
 fi
@@ -48,6 +49,8 @@ if [ $SANITIZE = 1 ]; then
   for tool in memcheck racecheck synccheck; do
     step "san-$tool" compute-sanitizer --tool "$tool" --error-exitcode 9 "$BUILD/tests/test_gpu" --quick
     step "san-m-$tool" compute-sanitizer --tool "$tool" --error-exitcode 9 "$BUILD/tests/test_methods_gpu" --quick
+    [ -x "$BUILD/tests/test_ops_gpu" ] &&
+      step "san-o-$tool" compute-sanitizer --tool "$tool" --error-exitcode 9 "$BUILD/tests/test_ops_gpu" --quick
   done
 fi
 if [ $BENCH = 1 ]; then

@@ -343,7 +343,10 @@ static void graph_replay(void)
         for (int r = 0; r < 8; r++) {
             const cr_gen_kind kind = (cr_gen_kind)(1 + r % 3);
             uint64_t bits = 0;
+            /* st does not wait for the legacy stream: the upload and the poison must be done
+             * before the replay starts. */
             if (load(n, dt, kind, rnd(), 0) || !cuda_ok(cudaMemset(dout, POISON, 16), "poison") ||
+                !cuda_ok(cudaDeviceSynchronize(), "sync before replay") ||
                 !cuda_ok(cudaGraphLaunch(exec, st), "graph launch") ||
                 !cuda_ok(cudaStreamSynchronize(st), "sync") ||
                 !cuda_ok(cudaMemcpy(&bits, dout, es, cudaMemcpyDeviceToHost), "copy"))
