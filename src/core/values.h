@@ -14,7 +14,7 @@
 #include <string.h>
 
 #ifdef __CUDACC__
-#define CR_HD __host__ __device__ __forceinline__
+#define CR_HD __host__ __device__
 #else
 #define CR_HD
 #endif

@@ -1,1 +1,832 @@
-/* ops.cu — placeholder until the order-independent GPU operations land. */
+/* ops.cu — the order-independent operations on the GPU: MIN, MAX, ABSMAX, ARGMIN, ARGMAX of
+ * every dtype, and the exact SUM and MEAN of the integer dtypes. One kernel launch per call.
+ *
+ * Why any grid gives the CPU's bits: every operation here is a fold with an associative and
+ * commutative combine over a total order (or exact integer addition), so the tree does not
+ * matter. The rules that make it so (src/core/values.h, docs/DETERMINISM.md "Operations"):
+ *  - MIN / MAX compare "keys": the bits of a float turned into a signed integer whose order is
+ *    the float order with -0.0 < +0.0 (the sign-magnitude to two's-complement flip). Every float
+ *    has its own key, so the result is an element's own bit pattern. A NaN's key lies beyond
+ *    the key of +-inf, so "a NaN was seen" is read off the smallest and largest keys, and both
+ *    are kept whatever the op (one kernel for MIN and MAX). Floats of up to 32 bits do not even
+ *    compute keys in the hot loop: three min/max of the raw bits determine both (tracker_part).
+ *  - ABSMAX compares magnitudes: the bits with the sign cleared for floats (NaN's are larger
+ *    than inf's), |x| as the unsigned type for signed integers.
+ *  - ARGMIN / ARGMAX combine (key, index) pairs: the better key wins, equal keys go to the
+ *    smaller index; a float's key is its IEEE value (so -0.0 == +0.0), and every NaN has the
+ *    same key beyond every number, so the first NaN wins.
+ *  - SUM / MEAN add exactly in 128 bits (two's complement for signed input).
+ *
+ * Layout of one launch: a grid-stride loop over the 16-byte aligned body of x, four 16-byte
+ * loads in flight per thread (the structure of the benchmark's float4 read kernel, which is
+ * the bandwidth ceiling these kernels are held against); the unaligned head and the ragged tail
+ * (under 16 bytes each) are taken by the first threads, one element each. Each thread folds
+ * into a small accumulator specialised per (kind, dtype) for the fewest instructions per 16
+ * bytes (16-bit floats use packed 16x2 integer min/max), turns it into a 16-byte "Part", and
+ * the block combines the Parts with warp shuffles. Thread 0 stores the block's Part, fences and
+ * takes a ticket; the block that takes the last ticket combines all Parts (read through L2),
+ * writes the result and puts the ticket back to zero for the next launch in stream order.
+ *
+ * ARGMIN / ARGMAX in the hot loop: a thread reduces each vector to its best value, and keeps
+ * the first vector (in its own, increasing visit order) whose best value strictly improves its
+ * best, with the vector's raw 16 bytes; only at the end does it look for the first lane of that
+ * vector holding the best value. The first vector holding a NaN is kept the same way, and wins.
+ * That keeps the per-element work to one min/max, which is what lets 16-bit inputs (8 elements
+ * per load) keep up with memory. */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <atomic>
+
+extern "C" {
+#include "internal.h"
+}
+#include "core/values.h"
+
+namespace {
+
+typedef unsigned long long u64;
+typedef long long i64;
+typedef unsigned __int128 u128;
+typedef __int128 i128;
+
+const int kThreads = 256;   /* threads per block; the host sizes the grid from SMs * occupancy */
+const int kUnroll = 4;      /* 16-byte loads in flight per thread per iteration */
+
+/* What a block hands on: 16 bytes whose meaning depends on the kind (see Kind). */
+struct Part {
+    u64 a, b;
+};
+
+/* One kernel per (kind, dtype). MIN and MAX share MINMAX, SUM and MEAN share SUM: the op only
+ * changes what the last block writes. */
+enum Kind { kMinMax, kAbsMax, kArgMin, kArgMax, kSum };
+
+/* ---- Element types ------------------------------------------------------------------------
+ * T: the storage, as an unsigned integer (floats are handled through their bits). W: bits.
+ * kInf / kNaN: the bits of +inf and of the canonical NaN (floats). */
+struct F32 { typedef uint32_t T; static constexpr int W = 32; static constexpr bool kFloat = true, kSigned = true;
+             static constexpr u64 kInf = 0x7f800000u, kNaN = CR_NAN_F32; };
+struct F64 { typedef uint64_t T; static constexpr int W = 64; static constexpr bool kFloat = true, kSigned = true;
+             static constexpr u64 kInf = 0x7ff0000000000000ull, kNaN = CR_NAN_F64; };
+struct F16 { typedef uint16_t T; static constexpr int W = 16; static constexpr bool kFloat = true, kSigned = true;
+             static constexpr u64 kInf = 0x7c00u, kNaN = CR_NAN_F16; };
+struct BF16 { typedef uint16_t T; static constexpr int W = 16; static constexpr bool kFloat = true, kSigned = true;
+              static constexpr u64 kInf = 0x7f80u, kNaN = CR_NAN_BF16; };
+struct I32 { typedef uint32_t T; static constexpr int W = 32; static constexpr bool kFloat = false, kSigned = true;
+             static constexpr u64 kInf = 0, kNaN = 0; };
+struct U32 { typedef uint32_t T; static constexpr int W = 32; static constexpr bool kFloat = false, kSigned = false;
+             static constexpr u64 kInf = 0, kNaN = 0; };
+struct I64 { typedef uint64_t T; static constexpr int W = 64; static constexpr bool kFloat = false, kSigned = true;
+             static constexpr u64 kInf = 0, kNaN = 0; };
+struct U64 { typedef uint64_t T; static constexpr int W = 64; static constexpr bool kFloat = false, kSigned = false;
+             static constexpr u64 kInf = 0, kNaN = 0; };
+
+template <class E> struct Vec { static constexpr int N = 128 / E::W; }; /* elements per 16 bytes */
+
+/* ---- Scalar rules (head, tail, final resolution; not in the hot loop) ---------------------- */
+template <class E> __device__ __forceinline__ u64 low_mask() { return E::W == 64 ? ~0ull : (1ull << E::W) - 1; }
+template <class E> __device__ __forceinline__ u64 abs_mask() { return low_mask<E>() >> 1; }
+
+/* The W-bit pattern sign-extended to 64 bits. */
+template <class E> __device__ __forceinline__ i64 sext(u64 bits)
+{
+    return E::W == 64 ? (i64)bits : ((i64)(bits << (64 - E::W))) >> (64 - E::W);
+}
+
+/* MIN/MAX key: signed, ordered as the values (floats: -0.0 < +0.0, NaN beyond +-inf), one key
+ * per bit pattern. Floats flip the magnitude bits of negatives; unsigned integers flip the sign
+ * bit; signed integers are their own key. Sign-extended from W bits, so the 32- and 16-bit hot
+ * loops' narrow keys widen to the same value. */
+template <class E> __device__ __forceinline__ i64 mm_key(u64 bits)
+{
+    if (E::kFloat) {
+        const i64 s = sext<E>(bits);
+        return s ^ ((s >> 63) & (i64)abs_mask<E>());
+    }
+    if (E::kSigned) return sext<E>(bits);
+    return sext<E>(bits ^ (1ull << (E::W - 1)));
+}
+
+/* The bits whose key is k (mm_key is its own inverse on the W low bits for floats). */
+template <class E> __device__ __forceinline__ u64 mm_bits(i64 k)
+{
+    if (E::kFloat) return (u64)(k ^ ((k >> 63) & (i64)abs_mask<E>())) & low_mask<E>();
+    if (E::kSigned) return (u64)k & low_mask<E>();
+    return ((u64)k ^ (1ull << (E::W - 1))) & low_mask<E>();
+}
+
+template <class E> __device__ __forceinline__ bool is_nan(u64 bits)
+{
+    return E::kFloat && (bits & abs_mask<E>()) > E::kInf;
+}
+
+/* |x|: floats the bits without the sign; signed integers |x| as the unsigned type (|INT_MIN|
+ * = 2^(W-1) fits); unsigned integers x. */
+template <class E> __device__ __forceinline__ u64 magnitude(u64 bits)
+{
+    if (E::kFloat) return bits & abs_mask<E>();
+    if (E::kSigned) {
+        const i64 v = sext<E>(bits);
+        return v < 0 ? (0ull - (u64)v) & low_mask<E>() : (u64)v;
+    }
+    return bits;
+}
+
+/* ARGMIN/ARGMAX key: floats compare as IEEE numbers (-0.0 == +0.0: both key 0) and every NaN
+ * gets the one key that beats every number in the op's direction; integers as for MIN/MAX. */
+template <class E, int K> __device__ __forceinline__ i64 arg_key(u64 bits)
+{
+    if (!E::kFloat) return mm_key<E>(bits);
+    const u64 a = bits & abs_mask<E>();
+    if (a > E::kInf) return K == kArgMax ? INT64_MAX : INT64_MIN;
+    return (bits >> (E::W - 1)) ? -(i64)a : (i64)a;
+}
+
+/* Lane k of a 16-byte vector, as W-bit bits. */
+template <class E> __device__ __forceinline__ u64 lane(const uint4 &v, int k)
+{
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+    if (E::W == 64) return (u64)w[2 * k] | ((u64)w[2 * k + 1] << 32);
+    if (E::W == 32) return w[k];
+    return (w[k >> 1] >> (16 * (k & 1))) & 0xffffu;
+}
+
+/* ---- Combining Parts ------------------------------------------------------------------------
+ * MINMAX: a = smallest key, b = largest key (as i64). ABSMAX: a = largest magnitude.
+ * ARGMIN/ARGMAX: a = key (i64), b = index. SUM: the 128-bit sum, a low, b high. */
+template <int K> __device__ __forceinline__ Part identity()
+{
+    switch (K) {
+    case kMinMax: return Part{(u64)INT64_MAX, (u64)INT64_MIN};
+    case kArgMin: return Part{(u64)INT64_MAX, ~0ull};
+    case kArgMax: return Part{(u64)INT64_MIN, ~0ull};
+    default: return Part{0, 0};
+    }
+}
+
+/* Folds q into p. Associative and commutative for every kind: the tree does not matter. An
+ * identity's index ~0 loses every tie to a real element. */
+template <int K> __device__ __forceinline__ void combine(Part &p, const Part &q)
+{
+    if (K == kMinMax) {
+        p.a = (u64)min((i64)p.a, (i64)q.a);
+        p.b = (u64)max((i64)p.b, (i64)q.b);
+    } else if (K == kAbsMax) {
+        p.a = max(p.a, q.a);
+    } else if (K == kSum) {
+        const u64 lo = p.a + q.a;
+        p.b = p.b + q.b + (lo < p.a);
+        p.a = lo;
+    } else {
+        const i64 pk = (i64)p.a, qk = (i64)q.a;
+        const bool better = K == kArgMax ? qk > pk : qk < pk;
+        if (better || (qk == pk && q.b < p.b)) p = q;
+    }
+}
+
+template <class E, int K> __device__ __forceinline__ Part elem_part(u64 bits, u64 idx)
+{
+    switch (K) {
+    case kMinMax: {
+        const i64 k = mm_key<E>(bits);
+        return Part{(u64)k, (u64)k};
+    }
+    case kAbsMax: return Part{magnitude<E>(bits), 0};
+    case kSum: {
+        if (!E::kSigned) return Part{bits, 0};
+        const i64 v = sext<E>(bits); /* two's complement in 128 bits */
+        return Part{(u64)v, v < 0 ? ~0ull : 0ull};
+    }
+    default: return Part{(u64)arg_key<E, K>(bits), idx};
+    }
+}
+
+/* ---- Thread accumulators: the hot loop -------------------------------------------------------
+ * Acc<K, E>: init(), vec(v, vector index) for each 16-byte vector in increasing order, and
+ * part(head) at the end (head: the element index of vector 0). */
+template <int K, class E, int W = E::W> struct Acc;
+
+/* MINMAX of floats up to 32 bits, without a key per element: three trackers of the raw bits,
+ * the signed maximum, the unsigned maximum and the unsigned minimum, give both results.
+ *  - MIN: if any element is negative (sign set), the largest unsigned pattern is the negative of
+ *    largest magnitude, the smallest number (-0.0 = 0x80..0 only if no other negative); else the
+ *    smallest unsigned pattern is the smallest non-negative number (+0.0 first).
+ *  - MAX: if any element has the sign clear, the largest signed pattern is the largest of them;
+ *    else (all negative) the smallest unsigned pattern is the negative of smallest magnitude.
+ *  - NaN: a positive NaN is the largest signed pattern beyond +inf's; a negative NaN the largest
+ *    unsigned pattern beyond -inf's.
+ * Three min/max per element and no transform (for 16-bit floats, three packed 16x2 operations
+ * per two elements): half the instructions of keys, which is what 8 elements per load need.
+ * Returns the thread's Part (keys as mm_key); umin > umax means no element was seen. */
+template <class E> __device__ __forceinline__ Part tracker_part(i64 smax, u64 umax, u64 umin)
+{
+    if (umin > umax) return identity<kMinMax>();
+    const u64 sb = 1ull << (E::W - 1);
+    if (smax > (i64)E::kInf || umax > (sb | E::kInf)) return Part{(u64)INT64_MIN, (u64)INT64_MAX};
+    const u64 lo = (umax & sb) ? umax : umin;
+    const u64 hi = smax >= 0 ? (u64)smax : umin;
+    return Part{(u64)mm_key<E>(lo), (u64)mm_key<E>(hi)};
+}
+
+/* MINMAX, 32-bit lanes. float32: the trackers above. int32 / uint32: keys (the value, or the
+ * value with the sign bit flipped, as int32), plain signed min and max; an empty thread's
+ * INT32_MAX / INT32_MIN lose to every element. */
+template <class E, bool Float = E::kFloat> struct MinMax32;
+template <class E> struct MinMax32<E, true> {
+    int smax;
+    uint32_t umax, umin;
+    __device__ void init()
+    {
+        smax = INT32_MIN;
+        umax = 0;
+        umin = UINT32_MAX;
+    }
+    __device__ __forceinline__ void vec(const uint4 &v, u64)
+    {
+        smax = max(smax, max(max((int)v.x, (int)v.y), max((int)v.z, (int)v.w)));
+        umax = max(umax, max(max(v.x, v.y), max(v.z, v.w)));
+        umin = min(umin, min(min(v.x, v.y), min(v.z, v.w)));
+    }
+    __device__ Part part(u64) const { return tracker_part<E>((i64)smax, umax, umin); }
+};
+template <class E> struct MinMax32<E, false> {
+    int lo, hi;
+    __device__ void init()
+    {
+        lo = INT32_MAX;
+        hi = INT32_MIN;
+    }
+    static __device__ __forceinline__ int key(uint32_t u)
+    {
+        return E::kSigned ? (int)u : (int)(u ^ 0x80000000u);
+    }
+    __device__ __forceinline__ void vec(const uint4 &v, u64)
+    {
+        const int a = key(v.x), b = key(v.y), c = key(v.z), d = key(v.w);
+        lo = min(lo, min(min(a, b), min(c, d)));
+        hi = max(hi, max(max(a, b), max(c, d)));
+    }
+    __device__ Part part(u64) const { return Part{(u64)(i64)lo, (u64)(i64)hi}; }
+};
+template <class E> struct Acc<kMinMax, E, 32> : MinMax32<E> {};
+
+/* MINMAX, 16-bit floats: the three trackers as packed 16x2 min/max (one instruction each on
+ * sm_90), the halves folded at the end. */
+template <class E> struct Acc<kMinMax, E, 16> {
+    uint32_t smax, umax, umin;
+    __device__ void init()
+    {
+        smax = 0x80008000u; /* INT16_MIN in both halves */
+        umax = 0;
+        umin = 0xffffffffu;
+    }
+    __device__ __forceinline__ void vec(const uint4 &v, u64)
+    {
+        smax = __vmaxs2(smax, __vmaxs2(__vmaxs2(v.x, v.y), __vmaxs2(v.z, v.w)));
+        umax = __vmaxu2(umax, __vmaxu2(__vmaxu2(v.x, v.y), __vmaxu2(v.z, v.w)));
+        umin = __vminu2(umin, __vminu2(__vminu2(v.x, v.y), __vminu2(v.z, v.w)));
+    }
+    __device__ Part part(u64) const
+    {
+        const i64 s = max((i64)(int16_t)(smax & 0xffffu), (i64)(int16_t)(smax >> 16));
+        const u64 hi = max(umax & 0xffffu, umax >> 16), lo = min(umin & 0xffffu, umin >> 16);
+        return tracker_part<E>(s, hi, lo);
+    }
+};
+
+/* MINMAX, 64-bit lanes. */
+template <class E> struct Acc<kMinMax, E, 64> {
+    i64 lo, hi;
+    __device__ void init() { lo = INT64_MAX; hi = INT64_MIN; }
+    __device__ __forceinline__ void vec(const uint4 &v, u64)
+    {
+        const i64 a = mm_key<E>(lane<E>(v, 0)), b = mm_key<E>(lane<E>(v, 1));
+        lo = min(lo, min(a, b));
+        hi = max(hi, max(a, b));
+    }
+    __device__ Part part(u64) const { return Part{(u64)lo, (u64)hi}; }
+};
+
+/* ABSMAX, 32-bit lanes: magnitudes as uint32. */
+template <class E> struct Acc<kAbsMax, E, 32> {
+    uint32_t m;
+    __device__ void init() { m = 0; }
+    static __device__ __forceinline__ uint32_t mag(uint32_t u)
+    {
+        if (E::kFloat) return u & 0x7fffffffu;
+        if (E::kSigned) return (int)u < 0 ? 0u - u : u;
+        return u;
+    }
+    __device__ __forceinline__ void vec(const uint4 &v, u64)
+    {
+        m = max(m, max(max(mag(v.x), mag(v.y)), max(mag(v.z), mag(v.w))));
+    }
+    __device__ Part part(u64) const { return Part{m, 0}; }
+};
+
+/* ABSMAX, 16-bit floats: packed unsigned 16x2 max of the words with both signs cleared. */
+template <class E> struct Acc<kAbsMax, E, 16> {
+    uint32_t m;
+    __device__ void init() { m = 0; }
+    __device__ __forceinline__ void vec(const uint4 &v, u64)
+    {
+        const uint32_t k = 0x7fff7fffu;
+        m = __vmaxu2(m, __vmaxu2(__vmaxu2(v.x & k, v.y & k), __vmaxu2(v.z & k, v.w & k)));
+    }
+    __device__ Part part(u64) const { return Part{max(m & 0xffffu, m >> 16), 0}; }
+};
+
+/* ABSMAX, 64-bit lanes. */
+template <class E> struct Acc<kAbsMax, E, 64> {
+    u64 m;
+    __device__ void init() { m = 0; }
+    __device__ __forceinline__ void vec(const uint4 &v, u64)
+    {
+        m = max(m, max(magnitude<E>(lane<E>(v, 0)), magnitude<E>(lane<E>(v, 1))));
+    }
+    __device__ Part part(u64) const { return Part{m, 0}; }
+};
+
+/* SUM, 32-bit integers: the vector's four elements in 64 bits (exact: |sum| < 2^34), then into
+ * a 128-bit total, so no thread can overflow whatever n and the grid. */
+template <class E> struct Acc<kSum, E, 32> {
+    u128 s;
+    __device__ void init() { s = 0; }
+    __device__ __forceinline__ void vec(const uint4 &v, u64)
+    {
+        if (E::kSigned) {
+            const i64 t = (i64)(int)v.x + (i64)(int)v.y + (i64)(int)v.z + (i64)(int)v.w;
+            s += (u128)(i128)t;
+        } else {
+            s += (u64)v.x + (u64)v.y + (u64)v.z + (u64)v.w;
+        }
+    }
+    __device__ Part part(u64) const { return Part{(u64)s, (u64)(s >> 64)}; }
+};
+
+/* SUM, 64-bit integers: each element sign- or zero-extended into the 128-bit total. */
+template <class E> struct Acc<kSum, E, 64> {
+    u128 s;
+    __device__ void init() { s = 0; }
+    __device__ __forceinline__ void vec(const uint4 &v, u64)
+    {
+        const u64 a = lane<E>(v, 0), b = lane<E>(v, 1);
+        if (E::kSigned) s += (u128)(i128)(i64)a + (u128)(i128)(i64)b;
+        else s += (u128)a + (u128)b;
+    }
+    __device__ Part part(u64) const { return Part{(u64)s, (u64)(s >> 64)}; }
+};
+
+/* ARGMIN / ARGMAX: the value domain V of a lane (IEEE values for floats, so that -0.0 == +0.0)
+ * and the best value of a vector, ignoring NaNs (vectors with a NaN take another path). */
+template <class E> struct ArgV;
+template <> struct ArgV<F32> {
+    typedef float V;
+    static __device__ __forceinline__ V value(u64 b) { return __uint_as_float((uint32_t)b); }
+    template <bool Max> static __device__ __forceinline__ V best(const uint4 &v)
+    {
+        const float a = __uint_as_float(v.x), b = __uint_as_float(v.y), c = __uint_as_float(v.z),
+                    d = __uint_as_float(v.w);
+        return Max ? fmaxf(fmaxf(a, b), fmaxf(c, d)) : fminf(fminf(a, b), fminf(c, d));
+    }
+    /* Any lane NaN: |x| + (2^23 - 1) reaches bit 31 exactly when |x| > inf. */
+    static __device__ __forceinline__ bool nan(const uint4 &v)
+    {
+        const uint32_t m = 0x7fffffffu, c = 0x007fffffu;
+        return (((v.x & m) + c) | ((v.y & m) + c) | ((v.z & m) + c) | ((v.w & m) + c)) >> 31;
+    }
+};
+template <> struct ArgV<F64> {
+    typedef double V;
+    static __device__ __forceinline__ V value(u64 b) { return __longlong_as_double((i64)b); }
+    template <bool Max> static __device__ __forceinline__ V best(const uint4 &v)
+    {
+        const double a = value(lane<F64>(v, 0)), b = value(lane<F64>(v, 1));
+        return Max ? fmax(a, b) : fmin(a, b);
+    }
+    static __device__ __forceinline__ bool nan(const uint4 &v)
+    {
+        const u64 m = 0x7fffffffffffffffull, c = 0x000fffffffffffffull;
+        return (((lane<F64>(v, 0) & m) + c) | ((lane<F64>(v, 1) & m) + c)) >> 63;
+    }
+};
+/* 16-bit floats: packed half2 / bfloat162 max over the four words (__hmax2 ignores a NaN, and
+ * returns one of its inputs), then the better of the two halves as a float (exact). */
+template <> struct ArgV<F16> {
+    typedef float V;
+    static __device__ __forceinline__ V value(u64 b) { return cr_f16_to_f32((uint16_t)b); }
+    static __device__ __forceinline__ __half2 h2(uint32_t w)
+    {
+        __half2 h;
+        memcpy(&h, &w, 4);
+        return h;
+    }
+    template <bool Max> static __device__ __forceinline__ V best(const uint4 &v)
+    {
+        const __half2 a = h2(v.x), b = h2(v.y), c = h2(v.z), d = h2(v.w);
+        const __half2 m = Max ? __hmax2(__hmax2(a, b), __hmax2(c, d))
+                              : __hmin2(__hmin2(a, b), __hmin2(c, d));
+        const float l = __low2float(m), h = __high2float(m);
+        return Max ? fmaxf(l, h) : fminf(l, h);
+    }
+    /* |x| + 0x3ff reaches bit 15 of its half exactly when |x| > 0x7c00; no carry between
+     * halves (at most 0x83fe). */
+    static __device__ __forceinline__ bool nan(const uint4 &v)
+    {
+        const uint32_t m = 0x7fff7fffu, c = 0x03ff03ffu;
+        return (((v.x & m) + c) | ((v.y & m) + c) | ((v.z & m) + c) | ((v.w & m) + c)) &
+               0x80008000u;
+    }
+};
+/* bfloat16: widened to float32 by a shift (exact; float min/max keep subnormals without
+ * relying on the bf16 min/max instructions' subnormal handling). */
+template <> struct ArgV<BF16> {
+    typedef float V;
+    static __device__ __forceinline__ V value(u64 b) { return cr_bf16_to_f32((uint16_t)b); }
+    template <bool Max> static __device__ __forceinline__ float pair(uint32_t w)
+    {
+        const float l = __uint_as_float(w << 16), h = __uint_as_float(w & 0xffff0000u);
+        return Max ? fmaxf(l, h) : fminf(l, h);
+    }
+    template <bool Max> static __device__ __forceinline__ V best(const uint4 &v)
+    {
+        const float a = pair<Max>(v.x), b = pair<Max>(v.y), c = pair<Max>(v.z), d = pair<Max>(v.w);
+        return Max ? fmaxf(fmaxf(a, b), fmaxf(c, d)) : fminf(fminf(a, b), fminf(c, d));
+    }
+    static __device__ __forceinline__ bool nan(const uint4 &v)
+    {
+        const uint32_t m = 0x7fff7fffu, c = 0x007f007fu;
+        return (((v.x & m) + c) | ((v.y & m) + c) | ((v.z & m) + c) | ((v.w & m) + c)) &
+               0x80008000u;
+    }
+};
+template <> struct ArgV<I32> {
+    typedef int V;
+    static __device__ __forceinline__ V value(u64 b) { return (int)(uint32_t)b; }
+    template <bool Max> static __device__ __forceinline__ V best(const uint4 &v)
+    {
+        const int a = (int)v.x, b = (int)v.y, c = (int)v.z, d = (int)v.w;
+        return Max ? max(max(a, b), max(c, d)) : min(min(a, b), min(c, d));
+    }
+    static __device__ __forceinline__ bool nan(const uint4 &) { return false; }
+};
+template <> struct ArgV<U32> {
+    typedef uint32_t V;
+    static __device__ __forceinline__ V value(u64 b) { return (uint32_t)b; }
+    template <bool Max> static __device__ __forceinline__ V best(const uint4 &v)
+    {
+        return Max ? max(max(v.x, v.y), max(v.z, v.w)) : min(min(v.x, v.y), min(v.z, v.w));
+    }
+    static __device__ __forceinline__ bool nan(const uint4 &) { return false; }
+};
+template <> struct ArgV<I64> {
+    typedef i64 V;
+    static __device__ __forceinline__ V value(u64 b) { return (i64)b; }
+    template <bool Max> static __device__ __forceinline__ V best(const uint4 &v)
+    {
+        const i64 a = (i64)lane<I64>(v, 0), b = (i64)lane<I64>(v, 1);
+        return Max ? max(a, b) : min(a, b);
+    }
+    static __device__ __forceinline__ bool nan(const uint4 &) { return false; }
+};
+template <> struct ArgV<U64> {
+    typedef u64 V;
+    static __device__ __forceinline__ V value(u64 b) { return b; }
+    template <bool Max> static __device__ __forceinline__ V best(const uint4 &v)
+    {
+        const u64 a = lane<U64>(v, 0), b = lane<U64>(v, 1);
+        return Max ? max(a, b) : min(a, b);
+    }
+    static __device__ __forceinline__ bool nan(const uint4 &) { return false; }
+};
+
+/* ARGMIN / ARGMAX accumulator: the best value so far, the index of the first vector (in this
+ * thread's increasing order) that reached it, and that vector's bytes; or, once a vector with a
+ * NaN has been seen, the first such vector (nan set), which no later vector replaces. */
+template <int K, class E> struct ArgAcc {
+    typedef typename ArgV<E>::V V;
+    static constexpr bool kMax = K == kArgMax;
+    V best;
+    u64 vi;
+    uint4 raw;
+    bool have, nan;
+    __device__ void init()
+    {
+        best = V(0);
+        vi = 0;
+        raw = make_uint4(0, 0, 0, 0);
+        have = nan = false;
+    }
+    __device__ __forceinline__ void vec(const uint4 &v, u64 i)
+    {
+        const V b = ArgV<E>::template best<kMax>(v);
+        if (ArgV<E>::nan(v)) {
+            if (!nan) {
+                nan = have = true;
+                vi = i;
+                raw = v;
+            }
+        } else if (!nan && (!have || (kMax ? b > best : b < best))) {
+            have = true;
+            best = b;
+            vi = i;
+            raw = v;
+        }
+    }
+    /* The first lane of the kept vector holding the NaN, or the best value (IEEE equality). */
+    __device__ Part part(u64 head) const
+    {
+        Part p = identity<K>();
+        if (!have) return p;
+#pragma unroll
+        for (int k = 0; k < Vec<E>::N; k++) {
+            const u64 bits = lane<E>(raw, k);
+            const bool hit = nan ? is_nan<E>(bits) : ArgV<E>::value(bits) == best;
+            if (hit) {
+                p.a = (u64)arg_key<E, K>(bits);
+                p.b = head + vi * (u64)Vec<E>::N + (u64)k;
+                break;
+            }
+        }
+        return p;
+    }
+};
+template <class E, int W> struct Acc<kArgMin, E, W> : ArgAcc<kArgMin, E> {};
+template <class E, int W> struct Acc<kArgMax, E, W> : ArgAcc<kArgMax, E> {};
+
+/* ---- Block and grid ------------------------------------------------------------------------ */
+template <int K> __device__ __forceinline__ Part shfl_down(const Part &p, int d)
+{
+    return Part{__shfl_down_sync(0xffffffffu, p.a, d), __shfl_down_sync(0xffffffffu, p.b, d)};
+}
+
+/* Thread 0 gets the block's combination. scratch: 32 Parts of shared memory; the caller must
+ * __syncthreads() before reusing it. */
+template <int K> __device__ __forceinline__ Part block_combine(Part p, Part *scratch)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (int d = 16; d > 0; d >>= 1) combine<K>(p, shfl_down<K>(p, d));
+    if (lane == 0) scratch[warp] = p;
+    __syncthreads();
+    if (warp == 0) {
+        p = lane < (int)(blockDim.x >> 5) ? scratch[lane] : identity<K>();
+        for (int d = 16; d > 0; d >>= 1) combine<K>(p, shfl_down<K>(p, d));
+    }
+    return p;
+}
+
+/* The result from the grid's combination: op is the coopreduce_op (MIN or MAX for kMinMax,
+ * SUM or MEAN for kSum). Writes exactly the result's bytes. */
+template <class E, int K> __device__ void write_result(const Part &p, int op, uint64_t n, void *out)
+{
+    u64 bits;
+    if (K == kMinMax) {
+        const bool nan = E::kFloat && ((i64)p.a < mm_key<E>(E::kInf | (1ull << (E::W - 1))) ||
+                                       (i64)p.b > mm_key<E>(E::kInf));
+        bits = nan ? E::kNaN : mm_bits<E>(op == COOPREDUCE_OP_MIN ? (i64)p.a : (i64)p.b);
+    } else if (K == kAbsMax) {
+        bits = E::kFloat && p.a > E::kInf ? E::kNaN : p.a;
+    } else if (K == kSum) {
+        if (op == COOPREDUCE_OP_MEAN) {
+            double m;
+            if (n == 0) {
+                m = __longlong_as_double((i64)CR_NAN_F64);
+            } else {
+                const u128 s = ((u128)p.b << 64) | p.a;
+                const bool neg = E::kSigned && (i64)p.b < 0;
+                m = cr_round_div(neg, neg ? (u128)0 - s : s, 0, n, 53, -1022);
+            }
+            *(double *)out = m;
+        } else if (E::W == 32) {
+            *(u64 *)out = p.a; /* n <= 2^32 (api.c): the sum fits, two's complement */
+        } else {
+            ((u64 *)out)[0] = p.a; /* low 8 bytes first */
+            ((u64 *)out)[1] = p.b;
+        }
+        return;
+    } else {
+        *(u64 *)out = p.b;
+        return;
+    }
+    if (E::W == 16) *(uint16_t *)out = (uint16_t)bits;
+    else if (E::W == 32) *(uint32_t *)out = (uint32_t)bits;
+    else *(u64 *)out = bits;
+}
+
+template <class E, int K>
+__global__ void __launch_bounds__(kThreads)
+    ops_kernel(const typename E::T *__restrict__ x, uint64_t n, int op, Part *partials,
+               unsigned int *ticket, void *out)
+{
+    typedef typename E::T T;
+    const int N = Vec<E>::N;
+    __shared__ Part scratch[32];
+    __shared__ bool is_last;
+
+    /* Elements before the first 16-byte boundary, the vectors, the ragged tail. */
+    const uintptr_t mis = (uintptr_t)x % 16;
+    uint64_t head = mis ? (16 - mis) / sizeof(T) : 0;
+    if (head > n) head = n;
+    const uint64_t nvec = (n - head) / N;
+    const uint64_t tail_start = head + nvec * N;
+    const uint4 *body = (const uint4 *)(x + head);
+
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    Acc<K, E> acc;
+    acc.init();
+    uint64_t i = t;
+    /* Four loads issued before any is used; folded in increasing index order (ARG needs it). */
+    for (; i + (kUnroll - 1) * stride < nvec; i += kUnroll * stride) {
+        uint4 v[kUnroll];
+#pragma unroll
+        for (int k = 0; k < kUnroll; k++) v[k] = __ldg(body + i + k * stride);
+#pragma unroll
+        for (int k = 0; k < kUnroll; k++) acc.vec(v[k], i + k * stride);
+    }
+    for (; i < nvec; i += stride) acc.vec(__ldg(body + i), i);
+    Part p = acc.part(head);
+    if (t < head) combine<K>(p, elem_part<E, K>(__ldg(x + t), t));
+    if (t < n - tail_start) combine<K>(p, elem_part<E, K>(__ldg(x + tail_start + t), tail_start + t));
+
+    p = block_combine<K>(p, scratch);
+    if (threadIdx.x == 0) {
+        partials[blockIdx.x] = p;
+        __threadfence(); /* the Part is visible before the ticket is */
+        is_last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+    }
+    __syncthreads(); /* is_last is set; scratch is free again */
+    if (!is_last) return;
+    __threadfence(); /* every other block's Part is visible after its ticket */
+    /* Four loads issued before any is combined: one L2 round trip for the usual grid of
+     * 4 or 8 blocks per SM, instead of one per partial. */
+    Part q = identity<K>();
+    for (unsigned int j = threadIdx.x; j < gridDim.x; j += 4 * blockDim.x) {
+        Part r[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const unsigned int jk = j + k * blockDim.x;
+            r[k] = jk < gridDim.x ? Part{__ldcg(&partials[jk].a), __ldcg(&partials[jk].b)}
+                                  : identity<K>();
+        }
+#pragma unroll
+        for (int k = 0; k < 4; k++) combine<K>(q, r[k]);
+    }
+    q = block_combine<K>(q, scratch);
+    if (threadIdx.x == 0) {
+        write_result<E, K>(q, op, n, out);
+        *ticket = 0; /* ready for the next launch in stream order */
+    }
+}
+
+/* ---- Dispatch -------------------------------------------------------------------------------
+ * Blocks per SM from the occupancy calculator, asked once per kernel and device and kept
+ * (per call it would be a driver query on the hot path). Racing first calls compute the same
+ * value; ordinals beyond the table ask every time. */
+const int kMaxDevices = 64;
+
+template <class E, int K> cudaError_t occupancy(int device, int *per_sm)
+{
+    static std::atomic<int> cache[kMaxDevices];
+    if (device >= 0 && device < kMaxDevices) {
+        const int c = cache[device].load(std::memory_order_relaxed);
+        if (c > 0) {
+            *per_sm = c;
+            return cudaSuccess;
+        }
+    }
+    int b = 0;
+    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, ops_kernel<E, K>, kThreads, 0);
+    if (e != cudaSuccess) return e;
+    if (b < 1) return cudaErrorInvalidConfiguration;
+    if (device >= 0 && device < kMaxDevices) cache[device].store(b, std::memory_order_relaxed);
+    *per_sm = b;
+    return cudaSuccess;
+}
+
+struct Launch {
+    const void *x;
+    uint64_t n;
+    int op;
+    void *partials;
+    unsigned int *ticket;
+    void *out;
+    int blocks;
+    cudaStream_t stream;
+};
+
+template <class E, int K> cudaError_t launch(const Launch &a)
+{
+    (void)cudaGetLastError(); /* a stale error must not be taken for this launch's */
+    ops_kernel<E, K><<<a.blocks, kThreads, 0, a.stream>>>(
+        (const typename E::T *)a.x, a.n, a.op, (Part *)a.partials, a.ticket, a.out);
+    return cudaGetLastError();
+}
+
+/* The kind that computes op; -1 when there is no GPU kernel for (op, dtype). */
+int kind_of(int op, int dtype)
+{
+    const bool integer = dtype == COOPREDUCE_INT32 || dtype == COOPREDUCE_INT64 ||
+                         dtype == COOPREDUCE_UINT32 || dtype == COOPREDUCE_UINT64;
+    switch (op) {
+    case COOPREDUCE_OP_MIN:
+    case COOPREDUCE_OP_MAX: return kMinMax;
+    case COOPREDUCE_OP_ABSMAX: return kAbsMax;
+    case COOPREDUCE_OP_ARGMIN: return kArgMin;
+    case COOPREDUCE_OP_ARGMAX: return kArgMax;
+    case COOPREDUCE_OP_SUM:
+    case COOPREDUCE_OP_MEAN: return integer ? kSum : -1;
+    default: return -1;
+    }
+}
+
+/* Calls F<E, K>(args...) for the runtime (dtype, kind). */
+template <template <class, int> class F, class... A>
+cudaError_t dispatch(int dtype, int kind, A... args)
+{
+#define CR_OPS_KINDS(E)                                                                            \
+    switch (kind) {                                                                            \
+    case kMinMax: return F<E, kMinMax>::run(args...);                                          \
+    case kAbsMax: return F<E, kAbsMax>::run(args...);                                          \
+    case kArgMin: return F<E, kArgMin>::run(args...);                                          \
+    case kArgMax: return F<E, kArgMax>::run(args...);                                          \
+    default: break;                                                                            \
+    }
+#define CR_OPS_SUM(E)                                                                              \
+    if (kind == kSum) return F<E, kSum>::run(args...);
+    switch (dtype) {
+    case COOPREDUCE_FLOAT32: CR_OPS_KINDS(F32) break;
+    case COOPREDUCE_FLOAT64: CR_OPS_KINDS(F64) break;
+    case COOPREDUCE_FLOAT16: CR_OPS_KINDS(F16) break;
+    case COOPREDUCE_BFLOAT16: CR_OPS_KINDS(BF16) break;
+    case COOPREDUCE_INT32: CR_OPS_SUM(I32) CR_OPS_KINDS(I32) break;
+    case COOPREDUCE_UINT32: CR_OPS_SUM(U32) CR_OPS_KINDS(U32) break;
+    case COOPREDUCE_INT64: CR_OPS_SUM(I64) CR_OPS_KINDS(I64) break;
+    case COOPREDUCE_UINT64: CR_OPS_SUM(U64) CR_OPS_KINDS(U64) break;
+    default: break;
+    }
+#undef CR_OPS_KINDS
+#undef CR_OPS_SUM
+    return cudaErrorInvalidValue;
+}
+
+/* The float kinds have no kSum kernel; this keeps dispatch() from instantiating one. */
+template <class E, int K> struct Occupancy {
+    static cudaError_t run(int device, int *per_sm) { return occupancy<E, K>(device, per_sm); }
+};
+template <class E, int K> struct Launcher {
+    static cudaError_t run(const Launch *a) { return launch<E, K>(*a); }
+};
+
+} // namespace
+
+extern "C" {
+
+/* 1 when the GPU computes (op, dtype) here: MIN, MAX, ABSMAX, ARGMIN, ARGMAX of every dtype;
+ * SUM and MEAN of INT32, INT64, UINT32, UINT64. */
+int cr_gpu_ops_supported(int op, int dtype)
+{
+    return dtype >= COOPREDUCE_FLOAT32 && dtype <= COOPREDUCE_UINT64 && kind_of(op, dtype) >= 0;
+}
+
+/* The grid of a launch for n elements: *threads per block, and *blocks = enough blocks for one
+ * 16-byte vector per thread, at most what is resident on the GPU (sm_count * occupancy), at
+ * least 1; forced > 0 (coopreduce_set_grid_blocks) wins, clamped to max_blocks. The GPU
+ * `device` must be current. Returns a cudaError_t. */
+int cr_gpu_ops_grid(int op, int dtype, uint64_t n, int device, int sm_count, int forced,
+                    int max_blocks, int *blocks, int *threads)
+{
+    *threads = kThreads;
+    if (!cr_gpu_ops_supported(op, dtype)) return (int)cudaErrorInvalidValue;
+    if (forced > 0) {
+        *blocks = forced < max_blocks ? forced : max_blocks;
+        return 0;
+    }
+    int per_sm = 0;
+    cudaError_t e = dispatch<Occupancy>(dtype, kind_of(op, dtype), device, &per_sm);
+    if (e != cudaSuccess) return (int)e;
+    const uint64_t es = coopreduce_dtype_size((coopreduce_dtype)dtype);
+    const uint64_t vecs = n / (16 / es) + 1;
+    const uint64_t want = (vecs + kThreads - 1) / kThreads;
+    uint64_t full = (uint64_t)sm_count * (uint64_t)per_sm;
+    if (full > (uint64_t)max_blocks) full = (uint64_t)max_blocks;
+    uint64_t b = want < full ? want : full;
+    *blocks = (int)(b < 1 ? 1 : b);
+    return 0;
+}
+
+/* Enqueues the reduction of x[0..n) on stream: one kernel of `blocks` blocks (from
+ * cr_gpu_ops_grid). out: device memory for the result (coopreduce_reduce's layout);
+ * partials: 16 bytes per block; ticket: a device counter that is zero, and that the kernel
+ * leaves zero. n may be 0 (SUM, MEAN). Never synchronises. Returns a cudaError_t. */
+int cr_gpu_ops_launch(int op, int dtype, const void *x, uint64_t n, void *out, void *partials,
+                      unsigned int *ticket, int blocks, void *stream)
+{
+    if (!cr_gpu_ops_supported(op, dtype) || blocks < 1) return (int)cudaErrorInvalidValue;
+    const Launch a = {x, n, op, partials, ticket, out, blocks, (cudaStream_t)stream};
+    return (int)dispatch<Launcher>(dtype, kind_of(op, dtype), &a);
+}
+
+} // extern "C"
