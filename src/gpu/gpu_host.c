@@ -229,7 +229,6 @@ coopreduce_status cr_gpu_destroy(coopreduce_handle *h)
     if (g->counters && (e = cudaFree(g->counters)) != cudaSuccess && !s) s = cr_cuda_fail(h, e, "freeing the workspace");
     if (g->host_slot && (e = cudaFreeHost(g->host_slot)) != cudaSuccess && !s) s = cr_cuda_fail(h, e, "freeing the result slot");
     cr_gpu_method_free(g);
-    cr_gpu_ops_free(g);
     free(g);
     h->gpu = NULL;
     return s;

@@ -25,18 +25,14 @@ struct cr_gpu_state {
     void *host_slot;              /* pinned, mapped host memory for coopreduce_sum_to_host: */
     void *host_slot_dev;          /*   16 bytes: tagged words (gpu_host.c), or a method's value */
     unsigned int seq;             /* the tag of the last canonical host-result call */
-    /* The tutorial methods' workspace (methods_host.c), allocated on first use. */
-    void *m_partials;             /* device: 8-byte slots, one per block */
+    /* The scratch of the tutorial methods and the order-independent operations
+     * (cr_gpu_scratch_ensure in methods_host.c), allocated on first use. */
+    void *m_partials;             /* device: one 8-byte (methods) or 16-byte (operations) slot per block */
     size_t m_partials_bytes;
-    void *m_ticket;               /* device: 256 zeroed bytes; methods leave it zero */
+    void *m_ticket;               /* device: 256 zeroed bytes; every kernel leaves it zero */
     void *m_out;                  /* device: 8-byte result slot for host-result calls */
     void *m_host;                 /* pinned host: the `block` method's partials */
     size_t m_host_bytes;
-    /* The order-independent operations' workspace (ops_host.c), allocated on first use. */
-    void *o_partials;             /* device: one 16-byte partial per block */
-    size_t o_partials_bytes;
-    void *o_ticket;               /* device: zeroed counters; the kernels leave them zero */
-    void *o_out;                  /* device: 16-byte result slot for host-result calls */
 };
 
 cudaError_t cr_gpu_use_device(int ordinal);
@@ -48,6 +44,7 @@ coopreduce_status cr_gpu_sum_method(coopreduce_handle *h, const void *x, void *r
                                     uint64_t n, coopreduce_dtype dtype, void *stream,
                                     int to_host);
 coopreduce_status cr_gpu_method_reserve(coopreduce_handle *h, uint64_t n);
+coopreduce_status cr_gpu_scratch_ensure(coopreduce_handle *h, size_t partial_bytes);
 void cr_gpu_method_free(struct cr_gpu_state *g);
 /* The order-independent operations (ops_host.c, kernels in ops.cu): MIN, MAX, ABSMAX, ARGMIN,
  * ARGMAX of every dtype; SUM and MEAN of INT32, INT64, UINT32, UINT64. Arguments validated by
@@ -57,6 +54,5 @@ void cr_gpu_method_free(struct cr_gpu_state *g);
 coopreduce_status cr_gpu_reduce_unordered(coopreduce_handle *h, coopreduce_op op, const void *x,
                                           void *result, uint64_t n, coopreduce_dtype dtype,
                                           void *stream, int to_host);
-void cr_gpu_ops_free(struct cr_gpu_state *g);
 
 #endif

@@ -70,9 +70,12 @@ void cr_gpu_method_free(struct cr_gpu_state *g)
     g->m_partials_bytes = g->m_host_bytes = 0;
 }
 
-/* Grows the methods' workspace for n elements with the handle's method: the new buffers are
- * allocated before the old ones are freed, so a failure leaves the handle as it was. */
-static coopreduce_status ensure(coopreduce_handle *h, uint64_t n)
+/* The device scratch the methods and the order-independent operations (ops_host.c) share: a
+ * zeroed 256-byte ticket region that every kernel leaves zero, a 256-byte result slot, and at
+ * least `partial_bytes` of partials. The calls of a handle are stream-ordered, so one set
+ * serves both. New buffers are allocated before old ones are freed, so a failure leaves the
+ * handle as it was. */
+coopreduce_status cr_gpu_scratch_ensure(coopreduce_handle *h, size_t partial_bytes)
 {
     struct cr_gpu_state *g = h->gpu;
     cudaError_t e = cudaSuccess;
@@ -81,32 +84,43 @@ static coopreduce_status ensure(coopreduce_handle *h, uint64_t n)
         e = cudaMalloc(&t, 256);
         if (e == cudaSuccess) e = cudaMalloc(&o, 256);
         if (e == cudaSuccess) e = cudaMemset(t, 0, 256);
+        /* The zero must be in place before a kernel on any stream reads it. */
         if (e == cudaSuccess) e = cudaDeviceSynchronize();
         if (e != cudaSuccess) {
             if (t) cudaFree(t);
             if (o) cudaFree(o);
             (void)cudaGetLastError();
-            return cr_cuda_fail(h, e, "allocating the methods' ticket");
+            return cr_cuda_fail(h, e, "allocating the ticket and result slot");
         }
         g->m_ticket = t;
         g->m_out = o;
     }
+    if (partial_bytes > g->m_partials_bytes) {
+        void *p = NULL;
+        e = cudaMalloc(&p, partial_bytes);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            return cr_cuda_fail(h, e, "allocating the partials");
+        }
+        if (g->m_partials) cudaFree(g->m_partials); /* waits for kernels still using it */
+        g->m_partials = p;
+        g->m_partials_bytes = partial_bytes;
+    }
+    return COOPREDUCE_SUCCESS;
+}
+
+/* Grows the methods' workspace for n elements with the handle's method. */
+static coopreduce_status ensure(coopreduce_handle *h, uint64_t n)
+{
+    struct cr_gpu_state *g = h->gpu;
+    cudaError_t e = cudaSuccess;
     uint64_t slots = cr_method_partials_needed((int)h->method, n);
     if (slots > SIZE_MAX / 8)
         return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT, "n = %llu is too large",
                        (unsigned long long)n);
     size_t bytes = (size_t)slots * 8;
-    if (bytes > g->m_partials_bytes) {
-        void *p = NULL;
-        e = cudaMalloc(&p, bytes);
-        if (e != cudaSuccess) {
-            (void)cudaGetLastError();
-            return cr_cuda_fail(h, e, "allocating the methods' partials");
-        }
-        if (g->m_partials) cudaFree(g->m_partials); /* waits for kernels still using it */
-        g->m_partials = p;
-        g->m_partials_bytes = bytes;
-    }
+    coopreduce_status s = cr_gpu_scratch_ensure(h, bytes);
+    if (s) return s;
     if (h->method == COOPREDUCE_METHOD_BLOCK && bytes > g->m_host_bytes) {
         void *p = NULL;
         e = cudaHostAlloc(&p, bytes, cudaHostAllocDefault);

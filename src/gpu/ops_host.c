@@ -25,67 +25,15 @@ int cr_gpu_ops_launch(int op, int dtype, const void *x, uint64_t n, void *out, v
 #define CR_OPS_MAX_BLOCKS_PER_SM 8
 #define CR_OPS_PART_BYTES 16
 
-void cr_gpu_ops_free(struct cr_gpu_state *g)
-{
-    /* Called while destroying, after the waits of the earlier frees: errors cannot be reported
-     * better than the caller's. */
-    if (g->o_partials) cudaFree(g->o_partials);
-    if (g->o_ticket) cudaFree(g->o_ticket);
-    if (g->o_out) cudaFree(g->o_out);
-    g->o_partials = g->o_ticket = g->o_out = NULL;
-    g->o_partials_bytes = 0;
-}
-
-/* The ticket and the result slot on first use; Parts for `blocks` blocks. New buffers are
- * allocated before old ones are freed, so a failure leaves the handle as it was. */
+/* Partials for `blocks` blocks (at least a full automatic grid's), in the scratch the methods
+ * share (methods_host.c). */
 static coopreduce_status ensure(coopreduce_handle *h, int blocks)
 {
     struct cr_gpu_state *g = h->gpu;
-    cudaError_t e = cudaSuccess;
-    if (!g->o_ticket) {
-        void *t = NULL, *o = NULL;
-        e = cudaMalloc(&t, 256);
-        if (e == cudaSuccess) e = cudaMalloc(&o, 256);
-        if (e == cudaSuccess) e = cudaMemset(t, 0, 256);
-        /* The zero must be in place before a kernel on any stream reads it. */
-        if (e == cudaSuccess) e = cudaDeviceSynchronize();
-        if (e != cudaSuccess) {
-            if (t) cudaFree(t);
-            if (o) cudaFree(o);
-            (void)cudaGetLastError();
-            return cr_cuda_fail(h, e, "allocating the operations' ticket");
-        }
-        g->o_ticket = t;
-        g->o_out = o;
-    }
     size_t want = (size_t)blocks;
     size_t floor_blocks = (size_t)g->sm_count * CR_OPS_MAX_BLOCKS_PER_SM;
     if (want < floor_blocks) want = floor_blocks;
-    size_t bytes = want * CR_OPS_PART_BYTES;
-    if (bytes > g->o_partials_bytes) {
-        void *p = NULL;
-        e = cudaMalloc(&p, bytes);
-        if (e != cudaSuccess) {
-            (void)cudaGetLastError();
-            return cr_cuda_fail(h, e, "allocating the operations' partials");
-        }
-        if (g->o_partials) cudaFree(g->o_partials); /* waits for kernels still using it */
-        g->o_partials = p;
-        g->o_partials_bytes = bytes;
-    }
-    return COOPREDUCE_SUCCESS;
-}
-
-/* Bytes of the result of op over dtype (coopreduce_reduce's table, no narrowing involved). */
-static size_t result_bytes(coopreduce_op op, coopreduce_dtype dtype)
-{
-    switch (op) {
-    case COOPREDUCE_OP_ARGMIN:
-    case COOPREDUCE_OP_ARGMAX:
-    case COOPREDUCE_OP_MEAN: return 8;
-    case COOPREDUCE_OP_SUM: return coopreduce_dtype_size(dtype) == 8 ? 16 : 8;
-    default: return coopreduce_dtype_size(dtype);
-    }
+    return cr_gpu_scratch_ensure(h, want * CR_OPS_PART_BYTES);
 }
 
 coopreduce_status cr_gpu_reduce_unordered(coopreduce_handle *h, coopreduce_op op, const void *x,
@@ -100,7 +48,7 @@ coopreduce_status cr_gpu_reduce_unordered(coopreduce_handle *h, coopreduce_op op
     }
     struct cr_gpu_state *g = h->gpu;
     cudaStream_t st = (cudaStream_t)stream;
-    const size_t rs = result_bytes(op, dtype);
+    const size_t rs = coopreduce_op_result_size(op, dtype, 0, NULL);
     coopreduce_status s;
     if (n > 0 && (s = cr_gpu_check_pointer(h, x, "x"))) return s;
     if (!to_host && (s = cr_gpu_check_pointer(h, result, "result"))) return s;
@@ -117,9 +65,9 @@ coopreduce_status cr_gpu_reduce_unordered(coopreduce_handle *h, coopreduce_op op
     if ((s = ensure(h, blocks))) return s;
 
     /* The device result: the caller's memory, or the handle's slot, copied back after. */
-    void *out = to_host ? g->o_out : result;
-    e = (cudaError_t)cr_gpu_ops_launch((int)op, (int)dtype, x, n, out, g->o_partials,
-                                       (unsigned int *)g->o_ticket, blocks, stream);
+    void *out = to_host ? g->m_out : result;
+    e = (cudaError_t)cr_gpu_ops_launch((int)op, (int)dtype, x, n, out, g->m_partials,
+                                       (unsigned int *)g->m_ticket, blocks, stream);
     if (e != cudaSuccess) {
         char what[96];
         snprintf(what, sizeof what, "launching %s of %s", coopreduce_op_name(op),
@@ -129,7 +77,7 @@ coopreduce_status cr_gpu_reduce_unordered(coopreduce_handle *h, coopreduce_op op
     if (to_host) {
         /* Through the handle's pinned slot (a plain-memory destination would make the copy
          * staged); the other host-result paths use the slot the same way, one call at a time. */
-        e = cudaMemcpyAsync(g->host_slot, g->o_out, rs, cudaMemcpyDeviceToHost, st);
+        e = cudaMemcpyAsync(g->host_slot, g->m_out, rs, cudaMemcpyDeviceToHost, st);
         if (e == cudaSuccess) e = cudaStreamSynchronize(st);
         if (e != cudaSuccess) return cr_cuda_fail(h, e, "copying the result to the host");
         memcpy(result, g->host_slot, rs);
