@@ -144,6 +144,27 @@ typedef enum {
     COOPREDUCE_METHOD_PIPELINE = 11   /* a multi-stage cuda::pipeline (coopreduce_set_stages) */
 } coopreduce_method;
 
+/* Modes: what a floating-point SUM (and DOT) computes. The numeric values are pinned.
+ *   DETERMINISTIC (the default): canonical order v1 (docs/DETERMINISM.md): the same bits on
+ *     every device, with the pairwise error bound.
+ *   EXACT: the exact mathematical sum of the inputs, rounded once to the result type (round to
+ *     nearest, ties to even): the correctly rounded sum, whatever N, the order, the magnitudes
+ *     or the cancellation (docs/EXACT.md). Being correctly rounded, it is the same on every GPU,
+ *     on any number of GPUs and on the CPU by construction. Operations it applies to: SUM of
+ *     FLOAT16, BFLOAT16 (float32 result, or rounded once to the input type with
+ *     coopreduce_set_narrow_result), FLOAT32 and FLOAT64, and DOT of FLOAT32 and FLOAT64 (the
+ *     exact sum of the exact products). Integer sums, MIN, MAX, ABSMAX, ARGMIN and ARGMAX are
+ *     exact in both modes and compute the same thing; MEAN, SUMSQ, NORM2, DOT of 16-bit types
+ *     and the tutorial methods fail with COOPREDUCE_ERROR_NOT_SUPPORTED in EXACT mode.
+ *     Special values: any NaN gives the canonical NaN; +inf together with -inf gives NaN;
+ *     otherwise an infinity in the input is the result; an exact sum beyond the largest finite
+ *     value rounds to +-inf as IEEE-754 says; an exact zero is +0.0, or -0.0 when every input
+ *     (every product, for DOT) is -0.0 (IEEE's rule for sums of zeros). */
+typedef enum {
+    COOPREDUCE_MODE_DETERMINISTIC = 0,
+    COOPREDUCE_MODE_EXACT = 1
+} coopreduce_mode;
+
 /* Opaque handle: one GPU or the CPU, with its workspace. */
 typedef struct coopreduce_handle coopreduce_handle;
 
@@ -186,6 +207,14 @@ coopreduce_status coopreduce_op_from_name(const char *name, coopreduce_op *op);
  * have no dtype, it receives INT64 or UINT64 and the size is 16. */
 size_t coopreduce_op_result_size(coopreduce_op op, coopreduce_dtype dtype, int narrow,
                                  coopreduce_dtype *result);
+
+/* The mode's name as the CLI spells it ("deterministic", "exact"), or NULL for a value that is
+ * not a known mode. */
+const char *coopreduce_mode_name(coopreduce_mode mode);
+
+/* Looks a mode up by its name (exact, lower case). Fails with COOPREDUCE_ERROR_INVALID_ARGUMENT
+ * for a NULL argument or an unknown name. */
+coopreduce_status coopreduce_mode_from_name(const char *name, coopreduce_mode *mode);
 
 /* The method's name as the CLI spells it ("canonical", "block", ...), or NULL for a value that
  * is not a known method. */
@@ -272,6 +301,11 @@ coopreduce_status coopreduce_set_threads(coopreduce_handle *handle, int threads)
  * COOPREDUCE_ERROR_NOT_SUPPORTED for a GPU method on a CPU handle. Whether the GPU can run the
  * method (clusters need sm_90) is checked by the sum itself. */
 coopreduce_status coopreduce_set_method(coopreduce_handle *handle, coopreduce_method method);
+
+/* The mode of the handle's sums and dots (COOPREDUCE_MODE_DETERMINISTIC when never set; see
+ * coopreduce_mode for what each computes and which operations EXACT applies to). Fails with
+ * COOPREDUCE_ERROR_INVALID_ARGUMENT for a NULL handle or an unknown mode. */
+coopreduce_status coopreduce_set_mode(coopreduce_handle *handle, coopreduce_mode mode);
 
 /* Stages in flight of COOPREDUCE_METHOD_PIPELINE, 1 to 8 (default 4). Fails on a CPU handle or
  * a value out of range. */

@@ -52,6 +52,7 @@ struct coopreduce_handle {
     unsigned int disabled;       /* GPU: COOPREDUCE_FEATURE_* flags to act as if missing */
     coopreduce_launch_info last; /* GPU: what the last successful sum launched */
     int narrow;                  /* coopreduce_set_narrow_result */
+    coopreduce_mode mode;        /* coopreduce_set_mode */
     struct cr_gpu_state *gpu;    /* GPU: workspace and launch data (gpu_host.c) */
     void *cpu_partials;          /* CPU: partial sums of levels >= 1, grown on demand */
     size_t cpu_partials_bytes;
@@ -83,6 +84,28 @@ int cr_cpu_threads(const coopreduce_handle *h);
  * the calling thread. A thread that cannot be started is not an error: the calling thread runs
  * its job instead. */
 void cr_cpu_run(int t, void *(*worker)(void *), void *jobs, size_t job_size);
+
+/* ---- Exact mode (docs/EXACT.md) ------------------------------------------------------------ */
+/* 1 when EXACT mode computes (op, dtype): SUM of the four float types, DOT of FLOAT32 and
+ * FLOAT64 (the operations that differ between the modes; api.c routes the rest as usual). */
+static inline int cr_exact_applies(coopreduce_op op, coopreduce_dtype dtype)
+{
+    if (op == COOPREDUCE_OP_SUM)
+        return dtype == COOPREDUCE_FLOAT32 || dtype == COOPREDUCE_FLOAT64 ||
+               dtype == COOPREDUCE_FLOAT16 || dtype == COOPREDUCE_BFLOAT16;
+    if (op == COOPREDUCE_OP_DOT)
+        return dtype == COOPREDUCE_FLOAT32 || dtype == COOPREDUCE_FLOAT64;
+    return 0;
+}
+/* The correctly rounded SUM or DOT (cr_exact_applies), result as coopreduce_reduce() documents
+ * (narrow: 16-bit inputs rounded once, straight to the input type). Arguments validated; n == 0
+ * handled. CPU: src/cpu/exact.c, synchronous. GPU: src/gpu/exact_host.c. */
+coopreduce_status cr_cpu_exact(coopreduce_handle *h, coopreduce_op op, const void *x,
+                               const void *y, uint64_t n, coopreduce_dtype dtype, int narrow,
+                               void *result);
+coopreduce_status cr_gpu_exact(coopreduce_handle *h, coopreduce_op op, const void *x,
+                               const void *y, void *result, uint64_t n, coopreduce_dtype dtype,
+                               int narrow, void *stream, int to_host);
 
 /* ---- GPU path (src/gpu/gpu_host.c, or gpu_none.c without CUDA) ------------------------------- */
 coopreduce_status cr_gpu_count(int *count);

@@ -378,6 +378,36 @@ CR_EXPORT coopreduce_status coopreduce_last_launch(const coopreduce_handle *hand
     return COOPREDUCE_SUCCESS;
 }
 
+static const char *const mode_names[] = {"deterministic", "exact"};
+#define MODE_COUNT (int)(sizeof mode_names / sizeof mode_names[0])
+
+CR_EXPORT const char *coopreduce_mode_name(coopreduce_mode mode)
+{
+    return (int)mode >= 0 && (int)mode < MODE_COUNT ? mode_names[mode] : NULL;
+}
+
+CR_EXPORT coopreduce_status coopreduce_mode_from_name(const char *name, coopreduce_mode *mode)
+{
+    if (!name || !mode)
+        return cr_fail(NULL, COOPREDUCE_ERROR_INVALID_ARGUMENT, "name or mode is NULL");
+    for (int m = 0; m < MODE_COUNT; m++)
+        if (strcmp(name, mode_names[m]) == 0) {
+            *mode = (coopreduce_mode)m;
+            return COOPREDUCE_SUCCESS;
+        }
+    return cr_fail(NULL, COOPREDUCE_ERROR_INVALID_ARGUMENT,
+                   "unknown mode \"%s\" (known: deterministic, exact)", name);
+}
+
+CR_EXPORT coopreduce_status coopreduce_set_mode(coopreduce_handle *handle, coopreduce_mode mode)
+{
+    if (!handle) return cr_fail(NULL, COOPREDUCE_ERROR_INVALID_ARGUMENT, "handle is NULL");
+    if (!coopreduce_mode_name(mode))
+        return cr_fail(handle, COOPREDUCE_ERROR_INVALID_ARGUMENT, "unknown mode %d", (int)mode);
+    handle->mode = mode;
+    return COOPREDUCE_SUCCESS;
+}
+
 CR_EXPORT coopreduce_status coopreduce_set_narrow_result(coopreduce_handle *handle, int narrow)
 {
     if (!handle) return cr_fail(NULL, COOPREDUCE_ERROR_INVALID_ARGUMENT, "handle is NULL");
@@ -459,6 +489,25 @@ static coopreduce_status reduce_common(coopreduce_op op, const void *x, const vo
     if (!h) return cr_fail(NULL, COOPREDUCE_ERROR_INVALID_ARGUMENT, "handle is NULL");
     coopreduce_status s = check_args(h, op, x, y, result, n, dtype);
     if (s) return s;
+    if (h->mode == COOPREDUCE_MODE_EXACT) {
+        if (cr_exact_applies(op, dtype)) {
+            if (h->method != COOPREDUCE_METHOD_CANONICAL)
+                return cr_fail(h, COOPREDUCE_ERROR_NOT_SUPPORTED,
+                               "exact mode has its own algorithm; method \"%s\" computes the "
+                               "deterministic mode only (set the canonical method)",
+                               coopreduce_method_name(h->method));
+            return h->device < 0 ? cr_cpu_exact(h, op, x, y, n, dtype, h->narrow, result)
+                                 : cr_gpu_exact(h, op, x, y, result, n, dtype, h->narrow,
+                                                stream, to_host);
+        }
+        if (op == COOPREDUCE_OP_MEAN || op == COOPREDUCE_OP_SUMSQ || op == COOPREDUCE_OP_NORM2 ||
+            op == COOPREDUCE_OP_DOT)
+            return cr_fail(h, COOPREDUCE_ERROR_NOT_SUPPORTED,
+                           "exact mode computes sum (of float types) and dot (of float32 and "
+                           "float64), not %s of %s: use the deterministic mode",
+                           coopreduce_op_name(op), coopreduce_dtype_name(dtype));
+        /* Integer sums, min, max, absmax, argmin, argmax: exact in both modes. */
+    }
     if (h->device < 0) {
         s = cr_cpu_reduce(h, op, x, y, n, dtype, h->narrow, result);
         return s ? s : check_overflow(h, op, dtype, result);

@@ -40,3 +40,10 @@ coopreduce_status cr_gpu_reduce(coopreduce_handle *h, coopreduce_op op, const vo
 {
     return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
 }
+
+coopreduce_status cr_gpu_exact(coopreduce_handle *h, coopreduce_op op, const void *x,
+                               const void *y, void *result, uint64_t n, coopreduce_dtype dtype,
+                               int narrow, void *stream, int to_host)
+{
+    return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
+}
