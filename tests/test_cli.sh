@@ -362,7 +362,7 @@ fi
 expect_error "--dtype i32 on a float32 .npy" sum "$DIR/good.npy" --dtype i32 --device cpu
 expect_error "int32 beyond 2^32 elements" sum --gen ones --n 4294967297 --dtype i32 --device cpu
 if [ "$RC" -eq 1 ] && grep -q '2^32' "$ERR"; then pass; else fail "int32 beyond 2^32: exit 1 naming the limit (exit $RC)"; fi
-expect_error "bad --dtype" sum --gen ones --n 10 --dtype f16 --device cpu
+expect_error "bad --dtype" sum --gen ones --n 10 --dtype f128 --device cpu
 expect_error "bad --device" sum --gen ones --n 10 --device tpu
 expect_error "bad --n" sum --gen ones --n ten --device cpu
 expect_error "--n overflow" sum --gen ones --n 99999999999999999999999 --device cpu
@@ -381,7 +381,7 @@ expect_error "gen into a missing directory" gen ones --n 10 --out "$DIR/no/such/
 expect_error "directory as input" sum "$DIR" --device cpu
 run sum --raw "$DIR/seven_bytes.raw" --dtype f32 --device cpu
 if [ "$RC" -eq 1 ]; then pass; else fail "a file error exits 1 (got $RC)"; fi
-run sum --gen ones --n 10 --dtype f16
+run sum --gen ones --n 10 --dtype f128
 if [ "$RC" -eq 2 ]; then pass; else fail "a usage error exits 2 (got $RC)"; fi
 
 # ---------------------------------------------------------------- help, version, info

@@ -317,9 +317,9 @@ static void test_int32(void)
     write_npy("i4_pipe.npy", 1, "{'descr': '|i4', 'fortran_order': False, 'shape': (6,), }",
               values, sizeof values);
     expect_npy_error("i4_pipe.npy", "'|i4'", "'|i4' descr");
-    write_npy("u4.npy", 1, "{'descr': '<u4', 'fortran_order': False, 'shape': (6,), }", values,
+    write_npy("u2.npy", 1, "{'descr': '<u2', 'fortran_order': False, 'shape': (12,), }", values,
               sizeof values);
-    expect_npy_error("u4.npy", "'<u4'", "uint32 dtype");
+    expect_npy_error("u2.npy", "'<u2'", "uint16 dtype");
 
     /* Truncated and over-long data sections. */
     len = build_npy(buf, sizeof buf, 1, "{'descr': '<i4', 'fortran_order': False, 'shape': (6,), }",
@@ -488,17 +488,17 @@ static void test_errors(void)
     write_bytes("extra_data.npy", longer, len + 4);
     expect_npy_error("extra_data.npy", "extra", "extra data");
 
-    write_npy("int64.npy", 1, "{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }", four,
+    write_npy("int16.npy", 1, "{'descr': '<i2', 'fortran_order': False, 'shape': (8,), }", four,
               sizeof four);
-    expect_npy_error("int64.npy", "'<i8'", "int64 dtype");
+    expect_npy_error("int16.npy", "'<i2'", "int16 dtype");
 
     write_npy("object.npy", 1, "{'descr': '|O', 'fortran_order': False, 'shape': (4,), }", four,
               sizeof four);
     expect_npy_error("object.npy", "'|O'", "object dtype");
 
-    write_npy("float16.npy", 1, "{'descr': '<f2', 'fortran_order': False, 'shape': (4,), }", four,
-              8);
-    expect_npy_error("float16.npy", "'<f2'", "float16 dtype");
+    write_npy("complex64.npy", 1, "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }",
+              four, sizeof four);
+    expect_npy_error("complex64.npy", "'<c8'", "complex64 dtype");
 
     write_npy("structured.npy", 1,
               "{'descr': [('a', '<f4'), ('b', '<f4')], 'fortran_order': False, 'shape': (2,), }",

@@ -347,21 +347,38 @@ static int parse_seed(const char *text, uint64_t *out)
     return 0;
 }
 
+/* --dtype spellings: the short code or the library's name. */
+static const struct {
+    const char *code;
+    coopreduce_dtype dtype;
+} DTYPE_CODES[] = {
+    {"f16", COOPREDUCE_FLOAT16}, {"bf16", COOPREDUCE_BFLOAT16}, {"f32", COOPREDUCE_FLOAT32},
+    {"f64", COOPREDUCE_FLOAT64}, {"i32", COOPREDUCE_INT32},     {"i64", COOPREDUCE_INT64},
+    {"u32", COOPREDUCE_UINT32},  {"u64", COOPREDUCE_UINT64},
+};
+#define DTYPE_CHOICES "f16, bf16, f32, f64, i32, i64, u32 or u64"
+
 static int parse_dtype(const char *text, coopreduce_dtype *dtype)
 {
-    if (strcmp(text, "f32") == 0 || strcmp(text, "float32") == 0) {
-        *dtype = COOPREDUCE_FLOAT32;
-        return 0;
-    }
-    if (strcmp(text, "f64") == 0 || strcmp(text, "float64") == 0) {
-        *dtype = COOPREDUCE_FLOAT64;
-        return 0;
-    }
-    if (strcmp(text, "i32") == 0 || strcmp(text, "int32") == 0) {
-        *dtype = COOPREDUCE_INT32;
-        return 0;
+    for (size_t k = 0; k < sizeof DTYPE_CODES / sizeof DTYPE_CODES[0]; k++) {
+        if (strcmp(text, DTYPE_CODES[k].code) == 0 ||
+            strcmp(text, coopreduce_dtype_name(DTYPE_CODES[k].dtype)) == 0) {
+            *dtype = DTYPE_CODES[k].dtype;
+            return 0;
+        }
     }
     return -1;
+}
+
+static int dtype_is_float(coopreduce_dtype dtype)
+{
+    return dtype == COOPREDUCE_FLOAT16 || dtype == COOPREDUCE_BFLOAT16 ||
+           dtype == COOPREDUCE_FLOAT32 || dtype == COOPREDUCE_FLOAT64;
+}
+
+static int dtype_is_half(coopreduce_dtype dtype)
+{
+    return dtype == COOPREDUCE_FLOAT16 || dtype == COOPREDUCE_BFLOAT16;
 }
 
 typedef enum { DEVICE_AUTO, DEVICE_CPU, DEVICE_GPU } device_kind;
@@ -434,17 +451,10 @@ static void pretty_decimal(const char *sci, char *out, size_t outlen)
 }
 
 /* The shortest decimal that reads back (strtof/strtod, round to nearest) as the same bits:
- * fewest significant digits first, then written positionally where that is readable. For
- * INT32, whose result is an int64_t, the exact decimal integer. */
+ * fewest significant digits first, then written positionally where that is readable. */
 static void format_shortest(const unsigned char *bits, coopreduce_dtype dtype, char *out,
                             size_t outlen)
 {
-    if (dtype == COOPREDUCE_INT32) {
-        int64_t v;
-        memcpy(&v, bits, sizeof v);
-        snprintf(out, outlen, "%lld", (long long)v);
-        return;
-    }
     double value;
     if (dtype == COOPREDUCE_FLOAT32) {
         float f;
@@ -480,20 +490,110 @@ static void format_shortest(const unsigned char *bits, coopreduce_dtype dtype, c
     pretty_decimal(sci, out, outlen);
 }
 
-/* The result's bits in hex: 8 digits for float32, 16 for float64 and for INT32's int64_t
- * (two's complement). */
-static void format_bits(const unsigned char *bits, coopreduce_dtype dtype, char *out,
-                        size_t outlen)
+/* The same for a float16 or bfloat16 value: the fewest significant digits whose decimal lies
+ * strictly inside the value's rounding interval (between the midpoints to its neighbours, all
+ * exact in double), so that any correct reader rounds it back to the same 16 bits. */
+static void format_shortest_half(uint16_t h, coopreduce_dtype dtype, char *out, size_t outlen)
 {
-    if (dtype == COOPREDUCE_FLOAT32) {
-        uint32_t u;
-        memcpy(&u, bits, sizeof u);
-        snprintf(out, outlen, "0x%08x", (unsigned)u);
-    } else {
-        uint64_t u;
-        memcpy(&u, bits, sizeof u);
-        snprintf(out, outlen, "0x%016llx", (unsigned long long)u);
+    double value = cr_gen_from_half(h, dtype);
+    uint16_t mag = h & 0x7fffu;
+    if (value != value || value == 1.0 / 0.0 || value == -1.0 / 0.0 || mag == 0) {
+        snprintf(out, outlen, value != value ? "nan" : mag == 0 ? (h ? "-0" : "0")
+                                                  : value > 0 ? "inf" : "-inf");
+        return;
     }
+    double a = cr_gen_from_half(mag, dtype);
+    double below = cr_gen_from_half((uint16_t)(mag - 1), dtype);
+    double above = cr_gen_from_half((uint16_t)(mag + 1), dtype);
+    double lo = (below + a) / 2.0;
+    double hi = above == 1.0 / 0.0 ? a + (a - below) / 2.0 : (a + above) / 2.0;
+    char sci[64];
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(sci, sizeof sci, "%.*e", digits - 1, a);
+        double back = strtod(sci, NULL);
+        if (back > lo && back < hi)
+            break;
+    }
+    size_t sign = value < 0 && outlen > 1;
+    if (sign)
+        out[0] = '-';
+    pretty_decimal(sci, out + sign, outlen - sign);
+}
+
+/* The exact decimal of a 128-bit integer (two words, low first; two's complement if is_signed). */
+static void format_int128(const uint64_t w[2], int is_signed, char *out, size_t outlen)
+{
+    uint64_t lo = w[0], hi = w[1];
+    int negative = is_signed && (hi >> 63);
+    if (negative) { /* negate: ~x + 1 */
+        lo = ~lo + 1;
+        hi = ~hi + (lo == 0);
+    }
+    /* Divide by 10 over 32-bit limbs, most significant first, until nothing is left. */
+    uint32_t limbs[4] = {(uint32_t)(hi >> 32), (uint32_t)hi, (uint32_t)(lo >> 32), (uint32_t)lo};
+    char digits[48];
+    int nd = 0, nonzero;
+    do {
+        uint64_t rem = 0;
+        nonzero = 0;
+        for (int k = 0; k < 4; k++) {
+            uint64_t cur = rem << 32 | limbs[k];
+            limbs[k] = (uint32_t)(cur / 10);
+            rem = cur % 10;
+            nonzero |= limbs[k] != 0;
+        }
+        digits[nd++] = (char)('0' + rem);
+    } while (nonzero);
+    size_t used = 0;
+    if (negative && used + 1 < outlen)
+        out[used++] = '-';
+    while (nd > 0 && used + 1 < outlen)
+        out[used++] = digits[--nd];
+    out[used] = '\0';
+}
+
+/* The result's value as text: floats as the shortest decimal that reads back to the same bits,
+ * integers (the 128-bit sums of int64 and uint64 included) as exact decimal integers, argmin and
+ * argmax as the index. `rdtype` and `rsize` are coopreduce_op_result_size's. */
+static void format_value(const unsigned char *bits, coopreduce_dtype rdtype, size_t rsize,
+                         char *out, size_t outlen)
+{
+    uint64_t w[2] = {0, 0};
+    memcpy(w, bits, rsize < sizeof w ? rsize : sizeof w);
+    if (rsize == 16) {
+        format_int128(w, rdtype == COOPREDUCE_INT64, out, outlen);
+        return;
+    }
+    switch (rdtype) {
+    case COOPREDUCE_FLOAT16:
+    case COOPREDUCE_BFLOAT16:
+        format_shortest_half((uint16_t)w[0], rdtype, out, outlen);
+        return;
+    case COOPREDUCE_FLOAT32:
+    case COOPREDUCE_FLOAT64:
+        format_shortest(bits, rdtype, out, outlen);
+        return;
+    case COOPREDUCE_INT32:
+        snprintf(out, outlen, "%ld", (long)(int32_t)(uint32_t)w[0]);
+        return;
+    case COOPREDUCE_INT64:
+        snprintf(out, outlen, "%lld", (long long)(int64_t)w[0]);
+        return;
+    case COOPREDUCE_UINT32:
+    case COOPREDUCE_UINT64:
+        snprintf(out, outlen, "%llu", (unsigned long long)w[0]);
+        return;
+    }
+    snprintf(out, outlen, "?");
+}
+
+/* The result's bytes in hex, most significant first: its IEEE bits, or the two's complement of
+ * an integer (4, 8, 16 or 32 digits). */
+static void format_bits(const unsigned char *bits, size_t size, char *out, size_t outlen)
+{
+    size_t used = (size_t)snprintf(out, outlen, "0x");
+    for (size_t k = size; k-- > 0 && used + 2 < outlen;)
+        used += (size_t)snprintf(out + used, outlen - used, "%02x", bits[k]);
 }
 
 static void print_json_string(FILE *f, const char *s)
@@ -776,11 +876,12 @@ static void method_float_determinism(coopreduce_method m, char *out, size_t outl
 
 /* ================================================================ sum */
 
-/* The library's limit for INT32 sums (an int64 total cannot overflow below it). */
+/* The library's limit for 32-bit integer sums (a 64-bit total cannot overflow below it). */
 #define INT32_MAX_N (UINT64_C(1) << 32)
 
 typedef struct {
     const char *npy_path;
+    const char *y_path;  /* dot's second input: a second positional or --y */
     const char *raw_path;
     int have_gen;
     cr_gen_kind gen_kind;
@@ -790,6 +891,9 @@ typedef struct {
     uint64_t seed;
     int have_dtype;
     coopreduce_dtype dtype;
+    coopreduce_op op;
+    coopreduce_mode mode;
+    int narrow;
     device_kind device;
     int ordinal;
     const char *device_text;
@@ -802,24 +906,41 @@ typedef struct {
     unsigned int disabled_features;
 } sum_options;
 
+/* What a reduction returns: coopreduce_op_result_size's answer for the op and input dtype. */
 typedef struct {
-    unsigned char bits[8];      /* the result: float, double, or int64_t for INT32 */
+    coopreduce_op op;
+    coopreduce_dtype dtype;   /* the input's */
+    coopreduce_dtype rdtype;  /* the result's (INT64 / UINT64 for the 16-byte sums too) */
+    size_t rsize;             /* 2, 4, 8 or 16 */
+} result_kind;
+
+/* "int128" and "uint128" for the exact 16-byte sums of int64 and uint64, else the dtype name. */
+static const char *result_dtype_name(const result_kind *rk)
+{
+    if (rk->rsize == 16)
+        return rk->rdtype == COOPREDUCE_INT64 ? "int128" : "uint128";
+    return coopreduce_dtype_name(rk->rdtype);
+}
+
+typedef struct {
+    unsigned char bits[16];     /* the result, rsize bytes */
     double time_us;
     int deterministic;          /* coopreduce_method_deterministic(method, dtype) == 1 */
     int runs;                   /* warm-up + repetitions */
     int distinct;               /* distinct results among them (1 unless nondeterministic) */
     int have_launch;            /* GPU: launch holds coopreduce_last_launch() */
     coopreduce_launch_info launch;
+    char fallback[600];         /* why --device auto computed on the CPU after all, or "" */
 } sum_result;
 
 static int check_repetition(const unsigned char *first, const unsigned char *bits, size_t size,
-                            coopreduce_dtype dtype, int repetition)
+                            int repetition)
 {
     if (memcmp(first, bits, size) == 0)
         return EXIT_OK;
-    char a[32], b[32];
-    format_bits(first, dtype, a, sizeof a);
-    format_bits(bits, dtype, b, sizeof b);
+    char a[40], b[40];
+    format_bits(first, size, a, sizeof a);
+    format_bits(bits, size, b, sizeof b);
     print_error("determinism violated: repetition %d gave %s, the warm-up gave %s "
                 "(a coopreduce bug: please report it)", repetition, b, a);
     return EXIT_ERROR;
@@ -841,37 +962,65 @@ static int count_distinct(uint64_t *results, int count)
     return distinct;
 }
 
+/* A 64-bit key of a result (the 16-byte sums folded), for counting distinct results. */
 static uint64_t result_key(const unsigned char *bits, size_t size)
 {
-    uint64_t key = 0;
-    memcpy(&key, bits, size);
-    return key;
+    uint64_t w[2] = {0, 0};
+    memcpy(w, bits, size);
+    return w[0] ^ w[1] * UINT64_C(0x9e3779b97f4a7c15);
 }
 
-static int run_sum_cpu(device_ctx *dev, const cr_npy_array *x, int repeat, sum_result *res)
+/* OVERFLOW still writes the exact 128-bit sum: the report prints it, then says it does not fit. */
+static int reduce_ok(coopreduce_status st)
 {
-    size_t size = coopreduce_result_size(x->dtype);
-    unsigned char first[8], bits[8];
+    return st == COOPREDUCE_SUCCESS || st == COOPREDUCE_ERROR_OVERFLOW;
+}
+
+/* 1 when a 16-byte sum of int64 (uint64) fits in the input's 64 bits. */
+static int result_fits(const result_kind *rk, const unsigned char *bits)
+{
+    if (rk->rsize != 16)
+        return 1;
+    uint64_t w[2];
+    memcpy(w, bits, sizeof w);
+    if (rk->rdtype == COOPREDUCE_UINT64)
+        return w[1] == 0;
+    return w[1] == ((w[0] >> 63) ? UINT64_MAX : 0);
+}
+
+static void print_reduce_failure(const device_ctx *dev, const result_kind *rk,
+                                 coopreduce_status st)
+{
+    print_error("%s failed: %s", coopreduce_op_name(rk->op), library_message(dev->handle, st));
+}
+
+static int run_sum_cpu(device_ctx *dev, const result_kind *rk, const cr_npy_array *x,
+                       const cr_npy_array *y, int repeat, sum_result *res)
+{
+    size_t size = rk->rsize;
+    const void *yd = y != NULL ? y->data : NULL;
+    unsigned char first[16], bits[16];
     double *times = malloc(sizeof *times * (size_t)repeat);
     if (times == NULL) {
         print_error("out of memory");
         return EXIT_ERROR;
     }
     int rc = EXIT_ERROR;
-    coopreduce_status st = coopreduce_sum(x->data, first, x->n, x->dtype, dev->handle, NULL);
-    if (st != COOPREDUCE_SUCCESS) {
-        print_error("sum failed: %s", library_message(dev->handle, st));
+    coopreduce_status st = coopreduce_reduce(rk->op, x->data, yd, first, x->n, x->dtype,
+                                             dev->handle, NULL);
+    if (!reduce_ok(st)) {
+        print_reduce_failure(dev, rk, st);
         goto done;
     }
     for (int r = 0; r < repeat; r++) {
         double t0 = monotonic_us();
-        st = coopreduce_sum(x->data, bits, x->n, x->dtype, dev->handle, NULL);
+        st = coopreduce_reduce(rk->op, x->data, yd, bits, x->n, x->dtype, dev->handle, NULL);
         double t1 = monotonic_us();
-        if (st != COOPREDUCE_SUCCESS) {
-            print_error("sum failed: %s", library_message(dev->handle, st));
+        if (!reduce_ok(st)) {
+            print_reduce_failure(dev, rk, st);
             goto done;
         }
-        if (check_repetition(first, bits, size, x->dtype, r + 1) != EXIT_OK)
+        if (check_repetition(first, bits, size, r + 1) != EXIT_OK)
             goto done;
         times[r] = t1 - t0;
     }
@@ -884,6 +1033,22 @@ static int run_sum_cpu(device_ctx *dev, const cr_npy_array *x, int repeat, sum_r
 done:
     free(times);
     return rc;
+}
+
+/* The mode and narrowing of `o`, on any handle. */
+static int configure_handle(device_ctx *dev, const sum_options *o)
+{
+    coopreduce_status st = coopreduce_set_mode(dev->handle, o->mode);
+    if (st != COOPREDUCE_SUCCESS) {
+        print_error("--mode %s: %s", coopreduce_mode_name(o->mode), library_message(dev->handle, st));
+        return EXIT_ERROR;
+    }
+    st = coopreduce_set_narrow_result(dev->handle, o->narrow);
+    if (st != COOPREDUCE_SUCCESS) {
+        print_error("--narrow: %s", library_message(dev->handle, st));
+        return EXIT_ERROR;
+    }
+    return EXIT_OK;
 }
 
 /* The method and launch settings of `o` applied to a GPU handle. */
@@ -912,11 +1077,15 @@ static int configure_gpu(device_ctx *dev, const sum_options *o)
     return EXIT_OK;
 }
 
-/* One GPU sum into d_result, which is first filled with `fill` bytes, timed with `timer`; the
- * result lands in out. */
-static int gpu_sum_once(device_ctx *dev, const void *d_x, void *d_result, uint64_t n,
-                        coopreduce_dtype dtype, int fill, cli_gpu_timer *timer, double *us,
-                        unsigned char *out)
+/* run_sum_gpu's answer when the GPU cannot compute the reduction and the caller may fall back. */
+#define RUN_FALLBACK 3
+
+/* One GPU reduction into d_result, which is first filled with `fill` bytes, timed with `timer`;
+ * the result lands in out. With may_fall_back, NOT_SUPPORTED returns RUN_FALLBACK quietly, the
+ * library's reason in res->fallback. */
+static int gpu_sum_once(device_ctx *dev, const result_kind *rk, const void *d_x, const void *d_y,
+                        void *d_result, uint64_t n, int fill, cli_gpu_timer *timer, double *us,
+                        unsigned char *out, int may_fall_back, sum_result *res)
 {
     char err[ERRLEN];
     if (cli_gpu_memset(d_result, fill, 16, err, sizeof err) != 0 ||
@@ -924,43 +1093,53 @@ static int gpu_sum_once(device_ctx *dev, const void *d_x, void *d_result, uint64
         print_error("GPU %d: %s", dev->ordinal, err);
         return EXIT_ERROR;
     }
-    coopreduce_status st = coopreduce_sum(d_x, d_result, n, dtype, dev->handle, NULL);
+    coopreduce_status st = coopreduce_reduce(rk->op, d_x, d_y, d_result, n, rk->dtype,
+                                             dev->handle, NULL);
     if (st == COOPREDUCE_ERROR_NOT_SUPPORTED) {
-        print_error("gpu:%d (%s) cannot run this sum: %s", dev->ordinal, dev->name,
+        if (may_fall_back) {
+            snprintf(res->fallback, sizeof res->fallback, "gpu:%d (%s) cannot compute %s of %s: %s",
+                     dev->ordinal, dev->name, coopreduce_op_name(rk->op),
+                     coopreduce_dtype_name(rk->dtype), library_message(dev->handle, st));
+            return RUN_FALLBACK;
+        }
+        print_error("gpu:%d (%s) cannot compute %s of %s: %s", dev->ordinal, dev->name,
+                    coopreduce_op_name(rk->op), coopreduce_dtype_name(rk->dtype),
                     library_message(dev->handle, st));
         return EXIT_ERROR;
     }
-    if (st != COOPREDUCE_SUCCESS) {
-        print_error("sum failed: %s", library_message(dev->handle, st));
+    if (!reduce_ok(st)) {
+        print_reduce_failure(dev, rk, st);
         return EXIT_ERROR;
     }
     if (cli_gpu_timer_stop(timer, us, err, sizeof err) != 0 ||
-        cli_gpu_memcpy_d2h(out, d_result, coopreduce_result_size(dtype), err, sizeof err) != 0) {
+        cli_gpu_memcpy_d2h(out, d_result, rk->rsize, err, sizeof err) != 0) {
         print_error("GPU %d: %s", dev->ordinal, err);
         return EXIT_ERROR;
     }
     return EXIT_OK;
 }
 
-/* Copies the data to the GPU once (untimed), frees the host copy, then times each repetition
- * with CUDA events around coopreduce_sum on the default stream. A method that is not
+/* Copies the data to the GPU once (untimed), then times each repetition with CUDA events around
+ * coopreduce_reduce on the default stream. The host copies are freed after the warm-up, so that
+ * multi-GB inputs give their memory back, yet a warm-up the GPU cannot compute (NOT_SUPPORTED,
+ * with may_fall_back) returns RUN_FALLBACK with the host data intact. A method that is not
  * deterministic for the dtype may give different bits from run to run: the warm-up's are
  * reported, and how many distinct results the runs gave. */
-static int run_sum_gpu(device_ctx *dev, cr_npy_array *x, coopreduce_method method, int repeat,
-                       sum_result *res)
+static int run_sum_gpu(device_ctx *dev, const result_kind *rk, cr_npy_array *x, cr_npy_array *y,
+                       coopreduce_method method, int repeat, int may_fall_back, sum_result *res)
 {
     char err[ERRLEN];
     size_t elem = coopreduce_dtype_size(x->dtype);
     size_t bytes = (size_t)x->n * elem;
     uint64_t n = x->n;
-    coopreduce_dtype dtype = x->dtype;
-    size_t size = coopreduce_result_size(dtype);
-    int deterministic = coopreduce_method_deterministic(method, dtype) == 1;
-    void *d_x = NULL, *d_result = NULL;
+    size_t size = rk->rsize;
+    int int_result = !dtype_is_float(rk->rdtype);
+    int deterministic = coopreduce_method_deterministic(method, x->dtype) == 1;
+    void *d_x = NULL, *d_y = NULL, *d_result = NULL;
     cli_gpu_timer *timer = NULL;
     double *times = malloc(sizeof *times * (size_t)repeat);
     uint64_t *results = malloc(sizeof *results * ((size_t)repeat + 1));
-    unsigned char first[8], bits[8];
+    unsigned char first[16], bits[16];
     int rc = EXIT_ERROR;
     coopreduce_status st;
 
@@ -972,14 +1151,14 @@ static int run_sum_gpu(device_ctx *dev, cr_npy_array *x, coopreduce_method metho
         /* Never a zero-byte allocation: an empty sum still gets a real device pointer. */
         cli_gpu_malloc(&d_x, bytes > 256 ? bytes : 256, err, sizeof err) != 0 ||
         cli_gpu_malloc(&d_result, 16, err, sizeof err) != 0 ||
-        cli_gpu_memcpy_h2d(d_x, x->data, bytes, err, sizeof err) != 0) {
+        cli_gpu_memcpy_h2d(d_x, x->data, bytes, err, sizeof err) != 0 ||
+        (y != NULL && (cli_gpu_malloc(&d_y, bytes > 256 ? bytes : 256, err, sizeof err) != 0 ||
+                       cli_gpu_memcpy_h2d(d_y, y->data, bytes, err, sizeof err) != 0))) {
         print_error("GPU %d: %s", dev->ordinal, err);
         goto done;
     }
-    /* The host copy is no longer needed; with multi-GB inputs, give the memory back now. */
-    cr_npy_free(x);
 
-    st = coopreduce_reserve(dev->handle, n, dtype);
+    st = coopreduce_reserve(dev->handle, n, x->dtype);
     if (st != COOPREDUCE_SUCCESS) {
         print_error("cannot reserve the GPU workspace: %s", library_message(dev->handle, st));
         goto done;
@@ -990,26 +1169,34 @@ static int run_sum_gpu(device_ctx *dev, cr_npy_array *x, coopreduce_method metho
     }
 
     /* The untimed warm-up. The result is first filled with a sentinel: all bits set, which a
-     * float sum never returns (its only NaN is the canonical one), so a result the GPU failed
-     * to write cannot pass for a repeatable one. An int64 sum can be -1, all bits set: then a
-     * second run over a zero fill must give -1 again. */
-    static const unsigned char all_ones[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+     * float result never is (its only NaN is the canonical one), so a result the GPU failed to
+     * write cannot pass for a repeatable one. An integer result can be all ones (-1, or the
+     * largest unsigned value): then a second run over a zero fill must give it again. */
+    static const unsigned char all_ones[16] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                               0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
     double us = 0.0;
-    if (gpu_sum_once(dev, d_x, d_result, n, dtype, 0xff, timer, &us, first) != EXIT_OK)
-        goto done;
+    rc = gpu_sum_once(dev, rk, d_x, d_y, d_result, n, 0xff, timer, &us, first, may_fall_back, res);
+    if (rc != EXIT_OK)
+        goto done; /* RUN_FALLBACK included: the host data is still there */
+    rc = EXIT_ERROR;
     if (memcmp(first, all_ones, size) == 0) {
         int written = 0;
-        if (dtype == COOPREDUCE_INT32) {
-            if (gpu_sum_once(dev, d_x, d_result, n, dtype, 0x00, timer, &us, bits) != EXIT_OK)
+        if (int_result) {
+            if (gpu_sum_once(dev, rk, d_x, d_y, d_result, n, 0x00, timer, &us, bits, 0, res) !=
+                EXIT_OK)
                 goto done;
             written = memcmp(bits, all_ones, size) == 0;
         }
         if (!written) {
-            print_error("the GPU sum returned without writing its result (a coopreduce bug: "
-                        "please report it)");
+            print_error("the GPU %s returned without writing its result (a coopreduce bug: "
+                        "please report it)", coopreduce_op_name(rk->op));
             goto done;
         }
     }
+    /* The host copies are no longer needed; with multi-GB inputs, give the memory back now. */
+    cr_npy_free(x);
+    if (y != NULL)
+        cr_npy_free(y);
     st = coopreduce_last_launch(dev->handle, &res->launch);
     if (st != COOPREDUCE_SUCCESS) {
         print_error("cannot read the launch information: %s", library_message(dev->handle, st));
@@ -1020,11 +1207,11 @@ static int run_sum_gpu(device_ctx *dev, cr_npy_array *x, coopreduce_method metho
     results[0] = result_key(first, size);
 
     for (int r = 1; r <= repeat; r++) {
-        /* int32: alternate the fill, so that an unwritten result shows up as a difference. */
-        int fill = dtype == COOPREDUCE_INT32 && r % 2 == 1 ? 0x00 : 0xff;
-        if (gpu_sum_once(dev, d_x, d_result, n, dtype, fill, timer, &us, bits) != EXIT_OK)
+        /* Integers: alternate the fill, so that an unwritten result shows up as a difference. */
+        int fill = int_result && r % 2 == 1 ? 0x00 : 0xff;
+        if (gpu_sum_once(dev, rk, d_x, d_y, d_result, n, fill, timer, &us, bits, 0, res) != EXIT_OK)
             goto done;
-        if (deterministic && check_repetition(first, bits, size, dtype, r) != EXIT_OK)
+        if (deterministic && check_repetition(first, bits, size, r) != EXIT_OK)
             goto done;
         results[r] = result_key(bits, size);
         times[r - 1] = us;
@@ -1038,21 +1225,46 @@ static int run_sum_gpu(device_ctx *dev, cr_npy_array *x, coopreduce_method metho
 done:
     cli_gpu_timer_destroy(timer);
     cli_gpu_free(d_result);
+    cli_gpu_free(d_y);
     cli_gpu_free(d_x);
     free(results);
     free(times);
     return rc;
 }
 
-static void print_sum_report(const sum_options *o, const device_ctx *dev, const input_data *in,
-                             coopreduce_dtype dtype, uint64_t n, const sum_result *res)
+/* " (result float32)", " (summed exactly, into an int64)", ... after the dtype line. */
+static void describe_result(const result_kind *rk, char *out, size_t outlen)
 {
-    char value[64], bits[32];
+    out[0] = '\0';
+    if (rk->op == COOPREDUCE_OP_ARGMIN || rk->op == COOPREDUCE_OP_ARGMAX)
+        snprintf(out, outlen, "   (result: the index, counted from 0)");
+    else if (rk->op == COOPREDUCE_OP_SUM && !dtype_is_float(rk->dtype))
+        snprintf(out, outlen, "   (summed exactly, into an %s)", result_dtype_name(rk));
+    else if (rk->rdtype != rk->dtype)
+        snprintf(out, outlen, "   (result %s)", result_dtype_name(rk));
+}
+
+/* The mode the result was computed in, as the JSON "mode" field and the report name it. */
+static const char *mode_label(const sum_options *o, const sum_result *res)
+{
+    if (o->mode != COOPREDUCE_MODE_DETERMINISTIC)
+        return coopreduce_mode_name(o->mode);
+    return res->deterministic ? "deterministic" : "nondeterministic";
+}
+
+static void print_sum_report(const sum_options *o, const device_ctx *dev, const input_data *in,
+                             const input_data *yin, const result_kind *rk, uint64_t n,
+                             const sum_result *res)
+{
+    char value[64], bits[40], result_note[80];
+    coopreduce_dtype dtype = rk->dtype;
     size_t elem = coopreduce_dtype_size(dtype);
     const char *method = coopreduce_method_name(o->method);
-    format_shortest(res->bits, dtype, value, sizeof value);
-    format_bits(res->bits, dtype, bits, sizeof bits);
-    double bytes = (double)n * (double)elem;
+    const char *op = coopreduce_op_name(rk->op);
+    format_value(res->bits, rk->rdtype, rk->rsize, value, sizeof value);
+    format_bits(res->bits, rk->rsize, bits, sizeof bits);
+    describe_result(rk, result_note, sizeof result_note);
+    double bytes = (double)n * (double)elem * (yin != NULL ? 2.0 : 1.0);
     double gbps = res->time_us > 0.0 ? bytes / (res->time_us * 1e3) : 0.0;
     char device_id[32];
     if (dev->is_gpu)
@@ -1065,23 +1277,25 @@ static void print_sum_report(const sum_options *o, const device_ctx *dev, const 
      * the report alone. */
     if (li != NULL && li->notice[0] != '\0')
         print_error("notice: %s", li->notice);
+    if (res->fallback[0] != '\0')
+        print_error("notice: %s; --device auto computed it on the CPU", res->fallback);
     if (o->json && res->distinct > 1)
         print_error("note: method %s is not deterministic for %s: %d runs gave %d different "
                     "results; the first is reported", method, coopreduce_dtype_name(dtype),
                     res->runs, res->distinct);
 
     if (o->json) {
-        if (dev->auto_note[0] != '\0')
+        if (dev->auto_note[0] != '\0' && res->fallback[0] == '\0')
             fprintf(stderr, "coopreduce: note: %s\n", dev->auto_note);
-        printf("{\"value\": \"%s\", \"bits\": \"%s\", \"dtype\": \"%s\", \"n\": %llu, "
-               "\"device\": \"%s\", \"device_name\": ",
-               value, bits, coopreduce_dtype_name(dtype), (unsigned long long)n, device_id);
+        printf("{\"value\": \"%s\", \"bits\": \"%s\", \"dtype\": \"%s\", \"op\": \"%s\", "
+               "\"result_dtype\": \"%s\", \"n\": %llu, \"device\": \"%s\", \"device_name\": ",
+               value, bits, coopreduce_dtype_name(dtype), op, result_dtype_name(rk),
+               (unsigned long long)n, device_id);
         print_json_string(stdout, dev->name);
         printf(", \"method\": \"%s\", \"deterministic\": %s, \"mode\": \"%s\", "
                "\"order_version\": %d, \"time_us\": %.3f, \"gbps\": %.3f, \"repeat\": %d, "
                "\"threads\": ",
-               method, res->deterministic ? "true" : "false",
-               res->deterministic ? "deterministic" : "nondeterministic",
+               method, res->deterministic ? "true" : "false", mode_label(o, res),
                coopreduce_order_version(), res->time_us, gbps, o->repeat);
         if (li == NULL) {
             if (dev->is_gpu)
@@ -1098,11 +1312,13 @@ static void print_sum_report(const sum_options *o, const device_ctx *dev, const 
         return;
     }
 
-    printf("sum      = %s\n", value);
+    printf("%-8s = %s\n", op, value);
     printf("bits     = %s\n", bits);
     printf("dtype    = %s   n = %llu%s\n", coopreduce_dtype_name(dtype), (unsigned long long)n,
-           dtype == COOPREDUCE_INT32 ? "   (summed exactly, into an int64)" : "");
+           result_note);
     printf("input    = %s\n", in->description);
+    if (yin != NULL)
+        printf("y        = %s\n", yin->description);
     if (dev->is_gpu)
         printf("device   = gpu:%d (%s)", dev->ordinal, dev->name);
     else
@@ -1111,7 +1327,9 @@ static void print_sum_report(const sum_options *o, const device_ctx *dev, const 
     printf("\n");
     if (dev->auto_note[0] != '\0')
         printf("           (%s)\n", dev->auto_note);
-    if (dtype == COOPREDUCE_INT32)
+    if (o->mode == COOPREDUCE_MODE_EXACT)
+        printf("method   = %s, mode = exact\n", method);
+    else if (!dtype_is_float(dtype) && rk->op == COOPREDUCE_OP_SUM)
         printf("method   = %s, mode = deterministic (integer sums are exact)\n", method);
     else if (o->method == COOPREDUCE_METHOD_CANONICAL)
         printf("method   = canonical (order v%d), mode = deterministic\n",
@@ -1158,12 +1376,84 @@ static const char *gpu_only_option(const sum_options *o)
     return NULL;
 }
 
+/* Loads the input x (which = 0) or dot's y (which = 1): generated (y from seed + 1), raw, or
+ * .npy. Prints its own error. */
+static int load_input(const sum_options *o, int which, input_data *in)
+{
+    char err[ERRLEN];
+    const char *path = which ? o->y_path : o->npy_path;
+    memset(in, 0, sizeof *in);
+    if (o->have_gen) {
+        uint64_t seed = o->seed + (uint64_t)which;
+        snprintf(in->description, sizeof in->description, "gen %s, seed %llu%s",
+                 cr_gen_name(o->gen_kind), (unsigned long long)seed,
+                 which ? " (--seed + 1)" : "");
+        return generate(o->gen_kind, o->n, seed, o->dtype, &in->array);
+    }
+    if (o->raw_path != NULL) {
+        path = which ? o->y_path : o->raw_path;
+        snprintf(in->description, sizeof in->description, "%s (raw)", path);
+        if (cr_raw_read(path, o->dtype, &in->array, err, sizeof err) != 0) {
+            print_error("%s", err);
+            return EXIT_ERROR;
+        }
+        return EXIT_OK;
+    }
+    if (cr_npy_read(path, &in->array, err, sizeof err) != 0) {
+        print_error("%s", err);
+        return EXIT_ERROR;
+    }
+    if (o->have_dtype && o->dtype != in->array.dtype) {
+        print_error("--dtype %s does not match %s, which holds %s", coopreduce_dtype_name(o->dtype),
+                    path, coopreduce_dtype_name(in->array.dtype));
+        cr_npy_free(&in->array);
+        return EXIT_USAGE;
+    }
+    char shape[700];
+    describe_shape(&in->array, shape, sizeof shape);
+    snprintf(in->description, sizeof in->description, "%s, shape %s%s", path, shape,
+             in->array.fortran_order ? ", Fortran order" : "");
+    return EXIT_OK;
+}
+
+/* Both inputs of a dot: the same dtype and element count. */
+static int check_dot_inputs(const sum_options *o, const input_data *x, const input_data *y)
+{
+    const char *xs = o->have_gen ? "x" : o->raw_path != NULL ? o->raw_path : o->npy_path;
+    const char *ys = o->have_gen ? "y" : o->y_path;
+    if (x->array.dtype != y->array.dtype) {
+        print_error("dot needs two arrays of the same dtype: %s holds %s, %s holds %s", xs,
+                    coopreduce_dtype_name(x->array.dtype), ys,
+                    coopreduce_dtype_name(y->array.dtype));
+        return EXIT_ERROR;
+    }
+    if (x->array.n != y->array.n) {
+        print_error("dot needs two arrays of the same length: %s has %llu elements, %s has %llu",
+                    xs, (unsigned long long)x->array.n, ys, (unsigned long long)y->array.n);
+        return EXIT_ERROR;
+    }
+    return EXIT_OK;
+}
+
+/* After the GPU said it cannot compute the reduction: a CPU handle in dev's place. */
+static int fall_back_to_cpu(device_ctx *dev, const sum_options *o, const sum_result *res)
+{
+    coopreduce_destroy(dev->handle);
+    dev->handle = NULL;
+    if (open_cpu(dev, o->threads) != EXIT_OK)
+        return EXIT_ERROR;
+    snprintf(dev->auto_note, sizeof dev->auto_note, "--device auto fell back to the CPU: %.500s",
+             res->fallback);
+    return configure_handle(dev, o);
+}
+
 static int cmd_sum(int argc, char **argv)
 {
     static const option_spec specs[] = {
         {"raw", 1}, {"gen", 1}, {"n", 1}, {"seed", 1}, {"dtype", 1}, {"device", 1},
         {"threads", 1}, {"repeat", 1}, {"json", 0}, {"method", 1}, {"stages", 1},
-        {"grid-blocks", 1}, {"no-cooperative", 0}, {"no-clusters", 0}, {NULL, 0},
+        {"grid-blocks", 1}, {"no-cooperative", 0}, {"no-clusters", 0}, {"op", 1}, {"y", 1},
+        {"mode", 1}, {"narrow", 0}, {NULL, 0},
     };
     if (wants_help(argc, argv)) {
         fputs(SUM_HELP, stdout);
@@ -1173,11 +1463,14 @@ static int cmd_sum(int argc, char **argv)
     memset(&o, 0, sizeof o);
     o.seed = 1;
     o.dtype = COOPREDUCE_FLOAT32;
+    o.op = COOPREDUCE_OP_SUM;
+    o.mode = COOPREDUCE_MODE_DETERMINISTIC;
     o.device = DEVICE_AUTO;
     o.device_text = "auto";
     o.repeat = DEFAULT_REPEAT;
     o.method = COOPREDUCE_METHOD_CANONICAL;
     o.grid_blocks = -1;
+    int positionals = 0, have_y_option = 0;
 
     arg_cursor cur = {argc, argv, 1, 0};
     const option_spec *spec;
@@ -1187,10 +1480,13 @@ static int cmd_sum(int argc, char **argv)
         if (kind == ARG_ERROR)
             return EXIT_USAGE;
         if (kind == ARG_POSITIONAL) {
-            if (o.npy_path != NULL)
-                return usage_error("sum takes one input file (got '%s' and '%s')", o.npy_path,
-                                   value);
-            o.npy_path = value;
+            if (positionals == 2)
+                return usage_error("sum takes at most two input files, the second for --op dot "
+                                   "(got '%s', '%s' and '%s')", o.npy_path, o.y_path, value);
+            if (positionals++ == 0)
+                o.npy_path = value;
+            else
+                o.y_path = value;
             continue;
         }
         const char *name = spec->name;
@@ -1212,8 +1508,20 @@ static int cmd_sum(int argc, char **argv)
             o.have_seed = 1;
         } else if (strcmp(name, "dtype") == 0) {
             if (parse_dtype(value, &o.dtype) != 0)
-                return usage_error("--dtype '%s': unsupported (f32, f64 or i32)", value);
+                return usage_error("--dtype '%s': unsupported (" DTYPE_CHOICES ")", value);
             o.have_dtype = 1;
+        } else if (strcmp(name, "op") == 0) {
+            if (coopreduce_op_from_name(value, &o.op) != COOPREDUCE_SUCCESS)
+                return usage_error("--op '%s': unknown operation (sum, min, max, absmax, mean, "
+                                   "sumsq, norm2, dot, argmin, argmax)", value);
+        } else if (strcmp(name, "y") == 0) {
+            o.y_path = value;
+            have_y_option = 1;
+        } else if (strcmp(name, "mode") == 0) {
+            if (coopreduce_mode_from_name(value, &o.mode) != COOPREDUCE_SUCCESS)
+                return usage_error("--mode '%s': unknown mode (deterministic or exact)", value);
+        } else if (strcmp(name, "narrow") == 0) {
+            o.narrow = 1;
         } else if (strcmp(name, "device") == 0) {
             if (parse_device(value, &o.device, &o.ordinal) != 0)
                 return usage_error("--device '%s': expected auto, cpu, gpu or gpu:K", value);
@@ -1246,18 +1554,30 @@ static int cmd_sum(int argc, char **argv)
         }
     }
 
+    int is_dot = o.op == COOPREDUCE_OP_DOT;
+    if (have_y_option && positionals == 2)
+        return usage_error("dot takes two inputs: X.npy Y.npy, or one input and --y FILE");
+    if (!have_y_option && positionals == 2 && (o.raw_path != NULL || o.have_gen))
+        return usage_error("sum takes one input: FILE.npy, --raw FILE or --gen KIND");
     int sources = (o.npy_path != NULL) + (o.raw_path != NULL) + o.have_gen;
     if (sources == 0)
         return usage_error("sum needs an input: FILE.npy, --raw FILE or --gen KIND "
                            "(see coopreduce sum --help)");
     if (sources > 1)
         return usage_error("sum takes one input: FILE.npy, --raw FILE or --gen KIND");
+    if (o.y_path != NULL && !is_dot)
+        return usage_error("a second input ('%s') applies to --op dot only", o.y_path);
+    if (o.y_path != NULL && o.have_gen)
+        return usage_error("--op dot --gen generates y itself (from --seed + 1): drop '%s'",
+                           o.y_path);
+    if (is_dot && o.y_path == NULL && !o.have_gen)
+        return usage_error("--op dot needs two inputs: X.npy Y.npy, --raw X --y Y, or --gen");
     if (o.have_gen && !o.have_n)
         return usage_error("--gen needs --n N");
     if (!o.have_gen && (o.have_n || o.have_seed))
         return usage_error("--%s applies only to --gen", o.have_n ? "n" : "seed");
     if (o.raw_path != NULL && !o.have_dtype)
-        return usage_error("--raw needs --dtype f32|f64|i32");
+        return usage_error("--raw needs --dtype (" DTYPE_CHOICES ")");
     if (o.stages > 0 && o.method != COOPREDUCE_METHOD_PIPELINE)
         return usage_error("--stages applies only to --method pipeline");
     const char *method_name = coopreduce_method_name(o.method);
@@ -1268,77 +1588,76 @@ static int cmd_sum(int argc, char **argv)
                            "order: drop --method, or use --device gpu)", method_name);
     if (o.device == DEVICE_CPU && gpu_option != NULL)
         return usage_error("%s applies to a GPU only, not to --device cpu", gpu_option);
-    if (o.have_gen && o.dtype == COOPREDUCE_INT32 && o.n > INT32_MAX_N) {
+    if (o.have_gen && (o.dtype == COOPREDUCE_INT32 || o.dtype == COOPREDUCE_UINT32) &&
+        o.op == COOPREDUCE_OP_SUM && o.n > INT32_MAX_N) {
         /* Said before generating gigabytes; the library refuses such a sum with this message. */
-        print_error("int32 sums are limited to 2^32 elements (where an int64 cannot overflow); "
-                    "got n = %llu", (unsigned long long)o.n);
+        print_error("%s sums are limited to 2^32 elements (where a 64-bit result cannot "
+                    "overflow); got n = %llu", coopreduce_dtype_name(o.dtype),
+                    (unsigned long long)o.n);
         return EXIT_ERROR;
     }
 
+    /* The inputs first: a file error, a dtype the operation does not take or a dot mismatch is
+     * reported before any device is touched. */
+    input_data in, yin;
+    memset(&yin, 0, sizeof yin);
+    int rc = load_input(&o, 0, &in);
+    if (rc == EXIT_OK && (is_dot || o.y_path != NULL)) {
+        rc = load_input(&o, 1, &yin);
+        if (rc == EXIT_OK)
+            rc = check_dot_inputs(&o, &in, &yin);
+    }
+    result_kind rk = {o.op, in.array.dtype, in.array.dtype, 0};
+    if (rc == EXIT_OK) {
+        rk.rsize = coopreduce_op_result_size(o.op, rk.dtype, o.narrow, &rk.rdtype);
+        if (o.narrow && !dtype_is_half(rk.dtype)) {
+            print_error("--narrow applies to float16 and bfloat16 input only (this is %s)",
+                        coopreduce_dtype_name(rk.dtype));
+            rc = EXIT_USAGE;
+        } else if (rk.rsize == 0) {
+            print_error("%s of %s is not supported: sumsq, norm2 and dot take floating-point "
+                        "input", coopreduce_op_name(o.op), coopreduce_dtype_name(rk.dtype));
+            rc = EXIT_ERROR;
+        }
+    }
     device_ctx dev;
-    int rc = open_device(&dev, o.device, o.ordinal, o.threads, o.device_text);
-    if (rc != EXIT_OK)
-        return rc;
-    if (!dev.is_gpu && (o.method != COOPREDUCE_METHOD_CANONICAL || gpu_option != NULL)) {
+    memset(&dev, 0, sizeof dev);
+    if (rc == EXIT_OK)
+        rc = open_device(&dev, o.device, o.ordinal, o.threads, o.device_text);
+    if (rc == EXIT_OK && !dev.is_gpu &&
+        (o.method != COOPREDUCE_METHOD_CANONICAL || gpu_option != NULL)) {
         /* --device auto found no usable GPU. */
         if (o.method != COOPREDUCE_METHOD_CANONICAL)
             print_error("method %s runs on a GPU only (%s)", method_name, dev.auto_note);
         else
             print_error("%s applies to a GPU only (%s)", gpu_option, dev.auto_note);
-        coopreduce_destroy(dev.handle);
-        return EXIT_ERROR;
+        rc = EXIT_ERROR;
     }
-    if (dev.is_gpu && configure_gpu(&dev, &o) != EXIT_OK) {
-        coopreduce_destroy(dev.handle);
-        return EXIT_ERROR;
-    }
+    if (rc == EXIT_OK)
+        rc = configure_handle(&dev, &o);
+    if (rc == EXIT_OK && dev.is_gpu)
+        rc = configure_gpu(&dev, &o);
 
-    input_data in;
-    memset(&in, 0, sizeof in);
-    char err[ERRLEN];
-    if (o.have_gen) {
-        rc = generate(o.gen_kind, o.n, o.seed, o.dtype, &in.array);
-        snprintf(in.description, sizeof in.description, "gen %s, seed %llu",
-                 cr_gen_name(o.gen_kind), (unsigned long long)o.seed);
-    } else if (o.raw_path != NULL) {
-        rc = EXIT_OK;
-        if (cr_raw_read(o.raw_path, o.dtype, &in.array, err, sizeof err) != 0) {
-            print_error("%s", err);
-            rc = EXIT_ERROR;
-        }
-        snprintf(in.description, sizeof in.description, "%s (raw)", o.raw_path);
-    } else {
-        rc = EXIT_OK;
-        if (cr_npy_read(o.npy_path, &in.array, err, sizeof err) != 0) {
-            print_error("%s", err);
-            rc = EXIT_ERROR;
-        } else if (o.have_dtype && o.dtype != in.array.dtype) {
-            print_error("--dtype %s does not match %s, which holds %s", coopreduce_dtype_name(o.dtype),
-                        o.npy_path, coopreduce_dtype_name(in.array.dtype));
-            rc = EXIT_USAGE;
-        } else {
-            char shape[700];
-            describe_shape(&in.array, shape, sizeof shape);
-            snprintf(in.description, sizeof in.description, "%s, shape %s%s", o.npy_path, shape,
-                     in.array.fortran_order ? ", Fortran order" : "");
-        }
-    }
-    if (rc != EXIT_OK) {
-        cr_npy_free(&in.array);
-        coopreduce_destroy(dev.handle);
-        return rc;
-    }
-
-    /* run_sum_gpu frees the host data early; keep what the report needs. */
     uint64_t n = in.array.n;
-    coopreduce_dtype dtype = in.array.dtype;
     sum_result res;
     memset(&res, 0, sizeof res);
-    if (dev.is_gpu)
-        rc = run_sum_gpu(&dev, &in.array, o.method, o.repeat, &res);
-    else
-        rc = run_sum_cpu(&dev, &in.array, o.repeat, &res);
+    cr_npy_array *y = is_dot ? &yin.array : NULL;
+    if (rc == EXIT_OK && dev.is_gpu) {
+        /* auto may fall back to the CPU for what the GPU cannot compute yet, but not when a
+         * GPU method or option was asked for. */
+        int may_fall_back = o.device == DEVICE_AUTO && o.method == COOPREDUCE_METHOD_CANONICAL &&
+                            gpu_option == NULL;
+        rc = run_sum_gpu(&dev, &rk, &in.array, y, o.method, o.repeat, may_fall_back, &res);
+        if (rc == RUN_FALLBACK) {
+            rc = fall_back_to_cpu(&dev, &o, &res);
+            if (rc == EXIT_OK)
+                rc = run_sum_cpu(&dev, &rk, &in.array, y, o.repeat, &res);
+        }
+    } else if (rc == EXIT_OK) {
+        rc = run_sum_cpu(&dev, &rk, &in.array, y, o.repeat, &res);
+    }
     cr_npy_free(&in.array);
+    cr_npy_free(&yin.array);
 
     coopreduce_status st = coopreduce_destroy(dev.handle);
     if (rc == EXIT_OK && st != COOPREDUCE_SUCCESS) {
@@ -1347,8 +1666,14 @@ static int cmd_sum(int argc, char **argv)
     }
     if (rc != EXIT_OK)
         return rc;
-    print_sum_report(&o, &dev, &in, dtype, n, &res);
-    return finish_stdout();
+    print_sum_report(&o, &dev, &in, is_dot ? &yin : NULL, &rk, n, &res);
+    rc = finish_stdout();
+    if (rc == EXIT_OK && !result_fits(&rk, res.bits)) {
+        print_error("the exact %s sum does not fit in 64 bits: the value printed is the exact "
+                    "128-bit sum", coopreduce_dtype_name(rk.dtype));
+        return EXIT_ERROR;
+    }
+    return rc;
 }
 
 /* ================================================================ gen */
@@ -1432,7 +1757,7 @@ static int cmd_gen(int argc, char **argv)
                 return usage_error("--seed '%s': not an unsigned 64-bit integer", value);
         } else if (strcmp(spec->name, "dtype") == 0) {
             if (parse_dtype(value, &dtype) != 0)
-                return usage_error("--dtype '%s': unsupported (f32, f64 or i32)", value);
+                return usage_error("--dtype '%s': unsupported (" DTYPE_CHOICES ")", value);
         } else if (strcmp(spec->name, "out") == 0) {
             out_path = value;
         } else if (strcmp(spec->name, "raw-out") == 0) {

@@ -11,6 +11,10 @@
 #include <pthread.h>
 #include <string.h>
 
+/* The library's 16-bit conversions (header-only, static inline): the generator rounds exactly as
+ * the library narrows its results. */
+#include "../core/values.h"
+
 /* ---------------------------------------------------------------- hashing */
 
 static uint64_t splitmix64_mix(uint64_t z)
@@ -69,12 +73,6 @@ static double det_log(double x)
 static double unit53(uint64_t h)
 {
     return (double)(h >> 11) * 0x1.0p-53;
-}
-
-/* 24 random bits as a double in [0, 1); exactly representable in float32. */
-static double unit24(uint64_t h)
-{
-    return (double)(h >> 40) * 0x1.0p-24;
 }
 
 static double normal_value(uint64_t seed, uint64_t i)
@@ -160,23 +158,71 @@ double cr_gen_value(cr_gen_kind kind, uint64_t seed, uint64_t i)
     return 0.0;
 }
 
+/* ---------------------------------------------------------------- 16-bit floats */
+
+uint16_t cr_gen_to_half(float value, coopreduce_dtype dtype)
+{
+    return dtype == COOPREDUCE_BFLOAT16 ? cr_f32_to_bf16(value) : cr_f32_to_f16(value);
+}
+
+double cr_gen_from_half(uint16_t bits, coopreduce_dtype dtype)
+{
+    return dtype == COOPREDUCE_BFLOAT16 ? cr_bf16_to_f32(bits) : cr_f16_to_f32(bits);
+}
+
 /* ---------------------------------------------------------------- filling */
+
+static int dtype_is_known(coopreduce_dtype dtype)
+{
+    switch (dtype) {
+    case COOPREDUCE_FLOAT32: case COOPREDUCE_FLOAT64: case COOPREDUCE_INT32:
+    case COOPREDUCE_FLOAT16: case COOPREDUCE_BFLOAT16: case COOPREDUCE_INT64:
+    case COOPREDUCE_UINT32: case COOPREDUCE_UINT64:
+        return 1;
+    }
+    return 0;
+}
+
+/* ones, normal and signed for the integer types: the double times 2^20 (ones: 1), truncated
+ * toward zero; the caller clamps it to its type. */
+static double int_value(cr_gen_kind kind, uint64_t seed, uint64_t i)
+{
+    return kind == CR_GEN_ONES ? 1.0 : cr_gen_value(kind, seed, i) * 1048576.0;
+}
+
+/* The float32 element of the stream: the double rounded once (uniform: its leading `bits`
+ * random bits, truncated, so that it stays below 1). */
+static float f32_value(cr_gen_kind kind, uint64_t seed, uint64_t i, int bits)
+{
+    if (kind == CR_GEN_UNIFORM)
+        return (float)ldexp((double)(cr_gen_hash(seed, i) >> (64 - bits)), -bits);
+    return (float)cr_gen_value(kind, seed, i);
+}
 
 static void fill_range(void *out, uint64_t first, uint64_t begin, uint64_t end,
                        coopreduce_dtype dtype, cr_gen_kind kind, uint64_t seed)
 {
-    if (dtype == COOPREDUCE_FLOAT32) {
+    switch (dtype) {
+    case COOPREDUCE_FLOAT32: {
+        /* uniform: the leading 24 of the 53 bits cr_gen_value uses (truncation, not rounding):
+         * rounding to nearest could turn values just below 1 into 1.0f and leave [0, 1). */
         float *dst = out;
-        if (kind == CR_GEN_UNIFORM) {
-            /* The leading 24 of the 53 bits cr_gen_value uses (truncation, not rounding): rounding
-             * to nearest could turn values just below 1 into 1.0f and leave [0, 1). */
-            for (uint64_t k = begin; k < end; k++)
-                dst[k] = (float)unit24(cr_gen_hash(seed, first + k));
-        } else {
-            for (uint64_t k = begin; k < end; k++)
-                dst[k] = (float)cr_gen_value(kind, seed, first + k);
-        }
-    } else if (dtype == COOPREDUCE_INT32) {
+        for (uint64_t k = begin; k < end; k++)
+            dst[k] = f32_value(kind, seed, first + k, 24);
+        break;
+    }
+    case COOPREDUCE_FLOAT16:
+    case COOPREDUCE_BFLOAT16: {
+        /* uniform: 11 (8) random bits, exact in the 16-bit type; float16's signed values are
+         * scaled by 2^-6 (exact in float32) so that none reaches float16's 65504. */
+        uint16_t *dst = out;
+        int bits = dtype == COOPREDUCE_FLOAT16 ? 11 : 8;
+        float scale = dtype == COOPREDUCE_FLOAT16 && kind == CR_GEN_SIGNED ? 0x1.0p-6f : 1.0f;
+        for (uint64_t k = begin; k < end; k++)
+            dst[k] = cr_gen_to_half(f32_value(kind, seed, first + k, bits) * scale, dtype);
+        break;
+    }
+    case COOPREDUCE_INT32: {
         /* uniform: every int32 equally likely (the hash's top 32 bits); the other kinds scale
          * their double by 2^20 and truncate (normal: about +-2^22; signed: up to +-2^40, so
          * clamped to the int32 range, which makes the extremes appear). */
@@ -186,13 +232,53 @@ static void fill_range(void *out, uint64_t first, uint64_t begin, uint64_t end,
                 dst[k] = (int32_t)(uint32_t)(cr_gen_hash(seed, first + k) >> 32);
                 continue;
             }
-            double v = kind == CR_GEN_ONES ? 1.0 : cr_gen_value(kind, seed, first + k) * 1048576.0;
+            double v = int_value(kind, seed, first + k);
             dst[k] = v >= 2147483647.0 ? INT32_MAX : v <= -2147483648.0 ? INT32_MIN : (int32_t)v;
         }
-    } else {
+        break;
+    }
+    case COOPREDUCE_UINT32: {
+        uint32_t *dst = out;
+        for (uint64_t k = begin; k < end; k++) {
+            if (kind == CR_GEN_UNIFORM) {
+                dst[k] = (uint32_t)(cr_gen_hash(seed, first + k) >> 32);
+                continue;
+            }
+            double v = fabs(int_value(kind, seed, first + k));
+            dst[k] = v >= 4294967295.0 ? UINT32_MAX : (uint32_t)v;
+        }
+        break;
+    }
+    case COOPREDUCE_INT64: {
+        int64_t *dst = out;
+        for (uint64_t k = begin; k < end; k++) {
+            if (kind == CR_GEN_UNIFORM) {
+                dst[k] = (int64_t)cr_gen_hash(seed, first + k);
+                continue;
+            }
+            double v = int_value(kind, seed, first + k); /* |v| <= 2^40: no clamping needed */
+            dst[k] = v >= 0x1.0p63 ? INT64_MAX : v <= -0x1.0p63 ? INT64_MIN : (int64_t)v;
+        }
+        break;
+    }
+    case COOPREDUCE_UINT64: {
+        uint64_t *dst = out;
+        for (uint64_t k = begin; k < end; k++) {
+            if (kind == CR_GEN_UNIFORM) {
+                dst[k] = cr_gen_hash(seed, first + k);
+                continue;
+            }
+            double v = fabs(int_value(kind, seed, first + k));
+            dst[k] = v >= 0x1.0p64 ? UINT64_MAX : (uint64_t)v;
+        }
+        break;
+    }
+    case COOPREDUCE_FLOAT64: {
         double *dst = out;
         for (uint64_t k = begin; k < end; k++)
             dst[k] = cr_gen_value(kind, seed, first + k);
+        break;
+    }
     }
 }
 
@@ -217,9 +303,7 @@ static void *fill_job_run(void *arg)
 int cr_gen_fill(void *out, uint64_t first, uint64_t n, coopreduce_dtype dtype, cr_gen_kind kind,
                 uint64_t seed, int threads)
 {
-    if (dtype != COOPREDUCE_FLOAT32 && dtype != COOPREDUCE_FLOAT64 && dtype != COOPREDUCE_INT32)
-        return -1;
-    if (!kind_is_known(kind))
+    if (!dtype_is_known(dtype) || !kind_is_known(kind))
         return -1;
     if (n == 0)
         return 0;

@@ -29,10 +29,22 @@ uint64_t cr_gen_hash(uint64_t seed, uint64_t i);
 /* One element as double (before rounding to the dtype). */
 double cr_gen_value(cr_gen_kind kind, uint64_t seed, uint64_t i);
 
-/* Fills out[0..n) with elements first..first+n-1 of the stream, rounded to dtype
- * (FLOAT32 or FLOAT64; for INT32: uniform = every int32 equally likely, ones = 1, normal and
- * signed = the double times 2^20, truncated and clamped to the int32 range). Returns 0, or -1 on an unsupported dtype/kind. Uses `threads` POSIX
- * threads when > 1 and n is large. */
+/* Fills out[0..n) with elements first..first+n-1 of the stream, in any of the eight dtypes:
+ *   FLOAT32, FLOAT64: the double rounded once (uniform: the leading 24 or 53 random bits).
+ *   FLOAT16, BFLOAT16: the float32 element rounded to the 16-bit type, to nearest even (uniform:
+ *     the leading 11 or 8 random bits, exact, so it stays in [0, 1); signed for FLOAT16: the
+ *     float32 value times 2^-6, so that no element overflows to infinity).
+ *   INT32, INT64, UINT32, UINT64: ones = 1; uniform = every value of the type equally likely;
+ *     normal and signed = the double times 2^20 (its magnitude, for the unsigned types),
+ *     truncated toward zero and clamped to the type's range.
+ * Returns 0, or -1 on an unknown dtype or kind. Uses `threads` POSIX threads when > 1 and n is
+ * large. */
 int cr_gen_fill(void *out, uint64_t first, uint64_t n, coopreduce_dtype dtype, cr_gen_kind kind,
                 uint64_t seed, int threads);
+
+/* 16-bit floats (FLOAT16 or BFLOAT16, as uint16_t bits), with the library's own rules
+ * (src/core/values.h): float32 -> 16 bits rounds to nearest even (overflow gives +-inf, NaN the
+ * canonical NaN); 16 bits -> double is exact. */
+uint16_t cr_gen_to_half(float value, coopreduce_dtype dtype);
+double cr_gen_from_half(uint16_t bits, coopreduce_dtype dtype);
 #endif

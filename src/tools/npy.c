@@ -1,6 +1,7 @@
 /* npy.c — NumPy .npy files (versions 1.0, 2.0, 3.0) and raw little-endian arrays.
  *
- * Element types: float32 and float64 in either byte order, int32 little-endian ('<i4').
+ * Element types: float16, float32, float64, int32, int64, uint32, uint64 little-endian; float32
+ * and float64 big-endian too. Raw files: those and bfloat16.
  *
  * Format: "\x93NUMPY", major, minor, header length (2 bytes little-endian for 1.x, 4 bytes for
  * 2.x and 3.x), then an ASCII (3.x: UTF-8) Python dict literal
@@ -40,40 +41,46 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
             *c = ' ';
 }
 
-/* Local rather than coopreduce_dtype_size/_name: the tools do not link the library. */
+/* Local rather than coopreduce_dtype_size/_name: the tools do not link the library. One row per
+ * dtype: its size, its name, and its .npy type code ("f4": the descr without the byte order; NULL
+ * for bfloat16, which NumPy has no type for). */
+static const struct {
+    coopreduce_dtype dtype;
+    size_t size;
+    const char *label;
+    const char *code;
+} DTYPES[] = {
+    {COOPREDUCE_FLOAT16, 2, "float16", "f2"},  {COOPREDUCE_BFLOAT16, 2, "bfloat16", NULL},
+    {COOPREDUCE_FLOAT32, 4, "float32", "f4"},  {COOPREDUCE_FLOAT64, 8, "float64", "f8"},
+    {COOPREDUCE_INT32, 4, "int32", "i4"},      {COOPREDUCE_INT64, 8, "int64", "i8"},
+    {COOPREDUCE_UINT32, 4, "uint32", "u4"},    {COOPREDUCE_UINT64, 8, "uint64", "u8"},
+};
+#define DTYPE_COUNT (sizeof DTYPES / sizeof DTYPES[0])
+
+static int dtype_row(coopreduce_dtype dtype)
+{
+    for (size_t k = 0; k < DTYPE_COUNT; k++)
+        if (DTYPES[k].dtype == dtype)
+            return (int)k;
+    return -1;
+}
+
 static size_t elem_size(coopreduce_dtype dtype)
 {
-    switch (dtype) {
-    case COOPREDUCE_FLOAT32: return 4;
-    case COOPREDUCE_FLOAT64: return 8;
-    case COOPREDUCE_INT32: return 4;
-    }
-    return 0;
+    int k = dtype_row(dtype);
+    return k < 0 ? 0 : DTYPES[k].size;
 }
 
 static const char *dtype_label(coopreduce_dtype dtype)
 {
-    switch (dtype) {
-    case COOPREDUCE_FLOAT32: return "float32";
-    case COOPREDUCE_FLOAT64: return "float64";
-    case COOPREDUCE_INT32: return "int32";
-    }
-    return "unknown";
-}
-
-/* The descr cr_npy_write writes, or NULL for a dtype it cannot write. */
-static const char *dtype_descr(coopreduce_dtype dtype)
-{
-    switch (dtype) {
-    case COOPREDUCE_FLOAT32: return "<f4";
-    case COOPREDUCE_FLOAT64: return "<f8";
-    case COOPREDUCE_INT32: return "<i4";
-    }
-    return NULL;
+    int k = dtype_row(dtype);
+    return k < 0 ? "unknown" : DTYPES[k].label;
 }
 
 /* What the reader accepts, for the "unsupported dtype" messages. */
-#define SUPPORTED_DTYPES "float32 '<f4', float64 '<f8' (either byte order), int32 '<i4'"
+#define SUPPORTED_DTYPES                                                                          \
+    "float16 '<f2', float32 '<f4', float64 '<f8', int32 '<i4', int64 '<i8', uint32 '<u4', "      \
+    "uint64 '<u8'; float32 and float64 also big-endian"
 
 static int host_is_little_endian(void)
 {
@@ -391,34 +398,25 @@ static int parse_header(const char *text, size_t len, npy_header *h, char *why, 
 }
 
 /* Maps a descr to a dtype and whether the file's bytes are little-endian. Returns 0, -1 for
- * an unsupported descr, or -2 for a big-endian int32 ('>i4'), which is not read (numpy writes
- * '<i4' on every little-endian machine; a '>i4' file is almost always a mistake). */
+ * an unsupported descr, or -2 for a big-endian type other than float32 and float64 ('>i4',
+ * '>f2', ...), which is not read (numpy writes '<' on every little-endian machine; such a file
+ * is almost always a mistake). '=' (native order) is taken as little-endian: numpy never writes
+ * it (it resolves it to '<' or '>'), and every machine that writes .npy files today is
+ * little-endian. '|' (no byte order) is numpy's spelling for one-byte types only. */
 static int dtype_from_descr(const char *descr, coopreduce_dtype *dtype, int *file_little_endian)
 {
-    if (strcmp(descr, "<i4") == 0) {
-        *dtype = COOPREDUCE_INT32;
-        *file_little_endian = 1;
+    if (strlen(descr) != 3 || (descr[0] != '<' && descr[0] != '=' && descr[0] != '>'))
+        return -1;
+    for (size_t k = 0; k < DTYPE_COUNT; k++) {
+        if (DTYPES[k].code == NULL || strcmp(descr + 1, DTYPES[k].code) != 0)
+            continue;
+        *dtype = DTYPES[k].dtype;
+        *file_little_endian = descr[0] != '>';
+        if (descr[0] == '>' && *dtype != COOPREDUCE_FLOAT32 && *dtype != COOPREDUCE_FLOAT64)
+            return -2;
         return 0;
     }
-    if (strcmp(descr, ">i4") == 0)
-        return -2;
-    if (strlen(descr) != 3 || descr[1] != 'f')
-        return -1;
-    switch (descr[0]) {
-    case '<': *file_little_endian = 1; break;
-    case '>': *file_little_endian = 0; break;
-    /* numpy never writes '=' (it resolves it to '<' or '>'), and every machine that writes .npy
-     * files today is little-endian. */
-    case '=': *file_little_endian = 1; break;
-    default: return -1;
-    }
-    if (descr[2] == '4')
-        *dtype = COOPREDUCE_FLOAT32;
-    else if (descr[2] == '8')
-        *dtype = COOPREDUCE_FLOAT64;
-    else
-        return -1;
-    return 0;
+    return -1;
 }
 
 /* ---------------------------------------------------------------- reading */
@@ -602,8 +600,9 @@ int cr_npy_read(const char *path, cr_npy_array *out, char *err, size_t errlen)
     int drc = dtype_from_descr(h.descr, &dtype, &file_le);
     if (drc == -2) {
         set_err(err, errlen,
-                "unsupported dtype '>i4' in %s: big-endian int32 is not supported, only "
-                "little-endian '<i4' (numpy: a.astype('<i4'))", path);
+                "unsupported dtype '%s' in %s: big-endian %s is not supported, only "
+                "little-endian '<%s' (numpy: a.astype('<%s'))", h.descr, path,
+                dtype_label(dtype), h.descr + 1, h.descr + 1);
         goto done;
     }
     if (drc != 0) {
@@ -790,13 +789,19 @@ int cr_npy_write(const char *path, const void *data, uint64_t n, coopreduce_dtyp
     if (err != NULL && errlen > 0)
         err[0] = '\0';
     size_t elem = elem_size(dtype);
-    const char *descr = dtype_descr(dtype);
+    int row = dtype_row(dtype);
+    const char *code = row < 0 ? NULL : DTYPES[row].code;
     if (path == NULL || (data == NULL && n > 0)) {
         set_err(err, errlen, "cr_npy_write: NULL argument");
         return -1;
     }
-    if (elem == 0 || descr == NULL) {
+    if (elem == 0) {
         set_err(err, errlen, "%s: unsupported dtype %d", path, (int)dtype);
+        return -1;
+    }
+    if (code == NULL) {
+        set_err(err, errlen, "%s: NumPy has no %s type, so a .npy file cannot hold it (write a "
+                "raw file instead)", path, dtype_label(dtype));
         return -1;
     }
     if (n > (uint64_t)SIZE_MAX / elem) {
@@ -809,8 +814,8 @@ int cr_npy_write(const char *path, const void *data, uint64_t n, coopreduce_dtyp
      * map the file and use the data in place with aligned vector loads. */
     char dict[128];
     int dict_len = snprintf(dict, sizeof dict,
-                            "{'descr': '%s', 'fortran_order': False, 'shape': (%llu,), }",
-                            descr, (unsigned long long)n);
+                            "{'descr': '<%s', 'fortran_order': False, 'shape': (%llu,), }",
+                            code, (unsigned long long)n);
     size_t preamble = NPY_MAGIC_LEN + 2 + 2;
     size_t unpadded = preamble + (size_t)dict_len + 1; /* + '\n' */
     size_t total = (unpadded + NPY_ALIGNMENT - 1) / NPY_ALIGNMENT * NPY_ALIGNMENT;

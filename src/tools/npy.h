@@ -1,8 +1,9 @@
 /* npy.h — reading NumPy .npy files (format versions 1.0, 2.0, 3.0).
  *
- * Supported element types: '<f4' and '<f8' (and their big-endian forms '>f4', '>f8', which are
- * byte-swapped on load), and int32 '<i4' (little-endian only: '>i4' is rejected with a message
- * saying so). Any shape; the data is returned flat, in the order it is stored in the
+ * Supported element types: float16 '<f2', float32 '<f4', float64 '<f8', int32 '<i4', int64
+ * '<i8', uint32 '<u4', uint64 '<u8' ('=' accepted for '<'), and the big-endian '>f4' and '>f8',
+ * which are byte-swapped on load; any other big-endian type ('>i4', '>f2', ...) is rejected with
+ * a message saying so. NumPy has no bfloat16: bfloat16 comes as a raw file. Any shape; the data is returned flat, in the order it is stored in the
  * file (C order, or Fortran order when fortran_order is True). Not part of the library: linked
  * into the CLI and the tests. */
 #ifndef COOPREDUCE_NPY_H
@@ -28,12 +29,12 @@ typedef struct {
  * section shorter or longer than the shape says. */
 int cr_npy_read(const char *path, cr_npy_array *out, char *err, size_t errlen);
 
-/* Reads a raw little-endian file of `dtype` elements (FLOAT32, FLOAT64 or INT32). Same error
+/* Reads a raw little-endian file of `dtype` elements (any of the eight dtypes). Same error
  * contract; a file size that is not a multiple of the element size is an error. */
 int cr_raw_read(const char *path, coopreduce_dtype dtype, cr_npy_array *out, char *err, size_t errlen);
 
-/* Writes a 1-D array as a version 1.0 .npy file ('<f4', '<f8' or '<i4'). Returns 0, or -1 with
- * err set. */
+/* Writes a 1-D array as a version 1.0 .npy file ('<f2', '<f4', '<f8', '<i4', '<i8', '<u4' or
+ * '<u8'; BFLOAT16 has no .npy type and fails). Returns 0, or -1 with err set. */
 int cr_npy_write(const char *path, const void *data, uint64_t n, coopreduce_dtype dtype,
                  char *err, size_t errlen);
 
