@@ -4,7 +4,10 @@
 #   the GPU tests under compute-sanitizer (memcheck, racecheck, synccheck), the quick benchmark,
 #   and a short summary printed last.
 # usage: scripts/gpu-check.sh [--no-sanitizer] [--no-bench] [--bench "ARGS"] [--golden]
+#                             [--tests "gpu methods ops ordered exact"]
 #   --golden  also regenerate tests/golden_bits.txt from this GPU (written to $OUT)
+#   --tests   the GPU test programs to run, and to run under the sanitizers (default: all built;
+#             NAME is tests/test_NAME_gpu, "gpu" is tests/test_gpu)
 # Full logs go to gpu-check-out/; the few files worth keeping (summary, bench, golden bits, the
 # GPU test and sanitizer logs) are also copied to $OUT when the device tool sets it.
 set -uo pipefail
@@ -12,14 +15,15 @@ cd "$(dirname "$0")/.."
 LOG=$PWD/gpu-check-out
 mkdir -p "$LOG"
 BUILD=${BUILD:-build-gpu}
-SANITIZE=1 BENCH=1 GOLDEN=0 BENCH_ARGS="--quick"
+SANITIZE=1 BENCH=1 GOLDEN=0 BENCH_ARGS="--quick" TESTS="gpu methods ops ordered exact"
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-sanitizer) SANITIZE=0 ;;
     --no-bench) BENCH=0 ;;
     --bench) BENCH_ARGS="$2"; shift ;;
     --golden) GOLDEN=1 ;;
-    *) echo "usage: $0 [--no-sanitizer] [--no-bench] [--bench ARGS] [--golden]"; exit 2 ;;
+    --tests) TESTS="$2"; shift ;;
+    *) echo "usage: $0 [--no-sanitizer] [--no-bench] [--bench ARGS] [--golden] [--tests LIST]"; exit 2 ;;
   esac
   shift
 done
@@ -38,19 +42,20 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 GEN=(); command -v ninja >/dev/null && GEN=(-G Ninja)
 step configure cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release || { printf '%s\n' "${SUMMARY[@]}"; exit 1; }
 step build cmake --build "$BUILD" -j "$(nproc)" || { printf '%s\n' "${SUMMARY[@]}"; exit 1; }
-step ctest ctest --test-dir "$BUILD" --output-on-failure -E 'gpu_canonical|gpu_methods|gpu_ops'
-step test_gpu "$BUILD/tests/test_gpu"
-step test_methods "$BUILD/tests/test_methods_gpu"
-[ -x "$BUILD/tests/test_ops_gpu" ] && step test_ops "$BUILD/tests/test_ops_gpu"
+step ctest ctest --test-dir "$BUILD" --output-on-failure -E '^gpu_'
+gpu_test() { [ "$1" = gpu ] && echo "$BUILD/tests/test_gpu" || echo "$BUILD/tests/test_$1_gpu"; }
+for t in $TESTS; do
+  [ -x "$(gpu_test "$t")" ] && step "test_$t" "$(gpu_test "$t")"
+done
 if [ $GOLDEN = 1 ]; then
   step golden "$BUILD/tests/test_gpu" --quick --write-golden "$LOG/golden_bits.txt"
 fi
 if [ $SANITIZE = 1 ]; then
   for tool in memcheck racecheck synccheck; do
-    step "san-$tool" compute-sanitizer --tool "$tool" --error-exitcode 9 "$BUILD/tests/test_gpu" --quick
-    step "san-m-$tool" compute-sanitizer --tool "$tool" --error-exitcode 9 "$BUILD/tests/test_methods_gpu" --quick
-    [ -x "$BUILD/tests/test_ops_gpu" ] &&
-      step "san-o-$tool" compute-sanitizer --tool "$tool" --error-exitcode 9 "$BUILD/tests/test_ops_gpu" --quick
+    for t in $TESTS; do
+      [ -x "$(gpu_test "$t")" ] &&
+        step "san-$t-$tool" compute-sanitizer --tool "$tool" --error-exitcode 9 "$(gpu_test "$t")" --quick
+    done
   done
 fi
 if [ $BENCH = 1 ]; then
@@ -65,7 +70,9 @@ fi
 } > "$LOG/summary.txt"
 if [ -n "${OUT:-}" ]; then
   cat "$LOG"/san-*.log > "$LOG/sanitizers.log" 2>/dev/null
-  for f in summary.txt bench.md bench.json bench.csv golden_bits.txt test_gpu.log test_methods.log ctest.log sanitizers.log; do
+  cat "$LOG"/test_*.log > "$LOG/gpu_tests.log" 2>/dev/null
+  cp "$LOG/gpu_tests.log" "$OUT/" 2>/dev/null
+  for f in summary.txt bench.md bench.json bench.csv golden_bits.txt ctest.log sanitizers.log; do
     [ -f "$LOG/$f" ] && cp "$LOG/$f" "$OUT/"
   done
 fi

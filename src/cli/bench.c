@@ -269,7 +269,7 @@ static int bench_cpu(const uint64_t *ns, int nn, int threads, int reps)
     } while (0)
 
 /* What a timed call runs: a coopreduce method (set on the handle) or one of the baselines. */
-enum { M_LIBRARY, M_CUB, M_READ, M_EMPTY, M_COPY };
+enum { M_LIBRARY, M_CUB, M_READ, M_EMPTY, M_COPY, M_OP };
 
 typedef struct {
     coopreduce_handle *h;
@@ -280,6 +280,8 @@ typedef struct {
     float *read_out;
     int read_blocks;
     uint64_t n;
+    coopreduce_op op;      /* M_OP: the operation, on x (and y for DOT) */
+    const void *y;
 } gpu_ctx;
 
 static size_t elem_size(int dtype) { return coopreduce_dtype_size((coopreduce_dtype)dtype); }
@@ -293,6 +295,7 @@ static int run_method(gpu_ctx *c, int m)
     case M_READ: return cr_bl_read(c->x, c->n * es / 16 * 16, c->read_out, c->read_blocks, NULL);
     case M_EMPTY: return cr_bl_empty(NULL);
     case M_COPY: return (int)cudaMemcpyAsync(c->copy_dst, c->x, c->n * es, cudaMemcpyDeviceToDevice, NULL);
+    case M_OP: return coopreduce_reduce(c->op, c->x, c->y, c->out, c->n, (coopreduce_dtype)c->dtype, c->h, NULL) ? -1 : 0;
     }
     return -1;
 }
@@ -474,7 +477,7 @@ static int bench_gpu(int ordinal, const uint64_t *ns, int nn, const int *dtypes,
     CK(cudaMalloc((void **)&read_out, read_blocks * sizeof(float)));
     hx = malloc(nmax * 8);
     if (!hx) { fprintf(stderr, "coopreduce: bench: out of host memory\n"); goto fail; }
-    gpu_ctx c0 = {h, 0, x, out, copy_dst, NULL, 0, read_out, read_blocks, 0};
+    gpu_ctx c0 = {h, 0, x, out, copy_dst, NULL, 0, read_out, read_blocks, 0, COOPREDUCE_OP_SUM, NULL};
     if (extras && headline(&c0, hx, batches)) goto fail;
     int total = nd * nn, done = 0;
     double t_start = now_us();
@@ -490,7 +493,7 @@ static int bench_gpu(int ordinal, const uint64_t *ns, int nn, const int *dtypes,
         temp = NULL;
         CK(cudaMalloc(&temp, tb + 16));
         for (int i = 0; i < nn; i++) {
-            gpu_ctx c = {h, dt, x, out, copy_dst, temp, tb, read_out, read_blocks, ns[i]};
+            gpu_ctx c = {h, dt, x, out, copy_dst, temp, tb, read_out, read_blocks, ns[i], COOPREDUCE_OP_SUM, NULL};
             const char *timing = cold ? "gpu_us_cold" : "gpu_us";
             double bytes = (double)ns[i] * es, us[5], noise[5];
             static const char *bnames[5] = {"", "cub", "float4_read", "empty_kernel", "d2d_copy"};
@@ -546,7 +549,7 @@ static int bench_gpu(int ordinal, const uint64_t *ns, int nn, const int *dtypes,
         }
         if (extras) {
             uint64_t nd20 = nmax < (1ull << 24) ? nmax : (1ull << 24);
-            gpu_ctx c = {h, dt, x, out, copy_dst, temp, tb, read_out, read_blocks, nd20};
+            gpu_ctx c = {h, dt, x, out, copy_dst, temp, tb, read_out, read_blocks, nd20, COOPREDUCE_OP_SUM, NULL};
             if (distinct_results(&c, methods, nm, nd20)) goto fail;
         }
     }
@@ -565,13 +568,100 @@ fail:
 }
 #endif
 
+#ifdef COOPREDUCE_HAVE_CUDA
+/* --op: each operation (in each --mode) over each dtype and n, against the float4 read of the
+ * same bytes (both arrays for DOT, which reads y right after x) in the same run. */
+static int bench_ops_gpu(int ordinal, const uint64_t *ns, int nn, const int *dtypes, int nd,
+                         const coopreduce_op *ops, int nops, const coopreduce_mode *modes,
+                         int nmodes, int batches)
+{
+    coopreduce_handle *h = NULL;
+    void *x = NULL, *out = NULL, *hx = NULL;
+    float *read_out = NULL;
+    int rc = 1;
+    uint64_t nmax = 1;
+    for (int i = 0; i < nn; i++) if (ns[i] > nmax) nmax = ns[i];
+    coopreduce_gpu_props props;
+    if (coopreduce_create_gpu(&h, ordinal) || coopreduce_gpu_props_get(ordinal, &props)) {
+        fprintf(stderr, "coopreduce: %s\n", coopreduce_last_error(NULL));
+        return 1;
+    }
+    snprintf(device_name, sizeof device_name, "%s", props.name);
+    printf("Device: %s (%d SMs, compute capability %d.%d, L2 %.0f MB)\n\n", props.name,
+           props.sm_count, props.cc_major, props.cc_minor, props.l2_bytes / 1e6);
+    CK(cudaSetDevice(ordinal));
+    CK(cudaMalloc(&x, 2 * nmax * 8 + 32));  /* x, then y */
+    CK(cudaMalloc(&out, 16));
+    const int read_blocks = props.sm_count * 16;
+    CK(cudaMalloc((void **)&read_out, read_blocks * sizeof(float)));
+    hx = malloc(2 * nmax * 8);
+    if (!hx) { fprintf(stderr, "coopreduce: bench: out of host memory\n"); goto fail; }
+    for (int d = 0; d < nd; d++) {
+        const coopreduce_dtype dt = (coopreduce_dtype)dtypes[d];
+        const size_t es = elem_size(dt);
+        const char *dname = coopreduce_dtype_name(dt);
+        if (cr_gen_fill(hx, 0, 2 * nmax, dt, CR_GEN_UNIFORM, 1, (int)sysconf(_SC_NPROCESSORS_ONLN))) {
+            fprintf(stderr, "coopreduce: bench: cannot generate %s data\n", dname);
+            goto fail;
+        }
+        CK(cudaMemcpy(x, hx, 2 * nmax * es, cudaMemcpyHostToDevice));
+        for (int i = 0; i < nn; i++) {
+            const uint64_t n = ns[i];
+            gpu_ctx c = {h, dt, x, out, NULL, NULL, 0, read_out, read_blocks, n, COOPREDUCE_OP_SUM,
+                         (const char *)x + n * es};
+            double noise, read1 = time_method(&c, M_READ, batches, 0, NULL, 0, &noise);
+            c.n = 2 * n;
+            double read2 = time_method(&c, M_READ, batches, 0, NULL, 0, &noise);
+            c.n = n;
+            if (read1 < 0 || read2 < 0) goto fail;
+            add_row(n, dname, "float4_read", "gpu_us", read1, noise, (double)n * es);
+            for (int m = 0; m < nmodes; m++) {
+                CKS(coopreduce_set_mode(h, modes[m]));
+                for (int k = 0; k < nops; k++) {
+                    c.op = ops[k];
+                    if (!coopreduce_op_result_size(ops[k], dt, 0, NULL)) continue; /* sumsq of ints */
+                    if (coopreduce_reduce(ops[k], c.x, c.y, out, n, dt, h, NULL) != COOPREDUCE_SUCCESS) {
+                        fprintf(stderr, "bench: %s %s (%s): %s\n", coopreduce_op_name(ops[k]), dname,
+                                coopreduce_mode_name(modes[m]), coopreduce_last_error(h));
+                        continue; /* not computed in this mode: no row */
+                    }
+                    double t = time_method(&c, M_OP, batches, 0, NULL, 0, &noise);
+                    if (t < 0) goto fail;
+                    static char names[MAX_ROWS][24]; /* the rows point at them */
+                    char *name = names[nrows % MAX_ROWS];
+                    snprintf(name, sizeof names[0], "%s%s", coopreduce_op_name(ops[k]),
+                             modes[m] == COOPREDUCE_MODE_EXACT ? "/exact" : "");
+                    const int dot = ops[k] == COOPREDUCE_OP_DOT;
+                    row_t *r = add_row(n, dname, name, "gpu_us", t, noise, (double)n * es * (dot ? 2 : 1));
+                    if (r) {
+                        r->ceiling_us = dot ? read2 : read1;
+                        r->det = 1;
+                    }
+                }
+            }
+            CKS(coopreduce_set_mode(h, COOPREDUCE_MODE_DETERMINISTIC));
+            fprintf(stderr, "  %s n=%llu done\n", dname, (unsigned long long)n);
+        }
+    }
+    rc = 0;
+fail:
+    if (rc) fprintf(stderr, "coopreduce: bench: %s\n", coopreduce_last_error(h));
+    coopreduce_destroy(h);
+    if (x) cudaFree(x);
+    if (out) cudaFree(out);
+    if (read_out) cudaFree(read_out);
+    free(hx);
+    return rc;
+}
+#endif
+
 static void usage(FILE *f)
 {
     fprintf(f,
         "usage: coopreduce bench [--device gpu|gpu:K|cpu] [--quick] [--n LIST] [--dtype LIST]\n"
         "                        [--method LIST|all] [--batches B] [--cold] [--no-host-latency]\n"
         "                        [--no-extras] [--stages LIST] [--threads T] [--json FILE]\n"
-        "                        [--csv FILE]\n"
+        "                        [--csv FILE] [--op LIST [--mode LIST]]\n"
         "  GPU: every selected coopreduce method against CUB DeviceReduce::Sum, a float4 read\n"
         "  kernel (the bandwidth ceiling), an empty kernel (the launch floor) and a device-to-\n"
         "  device copy, all in the same run; the latency of a canonical result on the host; then\n"
@@ -583,6 +673,10 @@ static void usage(FILE *f)
         "  --dtype: comma list of f32, f64, i32 (default f32,f64). --method: comma list of method\n"
         "  names (coopreduce info lists them) or all (the default). --stages 1,2,4,8: the pipeline\n"
         "  method once per stage count (rows pipeline/S).\n"
+        "  --op sum,min,...|all: instead of the methods, each operation through coopreduce_reduce\n"
+        "  over each --dtype (f32, f64, i32, f16, bf16, i64, u32, u64) against the float4 read of\n"
+        "  the same bytes (both arrays for dot), in each --mode (deterministic, exact; default\n"
+        "  deterministic), on the GPU.\n"
         "  Markdown tables on stdout, progress on stderr.\n");
 }
 
@@ -610,7 +704,10 @@ int cli_bench_main(int argc, char **argv)
 {
     uint64_t ns[MAX_N_LIST];
     int nn = 0, quick = 0, cold = 0, host_latency = 1, extras = 1, batches = 7, threads = 0;
-    int dtypes[3] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64}, nd = 2, gpu = -1, cpu = 0;
+    int dtypes[8] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64}, nd = 2, gpu = -1, cpu = 0;
+    coopreduce_op ops[16];
+    coopreduce_mode modes[2] = {COOPREDUCE_MODE_DETERMINISTIC};
+    int nops = 0, nmodes = 1;
     coopreduce_method methods[32];
     int nm = 0;
     parse_methods("all", methods, &nm);
@@ -637,11 +734,36 @@ int cli_bench_main(int argc, char **argv)
             i++;
         }
         else if (!strcmp(a, "--dtype") && v) {
+            static const char *const short_names[8] = {"f32", "f64", "i32", "f16", "bf16", "i64", "u32", "u64"};
+            char buf[128];
+            snprintf(buf, sizeof buf, "%s", v);
             nd = 0;
-            if (strstr(v, "f32")) dtypes[nd++] = COOPREDUCE_FLOAT32;
-            if (strstr(v, "f64")) dtypes[nd++] = COOPREDUCE_FLOAT64;
-            if (strstr(v, "i32")) dtypes[nd++] = COOPREDUCE_INT32;
-            if (!nd) { fprintf(stderr, "coopreduce: bad --dtype '%s' (a comma list of f32, f64, i32)\n", v); return 2; }
+            for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+                int found = -1;
+                for (int t = 0; t < 8; t++) if (!strcmp(tok, short_names[t])) found = t;
+                if (found < 0 || nd >= 8) { fprintf(stderr, "coopreduce: bad --dtype '%s' (a comma list of f32, f64, i32, f16, bf16, i64, u32, u64)\n", v); return 2; }
+                dtypes[nd++] = found; /* short_names follows coopreduce_dtype's values */
+            }
+            i++;
+        }
+        else if (!strcmp(a, "--op") && v) {
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", !strcmp(v, "all") ? "sum,min,max,absmax,mean,sumsq,norm2,dot,argmin,argmax" : v);
+            nops = 0;
+            for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+                if (nops >= 16 || coopreduce_op_from_name(tok, &ops[nops])) { fprintf(stderr, "coopreduce: bench: unknown --op '%s'\n", tok); return 2; }
+                nops++;
+            }
+            i++;
+        }
+        else if (!strcmp(a, "--mode") && v) {
+            char buf[128];
+            snprintf(buf, sizeof buf, "%s", v);
+            nmodes = 0;
+            for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+                if (nmodes >= 2 || coopreduce_mode_from_name(tok, &modes[nmodes])) { fprintf(stderr, "coopreduce: bench: unknown --mode '%s' (deterministic, exact)\n", tok); return 2; }
+                nmodes++;
+            }
             i++;
         }
         else if (!strcmp(a, "--batches") && v) { batches = atoi(v); if (batches < 3 || batches > 64) { fprintf(stderr, "coopreduce: --batches must be 3..64\n"); return 2; } i++; }
@@ -681,10 +803,14 @@ int cli_bench_main(int argc, char **argv)
             else for (int e = 10; e <= 28; e += 2) ns[nn++] = 1ull << e;
         }
         snprintf(device, sizeof device, "gpu:%d", gpu);
+        if (nops)
+            rc = bench_ops_gpu(gpu, ns, nn, dtypes, nd, ops, nops, modes, nmodes, quick ? 5 : batches);
+        else
         rc = bench_gpu(gpu, ns, nn, dtypes, nd, methods, nm, quick ? 5 : batches, cold,
                        host_latency, extras);
 #else
         (void)dtypes, (void)nd, (void)batches, (void)cold, (void)host_latency, (void)extras;
+        (void)ops, (void)nops, (void)modes, (void)nmodes;
         fprintf(stderr, "coopreduce: this build has no GPU path (built without CUDA)\n");
         return 1;
 #endif

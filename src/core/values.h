@@ -216,4 +216,44 @@ static inline CR_HD double cr_round_div(int neg, cr_u128 mag, int exp, uint64_t 
     return sgn * (r > max_finite ? INFINITY : r);
 }
 
+/* ---- The last step of the ordered float operations (CPU and GPU alike) --------------------- */
+/* The correctly rounded mean of a float sum (a float32 sum is exact in the double): sum / n, in
+ * the sum's precision. n == 0 or a NaN sum gives NaN; an infinite sum stays itself. */
+static inline CR_HD double cr_mean_of_float(double sum, uint64_t n, int f64)
+{
+    if (n == 0 || sum != sum) return cr_f64_from(CR_NAN_F64);
+    if (sum == INFINITY || sum == -INFINITY) return sum;
+    const uint64_t b = cr_f64_bits(sum);
+    const int neg = (int)(b >> 63);
+    int e = (int)((b >> 52) & 0x7ff);
+    uint64_t m = b & 0xfffffffffffffull;
+    if (e) m |= 1ull << 52;
+    else e = 1;
+    return cr_round_div(neg, m, e - 1075, n, f64 ? 53 : 24, f64 ? -1022 : -126);
+}
+
+/* Writes the float result v of an ordered operation over input type `dt`: a double for FLOAT64
+ * input, else float32 (v is then a float32 value, converted exactly), or with `narrow` and a
+ * 16-bit input type, rounded once more to that type. NaN becomes the canonical NaN. */
+static inline CR_HD void cr_write_float(double v, int dt_is_f64, int dt_is_f16, int dt_is_bf16,
+                                        int narrow, void *result)
+{
+    if (dt_is_f64) {
+        if (v != v) v = cr_f64_from(CR_NAN_F64);
+        memcpy(result, &v, 8);
+        return;
+    }
+    float f = (float)v;
+    if (f != f) f = cr_f32_from(CR_NAN_F32);
+    if (narrow && dt_is_f16) {
+        const uint16_t b = cr_f32_to_f16(f);
+        memcpy(result, &b, 2);
+    } else if (narrow && dt_is_bf16) {
+        const uint16_t b = cr_f32_to_bf16(f);
+        memcpy(result, &b, 2);
+    } else {
+        memcpy(result, &f, 4);
+    }
+}
+
 #endif

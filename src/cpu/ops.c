@@ -140,40 +140,11 @@ static coopreduce_status ordered_sums(coopreduce_handle *h, coopreduce_op op, co
     return s;
 }
 
-/* The float result of an ordered op, written in the accumulation type or (narrow, 16-bit
- * input) rounded once to the input type. */
+/* The float result of an ordered op (values.h: cr_write_float). */
 static void write_float(double v, coopreduce_dtype dt, int narrow, void *result)
 {
-    if (dt == COOPREDUCE_FLOAT64) {
-        if (v != v) v = cr_f64_from(CR_NAN_F64);
-        memcpy(result, &v, 8);
-        return;
-    }
-    float f = (float)v; /* exact: v came from a float32 computation */
-    if (f != f) f = cr_f32_from(CR_NAN_F32);
-    if (narrow && dt == COOPREDUCE_FLOAT16) {
-        uint16_t b = cr_f32_to_f16(f);
-        memcpy(result, &b, 2);
-    } else if (narrow && dt == COOPREDUCE_BFLOAT16) {
-        uint16_t b = cr_f32_to_bf16(f);
-        memcpy(result, &b, 2);
-    } else {
-        memcpy(result, &f, 4);
-    }
-}
-
-/* The correctly rounded mean of a float sum: sum / n, in the sum's precision. */
-static double mean_of_float(double sum, uint64_t n, int f64)
-{
-    if (n == 0 || sum != sum) return cr_f64_from(CR_NAN_F64);
-    if (sum == INFINITY || sum == -INFINITY) return sum;
-    const uint64_t b = cr_f64_bits(sum); /* a float32 sum is exact in the double */
-    const int neg = (int)(b >> 63);
-    int e = (int)((b >> 52) & 0x7ff);
-    uint64_t m = b & 0xfffffffffffffull;
-    if (e) m |= 1ull << 52;
-    else e = 1;
-    return cr_round_div(neg, m, e - 1075, n, f64 ? 53 : 24, f64 ? -1022 : -126);
+    cr_write_float(v, dt == COOPREDUCE_FLOAT64, dt == COOPREDUCE_FLOAT16,
+                   dt == COOPREDUCE_BFLOAT16, narrow, result);
 }
 
 /* ---- Order-independent operations ------------------------------------------------------------
@@ -444,7 +415,7 @@ static coopreduce_status reduce(coopreduce_handle *h, coopreduce_op op, const vo
             if (s) return s;
             acc = f;
         }
-        write_float(op == COOPREDUCE_OP_MEAN ? mean_of_float(acc, n, f64) : acc, dt, narrow, result);
+        write_float(op == COOPREDUCE_OP_MEAN ? cr_mean_of_float(acc, n, f64) : acc, dt, narrow, result);
         return COOPREDUCE_SUCCESS;
     }
     double acc[3];
@@ -452,7 +423,7 @@ static coopreduce_status reduce(coopreduce_handle *h, coopreduce_op op, const vo
                                        n, dt, acc);
     if (s) return s;
     double v = acc[0];
-    if (op == COOPREDUCE_OP_MEAN) v = mean_of_float(acc[0], n, f64);
+    if (op == COOPREDUCE_OP_MEAN) v = cr_mean_of_float(acc[0], n, f64);
     if (op == COOPREDUCE_OP_NORM2)
         v = f64 ? cr_norm2_combine_F64(acc[0], acc[1], acc[2])
                 : (double)cr_norm2_combine_F32((float)acc[0], (float)acc[1], (float)acc[2]);

@@ -229,6 +229,7 @@ coopreduce_status cr_gpu_destroy(coopreduce_handle *h)
     if (g->counters && (e = cudaFree(g->counters)) != cudaSuccess && !s) s = cr_cuda_fail(h, e, "freeing the workspace");
     if (g->host_slot && (e = cudaFreeHost(g->host_slot)) != cudaSuccess && !s) s = cr_cuda_fail(h, e, "freeing the result slot");
     cr_gpu_method_free(g);
+    cr_gpu_ordered_free(g);
     free(g);
     h->gpu = NULL;
     return s;
@@ -240,7 +241,12 @@ coopreduce_status cr_gpu_reserve(coopreduce_handle *h, uint64_t n, coopreduce_dt
     if (e != cudaSuccess) return cr_cuda_fail(h, e, "selecting the GPU");
     if (h->method != COOPREDUCE_METHOD_CANONICAL || dtype == COOPREDUCE_INT32)
         return cr_gpu_method_reserve(h, n);
-    return ensure_workspace(h, n, dtype);
+    coopreduce_status s = ensure_workspace(h, n, dtype);
+    /* Floats: the ordered operations' partials too (sumsq, norm2, dot, 16-bit sums, mean). */
+    if (!s && dtype != COOPREDUCE_INT64 && dtype != COOPREDUCE_UINT32 &&
+        dtype != COOPREDUCE_UINT64)
+        s = cr_gpu_ordered_reserve(h, n, dtype);
+    return s;
 }
 
 
@@ -329,6 +335,33 @@ static coopreduce_status wait_for_result(coopreduce_handle *h, unsigned int seq,
     return COOPREDUCE_SUCCESS;
 }
 
+coopreduce_status cr_gpu_canonical_enqueue(coopreduce_handle *h, const void *x, uint64_t n,
+                                           coopreduce_dtype dtype, void *out, void *host_dev,
+                                           unsigned int seq, void *stream, int *blocks_out,
+                                           int *threads_out)
+{
+    struct cr_gpu_state *g = h->gpu;
+    coopreduce_status s = ensure_workspace(h, n, dtype);
+    if (s) return s;
+    uint64_t chunks = (n + cr_chunk_elems(dtype) - 1) / cr_chunk_elems(dtype);
+    int blocks = h->grid_blocks, quad = 0;
+    if (blocks == 0) {
+        uint64_t need = (chunks + cr_gpu_warps_per_block() - 1) / cr_gpu_warps_per_block();
+        uint64_t full = (uint64_t)g->sm_count * (uint64_t)g->blocks_per_sm[dtype];
+        blocks = (int)(need < full ? need : full);
+        /* Mid-size: when two chunks per block fit in one wave, four warps share a chunk
+         * (one memory round trip for its data instead of two). A forced grid never does. */
+        quad = chunks <= 2 * full;
+    }
+    int stream_once = n * coopreduce_dtype_size(dtype) > g->l2_bytes;
+    cudaError_t e = (cudaError_t)cr_gpu_launch_canonical(dtype, x, n, out, g->partials,
+                                                         g->counters, &blocks, threads_out, quad,
+                                                         stream_once, host_dev, seq, stream);
+    if (e != cudaSuccess) return cr_cuda_fail(h, e, "launching the canonical sum");
+    *blocks_out = blocks;
+    return COOPREDUCE_SUCCESS;
+}
+
 coopreduce_status cr_gpu_sum(coopreduce_handle *h, const void *x, void *result, uint64_t n,
                              coopreduce_dtype dtype, void *stream, int to_host)
 {
@@ -353,18 +386,6 @@ coopreduce_status cr_gpu_sum(coopreduce_handle *h, const void *x, void *result, 
             if (e != cudaSuccess) { s = cr_cuda_fail(h, e, "writing the empty sum"); goto out; }
         }
     } else {
-        s = ensure_workspace(h, n, dtype);
-        if (s) goto out;
-        uint64_t chunks = (n + cr_chunk_elems(dtype) - 1) / cr_chunk_elems(dtype);
-        int blocks = h->grid_blocks, quad = 0;
-        if (blocks == 0) {
-            uint64_t need = (chunks + cr_gpu_warps_per_block() - 1) / cr_gpu_warps_per_block();
-            uint64_t full = (uint64_t)g->sm_count * (uint64_t)g->blocks_per_sm[dtype];
-            blocks = (int)(need < full ? need : full);
-            /* Mid-size: when two chunks per block fit in one wave, four warps share a chunk
-             * (one memory round trip for its data instead of two). A forced grid never does. */
-            quad = chunks <= 2 * full;
-        }
         unsigned int seq = 0;
         if (to_host) {
             seq = ++g->seq ? g->seq : ++g->seq; /* never 0 */
@@ -373,13 +394,11 @@ coopreduce_status cr_gpu_sum(coopreduce_handle *h, const void *x, void *result, 
             memset(g->host_slot, 0, 16);
             __atomic_thread_fence(__ATOMIC_SEQ_CST);
         }
-        int stream_once = n * es > g->l2_bytes;
-        int threads = 0;
-        e = (cudaError_t)cr_gpu_launch_canonical(dtype, x, n, to_host ? NULL : result,
-                                                 g->partials, g->counters, &blocks, &threads,
-                                                 quad, stream_once,
-                                                 to_host ? g->host_slot_dev : NULL, seq, stream);
-        if (e != cudaSuccess) { s = cr_cuda_fail(h, e, "launching the canonical sum"); goto out; }
+        int blocks = 0, threads = 0;
+        s = cr_gpu_canonical_enqueue(h, x, n, dtype, to_host ? NULL : result,
+                                     to_host ? g->host_slot_dev : NULL, seq, stream, &blocks,
+                                     &threads);
+        if (s) goto out;
         memset(&h->last, 0, sizeof h->last);
         h->last.method = COOPREDUCE_METHOD_CANONICAL;
         h->last.blocks = blocks;
@@ -404,11 +423,6 @@ coopreduce_status cr_gpu_reduce(coopreduce_handle *h, coopreduce_op op, const vo
     const int ordered = is_float && (op == COOPREDUCE_OP_SUM || op == COOPREDUCE_OP_MEAN ||
                                      op == COOPREDUCE_OP_SUMSQ || op == COOPREDUCE_OP_NORM2 ||
                                      op == COOPREDUCE_OP_DOT);
-    if (ordered)
-        return cr_fail(h, COOPREDUCE_ERROR_NOT_SUPPORTED,
-                       "%s of %s runs on the CPU only in this version (the GPU kernels for the "
-                       "canonical-order operations are not written yet): use a CPU handle",
-                       coopreduce_op_name(op), coopreduce_dtype_name(dtype));
-    (void)y;
+    if (ordered) return cr_gpu_reduce_ordered(h, op, x, y, result, n, dtype, stream, to_host);
     return cr_gpu_reduce_unordered(h, op, x, result, n, dtype, stream, to_host);
 }

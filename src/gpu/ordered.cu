@@ -1,0 +1,423 @@
+/* ordered.cu — the canonical-order operations other than the float32/float64 sum, on the GPU:
+ * SUM of float16 and bfloat16, SUMSQ, DOT and NORM2 of every float type (and, through the host
+ * code, MEAN of every float type).
+ *
+ * docs/DETERMINISM.md ("Operations") defines each as the canonical order over transformed
+ * leaves: level 1 turns each chunk of C inputs into C leaves of the accumulation type (widened,
+ * squared, multiplied, or split into Blue's three classes) and reduces them with the chunk
+ * tree; the level-1 partials are then summed by the canonical sum itself. This file computes
+ * level 1 (level1_kernel) and the final scalar (finish_kernel); ordered_host.c runs the
+ * canonical sum of canonical.cu over the partials in between. Three launches in all (five for
+ * NORM2, whose three classes are three canonical sums): the data is read once, by level 1, and
+ * the later launches read 1/C of it.
+ *
+ * Who computes what in level 1: one warp reduces one chunk, as in canonical.cu. Every load is
+ * 16 bytes: 4 float32, 2 float64 or 8 half-precision elements. A float32 or float64 row (128 or
+ * 64 lanes) is then one warp-wide load, and thread t holds the same lanes of all 32 rows. A
+ * half-precision row (128 lanes, 256 bytes) is half a warp-wide load: threads 0-15 read rows
+ * 0-15 and threads 16-31 rows 16-31, each thread 8 lanes; its row tree over 16 rows is one of
+ * the two halves of the 32-row tree, and one shfl_xor(16) adds the halves — the tree's top row
+ * level. The lane levels follow: inside the thread, then across threads by shfl_xor. The tree
+ * is exactly the chunk tree; the mapping of rows and lanes to threads only decides who adds.
+ *
+ * Each block owns a contiguous range of chunks, its warps taking them round-robin (the same
+ * balanced ranges as canonical.cu), so a block streams one region of memory. Misaligned input
+ * (not 16-byte aligned, for either operand of DOT) and the ragged last chunk use element loads
+ * with the same mapping; lanes past the end are -0.0 leaves, the padding of the contract.
+ *
+ * Compiled with --fmad=false (CMakeLists.txt): a product and the addition that follows are two
+ * roundings, as on the CPU. */
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+extern "C" {
+#include "internal.h"
+#include "core/values.h"
+}
+
+namespace cg = cooperative_groups;
+
+namespace {
+
+enum class Leaf { kWiden, kSquare, kProduct, kNorm2 };
+
+/* Input element types: how 16 bytes decode into elements, and how an element widens. */
+struct F32 {
+    using Acc = float;
+    static constexpr int kVec = 4, kBytes = 4;
+    static __device__ __forceinline__ float at(const void *p, uint64_t i) { return __ldg(static_cast<const float *>(p) + i); }
+    static __device__ __forceinline__ void decode(const uint4 &q, float *v)
+    {
+        v[0] = __uint_as_float(q.x); v[1] = __uint_as_float(q.y);
+        v[2] = __uint_as_float(q.z); v[3] = __uint_as_float(q.w);
+    }
+};
+struct F64 {
+    using Acc = double;
+    static constexpr int kVec = 2, kBytes = 8;
+    static __device__ __forceinline__ double at(const void *p, uint64_t i) { return __ldg(static_cast<const double *>(p) + i); }
+    static __device__ __forceinline__ void decode(const uint4 &q, double *v)
+    {
+        v[0] = __hiloint2double((int)q.y, (int)q.x);
+        v[1] = __hiloint2double((int)q.w, (int)q.z);
+    }
+};
+template <bool kBrain> struct Half {
+    using Acc = float;
+    static constexpr int kVec = 8, kBytes = 2;
+    static __device__ __forceinline__ float widen(unsigned int h)
+    {
+        return kBrain ? cr_bf16_to_f32((uint16_t)h) : cr_f16_to_f32((uint16_t)h);
+    }
+    static __device__ __forceinline__ float at(const void *p, uint64_t i)
+    {
+        return widen(__ldg(static_cast<const unsigned short *>(p) + i));
+    }
+    static __device__ __forceinline__ void decode(const uint4 &q, float *v)
+    {
+        const unsigned int w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+        for (int k = 0; k < 4; k++) { /* little-endian: the lower address is the low half */
+            v[2 * k] = widen(w[k] & 0xffffu);
+            v[2 * k + 1] = widen(w[k] >> 16);
+        }
+    }
+};
+
+/* The leaves of one element (and, for DOT, its partner): K values of the accumulation type. */
+template <Leaf LF> constexpr int kLeaves = LF == Leaf::kNorm2 ? 3 : 1;
+
+template <Leaf LF, typename A>
+__device__ __forceinline__ void make_leaf(A a, A b, A *out)
+{
+    if constexpr (LF == Leaf::kWiden) {
+        out[0] = a;
+    } else if constexpr (LF == Leaf::kSquare) {
+        out[0] = a * a;
+    } else if constexpr (LF == Leaf::kProduct) {
+        out[0] = a * b;
+    } else if constexpr (sizeof(A) == 4) {
+        cr_norm2_leaf_F32(a, &out[0], &out[1], &out[2]);
+    } else {
+        cr_norm2_leaf_F64(a, &out[0], &out[1], &out[2]);
+    }
+}
+
+/* The shape of one chunk for input type In: lanes W, lanes per thread kVec, rows per thread. */
+template <typename In> struct Shape {
+    using Acc = typename In::Acc;
+    static constexpr int kLanes = sizeof(Acc) == 4 ? CR_LANES_F32 : CR_LANES_F64;
+    static constexpr uint64_t kChunk = (uint64_t)CR_ROWS * kLanes;
+    static constexpr int kVec = In::kVec;
+    static constexpr int kThreadsPerRow = kLanes / kVec;  /* 32, or 16 for 16-bit input */
+    static constexpr int kHalves = 32 / kThreadsPerRow;   /* 1, or 2 */
+    static constexpr int kRows = CR_ROWS / kHalves;       /* rows per thread: 32 or 16 */
+    static_assert(kThreadsPerRow * kHalves == 32, "a row is one or two loads of the warp");
+};
+
+/* A thread's leaves of one row: kVec lanes, K leaves each. */
+template <typename In, Leaf LF> struct RowVals {
+    typename In::Acc v[In::kVec][kLeaves<LF>];
+};
+
+template <typename In, Leaf LF>
+__device__ __forceinline__ RowVals<In, LF> add(const RowVals<In, LF> &a, const RowVals<In, LF> &b)
+{
+    RowVals<In, LF> r;
+#pragma unroll
+    for (int j = 0; j < In::kVec; j++)
+#pragma unroll
+        for (int k = 0; k < kLeaves<LF>; k++) r.v[j][k] = a.v[j][k] + b.v[j][k];
+    return r;
+}
+
+template <typename In, Leaf LF>
+__device__ __forceinline__ RowVals<In, LF> leaves_of(const uint4 &qx, const uint4 &qy)
+{
+    using Acc = typename In::Acc;
+    Acc a[In::kVec], b[In::kVec];
+    In::decode(qx, a);
+    if constexpr (LF == Leaf::kProduct) In::decode(qy, b);
+    RowVals<In, LF> r;
+#pragma unroll
+    for (int j = 0; j < In::kVec; j++)
+        make_leaf<LF>(a[j], LF == Leaf::kProduct ? b[j] : a[j], r.v[j]);
+    return r;
+}
+
+template <typename In> struct Args {
+    const void *x, *y;
+    uint64_t n;
+    void *part[3];     /* level-1 partials, one array per leaf class */
+};
+
+/* The load for inputs larger than L2, read once: last use (as canonical.cu's CR_TUNE_LOAD 2). */
+template <bool kStream> __device__ __forceinline__ uint4 load16(const void *p)
+{
+    const uint4 *q = static_cast<const uint4 *>(p);
+    return kStream ? __ldlu(q) : __ldg(q);
+}
+
+/* The pairwise tree of the leaves of rows i0 .. i0+R-1 of a batch of loaded rows, built in
+ * tree order so that only the loads and log2(R) nodes are live at once. */
+template <typename In, Leaf LF, int R> struct BatchTree {
+    static __device__ __forceinline__ RowVals<In, LF> run(const uint4 *qx, const uint4 *qy, int i0)
+    {
+        return add(BatchTree<In, LF, R / 2>::run(qx, qy, i0),
+                   BatchTree<In, LF, R / 2>::run(qx, qy, i0 + R / 2));
+    }
+};
+template <typename In, Leaf LF> struct BatchTree<In, LF, 1> {
+    static __device__ __forceinline__ RowVals<In, LF> run(const uint4 *qx, const uint4 *qy, int i0)
+    {
+        return leaves_of<In, LF>(qx[i0], qy[i0]);
+    }
+};
+
+/* Rows loaded at once per thread: 16 (16 loads of 16 bytes in flight); 8 where each row is two
+ * loads (DOT) or three leaves (NORM2), so that the batch fits in registers beside its tree. */
+template <Leaf LF> constexpr int kBatchRows = LF == Leaf::kWiden || LF == Leaf::kSquare ? 16 : 8;
+
+/* The tree of kBatchRows rows r0 .. of this thread's half, from full, aligned input: all the
+ * batch's loads issued first, then the pairwise tree. */
+template <typename In, Leaf LF, bool kStream>
+__device__ __forceinline__ RowVals<In, LF> rows_aligned(const Args<In> &A, uint64_t base, int r0,
+                                                        int lane0)
+{
+    constexpr int R = kBatchRows<LF>;
+    uint4 qx[R], qy[R];
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+        const uint64_t e = base + (uint64_t)(r0 + i) * Shape<In>::kLanes + lane0;
+        qx[i] = load16<kStream>(static_cast<const char *>(A.x) + e * In::kBytes);
+        qy[i] = LF == Leaf::kProduct ? load16<kStream>(static_cast<const char *>(A.y) + e * In::kBytes)
+                                     : qx[i];
+    }
+    return BatchTree<In, LF, R>::run(qx, qy, 0);
+}
+
+/* The same for a chunk of m valid elements, by element loads: misaligned input or the ragged
+ * chunk. Lanes at or past m are -0.0 leaves. Out of line, so the hot loop keeps its registers. */
+template <typename In, Leaf LF>
+__device__ __noinline__ RowVals<In, LF> rows_guarded(const Args<In> &A, uint64_t base, int half,
+                                                     int lane0, int m)
+{
+    using S = Shape<In>;
+    using Acc = typename In::Acc;
+    RowVals<In, LF> t[S::kRows];
+#pragma unroll 1
+    for (int i = 0; i < S::kRows; i++) {
+        const int first = (half * S::kRows + i) * S::kLanes + lane0;
+#pragma unroll
+        for (int j = 0; j < In::kVec; j++) {
+            if (first + j < m) {
+                const Acc a = In::at(A.x, base + first + j);
+                const Acc b = LF == Leaf::kProduct ? In::at(A.y, base + first + j) : a;
+                make_leaf<LF>(a, b, t[i].v[j]);
+            } else {
+#pragma unroll
+                for (int k = 0; k < kLeaves<LF>; k++) t[i].v[j][k] = Acc(-0.0);
+            }
+        }
+    }
+#pragma unroll
+    for (int w = 1; w < S::kRows; w *= 2)
+#pragma unroll
+        for (int i = 0; i < S::kRows; i += 2 * w) t[i] = add(t[i], t[i + w]);
+    return t[0];
+}
+
+/* The chunk's value from this thread's row tree: the top row level across the two halves (16-bit
+ * input), the lane levels inside the thread, then across threads. Every thread returns it. */
+template <typename In, Leaf LF>
+__device__ __forceinline__ void finish_chunk(const cg::thread_block_tile<32> &warp,
+                                             RowVals<In, LF> s, typename In::Acc *out)
+{
+    using S = Shape<In>;
+#pragma unroll
+    for (int k = 0; k < kLeaves<LF>; k++) {
+        typename In::Acc v[In::kVec];
+#pragma unroll
+        for (int j = 0; j < In::kVec; j++) {
+            v[j] = s.v[j][k];
+            if constexpr (S::kHalves == 2) v[j] = v[j] + warp.shfl_xor(v[j], 16);
+        }
+#pragma unroll
+        for (int w = 1; w < In::kVec; w *= 2)
+#pragma unroll
+            for (int j = 0; j < In::kVec; j += 2 * w) v[j] = v[j] + v[j + w];
+#pragma unroll
+        for (int d = 1; d < S::kThreadsPerRow; d *= 2) v[0] = v[0] + warp.shfl_xor(v[0], d);
+        out[k] = v[0];
+    }
+}
+
+/* Level 1: chunk c of the input to its K partials. */
+template <typename In, Leaf LF, bool kStream>
+__device__ __forceinline__ void chunk_partials(const cg::thread_block_tile<32> &warp,
+                                               const Args<In> &A, uint64_t c, bool aligned)
+{
+    using S = Shape<In>;
+    const int t = warp.thread_rank(), half = t / S::kThreadsPerRow;
+    const int lane0 = (t % S::kThreadsPerRow) * In::kVec;
+    const uint64_t base = c * S::kChunk;
+    RowVals<In, LF> s;
+    if (aligned && base + S::kChunk <= A.n) {
+        /* This thread's rows in 1, 2 or 4 batches, combined as the row tree: b0, b0 + b1, or
+         * (b0 + b1) + (b2 + b3). */
+        constexpr int R = kBatchRows<LF>, kBatches = S::kRows / R;
+        static_assert(kBatches == 1 || kBatches == 2 || kBatches == 4, "1, 2 or 4 batches");
+        const int r0 = half * S::kRows;
+        s = rows_aligned<In, LF, kStream>(A, base, r0, lane0);
+        if constexpr (kBatches >= 2) s = add(s, rows_aligned<In, LF, kStream>(A, base, r0 + R, lane0));
+        if constexpr (kBatches == 4)
+            s = add(s, add(rows_aligned<In, LF, kStream>(A, base, r0 + 2 * R, lane0),
+                           rows_aligned<In, LF, kStream>(A, base, r0 + 3 * R, lane0)));
+    } else {
+        const uint64_t rest = A.n - base;
+        s = rows_guarded<In, LF>(A, base, half, lane0, rest < S::kChunk ? (int)rest : (int)S::kChunk);
+    }
+    typename In::Acc v[kLeaves<LF>];
+    finish_chunk<In, LF>(warp, s, v);
+    if (t == 0)
+#pragma unroll
+        for (int k = 0; k < kLeaves<LF>; k++) static_cast<typename In::Acc *>(A.part[k])[c] = v[k];
+}
+
+constexpr int kWarps = 8;
+
+/* Block b owns a balanced contiguous range of chunks; its warps take them round-robin. */
+template <typename In, Leaf LF, bool kStream>
+__global__ void __launch_bounds__(32 * kWarps, 2) level1_kernel(const __grid_constant__ Args<In> A, int aligned)
+{
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    const uint64_t chunks = (A.n + Shape<In>::kChunk - 1) / Shape<In>::kChunk;
+    const uint64_t per = chunks / gridDim.x, rem = chunks % gridDim.x, b = blockIdx.x;
+    const uint64_t c0 = b * per + (b < rem ? b : rem), c1 = c0 + per + (b < rem ? 1 : 0);
+    for (uint64_t c = c0 + warp.meta_group_rank(); c < c1; c += kWarps)
+        chunk_partials<In, LF, kStream>(warp, A, c, aligned != 0);
+}
+
+template <typename In, Leaf LF>
+cudaError_t launch_level1(const void *x, const void *y, uint64_t n, void *const part[3],
+                          int blocks, int stream_once, cudaStream_t stream)
+{
+    Args<In> A = {};
+    A.x = x;
+    A.y = y;
+    A.n = n;
+    for (int k = 0; k < 3; k++) A.part[k] = part[k];
+    const int aligned = (uintptr_t)x % 16 == 0 && (LF != Leaf::kProduct || (uintptr_t)y % 16 == 0);
+    if (stream_once)
+        level1_kernel<In, LF, true><<<blocks, 32 * kWarps, 0, stream>>>(A, aligned);
+    else
+        level1_kernel<In, LF, false><<<blocks, 32 * kWarps, 0, stream>>>(A, aligned);
+    return cudaGetLastError();
+}
+
+template <typename In>
+cudaError_t level1_for_leaf(int leaf, const void *x, const void *y, uint64_t n,
+                            void *const part[3], int blocks, int stream_once, cudaStream_t s)
+{
+    switch (leaf) {
+    case 0: return launch_level1<In, Leaf::kWiden>(x, y, n, part, blocks, stream_once, s);
+    case 1: return launch_level1<In, Leaf::kSquare>(x, y, n, part, blocks, stream_once, s);
+    case 2: return launch_level1<In, Leaf::kProduct>(x, y, n, part, blocks, stream_once, s);
+    default: return launch_level1<In, Leaf::kNorm2>(x, y, n, part, blocks, stream_once, s);
+    }
+}
+
+/* The final scalar, by one thread: the op's rule (values.h) applied to the canonical sums. */
+struct Finish {
+    const void *acc[3];  /* the sums (accumulation type), or NULL for +0.0 (empty input) */
+    void *out;
+    uint64_t n;
+    int op, dtype, narrow;
+};
+
+__global__ void finish_kernel(const __grid_constant__ Finish F)
+{
+    const int f64 = F.dtype == COOPREDUCE_FLOAT64;
+    double a[3];
+    for (int k = 0; k < 3; k++) {
+        double v = 0.0;
+        if (F.acc[k]) v = f64 ? *static_cast<const double *>(F.acc[k])
+                              : (double)*static_cast<const float *>(F.acc[k]);
+        if (v != v) v = cr_f64_from(CR_NAN_F64); /* as the CPU's canonical sums return it */
+        a[k] = v;
+    }
+    double v = a[0];
+    if (F.op == COOPREDUCE_OP_MEAN) v = cr_mean_of_float(a[0], F.n, f64);
+    if (F.op == COOPREDUCE_OP_NORM2)
+        v = f64 ? cr_norm2_combine_F64(a[0], a[1], a[2])
+                : (double)cr_norm2_combine_F32((float)a[0], (float)a[1], (float)a[2]);
+    cr_write_float(v, f64, F.dtype == COOPREDUCE_FLOAT16, F.dtype == COOPREDUCE_BFLOAT16, F.narrow,
+                   F.out);
+}
+
+} // namespace
+
+extern "C" {
+
+/* Level 1 of an ordered operation: leaf 0 widen (SUM, MEAN of 16-bit input), 1 square (SUMSQ),
+ * 2 product (DOT), 3 Blue's three classes (NORM2); part[k] receives one partial per chunk of
+ * class k. Returns a cudaError_t. */
+int cr_gpu_ordered_level1(int dtype, int leaf, const void *x, const void *y, uint64_t n,
+                          void *const part[3], int blocks, int stream_once, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    (void)cudaGetLastError(); /* an earlier failed call's error is not this launch's */
+    switch (dtype) {
+    case COOPREDUCE_FLOAT32: return level1_for_leaf<F32>(leaf, x, y, n, part, blocks, stream_once, s);
+    case COOPREDUCE_FLOAT64: return level1_for_leaf<F64>(leaf, x, y, n, part, blocks, stream_once, s);
+    case COOPREDUCE_FLOAT16: return level1_for_leaf<Half<false>>(leaf, x, y, n, part, blocks, stream_once, s);
+    default: return level1_for_leaf<Half<true>>(leaf, x, y, n, part, blocks, stream_once, s);
+    }
+}
+
+/* The elements of one level-1 chunk for `dtype` (4096 for the float32 accumulation, 2048 for
+ * float64) and the warps per block of level1_kernel. */
+uint64_t cr_gpu_ordered_chunk(int dtype)
+{
+    return dtype == COOPREDUCE_FLOAT64 ? (uint64_t)CR_CHUNK_F64 : (uint64_t)CR_CHUNK_F32;
+}
+int cr_gpu_ordered_warps(void) { return kWarps; }
+
+/* Resident blocks per SM of the widening level-1 kernel for `dtype` (the grid the host sizes). */
+int cr_gpu_ordered_occupancy(int dtype, int *blocks_per_sm)
+{
+    *blocks_per_sm = 0;
+    cudaError_t e;
+    switch (dtype) {
+    case COOPREDUCE_FLOAT64:
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, level1_kernel<F64, Leaf::kSquare, true>, 32 * kWarps, 0);
+        break;
+    case COOPREDUCE_FLOAT32:
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, level1_kernel<F32, Leaf::kSquare, true>, 32 * kWarps, 0);
+        break;
+    default:
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, level1_kernel<Half<true>, Leaf::kWiden, true>, 32 * kWarps, 0);
+        break;
+    }
+    return (int)e;
+}
+
+/* The final scalar of an ordered operation from its canonical sums acc[0..3) (NULL: +0.0). */
+int cr_gpu_ordered_finish(int op, int dtype, int narrow, uint64_t n, const void *const acc[3],
+                          void *out, void *stream)
+{
+    Finish F = {};
+    for (int k = 0; k < 3; k++) F.acc[k] = acc[k];
+    F.out = out;
+    F.n = n;
+    F.op = op;
+    F.dtype = dtype;
+    F.narrow = narrow;
+    (void)cudaGetLastError();
+    finish_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(F);
+    return (int)cudaGetLastError();
+}
+
+} // extern "C"
