@@ -384,6 +384,302 @@ if [ "$RC" -eq 1 ]; then pass; else fail "a file error exits 1 (got $RC)"; fi
 run sum --gen ones --n 10 --dtype f128
 if [ "$RC" -eq 2 ]; then pass; else fail "a usage error exits 2 (got $RC)"; fi
 
+# ---------------------------------------------------------------- operations and types
+
+# Files are written here byte by byte: le HEX writes the hex number HEX little-endian (its width
+# is the element's), npy_head DESCR N writes a version 1.0 header (10 + 118 bytes) for N elements.
+le() {
+    local h=$1 i
+    for ((i = ${#h} - 2; i >= 0; i -= 2)); do printf "\\x${h:i:2}"; done
+}
+npy_head() {
+    printf '\223NUMPY\001\000\166\000'
+    printf "%-117s\n" "{'descr': '$1', 'fortran_order': False, 'shape': ($2,), }"
+}
+# x = [3, -4, 0, 12] in every type ([3, 4, 0, 12] unsigned), and y = [1, 2, 3, 4] for dot.
+declare -A X Y DESCR
+X[f16]="4200 c400 0000 4a00";  Y[f16]="3c00 4000 4200 4400";  DESCR[f16]='<f2'
+X[bf16]="4040 c080 0000 4140"; Y[bf16]="3f80 4000 4040 4080"
+X[f32]="40400000 c0800000 00000000 41400000"; Y[f32]="3f800000 40000000 40400000 40800000"; DESCR[f32]='<f4'
+X[f64]="4008000000000000 c010000000000000 0000000000000000 4028000000000000"
+Y[f64]="3ff0000000000000 4000000000000000 4008000000000000 4010000000000000"; DESCR[f64]='<f8'
+X[i32]="00000003 fffffffc 00000000 0000000c"; DESCR[i32]='<i4'
+X[i64]="0000000000000003 fffffffffffffffc 0000000000000000 000000000000000c"; DESCR[i64]='<i8'
+X[u32]="00000003 00000004 00000000 0000000c"; DESCR[u32]='<u4'
+X[u64]="0000000000000003 0000000000000004 0000000000000000 000000000000000c"; DESCR[u64]='<u8'
+for t in "${!X[@]}"; do
+    for v in ${X[$t]}; do le "$v"; done >"$DIR/x.$t"
+    if [ -n "${Y[$t]:-}" ]; then for v in ${Y[$t]}; do le "$v"; done >"$DIR/y.$t"; fi
+    if [ -n "${DESCR[$t]:-}" ]; then
+        { npy_head "${DESCR[$t]}" 4; cat "$DIR/x.$t"; } >"$DIR/x-$t.npy"
+        if [ -n "${Y[$t]:-}" ]; then { npy_head "${DESCR[$t]}" 4; cat "$DIR/y.$t"; } >"$DIR/y-$t.npy"; fi
+    fi
+done
+
+# The expected results, worked out by hand: "TYPE OP VALUE BITS RESULT_DTYPE".
+EXPECTED="
+f16 sum 11 0x41300000 float32
+f16 min -4 0xc400 float16
+f16 max 12 0x4a00 float16
+f16 absmax 12 0x4a00 float16
+f16 mean 2.75 0x40300000 float32
+f16 sumsq 169 0x43290000 float32
+f16 norm2 13 0x41500000 float32
+f16 argmin 1 0x0000000000000001 uint64
+f16 argmax 3 0x0000000000000003 uint64
+f16 dot 43 0x422c0000 float32
+bf16 sum 11 0x41300000 float32
+bf16 min -4 0xc080 bfloat16
+bf16 max 12 0x4140 bfloat16
+bf16 absmax 12 0x4140 bfloat16
+bf16 mean 2.75 0x40300000 float32
+bf16 sumsq 169 0x43290000 float32
+bf16 norm2 13 0x41500000 float32
+bf16 argmin 1 0x0000000000000001 uint64
+bf16 argmax 3 0x0000000000000003 uint64
+bf16 dot 43 0x422c0000 float32
+f32 sum 11 0x41300000 float32
+f32 min -4 0xc0800000 float32
+f32 max 12 0x41400000 float32
+f32 absmax 12 0x41400000 float32
+f32 mean 2.75 0x40300000 float32
+f32 sumsq 169 0x43290000 float32
+f32 norm2 13 0x41500000 float32
+f32 argmin 1 0x0000000000000001 uint64
+f32 argmax 3 0x0000000000000003 uint64
+f32 dot 43 0x422c0000 float32
+f64 sum 11 0x4026000000000000 float64
+f64 min -4 0xc010000000000000 float64
+f64 max 12 0x4028000000000000 float64
+f64 absmax 12 0x4028000000000000 float64
+f64 mean 2.75 0x4006000000000000 float64
+f64 sumsq 169 0x4065200000000000 float64
+f64 norm2 13 0x402a000000000000 float64
+f64 argmin 1 0x0000000000000001 uint64
+f64 argmax 3 0x0000000000000003 uint64
+f64 dot 43 0x4045800000000000 float64
+i32 sum 11 0x000000000000000b int64
+i32 min -4 0xfffffffc int32
+i32 max 12 0x0000000c int32
+i32 absmax 12 0x0000000c uint32
+i32 mean 2.75 0x4006000000000000 float64
+i32 argmin 1 0x0000000000000001 uint64
+i32 argmax 3 0x0000000000000003 uint64
+i64 sum 11 0x0000000000000000000000000000000b int128
+i64 min -4 0xfffffffffffffffc int64
+i64 max 12 0x000000000000000c int64
+i64 absmax 12 0x000000000000000c uint64
+i64 mean 2.75 0x4006000000000000 float64
+i64 argmin 1 0x0000000000000001 uint64
+i64 argmax 3 0x0000000000000003 uint64
+u32 sum 19 0x0000000000000013 uint64
+u32 min 0 0x00000000 uint32
+u32 max 12 0x0000000c uint32
+u32 absmax 12 0x0000000c uint32
+u32 mean 4.75 0x4013000000000000 float64
+u32 argmin 2 0x0000000000000002 uint64
+u32 argmax 3 0x0000000000000003 uint64
+u64 sum 19 0x00000000000000000000000000000013 uint128
+u64 min 0 0x0000000000000000 uint64
+u64 max 12 0x000000000000000c uint64
+u64 absmax 12 0x000000000000000c uint64
+u64 mean 4.75 0x4013000000000000 float64
+u64 argmin 2 0x0000000000000002 uint64
+u64 argmax 3 0x0000000000000003 uint64
+"
+while read -r t op value bits rdtype; do
+    [ -n "$t" ] || continue
+    yraw=() ynpy=()
+    if [ "$op" = dot ]; then yraw=(--y "$DIR/y.$t"); ynpy=("$DIR/y-$t.npy"); fi
+    run sum --op "$op" --raw "$DIR/x.$t" "${yraw[@]}" --dtype "$t" --device cpu --repeat 2 --json
+    expect_json "$op of $t (raw)" value "$value"
+    expect_json "$op of $t (raw)" bits "$bits"
+    expect_json "$op of $t (raw)" result_dtype "$rdtype"
+    expect_json "$op of $t (raw)" op "$op"
+    if [ -n "${DESCR[$t]:-}" ]; then
+        got=$(sum_bits --op "$op" "$DIR/x-$t.npy" "${ynpy[@]}" --device cpu --repeat 1)
+        expect_same "$op of $t: .npy vs raw" "$got" "$bits"
+    fi
+done <<<"$EXPECTED"
+
+# The integer types refuse what needs floats, with one line.
+for t in i32 i64 u32 u64; do
+    for op in sumsq norm2; do
+        expect_error "$op of $t" sum --op $op --raw "$DIR/x.$t" --dtype $t --device cpu
+    done
+    expect_error "dot of $t" sum --op dot --raw "$DIR/x.$t" --y "$DIR/x.$t" --dtype $t --device cpu
+done
+
+# --narrow: the 16-bit sums rounded to the input type (11 = 0x4980 in float16, 0x4130 in bfloat16).
+run sum --narrow --raw "$DIR/x.f16" --dtype f16 --device cpu --json
+expect_json "--narrow f16 sum" bits 0x4980
+expect_json "--narrow f16 sum" value 11
+expect_json "--narrow f16 sum" result_dtype float16
+run sum --narrow --op norm2 --raw "$DIR/x.bf16" --dtype bf16 --device cpu --json
+expect_json "--narrow bf16 norm2" bits 0x4150
+expect_json "--narrow bf16 norm2" result_dtype bfloat16
+expect_error "--narrow on float32" sum --narrow --raw "$DIR/x.f32" --dtype f32 --device cpu
+if [ "$RC" -eq 2 ]; then pass; else fail "--narrow on float32 exits 2 (got $RC)"; fi
+
+# The human report names the operation.
+run sum --op argmax "$DIR/x-f32.npy" --device cpu
+if [ "$RC" -eq 0 ] && grep -q '^argmax   = 3$' "$OUT" && grep -q '^bits     = 0x0000000000000003$' "$OUT"; then
+    pass
+else
+    fail "human output of argmax"
+fi
+run sum --op dot "$DIR/x-f16.npy" "$DIR/y-f16.npy" --device cpu
+if [ "$RC" -eq 0 ] && grep -q '^dot      = 43$' "$OUT" && grep -q "^y        = $DIR/y-f16.npy" "$OUT"; then
+    pass
+else
+    fail "human output of dot"
+fi
+
+# Shortest decimals of 16-bit results: float16 0x3555 is 0.33325195..., "0.3333" the shortest
+# that reads back; bfloat16 0x3eab (0.333984375) is "0.334"; the largest float16, 65504, is
+# "65500" (as numpy prints it: 65500 lies inside 65504's rounding interval (65488, 65520)).
+{ npy_head '<f2' 2; le 3555; le 0000; } >"$DIR/third.npy"
+run sum --op max "$DIR/third.npy" --device cpu --json
+expect_json "float16 shortest decimal" value 0.3333
+le 3eab >"$DIR/third.bf16"
+run sum --op max --raw "$DIR/third.bf16" --dtype bf16 --device cpu --json
+expect_json "bfloat16 shortest decimal" value 0.334
+{ npy_head '<f2' 1; le 7bff; } >"$DIR/fmax.npy"
+run sum --op min "$DIR/fmax.npy" --device cpu --json
+expect_json "largest float16" value 65500
+expect_json "largest float16" bits 0x7bff
+
+# 64-bit integer sums: the exact 128-bit value; beyond 64 bits, printed, then an error.
+{ le 7fffffffffffffff; le 0000000000000001; } >"$DIR/over.i64"
+run sum --raw "$DIR/over.i64" --dtype i64 --device cpu --json
+if [ "$RC" -eq 1 ] && [ "$(json value)" = 9223372036854775808 ] &&
+    [ "$(json bits)" = 0x00000000000000008000000000000000 ] && [ "$(wc -l <"$ERR")" -eq 1 ] &&
+    grep -q '^coopreduce: .*does not fit in 64 bits' "$ERR"; then
+    pass
+else
+    fail "int64 overflow: exit $RC, value $(json value), bits $(json bits)"
+fi
+{ le 8000000000000000; le 8000000000000000; } >"$DIR/under.i64"
+run sum --raw "$DIR/under.i64" --dtype i64 --device cpu --json
+if [ "$RC" -eq 1 ] && [ "$(json value)" = -18446744073709551616 ] &&
+    [ "$(json bits)" = 0xffffffffffffffff0000000000000000 ]; then
+    pass
+else
+    fail "int64 underflow: exit $RC, value $(json value), bits $(json bits)"
+fi
+{ le ffffffffffffffff; le ffffffffffffffff; } >"$DIR/over.u64"
+run sum --raw "$DIR/over.u64" --dtype u64 --device cpu
+if [ "$RC" -eq 1 ] && grep -q '^sum *= 36893488147419103230$' "$OUT" &&
+    grep -q '^bits *= 0x0000000000000001fffffffffffffffe$' "$OUT"; then
+    pass
+else
+    fail "uint64 overflow: exit $RC"
+fi
+{ le fffffffffffffffb; le fffffffffffffff9; } >"$DIR/neg.i64"
+run sum --raw "$DIR/neg.i64" --dtype i64 --device cpu --json
+expect_json "negative int64 sum" value -12
+expect_json "negative int64 sum" bits 0xfffffffffffffffffffffffffffffff4
+
+# Generated data of every type: .npy, raw and --gen give the same bits, and the integer sums
+# match awk's (exact: every |partial| < 2^53 here).
+for t in f16 bf16 f32 f64 i32 i64 u32 u64; do
+    for spec in "normal 1001 3" "signed 777 5" "uniform 513 2"; do
+        read -r kind n seed <<<"$spec"
+        [ "$kind" = uniform ] && { [ "$t" = i64 ] || [ "$t" = u64 ]; } && continue
+        g=$(sum_bits --gen "$kind" --n "$n" --seed "$seed" --dtype "$t" --device cpu --repeat 1)
+        run gen "$kind" --n "$n" --seed "$seed" --dtype "$t" --raw-out "$DIR/g.$t"
+        r=$(sum_bits --raw "$DIR/g.$t" --dtype "$t" --device cpu --repeat 1)
+        expect_same "$t $kind: --gen vs raw" "$g" "$r"
+        if [ "$t" != bf16 ]; then
+            run gen "$kind" --n "$n" --seed "$seed" --dtype "$t" --out "$DIR/g-$t.npy"
+            if head -c 128 "$DIR/g-$t.npy" | grep -q "'descr': '${DESCR[$t]}'"; then pass; else fail "gen $t writes '${DESCR[$t]}'"; fi
+            r=$(sum_bits "$DIR/g-$t.npy" --device cpu --repeat 1)
+            expect_same "$t $kind: --gen vs .npy" "$g" "$r"
+        fi
+        case $t in
+        i32 | i64 | u32 | u64)
+            size=${t#?}
+            sign=d
+            [ "${t:0:1}" = u ] && sign=u
+            expected=$(od -An -v -t "$sign$((size / 8))" "$DIR/g.$t" |
+                awk '{ for (i = 1; i <= NF; i++) s += $i } END { printf "%.0f\n", s }')
+            run sum --raw "$DIR/g.$t" --dtype "$t" --device cpu --repeat 1 --json
+            expect_json "$t $kind sum vs awk" value "$expected"
+            ;;
+        esac
+    done
+done
+# ones sum to n whatever the type; 16-bit uniform stays in [0, 1).
+for t in f16 bf16 f32 f64 i32 i64 u32 u64; do
+    run sum --gen ones --n 1000 --dtype "$t" --device cpu --repeat 1 --json
+    expect_json "ones $t" value 1000
+    run sum --op max --gen uniform --n 100000 --dtype "$t" --device cpu --repeat 1 --json
+    case $t in f16 | bf16) case "$(json value)" in 0.*) pass ;; *) fail "uniform $t max $(json value) not below 1" ;; esac ;; esac
+done
+
+# dot: two .npy files, --y, and --gen (y from seed + 1).
+run gen normal --n 1001 --seed 5 --out "$DIR/dx.npy"
+run gen normal --n 1001 --seed 6 --out "$DIR/dy.npy"
+a=$(sum_bits --op dot --gen normal --n 1001 --seed 5 --device cpu --repeat 1)
+b=$(sum_bits --op dot "$DIR/dx.npy" "$DIR/dy.npy" --device cpu --repeat 1)
+c=$(sum_bits --op dot "$DIR/dx.npy" --y "$DIR/dy.npy" --device cpu --repeat 1)
+expect_same "dot --gen vs two .npy (y from seed + 1)" "$a" "$b"
+expect_same "dot --y vs two .npy" "$c" "$b"
+run sum --op dot --gen ones --n 1000 --dtype f64 --device cpu --json
+expect_json "dot of ones" value 1000
+
+# Modes: exact computes what it applies to, or (until it lands) fails with one line; the JSON
+# names the mode used.
+run sum --mode exact --raw "$DIR/x.f32" --dtype f32 --device cpu --json
+if [ "$RC" -eq 0 ]; then
+    expect_json "--mode exact sum" value 11
+    expect_json "--mode exact sum" mode exact
+else
+    expect_error "--mode exact, not built yet" sum --mode exact --raw "$DIR/x.f32" --dtype f32 --device cpu
+    if [ "$RC" -eq 1 ]; then pass; else fail "--mode exact not supported exits 1 (got $RC)"; fi
+fi
+run sum --mode exact --op max --raw "$DIR/x.f32" --dtype f32 --device cpu --json
+expect_json "--mode exact max" value 12
+expect_json "--mode exact max" mode exact
+run sum --mode deterministic --raw "$DIR/x.f32" --dtype f32 --device cpu --json
+expect_json "--mode deterministic" mode deterministic
+
+# Errors of the operations.
+{ npy_head '<f8' 0; } >"$DIR/empty-f64.npy"
+expect_error "argmax of empty" sum --op argmax --gen ones --n 0 --device cpu
+if [ "$RC" -eq 1 ] && grep -q 'empty' "$ERR"; then pass; else fail "argmax of empty says so (exit $RC)"; fi
+expect_error "min of an empty .npy" sum --op min "$DIR/empty-f64.npy" --device cpu
+run sum --op mean "$DIR/empty-f64.npy" --device cpu --json
+expect_json "mean of empty" value nan
+expect_error "unknown --op" sum --op median --gen ones --n 10 --device cpu
+if [ "$RC" -eq 2 ] && grep -q 'argmax' "$ERR"; then pass; else fail "unknown --op exits 2 listing the ops (exit $RC)"; fi
+expect_error "unknown --mode" sum --mode fast --gen ones --n 10 --device cpu
+if [ "$RC" -eq 2 ]; then pass; else fail "unknown --mode exits 2 (got $RC)"; fi
+expect_error "dot length mismatch" sum --op dot "$DIR/x-f32.npy" "$DIR/dx.npy" --device cpu
+if grep -q 'same length' "$ERR"; then pass; else fail "dot length mismatch says so"; fi
+expect_error "dot dtype mismatch" sum --op dot "$DIR/x-f32.npy" "$DIR/y-f16.npy" --device cpu
+if grep -q 'same dtype' "$ERR"; then pass; else fail "dot dtype mismatch says so"; fi
+expect_error "dot with one input" sum --op dot "$DIR/x-f32.npy" --device cpu
+expect_error "two inputs without dot" sum "$DIR/x-f32.npy" "$DIR/y-f32.npy" --device cpu
+expect_error "--y with --gen" sum --op dot --gen ones --n 4 --y "$DIR/y-f32.npy" --device cpu
+expect_error "dot, missing y file" sum --op dot "$DIR/x-f32.npy" "$DIR/nope.npy" --device cpu
+expect_error "gen bf16 .npy" gen ones --n 4 --dtype bf16 --out "$DIR/bf.npy"
+{ npy_head '>i8' 4; cat "$DIR/x.i64"; } >"$DIR/be-i8.npy"
+expect_error "big-endian int64 .npy" sum "$DIR/be-i8.npy" --device cpu
+if grep -q "'>i8'" "$ERR" && grep -q 'big-endian' "$ERR"; then pass; else fail "the '>i8' error names the dtype"; fi
+{ npy_head '>f2' 4; cat "$DIR/x.f16"; } >"$DIR/be-f2.npy"
+expect_error "big-endian float16 .npy" sum "$DIR/be-f2.npy" --device cpu
+{ npy_head '<u2' 4; cat "$DIR/x.f16"; } >"$DIR/u2.npy"
+expect_error "unsupported dtype '<u2'" sum "$DIR/u2.npy" --device cpu
+if grep -q "'<u2'" "$ERR"; then pass; else fail "the '<u2' error names the dtype"; fi
+{ npy_head '<i8' 5; cat "$DIR/x.i64"; } >"$DIR/short-i8.npy"
+expect_error "int64 .npy shorter than its shape" sum "$DIR/short-i8.npy" --device cpu
+{ npy_head '<u4' 4; head -c 14 "$DIR/x.u32"; } >"$DIR/trunc-u4.npy"
+expect_error "truncated uint32 .npy" sum "$DIR/trunc-u4.npy" --device cpu
+if grep -q 'truncated' "$ERR"; then pass; else fail "truncated uint32 says so"; fi
+expect_error "raw f16 of odd size" sum --raw "$DIR/seven_bytes.raw" --dtype f16 --device cpu
+expect_error "--dtype i64 on an int32 .npy" sum "$DIR/x-i32.npy" --dtype i64 --device cpu
+
 # ---------------------------------------------------------------- help, version, info
 
 for args in "--help" "help" "help sum" "sum --help" "gen --help" "info --help" "--version"; do
