@@ -2,8 +2,8 @@
  *
  * Usage: test_npy SCRATCH_DIR. Every input file is written here byte by byte, so the test
  * needs no NumPy and pins the exact format details: header versions 1.0, 2.0 and 3.0, byte
- * orders, Fortran order, shapes (), (0,) and 2-D, int32 ('<i4' only), and each way a file can
- * be wrong. */
+ * orders, Fortran order, shapes (), (0,) and 2-D, int32 ('<i4' only), float16, int64, uint32 and
+ * uint64 (little-endian only), bfloat16 (raw only), and each way a file can be wrong. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -365,6 +365,123 @@ static void test_int32(void)
           "raw int32 of 7 bytes accepted: '%s'", err);
 }
 
+/* ---------------------------------------------------------------- the other types */
+
+static void test_new_types(void)
+{
+    /* 16 bytes of data: 8 float16, 4 uint32, 2 int64/uint64 elements. */
+    const unsigned char bytes[16] = {0x00, 0x3c, 0x00, 0xc1, 0xff, 0x7b, 0x01, 0x00,
+                                     0x00, 0x80, 0x00, 0x7c, 0x55, 0x35, 0xff, 0xff};
+    static const struct {
+        const char *code;
+        coopreduce_dtype dtype;
+        size_t elem;
+    } types[] = {
+        {"f2", COOPREDUCE_FLOAT16, 2}, {"i8", COOPREDUCE_INT64, 8}, {"u4", COOPREDUCE_UINT32, 4},
+        {"u8", COOPREDUCE_UINT64, 8},  {"i4", COOPREDUCE_INT32, 4},
+    };
+    cr_npy_array a;
+    char err[512], name[64], dict[128], msg[64];
+    unsigned char buf[4096];
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        const char *code = types[t].code;
+        size_t n = sizeof bytes / types[t].elem;
+        for (int order = 0; order < 2; order++) {
+            /* '<' and '=' (native, taken as little-endian) read the same. */
+            snprintf(name, sizeof name, "new_%s_%d.npy", code, order);
+            snprintf(dict, sizeof dict, "{'descr': '%c%s', 'fortran_order': False, 'shape': (%zu,), }",
+                     order ? '=' : '<', code, n);
+            write_npy(name, 1, dict, bytes, sizeof bytes);
+            int rc = cr_npy_read(path_of(name), &a, err, sizeof err);
+            CHECK(rc == 0 && a.dtype == types[t].dtype && a.n == n && a.ndim == 1 &&
+                      memcmp(a.data, bytes, sizeof bytes) == 0 && (uintptr_t)a.data % 64 == 0,
+                  "%s: %s", dict, err);
+            cr_npy_free(&a);
+        }
+        /* Big-endian: refused, naming the descr; '|' (one-byte types only) is unsupported. */
+        snprintf(name, sizeof name, "new_%s_be.npy", code);
+        snprintf(dict, sizeof dict, "{'descr': '>%s', 'fortran_order': False, 'shape': (%zu,), }",
+                 code, n);
+        write_npy(name, 1, dict, bytes, sizeof bytes);
+        snprintf(msg, sizeof msg, "'>%s'", code);
+        expect_npy_error(name, msg, "big-endian descr");
+        expect_npy_error(name, "big-endian", "big-endian descr says big-endian");
+        snprintf(name, sizeof name, "new_%s_pipe.npy", code);
+        snprintf(dict, sizeof dict, "{'descr': '|%s', 'fortran_order': False, 'shape': (%zu,), }",
+                 code, n);
+        write_npy(name, 1, dict, bytes, sizeof bytes);
+        snprintf(msg, sizeof msg, "'|%s'", code);
+        expect_npy_error(name, msg, "'|' descr");
+        /* A data section one element short, one element long, one byte short. */
+        snprintf(dict, sizeof dict, "{'descr': '<%s', 'fortran_order': False, 'shape': (%zu,), }",
+                 code, n + 1);
+        size_t len = build_npy(buf, sizeof buf, 1, dict, bytes, sizeof bytes);
+        snprintf(name, sizeof name, "new_%s_short.npy", code);
+        write_bytes(name, buf, len);
+        expect_npy_error(name, "truncated", "one element short");
+        snprintf(dict, sizeof dict, "{'descr': '<%s', 'fortran_order': False, 'shape': (%zu,), }",
+                 code, n - 1);
+        len = build_npy(buf, sizeof buf, 1, dict, bytes, sizeof bytes);
+        snprintf(name, sizeof name, "new_%s_long.npy", code);
+        write_bytes(name, buf, len);
+        expect_npy_error(name, "extra", "one element long");
+        snprintf(dict, sizeof dict, "{'descr': '<%s', 'fortran_order': False, 'shape': (%zu,), }",
+                 code, n);
+        len = build_npy(buf, sizeof buf, 1, dict, bytes, sizeof bytes);
+        snprintf(name, sizeof name, "new_%s_trunc.npy", code);
+        write_bytes(name, buf, len - 1);
+        expect_npy_error(name, "truncated", "one byte short");
+
+        /* Writing and reading back, with the descr in the header. */
+        snprintf(name, sizeof name, "new_%s_written.npy", code);
+        int rc = cr_npy_write(path_of(name), bytes, n, types[t].dtype, err, sizeof err);
+        CHECK(rc == 0, "write %s: %s", code, err);
+        rc = cr_npy_read(path_of(name), &a, err, sizeof err);
+        CHECK(rc == 0 && a.dtype == types[t].dtype && a.n == n &&
+                  memcmp(a.data, bytes, sizeof bytes) == 0,
+              "read back %s: %s", code, err);
+        cr_npy_free(&a);
+        FILE *fp = fopen(path_of(name), "rb");
+        char head[129] = {0};
+        size_t got = fp ? fread(head, 1, sizeof head - 1, fp) : 0;
+        if (fp != NULL)
+            fclose(fp);
+        snprintf(msg, sizeof msg, "'descr': '<%s'", code);
+        CHECK(got > 20 && strstr(head + 10, msg) != NULL, "written header lacks %s", msg);
+
+        /* Raw files of the type; a size that is not a multiple of the element is an error. */
+        snprintf(name, sizeof name, "new_%s.raw", code);
+        write_bytes(name, bytes, sizeof bytes);
+        rc = cr_raw_read(path_of(name), types[t].dtype, &a, err, sizeof err);
+        CHECK(rc == 0 && a.dtype == types[t].dtype && a.n == n &&
+                  memcmp(a.data, bytes, sizeof bytes) == 0,
+              "raw %s: %s", code, err);
+        cr_npy_free(&a);
+        write_bytes(name, bytes, types[t].elem + 1);
+        rc = cr_raw_read(path_of(name), types[t].dtype, &a, err, sizeof err);
+        CHECK(rc == -1 && a.data == NULL && strstr(err, "multiple") != NULL,
+              "raw %s of %zu bytes accepted: '%s'", code, types[t].elem + 1, err);
+    }
+
+    /* bfloat16: raw only; NumPy has no type for it, so writing a .npy fails and says why. */
+    write_bytes("bf16.raw", bytes, sizeof bytes);
+    int rc = cr_raw_read(path_of("bf16.raw"), COOPREDUCE_BFLOAT16, &a, err, sizeof err);
+    CHECK(rc == 0 && a.dtype == COOPREDUCE_BFLOAT16 && a.n == 8 &&
+              memcmp(a.data, bytes, sizeof bytes) == 0,
+          "raw bfloat16: %s", err);
+    cr_npy_free(&a);
+    rc = cr_npy_write(path_of("bf16.npy"), bytes, 8, COOPREDUCE_BFLOAT16, err, sizeof err);
+    CHECK(rc == -1 && strstr(err, "bfloat16") != NULL, "bfloat16 .npy written: '%s'", err);
+    /* float16 in a 2-D Fortran-order array and a version 3.0 header. */
+    write_npy("f2_f2d.npy", 3, "{'descr': '<f2', 'fortran_order': True, 'shape': (2, 4), }",
+              bytes, sizeof bytes);
+    rc = cr_npy_read(path_of("f2_f2d.npy"), &a, err, sizeof err);
+    CHECK(rc == 0 && a.dtype == COOPREDUCE_FLOAT16 && a.n == 8 && a.ndim == 2 &&
+              a.fortran_order == 1 && memcmp(a.data, bytes, sizeof bytes) == 0,
+          "'<f2' Fortran (2, 4), version 3.0: %s", err);
+    cr_npy_free(&a);
+}
+
 /* ---------------------------------------------------------------- writing, raw */
 
 static void test_write_round_trip(void)
@@ -571,6 +688,7 @@ int main(int argc, char **argv)
     test_write_round_trip();
     test_raw();
     test_int32();
+    test_new_types();
     test_errors();
     printf("test_npy: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
