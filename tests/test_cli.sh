@@ -810,6 +810,27 @@ if grep -q '"usable": true' "$OUT"; then
     gpu=$(sum_bits "$DIR/uniform-i32.npy" --device gpu)
     cpu=$(sum_bits "$DIR/uniform-i32.npy" --device cpu)
     expect_same "gpu vs cpu on an int32 .npy file" "$gpu" "$cpu"
+
+    # Every operation and type: --device auto gives the CPU's bits, on the GPU or (for what the
+    # GPU cannot compute yet) on the CPU with a notice; --device gpu gives them too, or fails
+    # with one line (exit 1) saying the GPU cannot compute it.
+    for t in f16 bf16 f32 f64 i32 i64 u32 u64; do
+        for op in sum min max absmax mean sumsq norm2 dot argmin argmax; do
+            case $t:$op in i*:sumsq | i*:norm2 | i*:dot | u*:sumsq | u*:norm2 | u*:dot) continue ;; esac
+            cpu=$(sum_bits --op $op --gen signed --n 100003 --dtype $t --device cpu --repeat 1)
+            auto=$(sum_bits --op $op --gen signed --n 100003 --dtype $t --repeat 2)
+            expect_same "auto vs cpu ($op of $t)" "$auto" "$cpu"
+            if grep -q 'notice: .*computed it on the CPU' "$ERR"; then
+                expect_error "--device gpu, $op of $t unsupported" sum --op $op --gen signed \
+                    --n 100003 --dtype $t --device gpu --repeat 1
+            else
+                gpu=$(sum_bits --op $op --gen signed --n 100003 --dtype $t --device gpu --repeat 2)
+                expect_same "gpu vs cpu ($op of $t)" "$gpu" "$cpu"
+            fi
+        done
+    done
+    run sum --op argmax --gen ones --n 0 --device gpu
+    if [ "$RC" -eq 1 ] && [ "$(wc -l <"$ERR")" -eq 1 ]; then pass; else fail "argmax of empty on the GPU (exit $RC)"; fi
 else
     echo "test_cli: no usable GPU: checking that --device gpu fails cleanly"
     echo "SKIP: test_cli: the GPU cases (every --method, --no-cooperative notice, --no-clusters," \
