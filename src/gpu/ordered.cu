@@ -28,6 +28,7 @@
  * Compiled with --fmad=false (CMakeLists.txt): a product and the addition that follows are two
  * roundings, as on the CPU. */
 #include <cooperative_groups.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -40,7 +41,9 @@ namespace cg = cooperative_groups;
 
 namespace {
 
-enum class Leaf { kWiden, kSquare, kProduct, kNorm2 };
+/* kMedium: NORM2's medium class alone, -inf for an element of another class (see
+ * chunk_partials); never a leaf of the contract by itself. */
+enum class Leaf { kWiden, kSquare, kProduct, kNorm2, kMedium };
 
 /* Input element types: how 16 bytes decode into elements, and how an element widens. */
 struct F32 {
@@ -66,9 +69,17 @@ struct F64 {
 template <bool kBrain> struct Half {
     using Acc = float;
     static constexpr int kVec = 8, kBytes = 2;
+    /* Exact either way; float16 through the hardware conversion (cvt.f32.f16), whose result
+     * equals values.h's cr_f16_to_f32 for every number (NaN payloads may differ, and every NaN
+     * result is made the canonical NaN at the end) at a fraction of its integer work:
+     * measured 2026-11-22 on an H100 (docs/PERF.md, run 18), float16 sum at 2^28 went from 64%
+     * to the bfloat16 figure. */
     static __device__ __forceinline__ float widen(unsigned int h)
     {
-        return kBrain ? cr_bf16_to_f32((uint16_t)h) : cr_f16_to_f32((uint16_t)h);
+        if constexpr (kBrain)
+            return __uint_as_float(h << 16);
+        else
+            return __half2float(__ushort_as_half((unsigned short)h));
     }
     static __device__ __forceinline__ float at(const void *p, uint64_t i)
     {
@@ -97,6 +108,11 @@ __device__ __forceinline__ void make_leaf(A a, A b, A *out)
         out[0] = a * a;
     } else if constexpr (LF == Leaf::kProduct) {
         out[0] = a * b;
+    } else if constexpr (LF == Leaf::kMedium) {
+        const A ax = a < 0 ? -a : a; /* as values.h's leaf; NaN fails both tests: medium */
+        const bool other = sizeof(A) == 4 ? ax > (A)CR_TBIG_F32 || ax < (A)CR_TSML_F32
+                                          : ax > (A)CR_TBIG_F64 || ax < (A)CR_TSML_F64;
+        out[0] = other ? -(A)INFINITY : ax * ax;
     } else if constexpr (sizeof(A) == 4) {
         cr_norm2_leaf_F32(a, &out[0], &out[1], &out[2]);
     } else {
@@ -177,7 +193,7 @@ template <typename In, Leaf LF> struct BatchTree<In, LF, 1> {
 
 /* Rows loaded at once per thread: 16 (16 loads of 16 bytes in flight); 8 where each row is two
  * loads (DOT) or three leaves (NORM2), so that the batch fits in registers beside its tree. */
-template <Leaf LF> constexpr int kBatchRows = LF == Leaf::kWiden || LF == Leaf::kSquare ? 16 : 8;
+template <Leaf LF> constexpr int kBatchRows = LF == Leaf::kWiden || LF == Leaf::kSquare || LF == Leaf::kMedium ? 16 : 8;
 
 /* The tree of kBatchRows rows r0 .. of this thread's half, from full, aligned input: all the
  * batch's loads issued first, then the pairwise tree. */
@@ -253,36 +269,71 @@ __device__ __forceinline__ void finish_chunk(const cg::thread_block_tile<32> &wa
     }
 }
 
-/* Level 1: chunk c of the input to its K partials. */
+/* The row trees of this thread over a full, aligned chunk: its rows in 1, 2 or 4 batches,
+ * combined as the row tree: b0, b0 + b1, or (b0 + b1) + (b2 + b3). */
+template <typename In, Leaf LF, bool kStream>
+__device__ __forceinline__ RowVals<In, LF> full_chunk_rows(const Args<In> &A, uint64_t base,
+                                                           int half, int lane0)
+{
+    using S = Shape<In>;
+    constexpr int R = kBatchRows<LF>, kBatches = S::kRows / R;
+    static_assert(kBatches == 1 || kBatches == 2 || kBatches == 4, "1, 2 or 4 batches");
+    const int r0 = half * S::kRows;
+    RowVals<In, LF> s = rows_aligned<In, LF, kStream>(A, base, r0, lane0);
+    if constexpr (kBatches >= 2) s = add(s, rows_aligned<In, LF, kStream>(A, base, r0 + R, lane0));
+    if constexpr (kBatches == 4)
+        s = add(s, add(rows_aligned<In, LF, kStream>(A, base, r0 + 2 * R, lane0),
+                       rows_aligned<In, LF, kStream>(A, base, r0 + 3 * R, lane0)));
+    return s;
+}
+
+/* Level 1: chunk c of the input to its K partials.
+ *
+ * NORM2 first tries the medium class alone (one tree instead of three): an element of another
+ * class makes that tree -inf, and then the chunk is done again with all three classes (from L2,
+ * by element loads: rare for most data). Otherwise the big and small trees are trees of +0.0
+ * leaves, which are +0.0, and need no computing. A NaN can hide the -inf, but then the medium
+ * sum, and so NORM2, is NaN whatever the other two sums are (cr_norm2_combine). Measured on an
+ * H100 (docs/PERF.md, run 18): bfloat16 norm2 at 2^28 from 63% to the read ceiling's ... */
 template <typename In, Leaf LF, bool kStream>
 __device__ __forceinline__ void chunk_partials(const cg::thread_block_tile<32> &warp,
                                                const Args<In> &A, uint64_t c, bool aligned)
 {
     using S = Shape<In>;
+    using Acc = typename In::Acc;
     const int t = warp.thread_rank(), half = t / S::kThreadsPerRow;
     const int lane0 = (t % S::kThreadsPerRow) * In::kVec;
     const uint64_t base = c * S::kChunk;
-    RowVals<In, LF> s;
-    if (aligned && base + S::kChunk <= A.n) {
-        /* This thread's rows in 1, 2 or 4 batches, combined as the row tree: b0, b0 + b1, or
-         * (b0 + b1) + (b2 + b3). */
-        constexpr int R = kBatchRows<LF>, kBatches = S::kRows / R;
-        static_assert(kBatches == 1 || kBatches == 2 || kBatches == 4, "1, 2 or 4 batches");
-        const int r0 = half * S::kRows;
-        s = rows_aligned<In, LF, kStream>(A, base, r0, lane0);
-        if constexpr (kBatches >= 2) s = add(s, rows_aligned<In, LF, kStream>(A, base, r0 + R, lane0));
-        if constexpr (kBatches == 4)
-            s = add(s, add(rows_aligned<In, LF, kStream>(A, base, r0 + 2 * R, lane0),
-                           rows_aligned<In, LF, kStream>(A, base, r0 + 3 * R, lane0)));
+    Acc v[kLeaves<LF>];
+    const bool full = aligned && base + S::kChunk <= A.n;
+    bool done = false;
+    if constexpr (LF == Leaf::kNorm2) {
+        if (full) {
+            Acc med;
+            finish_chunk<In, Leaf::kMedium>(warp, full_chunk_rows<In, Leaf::kMedium, kStream>(A, base, half, lane0), &med);
+            if (med != -(Acc)INFINITY) { /* uniform across the warp */
+                v[0] = v[2] = (Acc)0;
+                v[1] = med;
+                done = true;
+            }
+        }
+        if (!done) {
+            const uint64_t rest = A.n - base;
+            finish_chunk<In, LF>(warp, rows_guarded<In, LF>(A, base, half, lane0,
+                                                              rest < S::kChunk ? (int)rest : (int)S::kChunk), v);
+        }
     } else {
-        const uint64_t rest = A.n - base;
-        s = rows_guarded<In, LF>(A, base, half, lane0, rest < S::kChunk ? (int)rest : (int)S::kChunk);
+        if (full) {
+            finish_chunk<In, LF>(warp, full_chunk_rows<In, LF, kStream>(A, base, half, lane0), v);
+        } else {
+            const uint64_t rest = A.n - base;
+            finish_chunk<In, LF>(warp, rows_guarded<In, LF>(A, base, half, lane0,
+                                                              rest < S::kChunk ? (int)rest : (int)S::kChunk), v);
+        }
     }
-    typename In::Acc v[kLeaves<LF>];
-    finish_chunk<In, LF>(warp, s, v);
     if (t == 0)
 #pragma unroll
-        for (int k = 0; k < kLeaves<LF>; k++) static_cast<typename In::Acc *>(A.part[k])[c] = v[k];
+        for (int k = 0; k < kLeaves<LF>; k++) static_cast<Acc *>(A.part[k])[c] = v[k];
 }
 
 constexpr int kWarps = 8;

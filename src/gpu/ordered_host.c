@@ -148,6 +148,7 @@ coopreduce_status cr_gpu_reduce_ordered(coopreduce_handle *h, coopreduce_op op, 
             if ((s = cr_gpu_canonical_enqueue(h, src, count, acc_dt, slot, NULL, 0, stream, &b,
                                               &t)))
                 return s;
+            acc[k] = slot;
             if (direct) {
                 blocks = b;
                 threads = t;
