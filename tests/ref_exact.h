@@ -29,6 +29,7 @@ extern "C" {
 
 #define REF_EXACT_LIMBS 72
 #define REF_EXACT_NORMALIZE_EVERY (1u << 20)
+#define REF_WIDE_LIMBS 140
 
 typedef struct {
     int64_t limb[REF_EXACT_LIMBS]; /* M = sum limb[i] * 2^(32 i); value = M * 2^-1074 */
@@ -51,6 +52,26 @@ double ref_exact_to_double(const ref_exact *r);
 float ref_exact_to_float(const ref_exact *r);
 /* Approximate (within a few units of long double precision): for error measurements. */
 long double ref_exact_to_long_double(const ref_exact *r);
+
+/* The exact sum rounded once (nearest-even) to a binary format with `prec` significand bits and
+ * minimum normal exponent emin (emax = 1 - emin): binary16 (11, -14), bfloat16 (8, -126),
+ * float (24, -126), double (53, -1022). Subnormals, overflow to +-inf, specials and zeros as
+ * above. The value is returned as a double (exactly a value of the format, inf or NaN). */
+double ref_exact_round(const ref_exact *r, int prec, int emin);
+
+/* Exact sums of products of doubles: every product x*y of finite doubles is an integer times
+ * 2^-2148 (< 2^2048), held in REF_WIDE_LIMBS limbs as above. Special values follow IEEE
+ * products (NaN * y, inf * 0 -> NaN; inf * nonzero -> signed inf; a zero product's sign is the
+ * XOR of the factors' signs), then the sum rules above. */
+typedef struct {
+    int64_t limb[REF_WIDE_LIMBS]; /* value = M * 2^-2148 */
+    uint32_t pending;
+    int nan;
+    uint64_t pinf, ninf, neg_zeros, others;
+} ref_wide;
+void ref_wide_init(ref_wide *r);
+void ref_wide_add_product(ref_wide *r, double x, double y);
+double ref_wide_to_double(const ref_wide *r);
 
 /* -1, 0 or +1: the sign of the exact finite part (ignores NaN/inf inputs). */
 int ref_exact_sign(const ref_exact *r);

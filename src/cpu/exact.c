@@ -1,11 +1,322 @@
-/* exact.c — EXACT mode on the CPU (docs/EXACT.md). Being written: until it lands, exact mode
- * reports that it is not available rather than computing anything else. */
+/* exact.c — EXACT mode on the CPU (docs/EXACT.md): the correctly rounded SUM of the four float
+ * types and DOT of float32 and float64.
+ *
+ * Each thread takes a contiguous range. Its elements become "leaves" in binary64, exactly (a
+ * float32 or 16-bit value, a float32 product; a float64 product as p = fl(x*y) and its error
+ * fma(x, y, -p)). Leaves go to 32 independent lanes (four 8-double vectors); each lane is a
+ * floating-point expansion of K terms (K = 2, or 3 for float64) updated with TwoSum, so that
+ * (terms + residue) == (terms before + leaf) exactly. A nonzero residue leaves the vectors and is
+ * added, exactly, to the thread's superaccumulator (src/core/superacc.h): the rare slow path.
+ * float64 values of magnitude >= 2^960, infinities and NaNs go to the superaccumulator or the
+ * flags directly, so no expansion ever overflows; in the 32-bit and 16-bit paths an infinity or
+ * a NaN reaches the lead term, makes the residue NaN, and is classified there.
+ * At the end each lane's terms are added to the superaccumulator, the threads' accumulators are
+ * added (integer addition: any order, same digits) and the total is rounded once.
+ *
+ * Compiled with -ffp-contract=off and without fast-math (CMakeLists.txt): TwoSum must not be
+ * fused or reassociated. Runs in round-to-nearest without FTZ/DAZ (cr_fp_enter, canonical.c). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
 #include "internal.h"
+#include "core/superacc.h"
+#include "cpu/cpu.h"
+
+typedef double v8d __attribute__((vector_size(64)));
+typedef int64_t v8l __attribute__((vector_size(64)));
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CR_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CR_SIMD_CLONES
+#endif
+
+#define NV 4            /* vectors of lanes */
+#define LANES (NV * 8)  /* independent expansions per thread */
+/* Superaccumulator additions between two carry passes: each adds |c| < 2^32 to a digit, so
+ * 2^28 of them keep every digit below 2^61. */
+#define CARRY_EVERY (1u << 28)
+
+typedef struct {
+    coopreduce_op op;
+    coopreduce_dtype dt;
+    const void *x, *y;
+    uint64_t i0, i1;        /* this thread's elements */
+    int nd, lsb;            /* superaccumulator layout */
+    unsigned flags;
+    uint32_t pending;       /* additions since the last carry pass */
+    int64_t d[CR_SA_MAX_DIGITS];
+} job;
+
+static void sa_add(job *j, double v)
+{
+    cr_sa_add_f64(j->d, j->lsb, v);
+    if (++j->pending >= CARRY_EVERY) {
+        cr_sa_carry(j->d, j->nd);
+        j->pending = 0;
+    }
+}
+
+/* A float64 input that bypasses the expansions: NaN, +-inf, or |v| >= 2^960. */
+static void slow_value(job *j, double v)
+{
+    const unsigned f = cr_sa_special_flags(v);
+    j->flags |= f | CR_X_NONNEGZ;
+    if (!f) sa_add(j, v);
+}
+
+/* A float64 product that bypasses the expansions: a factor not finite, or the product outside
+ * [2^-968, 2^960) where p and its FMA error would not be exact doubles. */
+static void slow_product(job *j, double a, double b)
+{
+    j->flags |= CR_X_NONNEGZ;
+    if (!isfinite(a) || !isfinite(b)) {
+        j->flags |= cr_sa_product_special(a, b);
+        return;
+    }
+    if (a == 0 || b == 0) return; /* not reached: zero products take the fast path */
+    cr_u128 m;
+    int e, neg, idx;
+    int64_t c[3];
+    cr_sa_product(a, b, &m, &e, &neg);
+    for (int half = 0; half < 2; half++) {
+        const uint64_t part = (uint64_t)(m >> (64 * half));
+        if (!part) continue;
+        cr_sa_split_u64(part, e + 64 * half, neg, j->lsb, &idx, c);
+        for (int k = 0; k < 3; k++) j->d[idx + k] += c[k];
+        ++j->pending;
+    }
+    if (j->pending >= CARRY_EVERY) {
+        cr_sa_carry(j->d, j->nd);
+        j->pending = 0;
+    }
+}
+
+/* ---- Leaves: FILL(j, i, cnt, buf) writes LANES doubles for elements [i, i + cnt) ---------- */
+#define FILL_F32(j, i, cnt, buf)                                                             \
+    do {                                                                                     \
+        const float *x_ = (const float *)(j)->x + (i);                                       \
+        if ((cnt) == LANES) {                                                                \
+            for (int l = 0; l < LANES; l++) (buf)[l] = (double)x_[l];                        \
+        } else {                                                                             \
+            for (int l = 0; l < LANES; l++) (buf)[l] = l < (int)(cnt) ? (double)x_[l] : -0.0; \
+        }                                                                                    \
+    } while (0)
+
+#define FILL_F64(j, i, cnt, buf)                                                             \
+    do {                                                                                     \
+        const double *x_ = (const double *)(j)->x + (i);                                     \
+        int big_ = 0;                                                                        \
+        if ((cnt) == LANES) {                                                                \
+            for (int l = 0; l < LANES; l++) {                                                \
+                const double v_ = x_[l];                                                     \
+                (buf)[l] = v_;                                                               \
+                big_ |= !(fabs(v_) < CR_X_BIG);                                              \
+            }                                                                                \
+        } else {                                                                             \
+            for (int l = 0; l < LANES; l++) (buf)[l] = l < (int)(cnt) ? x_[l] : -0.0;        \
+            big_ = 1;                                                                        \
+        }                                                                                    \
+        if (big_)                                                                            \
+            for (int l = 0; l < LANES; l++)                                                  \
+                if (!(fabs((buf)[l]) < CR_X_BIG)) {                                          \
+                    slow_value((j), (buf)[l]);                                               \
+                    (buf)[l] = -0.0;                                                         \
+                }                                                                            \
+    } while (0)
+
+#define FILL_F16(j, i, cnt, buf)                                                             \
+    do {                                                                                     \
+        const uint16_t *x_ = (const uint16_t *)(j)->x + (i);                                 \
+        for (int l = 0; l < LANES; l++)                                                      \
+            (buf)[l] = l < (int)(cnt) ? (double)cr_f16_to_f32(x_[l]) : -0.0;                 \
+    } while (0)
+
+#define FILL_BF16(j, i, cnt, buf)                                                            \
+    do {                                                                                     \
+        const uint16_t *x_ = (const uint16_t *)(j)->x + (i);                                 \
+        for (int l = 0; l < LANES; l++)                                                      \
+            (buf)[l] = l < (int)(cnt) ? (double)cr_bf16_to_f32(x_[l]) : -0.0;                \
+    } while (0)
+
+/* float32 products are exact in binary64 (48-bit significands, exponents within range). */
+#define FILL_DOT32(j, i, cnt, buf)                                                           \
+    do {                                                                                     \
+        const float *x_ = (const float *)(j)->x + (i), *y_ = (const float *)(j)->y + (i);    \
+        if ((cnt) == LANES) {                                                                \
+            for (int l = 0; l < LANES; l++) (buf)[l] = (double)x_[l] * (double)y_[l];        \
+        } else {                                                                             \
+            for (int l = 0; l < LANES; l++)                                                  \
+                (buf)[l] = l < (int)(cnt) ? (double)x_[l] * (double)y_[l] : -0.0;            \
+        }                                                                                    \
+    } while (0)
+
+/* float64 products: LANES / 2 elements per step, p in lanes [0, 16), its error in [16, 32).
+ * A zero error is written -0.0 so that the lead term keeps the sign rule of zeros. */
+#define FILL_DOT64(j, i, cnt, buf)                                                           \
+    do {                                                                                     \
+        const double *x_ = (const double *)(j)->x + (i), *y_ = (const double *)(j)->y + (i); \
+        for (int l = 0; l < LANES / 2; l++) {                                                \
+            double p_ = -0.0, e_ = -0.0;                                                     \
+            if (l < (int)(cnt)) {                                                            \
+                const double a_ = x_[l], b_ = y_[l];                                         \
+                p_ = a_ * b_;                                                                \
+                const double ap_ = fabs(p_);                                                 \
+                if ((ap_ >= 0x1p-968 && ap_ < CR_X_BIG) ||                                   \
+                    ((a_ == 0 || b_ == 0) && isfinite(a_) && isfinite(b_))) {                \
+                    e_ = fma(a_, b_, -p_);                                                   \
+                    if (e_ == 0) e_ = -0.0;                                                  \
+                } else {                                                                     \
+                    slow_product((j), a_, b_);                                               \
+                    p_ = -0.0;                                                               \
+                }                                                                            \
+            }                                                                                \
+            (buf)[l] = p_;                                                                   \
+            (buf)[LANES / 2 + l] = e_;                                                       \
+        }                                                                                    \
+    } while (0)
+
+/* ---- The expansion loop ---------------------------------------------------------------------
+ * t[0] starts at -0.0, the identity of addition that keeps IEEE's sign rule: the lead term is
+ * the plain recursive sum of the lane's leaves, so it is -0.0 at the end exactly when every leaf
+ * was -0.0 (the slow paths set CR_X_NONNEGZ themselves). */
+#define DEFINE_RUN(NAME, K, EPS, FILL)                                                       \
+    CR_SIMD_CLONES static void NAME(job *j)                                                  \
+    {                                                                                        \
+        v8d t[K][NV];                                                                        \
+        for (int v = 0; v < NV; v++)                                                         \
+            for (int k = 0; k < (K); k++)                                                    \
+                for (int l = 0; l < 8; l++) t[k][v][l] = k == 0 ? -0.0 : 0.0;                \
+        double buf[LANES] __attribute__((aligned(64)));                                      \
+        for (uint64_t i = j->i0; i < j->i1; i += (EPS)) {                                    \
+            const uint64_t cnt = j->i1 - i < (EPS) ? j->i1 - i : (EPS);                      \
+            FILL(j, i, cnt, buf);                                                            \
+            v8d r[NV];                                                                       \
+            memcpy(r, buf, sizeof r);                                                        \
+            v8l nz = {0};                                                                    \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                           \
+                v8d c = r[v];                                                                \
+                _Pragma("GCC unroll 3") for (int k = 0; k < (K); k++) {                      \
+                    const v8d a = t[k][v], s = a + c, bb = s - a;                            \
+                    c = (a - (s - bb)) + (c - bb);                                           \
+                    t[k][v] = s;                                                             \
+                }                                                                            \
+                r[v] = c;                                                                    \
+                nz |= (v8l)(c != 0);                                                         \
+            }                                                                                \
+            int64_t any = 0;                                                                 \
+            for (int l = 0; l < 8; l++) any |= nz[l];                                        \
+            if (any) flush_lanes(j, (double *)t, (K), (const double *)r);                    \
+        }                                                                                    \
+        fold_lanes(j, (const double *)t, (K));                                               \
+    }
+
+/* t is laid out [k][v][l]: term k of lane (v, l) at t[(k * NV + v) * 8 + l]. */
+static void flush_lanes(job *j, double *t, int K, const double *r)
+{
+    for (int lane = 0; lane < LANES; lane++) {
+        const double c = r[lane];
+        if (c == 0) continue;
+        if (isfinite(c)) {
+            sa_add(j, c);
+            continue;
+        }
+        /* An infinity or a NaN reached the lead term (32/16-bit inputs): classify it there, and
+         * restart the lane (its finite part no longer matters: the result is inf or NaN). */
+        const int v = lane / 8, l = lane % 8;
+        const unsigned f = cr_sa_special_flags(t[v * 8 + l]);
+        j->flags |= (f ? f : CR_X_NAN) | CR_X_NONNEGZ;
+        for (int k = 0; k < K; k++) t[(k * NV + v) * 8 + l] = k == 0 ? -0.0 : 0.0;
+    }
+}
+
+static void fold_lanes(job *j, const double *t, int K)
+{
+    for (int lane = 0; lane < LANES; lane++) {
+        if (cr_f64_bits(t[lane]) != 0x8000000000000000ull) j->flags |= CR_X_NONNEGZ;
+        for (int k = 0; k < K; k++) {
+            const double v = t[k * LANES + lane];
+            const unsigned f = cr_sa_special_flags(v);
+            if (f) j->flags |= f;
+            else sa_add(j, v);
+        }
+    }
+}
+
+DEFINE_RUN(run_f32, 2, LANES, FILL_F32)
+DEFINE_RUN(run_f64, 3, LANES, FILL_F64)
+DEFINE_RUN(run_f16, 2, LANES, FILL_F16)
+DEFINE_RUN(run_bf16, 2, LANES, FILL_BF16)
+DEFINE_RUN(run_dot32, 2, LANES, FILL_DOT32)
+DEFINE_RUN(run_dot64, 3, LANES / 2, FILL_DOT64)
+
+static void *worker(void *arg)
+{
+    job *j = arg;
+    if (j->op == COOPREDUCE_OP_DOT && j->dt == COOPREDUCE_FLOAT64)
+        run_dot64(j);
+    else if (j->op == COOPREDUCE_OP_DOT)
+        run_dot32(j);
+    else if (j->dt == COOPREDUCE_FLOAT32)
+        run_f32(j);
+    else if (j->dt == COOPREDUCE_FLOAT64)
+        run_f64(j);
+    else if (j->dt == COOPREDUCE_FLOAT16)
+        run_f16(j);
+    else
+        run_bf16(j);
+    cr_sa_carry(j->d, j->nd); /* digits below 2^33 in magnitude: sums of 2^29 threads fit */
+    return NULL;
+}
+
+/* Below this many elements per thread, starting a thread costs more than it saves. */
+#define MIN_PER_THREAD (1u << 16)
+#define STACK_JOBS 8
 
 coopreduce_status cr_cpu_exact(coopreduce_handle *h, coopreduce_op op, const void *x,
                                const void *y, uint64_t n, coopreduce_dtype dtype, int narrow,
                                void *result)
 {
-    (void)op; (void)x; (void)y; (void)n; (void)dtype; (void)narrow; (void)result;
-    return cr_fail(h, COOPREDUCE_ERROR_NOT_SUPPORTED, "exact mode is not built in this version");
+    const int dot64 = op == COOPREDUCE_OP_DOT && dtype == COOPREDUCE_FLOAT64;
+    const int fmt = dtype == COOPREDUCE_FLOAT64 ? CR_FMT_F64
+                    : narrow && dtype == COOPREDUCE_FLOAT16 ? CR_FMT_F16
+                    : narrow && dtype == COOPREDUCE_BFLOAT16 ? CR_FMT_BF16
+                    : CR_FMT_F32;
+    uint64_t t = n / MIN_PER_THREAD;
+    const uint64_t tmax = (uint64_t)cr_cpu_threads(h);
+    if (t > tmax) t = tmax;
+    if (t < 1) t = 1;
+    job stack_jobs[STACK_JOBS], *jobs = stack_jobs;
+    if (t > STACK_JOBS) {
+        jobs = malloc(t * sizeof *jobs);
+        if (!jobs)
+            return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY,
+                           "cannot allocate %llu exact accumulators", (unsigned long long)t);
+    }
+    for (uint64_t i = 0; i < t; i++) {
+        job *j = &jobs[i];
+        memset(j, 0, sizeof *j);
+        j->op = op;
+        j->dt = dtype;
+        j->x = x;
+        j->y = y;
+        j->i0 = n * i / t;
+        j->i1 = n * (i + 1) / t;
+        j->nd = dot64 ? CR_SA_DOT64_DIGITS : CR_SA_SUM_DIGITS;
+        j->lsb = dot64 ? CR_SA_DOT64_LSB : CR_SA_SUM_LSB;
+    }
+    cr_fp_state st;
+    cr_fp_enter(&st);
+    if (n > 0) cr_cpu_run((int)t, worker, jobs, sizeof *jobs);
+    /* Integer addition: the thread order does not matter. */
+    unsigned flags = n > 0 ? CR_X_ANY : 0;
+    for (uint64_t i = 0; i < t; i++) {
+        flags |= jobs[i].flags;
+        if (i)
+            for (int k = 0; k < jobs[0].nd; k++) jobs[0].d[k] += jobs[i].d[k];
+    }
+    cr_sa_finish(jobs[0].d, jobs[0].nd, jobs[0].lsb, flags, fmt, result);
+    cr_fp_leave(&st);
+    if (jobs != stack_jobs) free(jobs);
+    return COOPREDUCE_SUCCESS;
 }
