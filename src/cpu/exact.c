@@ -24,6 +24,7 @@
 
 typedef double v8d __attribute__((vector_size(64)));
 typedef int64_t v8l __attribute__((vector_size(64)));
+typedef float v8f __attribute__((vector_size(32)));
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define CR_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -97,7 +98,12 @@ static void slow_product(job *j, double a, double b)
     do {                                                                                     \
         const float *x_ = (const float *)(j)->x + (i);                                       \
         if ((cnt) == LANES) {                                                                \
-            for (int l = 0; l < LANES; l++) (buf)[l] = (double)x_[l];                        \
+            for (int v = 0; v < NV; v++) {                                                   \
+                v8f f_;                                                                      \
+                memcpy(&f_, x_ + 8 * v, sizeof f_);                                          \
+                const v8d d_ = __builtin_convertvector(f_, v8d);                             \
+                memcpy((buf) + 8 * v, &d_, sizeof d_);                                       \
+            }                                                                                \
         } else {                                                                             \
             for (int l = 0; l < LANES; l++) (buf)[l] = l < (int)(cnt) ? (double)x_[l] : -0.0; \
         }                                                                                    \
@@ -193,7 +199,7 @@ static void slow_product(job *j, double a, double b)
             FILL(j, i, cnt, buf);                                                            \
             v8d r[NV];                                                                       \
             memcpy(r, buf, sizeof r);                                                        \
-            v8l nz = {0};                                                                    \
+            v8l nz = {0}; /* residue bits without the sign: integer lanes, no FP compare */  \
             _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                           \
                 v8d c = r[v];                                                                \
                 _Pragma("GCC unroll 3") for (int k = 0; k < (K); k++) {                      \
@@ -202,7 +208,7 @@ static void slow_product(job *j, double a, double b)
                     t[k][v] = s;                                                             \
                 }                                                                            \
                 r[v] = c;                                                                    \
-                nz |= (v8l)(c != 0);                                                         \
+                nz |= (v8l)c << 1;                                                           \
             }                                                                                \
             int64_t any = 0;                                                                 \
             for (int l = 0; l < 8; l++) any |= nz[l];                                        \
