@@ -4,8 +4,9 @@
 #   the GPU tests under compute-sanitizer (memcheck, racecheck, synccheck), the quick benchmark,
 #   and a short summary printed last.
 # usage: scripts/gpu-check.sh [--no-sanitizer] [--no-bench] [--bench "ARGS"] [--golden]
-#                             [--tests "gpu methods ops ordered exact"]
+#                             [--tests "gpu methods ops ordered exact"] [--no-ctest]
 #   --golden  also regenerate tests/golden_bits.txt from this GPU (written to $OUT)
+#   --no-ctest  skip the CPU tests (ctest), which CI runs anyway: saves about 2 minutes
 #   --tests   the GPU test programs to run, and to run under the sanitizers (default: all built;
 #             NAME is tests/test_NAME_gpu, "gpu" is tests/test_gpu)
 # Full logs go to gpu-check-out/; the few files worth keeping (summary, bench, golden bits, the
@@ -15,15 +16,16 @@ cd "$(dirname "$0")/.."
 LOG=$PWD/gpu-check-out
 mkdir -p "$LOG"
 BUILD=${BUILD:-build-gpu}
-SANITIZE=1 BENCH=1 GOLDEN=0 BENCH_ARGS="--quick" TESTS="gpu methods ops ordered exact"
+SANITIZE=1 BENCH=1 GOLDEN=0 CTEST=1 BENCH_ARGS="--quick" TESTS="gpu methods ops ordered exact"
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-sanitizer) SANITIZE=0 ;;
     --no-bench) BENCH=0 ;;
     --bench) BENCH_ARGS="$2"; shift ;;
     --golden) GOLDEN=1 ;;
+    --no-ctest) CTEST=0 ;;
     --tests) TESTS="$2"; shift ;;
-    *) echo "usage: $0 [--no-sanitizer] [--no-bench] [--bench ARGS] [--golden] [--tests LIST]"; exit 2 ;;
+    *) echo "usage: $0 [--no-sanitizer] [--no-bench] [--bench ARGS] [--golden] [--tests LIST] [--no-ctest]"; exit 2 ;;
   esac
   shift
 done
@@ -42,7 +44,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 GEN=(); command -v ninja >/dev/null && GEN=(-G Ninja)
 step configure cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release || { printf '%s\n' "${SUMMARY[@]}"; exit 1; }
 step build cmake --build "$BUILD" -j "$(nproc)" || { printf '%s\n' "${SUMMARY[@]}"; exit 1; }
-step ctest ctest --test-dir "$BUILD" --output-on-failure -E '^gpu_'
+[ $CTEST = 1 ] && step ctest ctest --test-dir "$BUILD" --output-on-failure -E '^gpu_'
 gpu_test() { [ "$1" = gpu ] && echo "$BUILD/tests/test_gpu" || echo "$BUILD/tests/test_$1_gpu"; }
 for t in $TESTS; do
   [ -x "$(gpu_test "$t")" ] && step "test_$t" "$(gpu_test "$t")"

@@ -12,7 +12,7 @@
 /* From canonical.cu. */
 int cr_gpu_launch_canonical(int dtype, const void *x, uint64_t n, void *out, void *partials,
                             void *counters, int *blocks, int *threads, int quad, int stream_once,
-                            void *host, unsigned int seq, void *stream);
+                            void *host, unsigned int seq, int fin_op, void *stream);
 int cr_gpu_canonical_occupancy(int dtype, int *blocks_per_sm);
 int cr_gpu_warps_per_block(void);
 
@@ -123,7 +123,7 @@ static void free_workspace(struct cr_gpu_state *g)
 
 /* Grows the workspace to hold what n elements of dtype need. Allocation synchronises the
  * device, which is why coopreduce_reserve exists. */
-static coopreduce_status ensure_workspace(coopreduce_handle *h, uint64_t n, coopreduce_dtype dtype)
+coopreduce_status cr_gpu_ensure_workspace(coopreduce_handle *h, uint64_t n, coopreduce_dtype dtype)
 {
     struct cr_gpu_state *g = h->gpu;
     size_t pb, cb;
@@ -204,7 +204,7 @@ coopreduce_status cr_gpu_create(coopreduce_handle *h, int ordinal)
     if (e != cudaSuccess) { g->host_slot = NULL; s = cr_cuda_fail(h, e, "allocating the pinned result slot"); goto fail; }
     e = cudaHostGetDevicePointer(&g->host_slot_dev, g->host_slot, 0);
     if (e != cudaSuccess) { s = cr_cuda_fail(h, e, "mapping the pinned result slot"); goto fail; }
-    s = ensure_workspace(h, CR_DEFAULT_RESERVE, COOPREDUCE_FLOAT64);
+    s = cr_gpu_ensure_workspace(h, CR_DEFAULT_RESERVE, COOPREDUCE_FLOAT64);
     if (s) goto fail;
     goto out;
 fail:
@@ -241,8 +241,10 @@ coopreduce_status cr_gpu_reserve(coopreduce_handle *h, uint64_t n, coopreduce_dt
     if (e != cudaSuccess) return cr_cuda_fail(h, e, "selecting the GPU");
     if (h->method != COOPREDUCE_METHOD_CANONICAL || dtype == COOPREDUCE_INT32)
         return cr_gpu_method_reserve(h, n);
-    coopreduce_status s = ensure_workspace(h, n, dtype);
-    /* Floats: the ordered operations' partials too (sumsq, norm2, dot, 16-bit sums, mean). */
+    /* 16-bit inputs are summed in float32: their one-launch operations use float32's tree. */
+    const int half = dtype == COOPREDUCE_FLOAT16 || dtype == COOPREDUCE_BFLOAT16;
+    coopreduce_status s = cr_gpu_ensure_workspace(h, n, half ? COOPREDUCE_FLOAT32 : dtype);
+    /* Floats: NORM2's three partial arrays too. */
     if (!s && dtype != COOPREDUCE_INT64 && dtype != COOPREDUCE_UINT32 &&
         dtype != COOPREDUCE_UINT64)
         s = cr_gpu_ordered_reserve(h, n, dtype);
@@ -337,11 +339,11 @@ static coopreduce_status wait_for_result(coopreduce_handle *h, unsigned int seq,
 
 coopreduce_status cr_gpu_canonical_enqueue(coopreduce_handle *h, const void *x, uint64_t n,
                                            coopreduce_dtype dtype, void *out, void *host_dev,
-                                           unsigned int seq, void *stream, int *blocks_out,
-                                           int *threads_out)
+                                           unsigned int seq, int fin_op, void *stream,
+                                           int *blocks_out, int *threads_out)
 {
     struct cr_gpu_state *g = h->gpu;
-    coopreduce_status s = ensure_workspace(h, n, dtype);
+    coopreduce_status s = cr_gpu_ensure_workspace(h, n, dtype);
     if (s) return s;
     uint64_t chunks = (n + cr_chunk_elems(dtype) - 1) / cr_chunk_elems(dtype);
     int blocks = h->grid_blocks, quad = 0;
@@ -356,7 +358,8 @@ coopreduce_status cr_gpu_canonical_enqueue(coopreduce_handle *h, const void *x, 
     int stream_once = n * coopreduce_dtype_size(dtype) > g->l2_bytes;
     cudaError_t e = (cudaError_t)cr_gpu_launch_canonical(dtype, x, n, out, g->partials,
                                                          g->counters, &blocks, threads_out, quad,
-                                                         stream_once, host_dev, seq, stream);
+                                                         stream_once, host_dev, seq, fin_op,
+                                                         stream);
     if (e != cudaSuccess) return cr_cuda_fail(h, e, "launching the canonical sum");
     *blocks_out = blocks;
     return COOPREDUCE_SUCCESS;
@@ -396,8 +399,8 @@ coopreduce_status cr_gpu_sum(coopreduce_handle *h, const void *x, void *result, 
         }
         int blocks = 0, threads = 0;
         s = cr_gpu_canonical_enqueue(h, x, n, dtype, to_host ? NULL : result,
-                                     to_host ? g->host_slot_dev : NULL, seq, stream, &blocks,
-                                     &threads);
+                                     to_host ? g->host_slot_dev : NULL, seq, -1, stream,
+                                     &blocks, &threads);
         if (s) goto out;
         memset(&h->last, 0, sizeof h->last);
         h->last.method = COOPREDUCE_METHOD_CANONICAL;

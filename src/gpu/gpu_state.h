@@ -33,7 +33,7 @@ struct cr_gpu_state {
     void *m_out;                  /* device: 8-byte result slot for host-result calls */
     void *m_host;                 /* pinned host: the `block` method's partials */
     size_t m_host_bytes;
-    /* The ordered operations (ordered_host.c): three sum slots, then the level-1 partials. */
+    /* NORM2 (ordered_host.c): three sum slots, then the level-1 partials of three classes. */
     void *o_work;                 /* device, grown on demand */
     size_t o_work_bytes;
     int o_blocks_per_sm[3];       /* level-1 kernel occupancy: float32, float64, 16-bit; 0 = not asked yet */
@@ -57,12 +57,16 @@ void cr_gpu_method_free(struct cr_gpu_state *g);
  * COOPREDUCE_ERROR_NOT_SUPPORTED for any other (op, dtype). */
 /* The canonical sum of x[0..n), n >= 1, enqueued on `stream` (gpu_host.c): grows the workspace
  * if needed, sizes the grid (or takes the handle's forced one), launches. The result goes to
- * out (device), or with host_dev != NULL tagged with seq into the mapped host slot. No pointer
- * checks. *blocks and *threads receive the launch's shape. */
+ * out (device), or with host_dev != NULL tagged with seq into the mapped host slot. fin_op: -1
+ * for the sum itself, or an operation whose leaves are x itself (SUM, MEAN) whose final rule
+ * the kernel applies (values.h; result to out). No pointer checks. *blocks and *threads
+ * receive the launch's shape. */
 coopreduce_status cr_gpu_canonical_enqueue(coopreduce_handle *h, const void *x, uint64_t n,
                                            coopreduce_dtype dtype, void *out, void *host_dev,
-                                           unsigned int seq, void *stream, int *blocks,
-                                           int *threads);
+                                           unsigned int seq, int fin_op, void *stream,
+                                           int *blocks, int *threads);
+/* Grows the canonical workspace (partials, counters) to what n elements of dtype need. */
+coopreduce_status cr_gpu_ensure_workspace(coopreduce_handle *h, uint64_t n, coopreduce_dtype dtype);
 /* The canonical-order operations (ordered_host.c, kernels in ordered.cu): SUM of FLOAT16 and
  * BFLOAT16; MEAN, SUMSQ, NORM2 and DOT of every float type. Arguments validated by api.c. */
 coopreduce_status cr_gpu_reduce_ordered(coopreduce_handle *h, coopreduce_op op, const void *x,

@@ -5,11 +5,16 @@
  * docs/DETERMINISM.md ("Operations") defines each as the canonical order over transformed
  * leaves: level 1 turns each chunk of C inputs into C leaves of the accumulation type (widened,
  * squared, multiplied, or split into Blue's three classes) and reduces them with the chunk
- * tree; the level-1 partials are then summed by the canonical sum itself. This file computes
- * level 1 (level1_kernel) and the final scalar (finish_kernel); ordered_host.c runs the
- * canonical sum of canonical.cu over the partials in between. Three launches in all (five for
- * NORM2, whose three classes are three canonical sums): the data is read once, by level 1, and
- * the later launches read 1/C of it.
+ * tree; the level-1 partials are then summed by the canonical sum itself.
+ *
+ * One leaf class (SUM and MEAN of 16-bit input, SUMSQ, DOT): one launch, fused_kernel. Level 1
+ * here; the level-1 partials go up the canonical tree through tree.cuh's tagged hand-off (the
+ * code the canonical sum uses above its own level 1), and the warp that completes the top node
+ * applies the operation's final rule. Measured on an H100 (docs/PERF.md, run 18): the three
+ * launches this replaced (level 1, canonical sum of the partials, final step) cost 5 us at
+ * 2^24 16-bit elements (13.2 -> 10.6 us) and 2-3 points of the read ceiling at 2^28.
+ * NORM2 (three leaf classes, three trees): level1_kernel writes three partial arrays,
+ * ordered_host.c runs three canonical sums, and finish_kernel combines them: five launches.
  *
  * Who computes what in level 1: one warp reduces one chunk, as in canonical.cu. Every load is
  * 16 bytes: 4 float32, 2 float64 or 8 half-precision elements. A float32 or float64 row (128 or
@@ -21,7 +26,8 @@
  * is exactly the chunk tree; the mapping of rows and lanes to threads only decides who adds.
  *
  * Each block owns a contiguous range of chunks, its warps taking them round-robin (the same
- * balanced ranges as canonical.cu), so a block streams one region of memory. Misaligned input
+ * balanced ranges as canonical.cu), so a block streams one region of memory; fused_kernel
+ * double-buffers a warp's full chunks in 8-load batches (stream_chunks). Misaligned input
  * (not 16-byte aligned, for either operand of DOT) and the ragged last chunk use element loads
  * with the same mapping; lanes past the end are -0.0 leaves, the padding of the contract.
  *
@@ -32,12 +38,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-extern "C" {
-#include "internal.h"
-#include "core/values.h"
-}
-
-namespace cg = cooperative_groups;
+#include "gpu/tree.cuh" /* the levels above level 1, and the final rule */
 
 namespace {
 
@@ -287,6 +288,95 @@ __device__ __forceinline__ RowVals<In, LF> full_chunk_rows(const Args<In> &A, ui
     return s;
 }
 
+/* The streamed path of the one-launch kernel: a warp's full, aligned chunks one after the
+ * other, as batches of rows double-buffered in registers (as canonical.cu's stream_chunk), so
+ * that loads stay in flight while a batch's tree, the lane tree and the shuffles run, also
+ * across chunks. A batch is 8 16-byte loads per thread (4 rows of two loads for DOT): two
+ * batches are 64 registers. The batch trees combine pairwise — the same perfect row tree as
+ * full_chunk_rows, whatever the batch size. */
+template <Leaf LF> constexpr int kStreamRows = LF == Leaf::kProduct ? 4 : 8;
+/* DOT of float32 and float64 stays on the one-chunk-at-a-time path: its eight batches of two
+ * arrays spilled (nvcc 13.0, sm_80/sm_90: 28-80 bytes), and that path ran at 99% of the read
+ * ceiling already (docs/PERF.md, run 18). */
+template <typename In, Leaf LF> constexpr bool kStreamed = !(LF == Leaf::kProduct && In::kBytes >= 4);
+
+template <Leaf LF> struct RowLoads {
+    uint4 x[kStreamRows<LF>];
+    uint4 y[LF == Leaf::kProduct ? kStreamRows<LF> : 1];
+};
+
+/* Issues the loads of rows r0 .. r0 + kStreamRows - 1 of the chunk at element `base`. */
+template <typename In, Leaf LF, bool kStream>
+__device__ __forceinline__ void load_rows(RowLoads<LF> &b, const Args<In> &A, uint64_t base, int r0,
+                                          int lane0)
+{
+#pragma unroll
+    for (int i = 0; i < kStreamRows<LF>; i++) {
+        const uint64_t e = base + (uint64_t)(r0 + i) * Shape<In>::kLanes + lane0;
+        b.x[i] = load16<kStream>(static_cast<const char *>(A.x) + e * In::kBytes);
+        if constexpr (LF == Leaf::kProduct)
+            b.y[i] = load16<kStream>(static_cast<const char *>(A.y) + e * In::kBytes);
+    }
+}
+
+/* Where the loads after the last batch of a chunk go: the next chunk's first batch, if any. */
+struct Next {
+    uint64_t base;
+    bool has;
+};
+
+/* The tree of batches K0 .. K0 + CNT - 1 of this thread's rows of the chunk at `base` (rows r0
+ * + R*k ..). Batch k sits in buf[k & 1]; the step of batch k first issues the loads of batch
+ * k + 1 (or of the next chunk's batch 0) into the other buffer, then computes batch k's tree. */
+template <typename In, Leaf LF, bool kStream, int K0, int CNT> struct BatchStream {
+    static __device__ __forceinline__ RowVals<In, LF> run(RowLoads<LF> (&buf)[2], const Args<In> &A,
+                                                          uint64_t base, int r0, int lane0,
+                                                          const Next &nx)
+    {
+        const RowVals<In, LF> l = BatchStream<In, LF, kStream, K0, CNT / 2>::run(buf, A, base, r0, lane0, nx);
+        const RowVals<In, LF> r = BatchStream<In, LF, kStream, K0 + CNT / 2, CNT / 2>::run(buf, A, base, r0, lane0, nx);
+        return add(l, r);
+    }
+};
+template <typename In, Leaf LF, bool kStream, int K0> struct BatchStream<In, LF, kStream, K0, 1> {
+    static __device__ __forceinline__ RowVals<In, LF> run(RowLoads<LF> (&buf)[2], const Args<In> &A,
+                                                          uint64_t base, int r0, int lane0,
+                                                          const Next &nx)
+    {
+        constexpr int R = kStreamRows<LF>, NB = Shape<In>::kRows / R;
+        static_assert(NB % 2 == 0, "an even number of batches: the next chunk's first lands in buf[0]");
+        if constexpr (K0 + 1 < NB)
+            load_rows<In, LF, kStream>(buf[(K0 + 1) & 1], A, base, r0 + (K0 + 1) * R, lane0);
+        else if (nx.has)
+            load_rows<In, LF, kStream>(buf[0], A, nx.base, r0, lane0);
+        const RowLoads<LF> &b = buf[K0 & 1];
+        return BatchTree<In, LF, R>::run(b.x, LF == Leaf::kProduct ? b.y : b.x, 0);
+    }
+};
+
+/* The warp's full, aligned chunks c0, c0 + stride, ... below c1; emit(c, v) receives each
+ * chunk's value (in every thread). */
+template <typename In, Leaf LF, bool kStream, typename Emit>
+__device__ __forceinline__ void stream_chunks(const cg::thread_block_tile<32> &warp,
+                                              const Args<In> &A, uint64_t c0, uint64_t c1,
+                                              uint64_t stride, Emit emit)
+{
+    using S = Shape<In>;
+    constexpr int NB = S::kRows / kStreamRows<LF>;
+    const int t = warp.thread_rank(), half = t / S::kThreadsPerRow;
+    const int lane0 = (t % S::kThreadsPerRow) * In::kVec, r0 = half * S::kRows;
+    RowLoads<LF> buf[2];
+    load_rows<In, LF, kStream>(buf[0], A, c0 * S::kChunk, r0, lane0);
+    for (uint64_t c = c0; c < c1; c += stride) {
+        const Next nx = {(c + stride) * S::kChunk, c + stride < c1};
+        const RowVals<In, LF> rows =
+            BatchStream<In, LF, kStream, 0, NB>::run(buf, A, c * S::kChunk, r0, lane0, nx);
+        typename In::Acc v[kLeaves<LF>];
+        finish_chunk<In, LF>(warp, rows, v);
+        emit(c, v[0]);
+    }
+}
+
 /* Level 1: chunk c of the input to its K partials.
  *
  * NORM2 first tries the medium class alone (one tree instead of three): an element of another
@@ -296,15 +386,15 @@ __device__ __forceinline__ RowVals<In, LF> full_chunk_rows(const Args<In> &A, ui
  * sum, and so NORM2, is NaN whatever the other two sums are (cr_norm2_combine). Measured on an
  * H100 (docs/PERF.md, run 18): bfloat16 norm2 at 2^28 from 63% to the read ceiling's ... */
 template <typename In, Leaf LF, bool kStream>
-__device__ __forceinline__ void chunk_partials(const cg::thread_block_tile<32> &warp,
-                                               const Args<In> &A, uint64_t c, bool aligned)
+__device__ __forceinline__ void chunk_values(const cg::thread_block_tile<32> &warp,
+                                             const Args<In> &A, uint64_t c, bool aligned,
+                                             typename In::Acc (&v)[kLeaves<LF>])
 {
     using S = Shape<In>;
     using Acc = typename In::Acc;
     const int t = warp.thread_rank(), half = t / S::kThreadsPerRow;
     const int lane0 = (t % S::kThreadsPerRow) * In::kVec;
     const uint64_t base = c * S::kChunk;
-    Acc v[kLeaves<LF>];
     const bool full = aligned && base + S::kChunk <= A.n;
     bool done = false;
     if constexpr (LF == Leaf::kNorm2) {
@@ -331,52 +421,130 @@ __device__ __forceinline__ void chunk_partials(const cg::thread_block_tile<32> &
                                                               rest < S::kChunk ? (int)rest : (int)S::kChunk), v);
         }
     }
-    if (t == 0)
+}
+
+/* Chunk c's K partials into the level-1 arrays A.part (the multi-launch path: NORM2). */
+template <typename In, Leaf LF, bool kStream>
+__device__ __forceinline__ void chunk_partials(const cg::thread_block_tile<32> &warp,
+                                               const Args<In> &A, uint64_t c, bool aligned)
+{
+    using Acc = typename In::Acc;
+    Acc v[kLeaves<LF>];
+    chunk_values<In, LF, kStream>(warp, A, c, aligned, v);
+    if (warp.thread_rank() == 0)
 #pragma unroll
         for (int k = 0; k < kLeaves<LF>; k++) static_cast<Acc *>(A.part[k])[c] = v[k];
 }
 
-constexpr int kWarps = 8;
+constexpr int kWarps = kWarpsPerBlock; /* tree.cuh's post_tickets reduces a group with 8 warps */
 
 /* Block b owns a balanced contiguous range of chunks; its warps take them round-robin. */
+__device__ __forceinline__ void block_chunks(uint64_t chunks, uint64_t *c0, uint64_t *c1)
+{
+    balanced_range(chunks, gridDim.x, blockIdx.x, c0, c1);
+}
+
+/* One launch for a single leaf class (SUM of 16-bit input, MEAN of 16-bit input, SUMSQ, DOT):
+ * level 1 here, then tree.cuh's tagged hand-off climbs the canonical tree of the partials and
+ * the warp that completes it applies the operation's final rule (P.fin). The same tree as the
+ * canonical sum of the level-1 partials, so the same bits as the multi-launch path and the CPU.
+ * A single chunk (P.levels == 1) is the result itself: no partial, no ticket. */
 template <typename In, Leaf LF, bool kStream>
+__global__ void __launch_bounds__(32 * kWarps, 2)
+    fused_kernel(const __grid_constant__ Args<In> A, const __grid_constant__ Params<typename In::Acc> P,
+                 int aligned)
+{
+    using Acc = typename In::Acc;
+    static_assert(kLeaves<LF> == 1, "one leaf class: one tree");
+    __shared__ Lanes<Acc> quarter[2][4][32]; /* post_tickets' batch trees */
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    const unsigned int tag = P.levels > 1 ? launch_tag(P) : 0u;
+    uint64_t b0, b1;
+    block_chunks(P.count[1], &b0, &b1);
+    auto emit = [&](uint64_t c, Acc v) {
+        if (P.levels == 1)
+            write_result(warp, P, v, 0u);
+        else if (warp.thread_rank() == 0)
+            store_partial(P, 1, c, v, tag);
+    };
+    uint64_t c = b0 + warp.meta_group_rank();
+    const uint64_t full = aligned ? A.n / Shape<In>::kChunk : 0; /* [0, full): streamed */
+    if (kStreamed<In, LF> && c < b1 && c < full) {
+        const uint64_t stop = b1 < full ? b1 : full;
+        stream_chunks<In, LF, kStream>(warp, A, c, stop, kWarps, emit);
+        c += (stop - c + kWarps - 1) / kWarps * kWarps; /* first chunk at or past stop */
+    }
+    for (; c < b1; c += kWarps) { /* misaligned input, or the ragged last chunk */
+        Acc v[1];
+        chunk_values<In, LF, kStream>(warp, A, c, aligned != 0, v);
+        emit(c, v[0]);
+    }
+    if (P.levels == 1 || b0 == b1) return; /* uniform across the block */
+    post_tickets(block, warp, P, b0, b1, quarter, tag);
+}
+
+/* NORM2's level 1 (three leaf classes, three trees): one partial per chunk and class into
+ * A.part; ordered_host.c then runs three canonical sums and the final step. */
+template <typename In, bool kStream>
 __global__ void __launch_bounds__(32 * kWarps, 2) level1_kernel(const __grid_constant__ Args<In> A, int aligned)
 {
     cg::thread_block block = cg::this_thread_block();
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
-    const uint64_t chunks = (A.n + Shape<In>::kChunk - 1) / Shape<In>::kChunk;
-    const uint64_t per = chunks / gridDim.x, rem = chunks % gridDim.x, b = blockIdx.x;
-    const uint64_t c0 = b * per + (b < rem ? b : rem), c1 = c0 + per + (b < rem ? 1 : 0);
+    uint64_t c0, c1;
+    block_chunks((A.n + Shape<In>::kChunk - 1) / Shape<In>::kChunk, &c0, &c1);
     for (uint64_t c = c0 + warp.meta_group_rank(); c < c1; c += kWarps)
-        chunk_partials<In, LF, kStream>(warp, A, c, aligned != 0);
+        chunk_partials<In, Leaf::kNorm2, kStream>(warp, A, c, aligned != 0);
+}
+
+template <typename In>
+cudaError_t launch_level1(const void *x, uint64_t n, void *const part[3], int blocks,
+                          int stream_once, cudaStream_t stream)
+{
+    Args<In> A = {};
+    A.x = x;
+    A.n = n;
+    for (int k = 0; k < 3; k++) A.part[k] = part[k];
+    const int aligned = (uintptr_t)x % 16 == 0;
+    if (stream_once)
+        level1_kernel<In, true><<<blocks, 32 * kWarps, 0, stream>>>(A, aligned);
+    else
+        level1_kernel<In, false><<<blocks, 32 * kWarps, 0, stream>>>(A, aligned);
+    return cudaGetLastError();
 }
 
 template <typename In, Leaf LF>
-cudaError_t launch_level1(const void *x, const void *y, uint64_t n, void *const part[3],
-                          int blocks, int stream_once, cudaStream_t stream)
+cudaError_t launch_fused(const Args<In> &A, const Params<typename In::Acc> &P, int blocks,
+                         int stream_once, cudaStream_t stream)
+{
+    const int aligned = (uintptr_t)A.x % 16 == 0 && (LF != Leaf::kProduct || (uintptr_t)A.y % 16 == 0);
+    if (stream_once)
+        fused_kernel<In, LF, true><<<blocks, 32 * kWarps, 0, stream>>>(A, P, aligned);
+    else
+        fused_kernel<In, LF, false><<<blocks, 32 * kWarps, 0, stream>>>(A, P, aligned);
+    return cudaGetLastError();
+}
+
+template <typename In>
+cudaError_t fused_for_leaf(int leaf, const void *x, const void *y, uint64_t n, void *out,
+                           void *partials, void *counters, const Final &fin, int *blocks,
+                           int stream_once, cudaStream_t s)
 {
     Args<In> A = {};
     A.x = x;
     A.y = y;
     A.n = n;
-    for (int k = 0; k < 3; k++) A.part[k] = part[k];
-    const int aligned = (uintptr_t)x % 16 == 0 && (LF != Leaf::kProduct || (uintptr_t)y % 16 == 0);
-    if (stream_once)
-        level1_kernel<In, LF, true><<<blocks, 32 * kWarps, 0, stream>>>(A, aligned);
-    else
-        level1_kernel<In, LF, false><<<blocks, 32 * kWarps, 0, stream>>>(A, aligned);
-    return cudaGetLastError();
-}
-
-template <typename In>
-cudaError_t level1_for_leaf(int leaf, const void *x, const void *y, uint64_t n,
-                            void *const part[3], int blocks, int stream_once, cudaStream_t s)
-{
+    Params<typename In::Acc> P = {};
+    P.out = out;
+    P.fin = fin;
+    tree_setup(P, n, partials, counters);
+    /* No block without a chunk (a forced grid may ask for more). */
+    const uint64_t need = (P.count[1] + kWarps - 1) / kWarps;
+    if ((uint64_t)*blocks > need) *blocks = (int)need;
     switch (leaf) {
-    case 0: return launch_level1<In, Leaf::kWiden>(x, y, n, part, blocks, stream_once, s);
-    case 1: return launch_level1<In, Leaf::kSquare>(x, y, n, part, blocks, stream_once, s);
-    case 2: return launch_level1<In, Leaf::kProduct>(x, y, n, part, blocks, stream_once, s);
-    default: return launch_level1<In, Leaf::kNorm2>(x, y, n, part, blocks, stream_once, s);
+    case 0: return launch_fused<In, Leaf::kWiden>(A, P, *blocks, stream_once, s);
+    case 1: return launch_fused<In, Leaf::kSquare>(A, P, *blocks, stream_once, s);
+    default: return launch_fused<In, Leaf::kProduct>(A, P, *blocks, stream_once, s);
     }
 }
 
@@ -412,19 +580,37 @@ __global__ void finish_kernel(const __grid_constant__ Finish F)
 
 extern "C" {
 
-/* Level 1 of an ordered operation: leaf 0 widen (SUM, MEAN of 16-bit input), 1 square (SUMSQ),
- * 2 product (DOT), 3 Blue's three classes (NORM2); part[k] receives one partial per chunk of
- * class k. Returns a cudaError_t. */
-int cr_gpu_ordered_level1(int dtype, int leaf, const void *x, const void *y, uint64_t n,
-                          void *const part[3], int blocks, int stream_once, void *stream)
+/* NORM2's level 1: part[k] receives one partial per chunk of class k. Returns a cudaError_t. */
+int cr_gpu_ordered_level1(int dtype, const void *x, uint64_t n, void *const part[3], int blocks,
+                          int stream_once, void *stream)
 {
     cudaStream_t s = (cudaStream_t)stream;
     (void)cudaGetLastError(); /* an earlier failed call's error is not this launch's */
     switch (dtype) {
-    case COOPREDUCE_FLOAT32: return level1_for_leaf<F32>(leaf, x, y, n, part, blocks, stream_once, s);
-    case COOPREDUCE_FLOAT64: return level1_for_leaf<F64>(leaf, x, y, n, part, blocks, stream_once, s);
-    case COOPREDUCE_FLOAT16: return level1_for_leaf<Half<false>>(leaf, x, y, n, part, blocks, stream_once, s);
-    default: return level1_for_leaf<Half<true>>(leaf, x, y, n, part, blocks, stream_once, s);
+    case COOPREDUCE_FLOAT32: return launch_level1<F32>(x, n, part, blocks, stream_once, s);
+    case COOPREDUCE_FLOAT64: return launch_level1<F64>(x, n, part, blocks, stream_once, s);
+    case COOPREDUCE_FLOAT16: return launch_level1<Half<false>>(x, n, part, blocks, stream_once, s);
+    default: return launch_level1<Half<true>>(x, n, part, blocks, stream_once, s);
+    }
+}
+
+/* A single-class operation in one launch (fused_kernel): leaf 0 widen (SUM, MEAN of 16-bit
+ * input), 1 square (SUMSQ), 2 product (DOT). n >= 1. partials/counters: the handle's canonical
+ * workspace, sized for n elements of the accumulation type; out: device-accessible memory for
+ * the result of `op` (coopreduce_op_result_size). *blocks: in, the grid wanted; out, the grid
+ * launched. Returns a cudaError_t. */
+int cr_gpu_ordered_fused(int dtype, int leaf, int op, int narrow, const void *x, const void *y,
+                         uint64_t n, void *out, void *partials, void *counters, int *blocks,
+                         int stream_once, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    const Final fin = {1, op, dtype, narrow};
+    (void)cudaGetLastError();
+    switch (dtype) {
+    case COOPREDUCE_FLOAT32: return fused_for_leaf<F32>(leaf, x, y, n, out, partials, counters, fin, blocks, stream_once, s);
+    case COOPREDUCE_FLOAT64: return fused_for_leaf<F64>(leaf, x, y, n, out, partials, counters, fin, blocks, stream_once, s);
+    case COOPREDUCE_FLOAT16: return fused_for_leaf<Half<false>>(leaf, x, y, n, out, partials, counters, fin, blocks, stream_once, s);
+    default: return fused_for_leaf<Half<true>>(leaf, x, y, n, out, partials, counters, fin, blocks, stream_once, s);
     }
 }
 
@@ -436,20 +622,21 @@ uint64_t cr_gpu_ordered_chunk(int dtype)
 }
 int cr_gpu_ordered_warps(void) { return kWarps; }
 
-/* Resident blocks per SM of the widening level-1 kernel for `dtype` (the grid the host sizes). */
+/* Resident blocks per SM of the one-launch kernel for `dtype` (the grid the host sizes; NORM2's
+ * level 1 takes the same grid). */
 int cr_gpu_ordered_occupancy(int dtype, int *blocks_per_sm)
 {
     *blocks_per_sm = 0;
     cudaError_t e;
     switch (dtype) {
     case COOPREDUCE_FLOAT64:
-        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, level1_kernel<F64, Leaf::kSquare, true>, 32 * kWarps, 0);
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, fused_kernel<F64, Leaf::kSquare, true>, 32 * kWarps, 0);
         break;
     case COOPREDUCE_FLOAT32:
-        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, level1_kernel<F32, Leaf::kSquare, true>, 32 * kWarps, 0);
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, fused_kernel<F32, Leaf::kSquare, true>, 32 * kWarps, 0);
         break;
     default:
-        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, level1_kernel<Half<true>, Leaf::kWiden, true>, 32 * kWarps, 0);
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, fused_kernel<Half<true>, Leaf::kWiden, true>, 32 * kWarps, 0);
         break;
     }
     return (int)e;

@@ -1,22 +1,28 @@
 /* ordered_host.c — the canonical-order operations on a GPU handle (kernels in ordered.cu):
  * SUM of FLOAT16 and BFLOAT16; MEAN, SUMSQ, NORM2 and DOT of every float type.
  *
- * Each call enqueues, on the caller's stream and without waiting:
- *   1. level 1 (ordered.cu): one partial per chunk of leaves, per leaf class (three for NORM2);
- *      MEAN of float32 or float64 skips it, its leaves being the input itself;
- *   2. per class, the canonical sum of the partials (canonical.cu, through
- *      cr_gpu_canonical_enqueue), into a slot of the workspace; a single partial is its own sum;
- *   3. the final scalar (ordered.cu's finish kernel): the op's rule from values.h, shared with
- *      the CPU (mean's correctly rounded quotient, norm2's combination, narrowing, NaN).
- * The same steps as src/cpu/ops.c, so the same bits. The workspace (three 8-byte slots, then
- * the partials) grows on demand, or once up front through coopreduce_reserve. */
+ * The same steps as src/cpu/ops.c, so the same bits: level 1 (one partial per chunk of leaves,
+ * per leaf class), the canonical sum of the partials, the op's final rule (values.h). What each
+ * call enqueues, on the caller's stream and without waiting:
+ *   - one leaf class (SUM and MEAN of 16-bit input, SUMSQ, DOT): one launch, ordered.cu's
+ *     fused_kernel: level 1, then tree.cuh's tagged hand-off up the canonical tree of the
+ *     partials, the final rule applied by the warp that completes it. Workspace: the canonical
+ *     sum's (gpu_host.c), sized for n elements of the accumulation type.
+ *   - MEAN of float32 or float64, whose leaves are the input itself: one launch of the canonical
+ *     sum with the final rule (canonical.cu).
+ *   - NORM2 (three leaf classes): level 1 (three partial arrays in this file's workspace), three
+ *     canonical sums into slots, and finish_kernel, which combines them.
+ *   - n == 0: finish_kernel alone, on the sum of nothing (+0.0). */
 #include <stdio.h>
 #include <string.h>
 #include "gpu/gpu_state.h"
 
 /* From ordered.cu; each int is a cudaError_t. */
-int cr_gpu_ordered_level1(int dtype, int leaf, const void *x, const void *y, uint64_t n,
-                          void *const part[3], int blocks, int stream_once, void *stream);
+int cr_gpu_ordered_level1(int dtype, const void *x, uint64_t n, void *const part[3], int blocks,
+                          int stream_once, void *stream);
+int cr_gpu_ordered_fused(int dtype, int leaf, int op, int narrow, const void *x, const void *y,
+                         uint64_t n, void *out, void *partials, void *counters, int *blocks,
+                         int stream_once, void *stream);
 uint64_t cr_gpu_ordered_chunk(int dtype);
 int cr_gpu_ordered_warps(void);
 int cr_gpu_ordered_occupancy(int dtype, int *blocks_per_sm);
@@ -112,54 +118,64 @@ coopreduce_status cr_gpu_reduce_ordered(coopreduce_handle *h, coopreduce_op op, 
     const int classes = leaf_classes(op), direct = is_direct(op, dtype);
     const coopreduce_dtype acc_dt = dtype == COOPREDUCE_FLOAT64 ? COOPREDUCE_FLOAT64
                                                                 : COOPREDUCE_FLOAT32;
-    const void *acc[3] = {NULL, NULL, NULL}; /* NULL: +0.0, the sum of nothing */
+    const uint64_t bytes = n * coopreduce_dtype_size(dtype) * (op == COOPREDUCE_OP_DOT ? 2u : 1u);
+    const int stream_once = bytes > g->l2_bytes;
+    void *out = to_host ? g->host_slot_dev : result;
     int launches = 0, blocks = 0, threads = 0;
-    if (n > 0) {
+    if (n > 0 && direct) {
+        /* the canonical sum of x itself, with the final rule */
+        if ((s = cr_gpu_canonical_enqueue(h, x, n, dtype, out, NULL, 0, (int)op, stream, &blocks,
+                                          &threads)))
+            return s;
+        launches = 1;
+    } else if (n > 0 && classes == 1) {
         const uint64_t C = cr_gpu_ordered_chunk((int)dtype);
-        const uint64_t count = direct ? n : (n + C - 1) / C; /* the leaves' partials */
-        if ((s = ensure(h, work_bytes(direct ? 0 : n, dtype, direct ? 0 : classes)))) return s;
-        char *slots = (char *)g->o_work;
-        void *part[3] = {NULL, NULL, NULL};
-        const size_t one = (work_bytes(n, dtype, 1) - SLOTS_BYTES);
-        for (int k = 0; k < classes && !direct; k++)
-            part[k] = slots + SLOTS_BYTES + (size_t)k * one;
-        if (!direct) {
+        if ((s = cr_gpu_ensure_workspace(h, n, acc_dt))) return s;
+        if ((s = level1_grid(h, dtype, (n + C - 1) / C, &blocks))) return s;
+        e = (cudaError_t)cr_gpu_ordered_fused((int)dtype,
+                                              op == COOPREDUCE_OP_SUMSQ ? 1
+                                              : op == COOPREDUCE_OP_DOT ? 2 : 0,
+                                              (int)op, h->narrow, x, y, n, out, g->partials,
+                                              g->counters, &blocks, stream_once, stream);
+        if (e != cudaSuccess) return cr_cuda_fail(h, e, "launching the operation");
+        threads = 32 * cr_gpu_ordered_warps();
+        launches = 1;
+    } else {
+        /* NORM2 (three classes), or n == 0: the final step on canonical sums in slots */
+        const void *acc[3] = {NULL, NULL, NULL}; /* NULL: +0.0, the sum of nothing */
+        if (n > 0) {
+            const uint64_t C = cr_gpu_ordered_chunk((int)dtype);
+            const uint64_t count = (n + C - 1) / C; /* the leaves' partials */
+            if ((s = ensure(h, work_bytes(n, dtype, classes)))) return s;
+            char *slots = (char *)g->o_work;
+            void *part[3] = {NULL, NULL, NULL};
+            const size_t one = (work_bytes(n, dtype, 1) - SLOTS_BYTES);
+            for (int k = 0; k < classes; k++) part[k] = slots + SLOTS_BYTES + (size_t)k * one;
             if ((s = level1_grid(h, dtype, count, &blocks))) return s;
-            const uint64_t bytes = n * coopreduce_dtype_size(dtype) *
-                                   (op == COOPREDUCE_OP_DOT ? 2u : 1u);
-            e = (cudaError_t)cr_gpu_ordered_level1((int)dtype,
-                                                   op == COOPREDUCE_OP_SUMSQ ? 1
-                                                   : op == COOPREDUCE_OP_DOT ? 2
-                                                   : op == COOPREDUCE_OP_NORM2 ? 3 : 0,
-                                                   x, y, n, part, blocks, bytes > g->l2_bytes,
+            e = (cudaError_t)cr_gpu_ordered_level1((int)dtype, x, n, part, blocks, stream_once,
                                                    stream);
             if (e != cudaSuccess) return cr_cuda_fail(h, e, "launching level 1");
             threads = 32 * cr_gpu_ordered_warps();
             launches++;
-        }
-        for (int k = 0; k < classes; k++) {
-            const void *src = direct ? x : part[k];
-            if (count == 1) { /* one leaf partial (or element): the sum itself */
-                acc[k] = src;
-                continue;
+            for (int k = 0; k < classes; k++) {
+                if (count == 1) { /* one leaf partial: the sum itself */
+                    acc[k] = part[k];
+                    continue;
+                }
+                int b = 0, t = 0;
+                void *slot = slots + (size_t)k * 8;
+                if ((s = cr_gpu_canonical_enqueue(h, part[k], count, acc_dt, slot, NULL, 0, -1,
+                                                  stream, &b, &t)))
+                    return s;
+                acc[k] = slot;
+                launches++;
             }
-            int b = 0, t = 0;
-            void *slot = slots + (size_t)k * 8;
-            if ((s = cr_gpu_canonical_enqueue(h, src, count, acc_dt, slot, NULL, 0, stream, &b,
-                                              &t)))
-                return s;
-            acc[k] = slot;
-            if (direct) {
-                blocks = b;
-                threads = t;
-            }
-            launches++;
         }
+        e = (cudaError_t)cr_gpu_ordered_finish((int)op, (int)dtype, h->narrow, n, acc, out,
+                                               stream);
+        if (e != cudaSuccess) return cr_cuda_fail(h, e, "launching the final step");
+        launches++;
     }
-    void *out = to_host ? g->host_slot_dev : result;
-    e = (cudaError_t)cr_gpu_ordered_finish((int)op, (int)dtype, h->narrow, n, acc, out, stream);
-    if (e != cudaSuccess) return cr_cuda_fail(h, e, "launching the final step");
-    launches++;
     if (to_host) {
         e = cudaStreamSynchronize((cudaStream_t)stream);
         if (e != cudaSuccess) return cr_cuda_fail(h, e, "waiting for the result");
