@@ -1,24 +1,66 @@
 /* exact.cu — EXACT mode kernels (docs/EXACT.md): the correctly rounded SUM of float32, float64,
  * float16, bfloat16 and DOT of float32 and float64, in one launch.
  *
- * Each thread runs a grid-stride loop with 16-byte loads (two in flight). Its elements become
- * binary64 leaves, exactly (see src/cpu/exact.c, which does the same on the CPU), and go to two
- * floating-point expansions of K terms (K = 2, or 3 for float64) updated with TwoSum
- * (superacc.h); a nonzero residue — rare — is added to the block's superaccumulator in shared
- * memory with 64-bit integer atomics. At the end each thread folds its second expansion into the
- * first, the warp merges its 32 expansions along a shuffle tree (residues to the block
- * accumulator again), and lane 0 adds the warp's terms. The block writes its digits (after one
- * carry step) and flags to its slot of `partials`, takes a ticket, and the last block adds every
- * slot (integer addition: the order does not matter), rounds once (cr_sa_finish, the CPU's own
- * code), writes the result and sets the ticket back to zero. Nothing depends on the grid, the
- * schedule or the atomics' order: the bits are those of the CPU path.
+ * Each thread runs a grid-stride loop of 16-byte loads, U units per iteration (4 for the sums of
+ * 32- and 16-bit types, 2 otherwise), all issued before any is used. What it adds goes as
+ * binary64 "leaves" to two floating-point expansions updated with TwoSum (superacc.h): K = 2
+ * terms, K = 3 for float64 (for a float64 dot, 3 for the products and 2 for their errors). A
+ * nonzero residue — rare — is added to the block's superaccumulator in shared memory with 64-bit
+ * integer atomics. How elements become leaves depends on the type; every step is exact:
+ *   float64 SUM, DOT: each element is its leaf, as on the CPU (src/cpu/exact.c): the value, the
+ *     float32 product (exact in binary64), or the float64 product p = fl(x*y) and its error
+ *     fma(x, y, -p).
+ *   float16 SUM: a finite float16 is an integer multiple of 2^-24 of magnitude <= 65504 =
+ *     2047 * 2^5. Four binary64 accumulators per thread (element e of every unit to number
+ *     e mod 4) add them, converted by the hardware (cvt.f64.f16), one DADD each, from -0.0. A sum
+ *     of at most 2^13 of them is a multiple of 2^-24 of magnitude <= 2^13 * 2047 * 2^5 =
+ *     2047 * 2^18 < 2^29, i.e. an integer below 2^53 times 2^-24: representable, so every DADD
+ *     is exact. Each accumulator takes 8 elements per iteration (2 of each of the U = 4 units);
+ *     after every 2^13 / 8 = 2^10 iterations, and after the partial one, the accumulators become
+ *     leaves and restart at -0.0: no bound depends on n or on the grid. An infinity or a NaN
+ *     makes its accumulator +-inf or NaN (inf + -inf = NaN), and the leaf is classified as below;
+ *     nothing is tested in the loop.
+ *   float32 SUM: each group of 8 elements (two units) is added in binary64 along a tree and is
+ *     one leaf. A float32 is M * 2^g, |M| < 2^24, g = max(E, 1) - 150 (E: its exponent field).
+ *     If g_max - g_min <= 26 over the group's nonzero elements, every partial sum is a multiple
+ *     of 2^g_min of magnitude < 8 * 2^(g_max + 24) <= 2^(g_min + 53): representable, each DADD
+ *     exact. The check reads the exponent fields of the largest and of the smallest nonzero
+ *     magnitude off the bits (a subnormal's field 0 only overstates the spread). It is made over
+ *     the iteration's 4 units at once (their joint g_max - g_min bounds each group's), then, if
+ *     that fails, group by group out of line.
+ *   bfloat16 SUM: each unit's 8 elements (M * 2^g, |M| < 2^8, g = max(E, 1) - 134) are added in
+ *     float32 along a tree when g_max - g_min <= 13 (partial sums: multiples of 2^g_min >=
+ *     2^-133 below 8 * 2^(g_max + 8) <= 2^(g_min + 24); float32 keeps its subnormals: no FTZ) and
+ *     E_max <= 251 (partial sums below 2^(g_max + 11) <= 2^128: no overflow); the float32 sum,
+ *     converted exactly, is the leaf. Else, when g_max - g_min <= 42, in binary64 (bound 2^53).
+ *     The checks are made as for float32: over 4 units, then unit by unit.
+ *   A group that fails its checks (a wide dynamic range: rare in real data, and only slower)
+ *     goes element by element to the superaccumulator and the flags (slow_group); its leaf is
+ *     -0.0. An infinity or a NaN passes a check only into a binary64 tree, whose sum is then
+ *     +-inf or NaN (+inf + -inf = NaN): a leaf like the others.
+ * An infinity or a NaN reaching a lead term (every path but float64 sums, whose big values are
+ * screened) makes the residue NaN and is classified there (add_leaves). A lead term is the plain
+ * sum of its leaves from -0.0, and a finite leaf the exact sum of its elements; an IEEE sum is
+ * -0.0 only when both operands are, so the lead is still -0.0 at the end only if every element
+ * was -0.0 (the slow paths set CR_X_NONNEGZ themselves).
  *
- * The shared digits receive contributions |c| < 2^32; a block that would add more than 2^28
- * leaves between carry steps (forced tiny grids on huge inputs) runs the loop in rounds with a
- * carry step after each. Compiled with --fmad=false: TwoSum must not be contracted. */
+ * At the end each thread folds its second expansion into the first, the warp merges its 32
+ * expansions along a shuffle tree (residues to the block accumulator again), and lane 0 adds the
+ * warp's terms. The block writes its digits (after one carry step) and flags to its slot of
+ * `partials`, takes a ticket, and the last block adds every slot (integer addition: the order
+ * does not matter), rounds once (cr_sa_finish, the CPU's own code), writes the result and sets
+ * the ticket back to zero. Nothing depends on the grid, the schedule or the atomics' order: the
+ * bits are those of the CPU path.
+ *
+ * The shared digits receive contributions |c| < 2^32, at most one per digit for each element a
+ * thread handles (two for a float64 product); a block that would handle more than about 2^28
+ * elements between carry steps (forced tiny grids on huge inputs) runs the loop in rounds with
+ * a carry step after each (kRound). Compiled with --fmad=false and without FTZ: TwoSum must not
+ * be contracted, and float32 subnormals must stay. */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <atomic>
+#include <type_traits>
 
 extern "C" {
 #include "internal.h"
@@ -28,16 +70,35 @@ extern "C" {
 namespace {
 
 const int kThreads = 512;
-/* Grid-stride iterations per round: 2 units of <= 8 leaves per thread and iteration, 512
- * threads: 2^14 iterations are 2^27 leaves per block between carry steps. */
+/* Grid-stride iterations per round. A thread handles at most 32 elements per iteration (4 units
+ * of <= 8; float64 products: 2 units of 2), each adding at most one contribution |c| < 2^32 to
+ * any digit (a float64 product: two): with 512 threads a round of 2^14 iterations (the first
+ * also has the partial one) adds at most 2^28 + 2^14 per digit: the digits stay below 2^61. */
 const uint64_t kRound = 1ull << 14;
+/* float16: elements per accumulator between two flushes (the bound in the header), and
+ * accumulators per thread. */
+const uint64_t kF16Leaves = 1ull << 13;
+const int kF16Acc = 4;
 
 union Unit {
     uint4 v;
+    uint32_t w[4];
     float f[4];
     double d[2];
     uint16_t h[8];
 };
+
+enum { P_LEAVES, P_F16, P_F32, P_BF16 };
+
+/* dt: 0 float32, 1 float64, 2 float16, 3 bfloat16 */
+constexpr int path_of(int dt, int dot, int vec)
+{
+    return dot || !vec || dt == 1 ? P_LEAVES : dt == 2 ? P_F16 : dt == 0 ? P_F32 : P_BF16;
+}
+constexpr int units_per_iter(int dt, int dot, int vec)
+{
+    return path_of(dt, dot, vec) == P_LEAVES ? 2 : 4;
+}
 
 template <int DT, int DOT, int VEC> struct Cfg {
     static constexpr int ES = DT == 1 ? 8 : DT == 0 ? 4 : 2;
@@ -45,9 +106,31 @@ template <int DT, int DOT, int VEC> struct Cfg {
     static constexpr int LPE = (DOT && DT == 1) ? 2 : 1;     /* leaves per element */
     static constexpr int LPU = EPU * LPE;
     static constexpr int K = DT == 1 ? 3 : 2;
+    /* terms of the second expansion: a float64 dot's errors (|err| <= 2^-53 |p|) use two */
+    static constexpr int K1 = DOT && DT == 1 ? 2 : K;
     static constexpr int ND = (DOT && DT == 1) ? CR_SA_DOT64_DIGITS : CR_SA_SUM_DIGITS;
     static constexpr int LSB = (DOT && DT == 1) ? CR_SA_DOT64_LSB : CR_SA_SUM_LSB;
+    static constexpr int PATH = path_of(DT, DOT, VEC);
+    static constexpr int U = units_per_iter(DT, DOT, VEC);   /* units per thread and iteration */
+    /* iterations between flushes of the float16 accumulators (each takes 8 * U / kF16Acc
+     * elements per iteration); a round elsewhere */
+    static constexpr uint64_t CHUNK = PATH == P_F16 ? kF16Leaves * kF16Acc / (8 * U) : kRound;
 };
+
+/* ---- conversions (all exact) ---------------------------------------------------------------- */
+/* The float16 in the low (HI = 0) or high half of w, by the hardware (F2F.F64.F16). */
+template <int HI> __device__ __forceinline__ double f16_to_f64(uint32_t w)
+{
+    double d;
+    if (HI) asm("{.reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f64.f16 %0, h;}" : "=d"(d) : "r"(w));
+    else asm("{.reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f64.f16 %0, l;}" : "=d"(d) : "r"(w));
+    return d;
+}
+/* The bfloat16 in the low (HI = 0) or high half of w, as a float32 (its high half). */
+template <int HI> __device__ __forceinline__ float bf16_to_f32(uint32_t w)
+{
+    return __uint_as_float(HI ? w & 0xffff0000u : w << 16);
+}
 
 /* ---- slow paths (rare; kept out of line so the loop stays lean) ---------------------------- */
 __device__ __noinline__ void sa_atomic(long long *acc, int lsb, double v)
@@ -84,6 +167,37 @@ __device__ __noinline__ unsigned slow_product(long long *acc, int lsb, double a,
             if (c[k]) atomicAdd((unsigned long long *)&acc[idx + k], (unsigned long long)c[k]);
     }
     return CR_X_NONNEGZ;
+}
+
+struct Leaf {
+    double v;
+    unsigned flags;
+};
+
+/* A group of 8 elements that failed its own check: float32 (DT 0: the elements of
+ * a then b) or bfloat16 (DT 3: those of a). bfloat16 with g_max - g_min <= 42 (spread, from the
+ * caller) is added in binary64 (exact: see the header) and returned as the leaf; otherwise each
+ * element goes to the superaccumulator or the flags, and the leaf is -0.0. */
+template <int DT>
+__device__ __forceinline__ Leaf slow_group(long long *acc, uint4 a, uint4 b, int spread)
+{
+    const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    double d[8];
+#pragma unroll
+    for (int e = 0; e < 8; e++)
+        d[e] = DT == 0 ? (double)__uint_as_float(w[e])
+                       : (double)(e & 1 ? bf16_to_f32<1>(w[e / 2]) : bf16_to_f32<0>(w[e / 2]));
+    if (DT == 3 && spread <= 42)
+        return Leaf{((d[0] + d[1]) + (d[2] + d[3])) + ((d[4] + d[5]) + (d[6] + d[7])), 0u};
+    unsigned flags = 0;
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+        if (__double_as_longlong(d[e]) == (long long)0x8000000000000000ull) continue;
+        const unsigned f = cr_sa_special_flags(d[e]);
+        flags |= f | CR_X_NONNEGZ;
+        if (!f) sa_atomic(acc, CR_SA_SUM_LSB, d[e]);
+    }
+    return Leaf{-0.0, flags};
 }
 
 /* The last block's one thread: the digits rounded once (the CPU's code, superacc.h). */
@@ -126,16 +240,98 @@ __device__ __forceinline__ void elem_leaves(const Unit &ux, const Unit &uy, int 
         }
         lv[0] = v;
     } else if (DT == 2) {
-        lv[0] = (double)cr_f16_to_f32(ux.h[e]);
+        lv[0] = f16_to_f64<0>(ux.h[e]);
     } else {
-        lv[0] = (double)cr_bf16_to_f32(ux.h[e]);
+        lv[0] = (double)bf16_to_f32<0>(ux.h[e]);
     }
 }
 
-template <int K> __device__ __forceinline__ double add_leaf(double (&t)[K], double c)
+/* float32: g_max - g_min bounded from the bits of the NU units a (spread): k = 2 * bits drops
+ * the sign and orders like the magnitude, its top byte is the exponent field; min(k - 1) skips
+ * the zeros (they wrap to 2^32 - 1) and + 1 restores the smallest nonzero k (0 if none). */
+template <int NU> __device__ __forceinline__ int f32_spread(const Unit *a)
+{
+    uint32_t mx = 0, mn = 0xffffffffu;
+#pragma unroll
+    for (int u = 0; u < NU; u++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const uint32_t k = a[u].w[j] + a[u].w[j];
+            mx = max(mx, k);
+            mn = __viaddmin_u32(k, 0xffffffffu, mn);
+        }
+    return (int)(mx >> 24) - (int)((mn + 1u) >> 24);
+}
+
+/* float32: the binary64 tree of the 8 elements of units a[0], a[1] (exact when spread <= 26). */
+__device__ __forceinline__ double f32_tree(const Unit *a)
+{
+    double d[8];
+#pragma unroll
+    for (int e = 0; e < 8; e++) d[e] = (double)a[e / 4].f[e % 4];
+    return ((d[0] + d[1]) + (d[2] + d[3])) + ((d[4] + d[5]) + (d[6] + d[7]));
+}
+
+/* float32: the leaf of the 8 elements of units a, b, checked alone (after a failed joint check:
+ * out of line, so that the loop keeps its registers). */
+__device__ __noinline__ Leaf group_f32(long long *acc, uint4 a, uint4 b)
+{
+    Unit u[2];
+    u[0].v = a;
+    u[1].v = b;
+    const int spread = f32_spread<2>(u);
+    if (spread <= 26) return Leaf{f32_tree(u), 0u};
+    return slow_group<0>(acc, a, b, spread);
+}
+
+/* bfloat16: g_max - g_min (spread) and the largest exponent field (top) of the NU units a: the
+ * same min / max as for float32, on both 16-bit halves at once (the magnitude bits, exponent
+ * field at bits 14..7; zeros wrap to 0xffff). */
+template <int NU>
+__device__ __forceinline__ void bf16_range(const Unit *a, int &spread, int &top)
+{
+    uint32_t mx = 0, mn = 0xffffffffu;
+#pragma unroll
+    for (int u = 0; u < NU; u++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const uint32_t m = a[u].w[j] & 0x7fff7fffu;
+            mx = __vmaxu2(mx, m);
+            mn = __viaddmin_u16x2(m, 0xffffffffu, mn);
+        }
+    top = (int)(max(mx & 0xffffu, mx >> 16) >> 7);
+    spread = top - (int)(((min(mn & 0xffffu, mn >> 16) + 1u) & 0xffffu) >> 7);
+}
+
+/* bfloat16: the float32 tree of unit a (exact when spread <= 13 and top <= 251: header). */
+__device__ __forceinline__ float bf16_tree(const Unit &a)
+{
+    float f[8];
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        f[2 * j] = bf16_to_f32<0>(a.w[j]);
+        f[2 * j + 1] = bf16_to_f32<1>(a.w[j]);
+    }
+    return ((f[0] + f[1]) + (f[2] + f[3])) + ((f[4] + f[5]) + (f[6] + f[7]));
+}
+
+/* bfloat16: the leaf of the 8 elements of unit a, checked alone (after a failed joint check:
+ * out of line, so that the loop keeps its registers). */
+__device__ __noinline__ Leaf unit_bf16(long long *acc, uint4 a)
+{
+    Unit u;
+    u.v = a;
+    int spread, top;
+    bf16_range<1>(&u, spread, top);
+    if (spread <= 13 && top <= 251) return Leaf{(double)bf16_tree(u), 0u};
+    return slow_group<3>(acc, a, a, spread);
+}
+
+/* The leaf c through the first KU terms of t; returns the residue. */
+template <int K, int KU> __device__ __forceinline__ double add_leaf(double (&t)[K], double c)
 {
 #pragma unroll
-    for (int k = 0; k < K; k++) t[k] = cr_two_sum(t[k], c, &c);
+    for (int k = 0; k < KU; k++) t[k] = cr_two_sum(t[k], c, &c);
     return c;
 }
 
@@ -146,12 +342,12 @@ template <int K> __device__ __forceinline__ void reset(double (&t)[K])
     for (int k = 1; k < K; k++) t[k] = 0.0;
 }
 
-/* Adds NL leaves to the two expansions (leaf l to expansion l & 1); nonzero residues go to the
- * block accumulator. An infinity or a NaN in the lead term (possible for 32- and 16-bit inputs,
- * whose leaves are never screened) shows up as a NaN residue: the lead, which has seen every
- * infinity of the step, is classified and the expansion restarts (its finite part no longer
- * matters). */
-template <int K, int NL, int LSB>
+/* Adds NL leaves to the two expansions (leaf l to expansion l & 1; the second uses its first K1
+ * terms, the others stay 0.0); nonzero residues go to the block accumulator. An infinity or a NaN
+ * in the lead term (possible for every leaf but float64 values, which are screened) shows up as a
+ * NaN residue: the lead, which has seen every infinity of the step, is classified and the
+ * expansion restarts (its finite part no longer matters). */
+template <int K, int K1, int NL, int LSB>
 __device__ __forceinline__ void add_leaves(double (&t)[2][K], const double *lv, unsigned &flags,
                                            long long *acc)
 {
@@ -159,7 +355,7 @@ __device__ __forceinline__ void add_leaves(double (&t)[2][K], const double *lv, 
     unsigned long long any = 0;
 #pragma unroll
     for (int l = 0; l < NL; l++) {
-        r[l] = add_leaf<K>(t[l & 1], lv[l]);
+        r[l] = l & 1 ? add_leaf<K, K1>(t[1], lv[l]) : add_leaf<K, K>(t[0], lv[l]);
         any |= (unsigned long long)__double_as_longlong(r[l]) << 1;
     }
     if (any) {
@@ -200,11 +396,12 @@ template <int ND> __device__ void carry_step(long long *acc)
 
 template <int DT, int DOT, int VEC> struct Loader {
     typedef Cfg<DT, DOT, VEC> C;
-    /* unit i of the body (VEC) or element i (scalar) */
-    static __device__ __forceinline__ void unit(const unsigned char *p, uint64_t i, Unit &u)
+    static constexpr int USZ = VEC ? 16 : C::ES; /* bytes of a unit */
+    /* the unit (VEC) or element (scalar) at p */
+    static __device__ __forceinline__ void at(const unsigned char *p, Unit &u)
     {
-        if (VEC) u.v = __ldg((const uint4 *)p + i);
-        else element(p, i, u);
+        if (VEC) u.v = __ldg((const uint4 *)p);
+        else element(p, 0, u);
     }
     static __device__ __forceinline__ void element(const unsigned char *p, uint64_t i, Unit &u)
     {
@@ -214,6 +411,78 @@ template <int DT, int DOT, int VEC> struct Loader {
     }
 };
 
+/* One iteration's U units (ok[u]: unit u exists; PATH != P_LEAVES: a missing unit holds -0.0
+ * elements, which change nothing). */
+template <int DT, int DOT, int VEC>
+__device__ __forceinline__ void consume(const Unit (&ux)[Cfg<DT, DOT, VEC>::U],
+                                        const Unit (&uy)[Cfg<DT, DOT, VEC>::U],
+                                        const bool (&ok)[Cfg<DT, DOT, VEC>::U],
+                                        double (&t)[2][Cfg<DT, DOT, VEC>::K], double (&fx)[kF16Acc],
+                                        unsigned &flags, long long *acc)
+{
+    typedef Cfg<DT, DOT, VEC> C;
+    const int U = C::U, K = C::K, K1 = C::K1, LSB = C::LSB;
+    if (C::PATH == P_F16) {
+        /* element e of every unit to fx[e % kF16Acc]: kF16Acc chains of 8 * U / kF16Acc exact
+         * DADDs */
+#pragma unroll
+        for (int u = 0; u < U; u++)
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                fx[(2 * j) % kF16Acc] += f16_to_f64<0>(ux[u].w[j]);
+                fx[(2 * j + 1) % kF16Acc] += f16_to_f64<1>(ux[u].w[j]);
+            }
+    } else if (C::PATH == P_F32) {
+        /* one check for all U units (passing it, each group passes its own); else one per group */
+        double lv[U / 2];
+        if (f32_spread<U>(ux) <= 26) {
+#pragma unroll
+            for (int g = 0; g < U / 2; g++) lv[g] = f32_tree(ux + 2 * g);
+        } else {
+#pragma unroll
+            for (int g = 0; g < U / 2; g++) {
+                const Leaf r = group_f32(acc, ux[2 * g].v, ux[2 * g + 1].v);
+                lv[g] = r.v;
+                flags |= r.flags;
+            }
+        }
+        add_leaves<K, K1, U / 2, LSB>(t, lv, flags, acc);
+    } else if (C::PATH == P_BF16) {
+        /* one check for all U units (passing it, each unit passes its own); else one per unit */
+        double lv[U];
+        int spread, top;
+        bf16_range<U>(ux, spread, top);
+        if (spread <= 13 && top <= 251) {
+#pragma unroll
+            for (int u = 0; u < U; u++) lv[u] = (double)bf16_tree(ux[u]);
+        } else {
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const Leaf r = unit_bf16(acc, ux[u].v);
+                lv[u] = r.v;
+                flags |= r.flags;
+            }
+        }
+        add_leaves<K, K1, U, LSB>(t, lv, flags, acc);
+    } else {
+        double lv[U * C::LPU];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+#pragma unroll
+            for (int e = 0; e < C::EPU; e++) {
+                if (ok[u]) {
+                    elem_leaves<DT, DOT, LSB>(ux[u], uy[u], e, lv + (u * C::EPU + e) * C::LPE,
+                                              flags, acc);
+                } else {
+#pragma unroll
+                    for (int q = 0; q < C::LPE; q++) lv[(u * C::EPU + e) * C::LPE + q] = -0.0;
+                }
+            }
+        }
+        add_leaves<K, K1, U * C::LPU, LSB>(t, lv, flags, acc);
+    }
+}
+
 template <int DT, int DOT, int VEC>
 __global__ void __launch_bounds__(kThreads, 2)
     exact_kernel(const void *xv, const void *yv, uint64_t n, long long *partials,
@@ -221,7 +490,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 {
     typedef Cfg<DT, DOT, VEC> C;
     typedef Loader<DT, DOT, VEC> L;
-    const int K = C::K, ND = C::ND, LSB = C::LSB;
+    const int K = C::K, K1 = C::K1, ND = C::ND, LSB = C::LSB, U = C::U;
     __shared__ long long acc[ND];
     __shared__ unsigned int sflags;
     __shared__ bool is_last;
@@ -244,42 +513,65 @@ __global__ void __launch_bounds__(kThreads, 2)
     double t[2][K];
     reset<K>(t[0]);
     reset<K>(t[1]);
+    double fx[kF16Acc]; /* the float16 accumulators (unused elsewhere) */
+#pragma unroll
+    for (int j = 0; j < kF16Acc; j++) fx[j] = -0.0;
     unsigned flags = 0;
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     const uint64_t gid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const uint64_t iters = (nunits + 2 * stride - 1) / (2 * stride); /* the same in every thread */
-    for (uint64_t r0 = 0; r0 < iters; r0 += kRound) {
-        const uint64_t r1 = iters - r0 < kRound ? iters : r0 + kRound;
-        for (uint64_t it = r0; it < r1; ++it) {
-            const uint64_t i0 = it * 2 * stride + gid, i1 = i0 + stride;
-            Unit ux[2], uy[2];
-            const bool ok0 = i0 < nunits, ok1 = i1 < nunits;
-            if (ok0) {
-                L::unit(bx, i0, ux[0]);
-                if (DOT) L::unit(by, i0, uy[0]);
-            }
-            if (ok1) {
-                L::unit(bx, i1, ux[1]);
-                if (DOT) L::unit(by, i1, uy[1]);
-            }
-            double lv[2 * C::LPU];
+    const uint64_t step = U * stride;
+    /* -0.0 in every element of a missing unit (16- and 32-bit paths) */
+    const uint32_t nz = C::ES == 4 ? 0x80000000u : 0x80008000u;
+    /* One iteration: units i0 + u * stride (u < U), at p + u * ustride bytes (p: x's unit i0;
+     * y's at p + dyx); `checked`: some may be missing (i0 is used only then). */
+    const uint64_t ustride = stride * L::USZ;
+    const intptr_t dyx = (intptr_t)by - (intptr_t)bx;
+    auto iteration = [&](const unsigned char *p, uint64_t i0, auto checked) {
+        Unit ux[U], uy[U];
+        bool ok[U];
 #pragma unroll
-            for (int u = 0; u < 2; u++) {
-                const bool ok = u ? ok1 : ok0;
-#pragma unroll
-                for (int e = 0; e < C::EPU; e++) {
-                    if (ok) {
-                        elem_leaves<DT, DOT, LSB>(ux[u], uy[u], e, lv + (u * C::EPU + e) * C::LPE,
-                                                  flags, acc);
-                    } else {
-#pragma unroll
-                        for (int q = 0; q < C::LPE; q++) lv[(u * C::EPU + e) * C::LPE + q] = -0.0;
-                    }
-                }
+        for (int u = 0; u < U; u++) {
+            ok[u] = !decltype(checked)::value || i0 + u * stride < nunits;
+            if (ok[u]) {
+                L::at(p + u * ustride, ux[u]);
+                if (DOT) L::at(p + u * ustride + dyx, uy[u]);
+            } else if (C::PATH != P_LEAVES) {
+                ux[u].v = make_uint4(nz, nz, nz, nz);
             }
-            add_leaves<K, 2 * C::LPU, LSB>(t, lv, flags, acc);
         }
-        if (r1 < iters) carry_step<ND>(acc);
+        consume<DT, DOT, VEC>(ux, uy, ok, t, fx, flags, acc);
+    };
+    /* float16: the accumulators become leaves and restart */
+    auto flush = [&]() {
+        if (C::PATH == P_F16) {
+            add_leaves<K, K1, kF16Acc, LSB>(t, fx, flags, acc);
+#pragma unroll
+            for (int j = 0; j < kF16Acc; j++) fx[j] = -0.0;
+        }
+    };
+    /* `full` iterations in which every unit exists in every thread, then a partial one (units
+     * i0 + u * stride >= nunits missing; none at all in some threads), which runs first. The
+     * full ones run in rounds of kRound with a carry step between (the first round also has
+     * the partial one), each in chunks of at most CHUNK iterations (float16: CHUNK * U = 2^13
+     * elements per accumulator); a flush after each chunk and after the partial iteration. A
+     * pointer, not an index, runs through the loop: fewer registers. */
+    const uint64_t full = nunits / step, ip = full * step + gid;
+    if (ip < nunits) {
+        iteration(bx + ip * L::USZ, ip, std::true_type());
+        flush();
+    }
+    const unsigned char *p = bx + gid * L::USZ;
+    const uint64_t pstep = U * ustride;
+    for (uint64_t left = full; left;) {
+        uint64_t round = left < kRound ? left : kRound;
+        left -= round;
+        while (round) {
+            const uint32_t chunk = (uint32_t)(round < C::CHUNK ? round : C::CHUNK);
+            round -= chunk;
+            for (uint32_t k = chunk; k; --k, p += pstep) iteration(p, 0, std::false_type());
+            flush();
+        }
+        if (left) carry_step<ND>(acc);
     }
     /* The head and the tail, one element per thread. */
 #pragma unroll
@@ -291,7 +583,7 @@ __global__ void __launch_bounds__(kThreads, 2)
             if (DOT) L::element(y, first + gid, uy);
             double lv[2] = {-0.0, -0.0};
             elem_leaves<DT, DOT, LSB>(ux, uy, 0, lv, flags, acc);
-            add_leaves<K, 2, LSB>(t, lv, flags, acc);
+            add_leaves<K, K1, 2, LSB>(t, lv, flags, acc);
         }
     }
     /* The lead terms are the plain sums of their leaves from -0.0: still -0.0 only if every
@@ -309,7 +601,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
         for (int k = 0; k < K; k++) {
             double lv[2] = {moved[k], -0.0};
-            add_leaves<K, 2, LSB>(t, lv, flags, acc);
+            add_leaves<K, K1, 2, LSB>(t, lv, flags, acc);
         }
     }
     const unsigned lane = threadIdx.x % 32;
@@ -321,7 +613,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
             for (int k = 0; k < K; k++) {
                 double lv[2] = {pt[k], -0.0};
-                add_leaves<K, 2, LSB>(t, lv, flags, acc);
+                add_leaves<K, K1, 2, LSB>(t, lv, flags, acc);
             }
         }
     }
@@ -350,21 +642,30 @@ __global__ void __launch_bounds__(kThreads, 2)
     for (int i = threadIdx.x; i < ND; i += blockDim.x) acc[i] = 0;
     if (threadIdx.x == 0) sflags = 0;
     __syncthreads();
-    const uint64_t total = (uint64_t)gridDim.x * (ND + 1);
-    for (uint64_t i = threadIdx.x; i < total; i += 4 * blockDim.x) {
-        long long v[4];
+    /* Column j of the slots (digit j, or the flags at j == ND) is added by `per` threads, each
+     * taking every per-th slot into a register (|slot digit| < 2^33, at most 2^29 slots: below
+     * 2^62), then one shared atomic: few round trips to L2, few atomics. */
+    const unsigned cols = ND + 1, per = blockDim.x / cols;
+    if (threadIdx.x < per * cols) {
+        const unsigned j = threadIdx.x % cols;
+        long long sum = 0, fl = 0;
+        for (uint64_t b = threadIdx.x / cols; b < gridDim.x; b += 8 * (uint64_t)per) {
+            long long v[8];
 #pragma unroll
-        for (int k = 0; k < 4; k++) {
-            const uint64_t ik = i + (uint64_t)k * blockDim.x;
-            v[k] = ik < total ? __ldcg(partials + ik) : 0;
+            for (int k = 0; k < 8; k++) {
+                const uint64_t bk = b + (uint64_t)k * per;
+                v[k] = bk < gridDim.x ? __ldcg(partials + bk * cols + j) : 0;
+            }
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                sum += v[k];
+                fl |= v[k];
+            }
         }
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            const uint64_t ik = i + (uint64_t)k * blockDim.x;
-            if (ik >= total || !v[k]) continue;
-            const int j = (int)(ik % (ND + 1));
-            if (j == ND) atomicOr(&sflags, (unsigned)v[k]);
-            else atomicAdd((unsigned long long *)&acc[j], (unsigned long long)v[k]);
+        if (j == ND) {
+            if (fl) atomicOr(&sflags, (unsigned)fl);
+        } else if (sum) {
+            atomicAdd((unsigned long long *)&acc[j], (unsigned long long)sum);
         }
     }
     __syncthreads();
@@ -453,7 +754,7 @@ size_t cr_gpu_exact_slot_bytes(int dtype, int dot)
     return (size_t)(nd + 1) * 8;
 }
 
-/* The grid for n elements: enough blocks for two 16-byte units per thread, at most what is
+/* The grid for n elements: enough blocks for one iteration's units per thread, at most what is
  * resident (sm_count * occupancy), at least 1; forced > 0 wins, clamped to max_blocks. vec: 1
  * for 16-byte loads (x and y equally aligned), 0 for element loads. Returns a cudaError_t. */
 int cr_gpu_exact_grid(int dtype, int dot, int vec, uint64_t n, int device, int sm_count,
@@ -471,7 +772,8 @@ int cr_gpu_exact_grid(int dtype, int dot, int vec, uint64_t n, int device, int s
     if (e != cudaSuccess) return (int)e;
     const uint64_t es = coopreduce_dtype_size((coopreduce_dtype)dtype);
     const uint64_t units = vec ? n / (16 / es) + 1 : n + 1;
-    const uint64_t want = (units + 2 * kThreads - 1) / (2 * kThreads);
+    const uint64_t per_block = (uint64_t)units_per_iter(dt, dot, vec) * kThreads;
+    const uint64_t want = (units + per_block - 1) / per_block;
     uint64_t full = (uint64_t)sm_count * (uint64_t)per_sm;
     if (full > (uint64_t)max_blocks) full = (uint64_t)max_blocks;
     const uint64_t b = want < full ? want : full;
