@@ -34,7 +34,7 @@ step() { # step NAME COMMAND...: runs, logs to $OUT/NAME.log, records PASS/FAIL 
   local name=$1; shift
   local t0=$SECONDS
   echo "=== $name: $*"
-  "$@" > "$LOG/$name.log" 2>&1
+  timeout "${STEP_TIMEOUT:-300}" "$@" > "$LOG/$name.log" 2>&1 # a hang ends as a FAIL rc=124
   local rc=$?
   tail -n 25 "$LOG/$name.log"
   SUMMARY+=("$(printf '%-12s %s (%ds)' "$name" "$([ $rc -eq 0 ] && echo PASS || echo "FAIL rc=$rc")" $((SECONDS - t0)))")

@@ -19,6 +19,16 @@
 /* Levels needed for N up to 2^64 with C >= 2048 = 2^11: ceil(64/11) = 6. */
 #define CR_MAX_LEVELS 8
 
+/* NORM2 on the GPU (ordered.cu): three canonical trees in one launch, each with the partials
+ * and counters of a canonical sum's workspace (gpu_host.c's layout), one shared epoch word (at
+ * the start of tree 0's counters), the three sums' tagged slots and the join count. All zero
+ * when allocated; every launch leaves the counters and the join count zero. */
+struct cr_norm2_work {
+    void *partials[3], *counters[3];
+    unsigned int *epoch, *join;
+    void *slots;
+};
+
 /* INT32 sums are exact in int64 for up to 2^32 elements (|sum| <= 2^31 * 2^32 = 2^63); longer
  * ones are refused rather than risk a wrap. */
 #define CR_INT32_MAX_N (1ull << 32)

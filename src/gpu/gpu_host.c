@@ -44,7 +44,7 @@ coopreduce_status cr_cuda_fail(coopreduce_handle *h, cudaError_t e, const char *
  * canonical.cu's launch() walks: per level k in [1, L), count[k] tagged partials (8 bytes per 4
  * bytes of value) rounded up to 256 bytes; 256 bytes for the epoch word, then count[k+1]
  * counters per level. */
-static void workspace_bytes(uint64_t n, coopreduce_dtype dtype, size_t *partials, size_t *counters)
+void cr_gpu_workspace_bytes(uint64_t n, coopreduce_dtype dtype, size_t *partials, size_t *counters)
 {
     uint64_t count[CR_MAX_LEVELS + 1];
     size_t es = coopreduce_dtype_size(dtype);
@@ -127,7 +127,7 @@ coopreduce_status cr_gpu_ensure_workspace(coopreduce_handle *h, uint64_t n, coop
 {
     struct cr_gpu_state *g = h->gpu;
     size_t pb, cb;
-    workspace_bytes(n, dtype, &pb, &cb);
+    cr_gpu_workspace_bytes(n, dtype, &pb, &cb);
     if (pb <= g->partials_bytes && cb <= g->counters_bytes) return COOPREDUCE_SUCCESS;
     if (pb < g->partials_bytes) pb = g->partials_bytes;
     if (cb < g->counters_bytes) cb = g->counters_bytes;

@@ -33,9 +33,9 @@ struct cr_gpu_state {
     void *m_out;                  /* device: 8-byte result slot for host-result calls */
     void *m_host;                 /* pinned host: the `block` method's partials */
     size_t m_host_bytes;
-    /* NORM2 (ordered_host.c): three sum slots, then the level-1 partials of three classes. */
+    /* NORM2 (ordered_host.c): the join slots, then three trees' partials and counters; zeroed. */
     void *o_work;                 /* device, grown on demand */
-    size_t o_work_bytes;
+    uint64_t o_cap;               /* the elements it is laid out for */
     int o_blocks_per_sm[3];       /* level-1 kernel occupancy: float32, float64, 16-bit; 0 = not asked yet */
 };
 
@@ -65,6 +65,8 @@ coopreduce_status cr_gpu_canonical_enqueue(coopreduce_handle *h, const void *x, 
                                            coopreduce_dtype dtype, void *out, void *host_dev,
                                            unsigned int seq, int fin_op, void *stream,
                                            int *blocks, int *threads);
+/* Bytes of the canonical workspace's partials and counters for n elements of dtype. */
+void cr_gpu_workspace_bytes(uint64_t n, coopreduce_dtype dtype, size_t *partials, size_t *counters);
 /* Grows the canonical workspace (partials, counters) to what n elements of dtype need. */
 coopreduce_status cr_gpu_ensure_workspace(coopreduce_handle *h, uint64_t n, coopreduce_dtype dtype);
 /* The canonical-order operations (ordered_host.c, kernels in ordered.cu): SUM of FLOAT16 and

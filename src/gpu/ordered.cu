@@ -13,8 +13,8 @@
  * applies the operation's final rule. Measured on an H100 (docs/PERF.md, run 18): the three
  * launches this replaced (level 1, canonical sum of the partials, final step) cost 5 us at
  * 2^24 16-bit elements (13.2 -> 10.6 us) and 2-3 points of the read ceiling at 2^28.
- * NORM2 (three leaf classes, three trees): level1_kernel writes three partial arrays,
- * ordered_host.c runs three canonical sums, and finish_kernel combines them: five launches.
+ * NORM2 (three leaf classes): one launch too, norm2_kernel, whose three trees climb side by side
+ * and meet at the top (tree.cuh's join_three).
  *
  * Who computes what in level 1: one warp reduces one chunk, as in canonical.cu. Every load is
  * 16 bytes: 4 float32, 2 float64 or 8 half-precision elements. A float32 or float64 row (128 or
@@ -43,7 +43,7 @@
 namespace {
 
 /* kMedium: NORM2's medium class alone, -inf for an element of another class (see
- * chunk_partials); never a leaf of the contract by itself. */
+ * norm2_kernel); never a leaf of the contract by itself. */
 enum class Leaf { kWiden, kSquare, kProduct, kNorm2, kMedium };
 
 /* Input element types: how 16 bytes decode into elements, and how an element widens. */
@@ -110,9 +110,12 @@ __device__ __forceinline__ void make_leaf(A a, A b, A *out)
     } else if constexpr (LF == Leaf::kProduct) {
         out[0] = a * b;
     } else if constexpr (LF == Leaf::kMedium) {
-        const A ax = a < 0 ? -a : a; /* as values.h's leaf; NaN fails both tests: medium */
-        const bool other = sizeof(A) == 4 ? ax > (A)CR_TBIG_F32 || ax < (A)CR_TSML_F32
-                                          : ax > (A)CR_TBIG_F64 || ax < (A)CR_TSML_F64;
+        /* as values.h's leaf; NaN fails both tests: medium. Zero counts as medium (its
+         * medium leaf +0.0 is what an element of another class contributes to the medium
+         * sum, and its small leaf is +0.0: norm2_kernel says why that is the same bits). */
+        const A ax = a < 0 ? -a : a;
+        const bool other = sizeof(A) == 4 ? ax > (A)CR_TBIG_F32 || (ax < (A)CR_TSML_F32 && ax != 0)
+                                          : ax > (A)CR_TBIG_F64 || (ax < (A)CR_TSML_F64 && ax != 0);
         out[0] = other ? -(A)INFINITY : ax * ax;
     } else if constexpr (sizeof(A) == 4) {
         cr_norm2_leaf_F32(a, &out[0], &out[1], &out[2]);
@@ -166,7 +169,6 @@ __device__ __forceinline__ RowVals<In, LF> leaves_of(const uint4 &qx, const uint
 template <typename In> struct Args {
     const void *x, *y;
     uint64_t n;
-    void *part[3];     /* level-1 partials, one array per leaf class */
 };
 
 /* The load for inputs larger than L2, read once: last use (as canonical.cu's CR_TUNE_LOAD 2). */
@@ -385,6 +387,21 @@ __device__ __forceinline__ void stream_chunks(const cg::thread_block_tile<32> &w
  * leaves, which are +0.0, and need no computing. A NaN can hide the -inf, but then the medium
  * sum, and so NORM2, is NaN whatever the other two sums are (cr_norm2_combine). Measured on an
  * H100 (docs/PERF.md, run 18): bfloat16 norm2 at 2^28 from 63% to the read ceiling's ... */
+/* NORM2's three classes of chunk c by element loads (from L2, the medium pass having just read
+ * the chunk): for a chunk with an element outside the medium class, and the ragged chunk. */
+template <typename In>
+__device__ __noinline__ void norm2_all_classes(const cg::thread_block_tile<32> &warp,
+                                                  const Args<In> &A, uint64_t c,
+                                                  typename In::Acc (&v)[3])
+{
+    using S = Shape<In>;
+    const int t = warp.thread_rank(), half = t / S::kThreadsPerRow;
+    const int lane0 = (t % S::kThreadsPerRow) * In::kVec;
+    const uint64_t base = c * S::kChunk, rest = A.n - base;
+    finish_chunk<In, Leaf::kNorm2>(warp, rows_guarded<In, Leaf::kNorm2>(A, base, half, lane0,
+                                                                        rest < S::kChunk ? (int)rest : (int)S::kChunk), v);
+}
+
 template <typename In, Leaf LF, bool kStream>
 __device__ __forceinline__ void chunk_values(const cg::thread_block_tile<32> &warp,
                                              const Args<In> &A, uint64_t c, bool aligned,
@@ -407,11 +424,7 @@ __device__ __forceinline__ void chunk_values(const cg::thread_block_tile<32> &wa
                 done = true;
             }
         }
-        if (!done) {
-            const uint64_t rest = A.n - base;
-            finish_chunk<In, LF>(warp, rows_guarded<In, LF>(A, base, half, lane0,
-                                                              rest < S::kChunk ? (int)rest : (int)S::kChunk), v);
-        }
+        if (!done) norm2_all_classes(warp, A, c, v);
     } else {
         if (full) {
             finish_chunk<In, LF>(warp, full_chunk_rows<In, LF, kStream>(A, base, half, lane0), v);
@@ -423,18 +436,6 @@ __device__ __forceinline__ void chunk_values(const cg::thread_block_tile<32> &wa
     }
 }
 
-/* Chunk c's K partials into the level-1 arrays A.part (the multi-launch path: NORM2). */
-template <typename In, Leaf LF, bool kStream>
-__device__ __forceinline__ void chunk_partials(const cg::thread_block_tile<32> &warp,
-                                               const Args<In> &A, uint64_t c, bool aligned)
-{
-    using Acc = typename In::Acc;
-    Acc v[kLeaves<LF>];
-    chunk_values<In, LF, kStream>(warp, A, c, aligned, v);
-    if (warp.thread_rank() == 0)
-#pragma unroll
-        for (int k = 0; k < kLeaves<LF>; k++) static_cast<Acc *>(A.part[k])[c] = v[k];
-}
 
 constexpr int kWarps = kWarpsPerBlock; /* tree.cuh's post_tickets reduces a group with 8 warps */
 
@@ -469,7 +470,9 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
             store_partial(P, 1, c, v, tag);
     };
     uint64_t c = b0 + warp.meta_group_rank();
-    const uint64_t full = aligned ? A.n / Shape<In>::kChunk : 0; /* [0, full): streamed */
+    /* [0, full): streamed (not a single chunk: its emit calls the final rule, and the stream
+     * loop keeps no call) */
+    const uint64_t full = aligned && P.levels > 1 ? A.n / Shape<In>::kChunk : 0;
     if (kStreamed<In, LF> && c < b1 && c < full) {
         const uint64_t stop = b1 < full ? b1 : full;
         stream_chunks<In, LF, kStream>(warp, A, c, stop, kWarps, emit);
@@ -484,33 +487,81 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
     post_tickets(block, warp, P, b0, b1, quarter, tag);
 }
 
-/* NORM2's level 1 (three leaf classes, three trees): one partial per chunk and class into
- * A.part; ordered_host.c then runs three canonical sums and the final step. */
+/* NORM2's three trees (big, medium, small), one launch. Level 1 tries the medium class alone
+ * (one tree instead of three, streamed like fused_kernel): an element of another class makes
+ * that tree -inf, and then the chunk is done again with all three classes (from L2, by element
+ * loads: rare for most data). Otherwise the big and small values are trees of +0.0 leaves,
+ * which are +0.0, and need no computing. A NaN can hide the -inf, but then the medium sum, and
+ * so NORM2, is NaN whatever the other two sums are (cr_norm2_combine). Zero is medium here: its
+ * medium leaf (+0.0) is what an element outside the medium class contributes, and its small
+ * leaf is +0.0 too, so the bits are the same, and data with zeros stays on the fast path
+ * (measured on an H100, docs/PERF.md run 18: bfloat16 NORM2 at 2^28, whose 16-bit random data
+ * holds zeros, ran at 6% of the read ceiling before). Each chunk posts its three partials into
+ * three trees (T.p[k], one shared epoch), which climb side by side; their top warps meet in
+ * tree.cuh's join_three, and the third combines the sums. */
+template <typename Acc> struct Trees3 {
+    Params<Acc> p[3];
+};
+
 template <typename In, bool kStream>
-__global__ void __launch_bounds__(32 * kWarps, 2) level1_kernel(const __grid_constant__ Args<In> A, int aligned)
+__global__ void __launch_bounds__(32 * kWarps, 2)
+    norm2_kernel(const __grid_constant__ Args<In> A, const __grid_constant__ Trees3<typename In::Acc> T,
+                 int aligned)
 {
+    using Acc = typename In::Acc;
+    __shared__ Lanes<Acc> quarter[2][4][32]; /* post_tickets' batch trees */
     cg::thread_block block = cg::this_thread_block();
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
-    uint64_t c0, c1;
-    block_chunks((A.n + Shape<In>::kChunk - 1) / Shape<In>::kChunk, &c0, &c1);
-    for (uint64_t c = c0 + warp.meta_group_rank(); c < c1; c += kWarps)
-        chunk_partials<In, Leaf::kNorm2, kStream>(warp, A, c, aligned != 0);
-}
-
-template <typename In>
-cudaError_t launch_level1(const void *x, uint64_t n, void *const part[3], int blocks,
-                          int stream_once, cudaStream_t stream)
-{
-    Args<In> A = {};
-    A.x = x;
-    A.n = n;
-    for (int k = 0; k < 3; k++) A.part[k] = part[k];
-    const int aligned = (uintptr_t)x % 16 == 0;
-    if (stream_once)
-        level1_kernel<In, true><<<blocks, 32 * kWarps, 0, stream>>>(A, aligned);
-    else
-        level1_kernel<In, false><<<blocks, 32 * kWarps, 0, stream>>>(A, aligned);
-    return cudaGetLastError();
+    const Params<Acc> &P = T.p[1];
+    const unsigned int tag = P.levels > 1 ? launch_tag(P) : 0u;
+    uint64_t b0, b1;
+    block_chunks(P.count[1], &b0, &b1);
+    auto emit3 = [&](uint64_t c, const Acc (&v)[3]) {
+        if (warp.thread_rank() != 0) return;
+        if (P.levels == 1)
+            write_final(P.fin, P.count[0], (double)v[0], (double)v[1], (double)v[2], P.out);
+        else
+#pragma unroll
+            for (int k = 0; k < 3; k++) store_partial(T.p[k], 1, c, v[k], tag);
+    };
+    /* The stream keeps no call in its loop (a call would save the in-flight loads' registers,
+     * waiting for them): a chunk with another class is marked in `redo` (bit j: the j-th chunk
+     * of the segment) and done after the segment, 64 chunks a segment. */
+    uint64_t redo = 0, seg = 0, j = 0;
+    auto emit_medium = [&](uint64_t c, Acc med) {
+        if (med == -(Acc)INFINITY) { /* uniform across the warp */
+            redo |= 1ull << j;
+        } else if (warp.thread_rank() == 0) {
+            store_partial(T.p[0], 1, c, (Acc)0, tag);
+            store_partial(T.p[1], 1, c, med, tag);
+            store_partial(T.p[2], 1, c, (Acc)0, tag);
+        }
+        j++;
+    };
+    uint64_t c = b0 + warp.meta_group_rank();
+    const uint64_t full = aligned && P.levels > 1 ? A.n / Shape<In>::kChunk : 0; /* streamed */
+    for (; c < b1 && c < full; c = seg) {
+        const uint64_t stop = b1 < full ? b1 : full, span = stop - c;
+        const uint64_t end = span > 64 * (uint64_t)kWarps ? c + 64 * (uint64_t)kWarps : stop;
+        redo = 0;
+        j = 0;
+        stream_chunks<In, Leaf::kMedium, kStream>(warp, A, c, end, kWarps, emit_medium);
+        for (uint64_t r = redo; r; r &= r - 1) {
+            const uint64_t cr = c + (uint64_t)(__ffsll((long long)r) - 1) * kWarps;
+            Acc v[3];
+            norm2_all_classes(warp, A, cr, v);
+            emit3(cr, v);
+        }
+        seg = c + (end - c + kWarps - 1) / kWarps * kWarps; /* first chunk at or past end */
+    }
+    for (; c < b1; c += kWarps) { /* misaligned input, or the ragged last chunk */
+        Acc v[3];
+        chunk_values<In, Leaf::kNorm2, kStream>(warp, A, c, aligned != 0, v);
+        emit3(c, v);
+    }
+    if (P.levels == 1 || b0 == b1) return; /* uniform across the block */
+#pragma unroll 1
+    for (int k = 0; k < 3; k++) post_tickets(block, warp, T.p[k], b0, b1, quarter, tag);
 }
 
 template <typename In, Leaf LF>
@@ -527,8 +578,8 @@ cudaError_t launch_fused(const Args<In> &A, const Params<typename In::Acc> &P, i
 
 template <typename In>
 cudaError_t fused_for_leaf(int leaf, const void *x, const void *y, uint64_t n, void *out,
-                           void *partials, void *counters, const Final &fin, int *blocks,
-                           int stream_once, cudaStream_t s)
+                           void *partials, void *counters, const cr_norm2_work *w3, const Final &fin,
+                           int *blocks, int stream_once, cudaStream_t s)
 {
     Args<In> A = {};
     A.x = x;
@@ -544,78 +595,65 @@ cudaError_t fused_for_leaf(int leaf, const void *x, const void *y, uint64_t n, v
     switch (leaf) {
     case 0: return launch_fused<In, Leaf::kWiden>(A, P, *blocks, stream_once, s);
     case 1: return launch_fused<In, Leaf::kSquare>(A, P, *blocks, stream_once, s);
-    default: return launch_fused<In, Leaf::kProduct>(A, P, *blocks, stream_once, s);
+    case 2: return launch_fused<In, Leaf::kProduct>(A, P, *blocks, stream_once, s);
+    default: break;
     }
+    /* NORM2: three trees in three workspaces, one epoch (tree 0's), the join in slots. */
+    Trees3<typename In::Acc> T = {};
+    for (int k = 0; k < 3; k++) {
+        Params<typename In::Acc> &Q = T.p[k];
+        Q.out = out;
+        Q.fin = fin;
+        Q.fin.ordered = 2;
+        Q.fin.cls = k;
+        tree_setup(Q, n, w3->partials[k], w3->counters[k]);
+        Q.epoch = w3->epoch;
+        Q.fin.slots = static_cast<Word *>(w3->slots);
+        Q.fin.join = w3->join;
+    }
+    const int aligned = (uintptr_t)x % 16 == 0;
+    if (stream_once)
+        norm2_kernel<In, true><<<*blocks, 32 * kWarps, 0, s>>>(A, T, aligned);
+    else
+        norm2_kernel<In, false><<<*blocks, 32 * kWarps, 0, s>>>(A, T, aligned);
+    return cudaGetLastError();
 }
 
-/* The final scalar, by one thread: the op's rule (values.h) applied to the canonical sums. */
-struct Finish {
-    const void *acc[3];  /* the sums (accumulation type), or NULL for +0.0 (empty input) */
-    void *out;
-    uint64_t n;
-    int op, dtype, narrow;
-};
-
-__global__ void finish_kernel(const __grid_constant__ Finish F)
+/* The result of an operation on no elements (n == 0), by one thread: the final rule on the
+ * sum of nothing, +0.0 (MEAN: NaN; NORM2: +0.0), as the CPU computes it. */
+__global__ void empty_kernel(const __grid_constant__ Final F, void *out)
 {
-    const int f64 = F.dtype == COOPREDUCE_FLOAT64;
-    double a[3];
-    for (int k = 0; k < 3; k++) {
-        double v = 0.0;
-        if (F.acc[k]) v = f64 ? *static_cast<const double *>(F.acc[k])
-                              : (double)*static_cast<const float *>(F.acc[k]);
-        if (v != v) v = cr_f64_from(CR_NAN_F64); /* as the CPU's canonical sums return it */
-        a[k] = v;
-    }
-    double v = a[0];
-    if (F.op == COOPREDUCE_OP_MEAN) v = cr_mean_of_float(a[0], F.n, f64);
-    if (F.op == COOPREDUCE_OP_NORM2)
-        v = f64 ? cr_norm2_combine_F64(a[0], a[1], a[2])
-                : (double)cr_norm2_combine_F32((float)a[0], (float)a[1], (float)a[2]);
-    cr_write_float(v, f64, F.dtype == COOPREDUCE_FLOAT16, F.dtype == COOPREDUCE_BFLOAT16, F.narrow,
-                   F.out);
+    write_final(F, 0, 0.0, 0.0, 0.0, out);
 }
 
 } // namespace
 
 extern "C" {
 
-/* NORM2's level 1: part[k] receives one partial per chunk of class k. Returns a cudaError_t. */
-int cr_gpu_ordered_level1(int dtype, const void *x, uint64_t n, void *const part[3], int blocks,
-                          int stream_once, void *stream)
+/* One launch for an ordered operation on n >= 1 elements: leaf 0 widen (SUM, MEAN of 16-bit
+ * input), 1 square (SUMSQ), 2 product (DOT) in fused_kernel, 3 NORM2 in norm2_kernel.
+ * partials/counters: the handle's canonical workspace, sized for n elements of the
+ * accumulation type (leaves 0-2); w3: NORM2's workspace (leaf 3). out: device-accessible
+ * memory for the result of `op` (coopreduce_op_result_size). *blocks: in, the grid wanted;
+ * out, the grid launched. Returns a cudaError_t. */
+int cr_gpu_ordered_launch(int dtype, int leaf, int op, int narrow, const void *x, const void *y,
+                          uint64_t n, void *out, void *partials, void *counters,
+                          const struct cr_norm2_work *w3, int *blocks, int stream_once,
+                          void *stream)
 {
     cudaStream_t s = (cudaStream_t)stream;
+    const Final fin = {1, op, dtype, narrow, 0, nullptr, nullptr};
     (void)cudaGetLastError(); /* an earlier failed call's error is not this launch's */
     switch (dtype) {
-    case COOPREDUCE_FLOAT32: return launch_level1<F32>(x, n, part, blocks, stream_once, s);
-    case COOPREDUCE_FLOAT64: return launch_level1<F64>(x, n, part, blocks, stream_once, s);
-    case COOPREDUCE_FLOAT16: return launch_level1<Half<false>>(x, n, part, blocks, stream_once, s);
-    default: return launch_level1<Half<true>>(x, n, part, blocks, stream_once, s);
-    }
-}
-
-/* A single-class operation in one launch (fused_kernel): leaf 0 widen (SUM, MEAN of 16-bit
- * input), 1 square (SUMSQ), 2 product (DOT). n >= 1. partials/counters: the handle's canonical
- * workspace, sized for n elements of the accumulation type; out: device-accessible memory for
- * the result of `op` (coopreduce_op_result_size). *blocks: in, the grid wanted; out, the grid
- * launched. Returns a cudaError_t. */
-int cr_gpu_ordered_fused(int dtype, int leaf, int op, int narrow, const void *x, const void *y,
-                         uint64_t n, void *out, void *partials, void *counters, int *blocks,
-                         int stream_once, void *stream)
-{
-    cudaStream_t s = (cudaStream_t)stream;
-    const Final fin = {1, op, dtype, narrow};
-    (void)cudaGetLastError();
-    switch (dtype) {
-    case COOPREDUCE_FLOAT32: return fused_for_leaf<F32>(leaf, x, y, n, out, partials, counters, fin, blocks, stream_once, s);
-    case COOPREDUCE_FLOAT64: return fused_for_leaf<F64>(leaf, x, y, n, out, partials, counters, fin, blocks, stream_once, s);
-    case COOPREDUCE_FLOAT16: return fused_for_leaf<Half<false>>(leaf, x, y, n, out, partials, counters, fin, blocks, stream_once, s);
-    default: return fused_for_leaf<Half<true>>(leaf, x, y, n, out, partials, counters, fin, blocks, stream_once, s);
+    case COOPREDUCE_FLOAT32: return fused_for_leaf<F32>(leaf, x, y, n, out, partials, counters, w3, fin, blocks, stream_once, s);
+    case COOPREDUCE_FLOAT64: return fused_for_leaf<F64>(leaf, x, y, n, out, partials, counters, w3, fin, blocks, stream_once, s);
+    case COOPREDUCE_FLOAT16: return fused_for_leaf<Half<false>>(leaf, x, y, n, out, partials, counters, w3, fin, blocks, stream_once, s);
+    default: return fused_for_leaf<Half<true>>(leaf, x, y, n, out, partials, counters, w3, fin, blocks, stream_once, s);
     }
 }
 
 /* The elements of one level-1 chunk for `dtype` (4096 for the float32 accumulation, 2048 for
- * float64) and the warps per block of level1_kernel. */
+ * float64) and the warps per block of the kernels. */
 uint64_t cr_gpu_ordered_chunk(int dtype)
 {
     return dtype == COOPREDUCE_FLOAT64 ? (uint64_t)CR_CHUNK_F64 : (uint64_t)CR_CHUNK_F32;
@@ -623,7 +661,7 @@ uint64_t cr_gpu_ordered_chunk(int dtype)
 int cr_gpu_ordered_warps(void) { return kWarps; }
 
 /* Resident blocks per SM of the one-launch kernel for `dtype` (the grid the host sizes; NORM2's
- * level 1 takes the same grid). */
+ * kernel takes the same grid). */
 int cr_gpu_ordered_occupancy(int dtype, int *blocks_per_sm)
 {
     *blocks_per_sm = 0;
@@ -642,19 +680,12 @@ int cr_gpu_ordered_occupancy(int dtype, int *blocks_per_sm)
     return (int)e;
 }
 
-/* The final scalar of an ordered operation from its canonical sums acc[0..3) (NULL: +0.0). */
-int cr_gpu_ordered_finish(int op, int dtype, int narrow, uint64_t n, const void *const acc[3],
-                          void *out, void *stream)
+/* The result of `op` on no elements (n == 0), in stream order. Returns a cudaError_t. */
+int cr_gpu_ordered_empty(int op, int dtype, int narrow, void *out, void *stream)
 {
-    Finish F = {};
-    for (int k = 0; k < 3; k++) F.acc[k] = acc[k];
-    F.out = out;
-    F.n = n;
-    F.op = op;
-    F.dtype = dtype;
-    F.narrow = narrow;
+    const Final F = {1, op, dtype, narrow, 0, nullptr, nullptr};
     (void)cudaGetLastError();
-    finish_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(F);
+    empty_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(F, out);
     return (int)cudaGetLastError();
 }
 

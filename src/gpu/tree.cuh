@@ -159,10 +159,14 @@ __device__ __forceinline__ void store_tagged(Word *w, double v, unsigned int tag
 /* The rule the top warp applies to the top node (write_result). ordered == 0: the plain
  * canonical sum, the value itself (NaN made canonical) in the accumulation type. ordered == 1:
  * a canonical-order operation of ordered.cu with a single leaf class: values.h's final rule for
- * `op` on input `dtype` (MEAN's one division, narrowing), exactly as src/cpu/ops.c applies it. */
+ * `op` on input `dtype` (MEAN's one division, narrowing), exactly as src/cpu/ops.c applies it.
+ * ordered == 2: class `cls` of NORM2's three trees, joined in one launch (join_three). */
 struct Final {
     int ordered;
     int op, dtype, narrow;
+    int cls;               /* NORM2: 0 big, 1 medium, 2 small */
+    Word *slots;           /* NORM2: each class's sum, tagged, two words apart */
+    unsigned int *join;    /* NORM2: trees completed; zero between launches */
 };
 
 template <typename T> struct Params {
@@ -196,15 +200,52 @@ __device__ __forceinline__ void store_partial(const Params<T> &P, int k, uint64_
     store_tagged(P.partials[k] + idx * Tagged<T>::kWords, v, tag, false);
 }
 
-/* An operation's final rule on its canonical sum v (see Final). Out of line: one thread of one
- * warp runs it once per launch. */
-__device__ __noinline__ void write_final(const Final &F, uint64_t n, double v, void *out)
+/* An operation's final rule on its canonical sums (see Final): a0 alone, or NORM2's three
+ * classes a0 (big), a1 (medium), a2 (small). Out of line: one thread of one warp runs it once
+ * per launch. The same code as src/cpu/ops.c's last step (values.h). */
+__device__ __noinline__ void write_final(const Final &F, uint64_t n, double a0, double a1,
+                                         double a2, void *out)
 {
     const int f64 = F.dtype == COOPREDUCE_FLOAT64;
-    if (v != v) v = cr_f64_from(CR_NAN_F64); /* as the CPU's canonical sums return it */
-    if (F.op == COOPREDUCE_OP_MEAN) v = cr_mean_of_float(v, n, f64);
+    double a[3] = {a0, a1, a2};
+    for (int k = 0; k < 3; k++)
+        if (a[k] != a[k]) a[k] = cr_f64_from(CR_NAN_F64); /* as the CPU's canonical sums return it */
+    double v = a[0];
+    if (F.op == COOPREDUCE_OP_MEAN) v = cr_mean_of_float(a[0], n, f64);
+    if (F.op == COOPREDUCE_OP_NORM2)
+        v = f64 ? cr_norm2_combine_F64(a[0], a[1], a[2])
+                : (double)cr_norm2_combine_F32((float)a[0], (float)a[1], (float)a[2]);
     cr_write_float(v, f64, F.dtype == COOPREDUCE_FLOAT16, F.dtype == COOPREDUCE_BFLOAT16,
                    F.narrow, out);
+}
+
+/* A tagged value at w once every word carries `tag` (stored by another block of this launch). */
+template <typename T> __device__ __forceinline__ T poll_tagged(const Word *w, unsigned int tag)
+{
+    for (;;) {
+        Word x[2];
+        bool ok = true;
+#pragma unroll
+        for (int j = 0; j < Tagged<T>::kWords; j++) {
+            x[j] = ld_relaxed(w + j);
+            ok &= (unsigned int)(x[j] >> 32) == tag;
+        }
+        if (ok) return Tagged<T>::unpack(x);
+    }
+}
+
+/* NORM2's three trees (big, medium, small) climb in one launch; the top warp of each stores its
+ * class's sum tagged into F.slots and counts itself in F.join; the third waits for the other two
+ * sums (tags, as for partials), resets the count for the next launch and writes the result. */
+template <typename T>
+__device__ __noinline__ void join_three(const Final &F, uint64_t n, T v, unsigned int tag, void *out)
+{
+    store_tagged(F.slots + 2 * F.cls, v, tag, false);
+    if (atomicAdd(F.join, 1u) != 2) return;
+    *F.join = 0; /* stream order makes it the next launch's zero */
+    T a[3];
+    for (int k = 0; k < 3; k++) a[k] = k == F.cls ? v : poll_tagged<T>(F.slots + 2 * k, tag);
+    write_final(F, n, (double)a[0], (double)a[1], (double)a[2], out);
 }
 
 /* The top node: canonical NaN (or an operation's final rule, P.fin), into device memory or
@@ -216,8 +257,10 @@ __device__ __forceinline__ void write_result(const cg::thread_block_tile<32> &wa
 {
     if (warp.thread_rank() == 0) {
         v = v != v ? Layout<T>::nan() : v;
-        if (P.fin.ordered)
-            write_final(P.fin, P.count[0], (double)v, P.out);
+        if (P.fin.ordered == 2)
+            join_three(P.fin, P.count[0], v, tag, P.out);
+        else if (P.fin.ordered)
+            write_final(P.fin, P.count[0], (double)v, 0.0, 0.0, P.out);
         else if (P.host)
             store_tagged(P.host, v, P.seq, true);
         else
@@ -405,7 +448,7 @@ __device__ __noinline__ void post_tickets(const cg::thread_block &block,
 
 
 /* The partial arrays, counters and epoch of a launch over n elements in the handle's
- * workspace (the layout of workspace_bytes() in gpu_host.c): tagged partial arrays one after
+ * workspace (the layout of cr_gpu_workspace_bytes() in gpu_host.c): tagged partial arrays one after
  * the other, each 256-byte aligned; the counters region starts with the epoch word, then
  * 256 bytes on, the counters, zero between launches. Sets P.count and P.levels too. */
 template <typename T>
