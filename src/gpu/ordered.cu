@@ -42,8 +42,10 @@
 
 namespace {
 
-/* kMedium: NORM2's medium class alone, -inf for an element of another class (see
- * norm2_kernel); never a leaf of the contract by itself. */
+/* kMedium: NORM2's medium-class pass (norm2_kernel): per element its square (the medium leaf,
+ * |x|*|x| == x*x) and, beside the tree, the largest |x| and the smallest nonzero |x| of the
+ * chunk, which say whether the chunk has an element of another class. Not a leaf of the
+ * contract by itself. */
 enum class Leaf { kWiden, kSquare, kProduct, kNorm2, kMedium };
 
 /* Input element types: how 16 bytes decode into elements, and how an element widens. */
@@ -98,7 +100,7 @@ template <bool kBrain> struct Half {
 };
 
 /* The leaves of one element (and, for DOT, its partner): K values of the accumulation type. */
-template <Leaf LF> constexpr int kLeaves = LF == Leaf::kNorm2 ? 3 : 1;
+template <Leaf LF> constexpr int kLeaves = LF == Leaf::kNorm2 || LF == Leaf::kMedium ? 3 : 1;
 
 template <Leaf LF, typename A>
 __device__ __forceinline__ void make_leaf(A a, A b, A *out)
@@ -110,13 +112,12 @@ __device__ __forceinline__ void make_leaf(A a, A b, A *out)
     } else if constexpr (LF == Leaf::kProduct) {
         out[0] = a * b;
     } else if constexpr (LF == Leaf::kMedium) {
-        /* as values.h's leaf; NaN fails both tests: medium. Zero counts as medium (its
-         * medium leaf +0.0 is what an element of another class contributes to the medium
-         * sum, and its small leaf is +0.0: norm2_kernel says why that is the same bits). */
-        const A ax = a < 0 ? -a : a;
-        const bool other = sizeof(A) == 4 ? ax > (A)CR_TBIG_F32 || (ax < (A)CR_TSML_F32 && ax != 0)
-                                          : ax > (A)CR_TBIG_F64 || (ax < (A)CR_TSML_F64 && ax != 0);
-        out[0] = other ? -(A)INFINITY : ax * ax;
+        /* the square, |x| for the largest, |x| (+inf for a zero) for the smallest nonzero;
+         * fmax/fmin drop a NaN, which is medium anyway (it fails both class tests) */
+        const A ax = fabs(a);
+        out[0] = a * a;
+        out[1] = ax;
+        out[2] = ax != 0 ? ax : (A)INFINITY;
     } else if constexpr (sizeof(A) == 4) {
         cr_norm2_leaf_F32(a, &out[0], &out[1], &out[2]);
     } else {
@@ -136,6 +137,30 @@ template <typename In> struct Shape {
     static_assert(kThreadsPerRow * kHalves == 32, "a row is one or two loads of the warp");
 };
 
+/* Lanes that carry leaf k: all, except kMedium's extremes, which a thread folds over its lanes
+ * at once (leaves_of) and keeps in lane 0 only: 2 registers beside the tree, not 2 per lane. */
+template <typename In, Leaf LF> __host__ __device__ constexpr int lanes_of(int k)
+{
+    return LF == Leaf::kMedium && k > 0 ? 1 : In::kVec;
+}
+
+/* How two nodes of leaf k combine: addition, except for kMedium's extremes (max, min: any
+ * order gives the same value). */
+template <Leaf LF, typename A> __device__ __forceinline__ A combine(int k, A a, A b)
+{
+    if constexpr (LF == Leaf::kMedium)
+        return k == 0 ? a + b : k == 1 ? fmax(a, b) : fmin(a, b);
+    else
+        return a + b;
+}
+
+/* NORM2: the chunk whose kMedium values are v has an element outside the medium class. */
+template <typename A> __device__ __forceinline__ bool other_class(const A (&v)[3])
+{
+    return sizeof(A) == 4 ? v[1] > (A)CR_TBIG_F32 || v[2] < (A)CR_TSML_F32
+                          : v[1] > (A)CR_TBIG_F64 || v[2] < (A)CR_TSML_F64;
+}
+
 /* A thread's leaves of one row: kVec lanes, K leaves each. */
 template <typename In, Leaf LF> struct RowVals {
     typename In::Acc v[In::kVec][kLeaves<LF>];
@@ -148,7 +173,8 @@ __device__ __forceinline__ RowVals<In, LF> add(const RowVals<In, LF> &a, const R
 #pragma unroll
     for (int j = 0; j < In::kVec; j++)
 #pragma unroll
-        for (int k = 0; k < kLeaves<LF>; k++) r.v[j][k] = a.v[j][k] + b.v[j][k];
+        for (int k = 0; k < kLeaves<LF>; k++)
+            if (j < lanes_of<In, LF>(k)) r.v[j][k] = combine<LF>(k, a.v[j][k], b.v[j][k]);
     return r;
 }
 
@@ -163,6 +189,13 @@ __device__ __forceinline__ RowVals<In, LF> leaves_of(const uint4 &qx, const uint
 #pragma unroll
     for (int j = 0; j < In::kVec; j++)
         make_leaf<LF>(a[j], LF == Leaf::kProduct ? b[j] : a[j], r.v[j]);
+    if constexpr (LF == Leaf::kMedium) {
+#pragma unroll
+        for (int j = 1; j < In::kVec; j++) {
+            r.v[0][1] = fmax(r.v[0][1], r.v[j][1]);
+            r.v[0][2] = fmin(r.v[0][2], r.v[j][2]);
+        }
+    }
     return r;
 }
 
@@ -224,6 +257,7 @@ __device__ __noinline__ RowVals<In, LF> rows_guarded(const Args<In> &A, uint64_t
 {
     using S = Shape<In>;
     using Acc = typename In::Acc;
+    static_assert(LF != Leaf::kMedium, "kMedium's extremes are folded by leaves_of only");
     RowVals<In, LF> t[S::kRows];
 #pragma unroll 1
     for (int i = 0; i < S::kRows; i++) {
@@ -258,16 +292,17 @@ __device__ __forceinline__ void finish_chunk(const cg::thread_block_tile<32> &wa
     for (int k = 0; k < kLeaves<LF>; k++) {
         typename In::Acc v[In::kVec];
 #pragma unroll
-        for (int j = 0; j < In::kVec; j++) {
+        for (int j = 0; j < lanes_of<In, LF>(k); j++) {
             v[j] = s.v[j][k];
-            if constexpr (S::kHalves == 2) v[j] = v[j] + warp.shfl_xor(v[j], 16);
+            if constexpr (S::kHalves == 2) v[j] = combine<LF>(k, v[j], warp.shfl_xor(v[j], 16));
         }
 #pragma unroll
-        for (int w = 1; w < In::kVec; w *= 2)
+        for (int w = 1; w < lanes_of<In, LF>(k); w *= 2)
 #pragma unroll
-            for (int j = 0; j < In::kVec; j += 2 * w) v[j] = v[j] + v[j + w];
+            for (int j = 0; j < lanes_of<In, LF>(k); j += 2 * w) v[j] = combine<LF>(k, v[j], v[j + w]);
 #pragma unroll
-        for (int d = 1; d < S::kThreadsPerRow; d *= 2) v[0] = v[0] + warp.shfl_xor(v[0], d);
+        for (int d = 1; d < S::kThreadsPerRow; d *= 2)
+            v[0] = combine<LF>(k, v[0], warp.shfl_xor(v[0], d));
         out[k] = v[0];
     }
 }
@@ -357,7 +392,7 @@ template <typename In, Leaf LF, bool kStream, int K0> struct BatchStream<In, LF,
 };
 
 /* The warp's full, aligned chunks c0, c0 + stride, ... below c1; emit(c, v) receives each
- * chunk's value (in every thread). */
+ * chunk's values (in every thread). */
 template <typename In, Leaf LF, bool kStream, typename Emit>
 __device__ __forceinline__ void stream_chunks(const cg::thread_block_tile<32> &warp,
                                               const Args<In> &A, uint64_t c0, uint64_t c1,
@@ -375,7 +410,7 @@ __device__ __forceinline__ void stream_chunks(const cg::thread_block_tile<32> &w
             BatchStream<In, LF, kStream, 0, NB>::run(buf, A, c * S::kChunk, r0, lane0, nx);
         typename In::Acc v[kLeaves<LF>];
         finish_chunk<In, LF>(warp, rows, v);
-        emit(c, v[0]);
+        emit(c, v);
     }
 }
 
@@ -416,11 +451,11 @@ __device__ __forceinline__ void chunk_values(const cg::thread_block_tile<32> &wa
     bool done = false;
     if constexpr (LF == Leaf::kNorm2) {
         if (full) {
-            Acc med;
-            finish_chunk<In, Leaf::kMedium>(warp, full_chunk_rows<In, Leaf::kMedium, kStream>(A, base, half, lane0), &med);
-            if (med != -(Acc)INFINITY) { /* uniform across the warp */
+            Acc m[3];
+            finish_chunk<In, Leaf::kMedium>(warp, full_chunk_rows<In, Leaf::kMedium, kStream>(A, base, half, lane0), m);
+            if (!other_class(m)) { /* uniform across the warp */
                 v[0] = v[2] = (Acc)0;
-                v[1] = med;
+                v[1] = m[0];
                 done = true;
             }
         }
@@ -463,11 +498,11 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
     const unsigned int tag = P.levels > 1 ? launch_tag(P) : 0u;
     uint64_t b0, b1;
     block_chunks(P.count[1], &b0, &b1);
-    auto emit = [&](uint64_t c, Acc v) {
+    auto emit = [&](uint64_t c, const Acc (&v)[1]) {
         if (P.levels == 1)
-            write_result(warp, P, v, 0u);
+            write_result(warp, P, v[0], 0u);
         else if (warp.thread_rank() == 0)
-            store_partial(P, 1, c, v, tag);
+            store_partial(P, 1, c, v[0], tag);
     };
     uint64_t c = b0 + warp.meta_group_rank();
     /* [0, full): streamed (not a single chunk: its emit calls the final rule, and the stream
@@ -481,24 +516,24 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
     for (; c < b1; c += kWarps) { /* misaligned input, or the ragged last chunk */
         Acc v[1];
         chunk_values<In, LF, kStream>(warp, A, c, aligned != 0, v);
-        emit(c, v[0]);
+        emit(c, v);
     }
     if (P.levels == 1 || b0 == b1) return; /* uniform across the block */
     post_tickets(block, warp, P, b0, b1, quarter, tag);
 }
 
 /* NORM2's three trees (big, medium, small), one launch. Level 1 tries the medium class alone
- * (one tree instead of three, streamed like fused_kernel): an element of another class makes
- * that tree -inf, and then the chunk is done again with all three classes (from L2, by element
- * loads: rare for most data). Otherwise the big and small values are trees of +0.0 leaves,
- * which are +0.0, and need no computing. A NaN can hide the -inf, but then the medium sum, and
- * so NORM2, is NaN whatever the other two sums are (cr_norm2_combine). Zero is medium here: its
- * medium leaf (+0.0) is what an element outside the medium class contributes, and its small
- * leaf is +0.0 too, so the bits are the same, and data with zeros stays on the fast path
- * (measured on an H100, docs/PERF.md run 18: bfloat16 NORM2 at 2^28, whose 16-bit random data
- * holds zeros, ran at 6% of the read ceiling before). Each chunk posts its three partials into
- * three trees (T.p[k], one shared epoch), which climb side by side; their top warps meet in
- * tree.cuh's join_three, and the third combines the sums. */
+ * (one tree of squares instead of three, streamed like fused_kernel), noting beside the tree
+ * the chunk's largest |x| and smallest nonzero |x|: if either lies outside the medium class,
+ * the chunk is done again with all three classes (from L2, by element loads: rare for most
+ * data). Otherwise every element is medium or zero: the medium leaves are the squares, and the
+ * big and small values are trees of +0.0 leaves, which are +0.0 and need no computing. A zero
+ * is a small-class element whose leaves are all +0.0, so taking it as medium changes no bit and
+ * keeps data with zeros on the fast path (bfloat16 NORM2 at 2^28, whose random 16-bit data
+ * holds zeros, ran at 6% of the read ceiling when zeros forced the three-class path: docs/
+ * PERF.md run 18). A NaN is medium (it fails both class tests), and fmax/fmin pass over it.
+ * Each chunk posts its three partials into three trees (T.p[k], one shared epoch), which climb
+ * side by side; their top warps meet in tree.cuh's join_three, and the third combines them. */
 template <typename Acc> struct Trees3 {
     Params<Acc> p[3];
 };
@@ -528,12 +563,12 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
      * waiting for them): a chunk with another class is marked in `redo` (bit j: the j-th chunk
      * of the segment) and done after the segment, 64 chunks a segment. */
     uint64_t redo = 0, seg = 0, j = 0;
-    auto emit_medium = [&](uint64_t c, Acc med) {
-        if (med == -(Acc)INFINITY) { /* uniform across the warp */
+    auto emit_medium = [&](uint64_t c, const Acc (&m)[3]) {
+        if (other_class(m)) { /* uniform across the warp */
             redo |= 1ull << j;
         } else if (warp.thread_rank() == 0) {
             store_partial(T.p[0], 1, c, (Acc)0, tag);
-            store_partial(T.p[1], 1, c, med, tag);
+            store_partial(T.p[1], 1, c, m[0], tag);
             store_partial(T.p[2], 1, c, (Acc)0, tag);
         }
         j++;
