@@ -388,6 +388,8 @@ static void two_streams(void)
             cudaMemcpy(x2, h2x, n2 * sizeof(double), cudaMemcpyHostToDevice);
             cudaMemset(dout, POISON, 16);
             cudaMemset(out2, POISON, 16 * 8);
+            /* s1 and s2 do not wait for the legacy stream's upload and poison */
+            cuda_ok(cudaDeviceSynchronize(), "sync after upload");
             for (int i = 0; i < 16; i++) {
                 CHECK(coopreduce_sum(dx, dout, n1, COOPREDUCE_FLOAT32, gpu, s1) == COOPREDUCE_SUCCESS,
                       "stream 1: %s", coopreduce_last_error(gpu));

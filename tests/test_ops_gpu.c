@@ -941,7 +941,10 @@ static void streams_and_pointers(void)
         const uint64_t n = max_n < 100000 ? max_n : 100000;
         fill(hx, n, dt, pick_kind(dt));
         const void *d = upload(hx, n, dt, 0);
-        if (!d) break;
+        /* st does not wait for the legacy stream, and cudaMemcpy from pageable memory may
+         * return before its DMA lands: the upload must be complete before st reads it (a run
+         * on an H100 read the previous type's data: min float64 wrong, 2026-11-23) */
+        if (!d || !cuda_ok(cudaDeviceSynchronize(), "sync after upload")) break;
         for (int k = 0; k < NOPS; k++) {
             const coopreduce_op op = all_ops[k];
             if (!in_scope(op, dt)) continue;

@@ -631,11 +631,14 @@ __global__ void __launch_bounds__(kThreads, 2)
 
     long long *mine = partials + (uint64_t)blockIdx.x * (ND + 1);
     for (int i = threadIdx.x; i < ND; i += blockDim.x) mine[i] = acc[i];
-    if (threadIdx.x == 0) {
-        mine[ND] = (long long)sflags;
-        __threadfence(); /* the slot is visible before the ticket is */
-        is_last = atomicAdd(ticket, 1u) == gridDim.x - 1;
-    }
+    if (threadIdx.x == 0) mine[ND] = (long long)sflags;
+    /* Every thread's part of the slot is visible before the ticket is: each thread fences its
+     * own stores, and the barrier holds thread 0 until all have. (Thread 0's fence alone orders
+     * only thread 0's stores: under compute-sanitizer's serialised schedule the last block read
+     * a slot whose digits had not landed, 2026-11-23 on an H200.) */
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) is_last = atomicAdd(ticket, 1u) == gridDim.x - 1;
     __syncthreads();
     if (!is_last) return;
     __threadfence(); /* every other block's slot is visible after its ticket */
