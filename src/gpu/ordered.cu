@@ -74,9 +74,9 @@ template <bool kBrain> struct Half {
     static constexpr int kVec = 8, kBytes = 2;
     /* Exact either way; float16 through the hardware conversion (cvt.f32.f16), whose result
      * equals values.h's cr_f16_to_f32 for every number (NaN payloads may differ, and every NaN
-     * result is made the canonical NaN at the end) at a fraction of its integer work:
-     * measured 2026-11-22 on an H100 (docs/PERF.md, run 18), float16 sum at 2^28 went from 64%
-     * to the bfloat16 figure. */
+     * result is made the canonical NaN at the end) at a fraction of its integer work (an
+     * H100 measurement of 2026-11-22 whose record was lost: float16 sum at 2^28 from 64% of
+     * the read ceiling to the bfloat16 figure; docs/PERF.md run 18 has both at 97%). */
     static __device__ __forceinline__ float widen(unsigned int h)
     {
         if constexpr (kBrain)
@@ -414,14 +414,6 @@ __device__ __forceinline__ void stream_chunks(const cg::thread_block_tile<32> &w
     }
 }
 
-/* Level 1: chunk c of the input to its K partials.
- *
- * NORM2 first tries the medium class alone (one tree instead of three): an element of another
- * class makes that tree -inf, and then the chunk is done again with all three classes (from L2,
- * by element loads: rare for most data). Otherwise the big and small trees are trees of +0.0
- * leaves, which are +0.0, and need no computing. A NaN can hide the -inf, but then the medium
- * sum, and so NORM2, is NaN whatever the other two sums are (cr_norm2_combine). Measured on an
- * H100 (docs/PERF.md, run 18): bfloat16 norm2 at 2^28 from 63% to the read ceiling's ... */
 /* NORM2's three classes of chunk c by element loads (from L2, the medium pass having just read
  * the chunk): for a chunk with an element outside the medium class, and the ragged chunk. */
 template <typename In>
@@ -437,6 +429,9 @@ __device__ __noinline__ void norm2_all_classes(const cg::thread_block_tile<32> &
                                                                         rest < S::kChunk ? (int)rest : (int)S::kChunk), v);
 }
 
+/* Level 1 off the stream: chunk c of the input (misaligned, ragged, or the only chunk) to its
+ * K partials. NORM2 tries the medium pass first, as norm2_kernel does, and falls back to the
+ * three classes by element loads. */
 template <typename In, Leaf LF, bool kStream>
 __device__ __forceinline__ void chunk_values(const cg::thread_block_tile<32> &warp,
                                              const Args<In> &A, uint64_t c, bool aligned,
