@@ -154,8 +154,10 @@ typedef enum {
  *     FLOAT16, BFLOAT16 (float32 result, or rounded once to the input type with
  *     coopreduce_set_narrow_result), FLOAT32 and FLOAT64, and DOT of FLOAT32 and FLOAT64 (the
  *     exact sum of the exact products). Integer sums, MIN, MAX, ABSMAX, ARGMIN and ARGMAX are
- *     exact in both modes and compute the same thing; MEAN, SUMSQ, NORM2, DOT of 16-bit types
- *     and the tutorial methods fail with COOPREDUCE_ERROR_NOT_SUPPORTED in EXACT mode.
+ *     exact in both modes and compute the same thing (an int32 SUM through a tutorial method
+ *     included); MEAN, SUMSQ, NORM2, DOT of 16-bit types, and a float SUM or DOT under a
+ *     tutorial method (coopreduce_set_method) fail with COOPREDUCE_ERROR_NOT_SUPPORTED in EXACT
+ *     mode.
  *     Special values: any NaN gives the canonical NaN; +inf together with -inf gives NaN;
  *     otherwise an infinity in the input is the result; an exact sum beyond the largest finite
  *     value rounds to +-inf as IEEE-754 says; an exact zero is +0.0, or -0.0 when every input
