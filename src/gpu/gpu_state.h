@@ -36,7 +36,7 @@ struct cr_gpu_state {
     /* NORM2 (ordered_host.c): the join slots, then three trees' partials and counters; zeroed. */
     void *o_work;                 /* device, grown on demand */
     uint64_t o_cap;               /* the elements it is laid out for */
-    int o_blocks_per_sm[3];       /* level-1 kernel occupancy: float32, float64, 16-bit; 0 = not asked yet */
+    int o_blocks_per_sm[3];       /* ordered.cu kernels' occupancy: float32, float64, 16-bit; 0 = not asked yet */
 };
 
 cudaError_t cr_gpu_use_device(int ordinal);
