@@ -2,13 +2,23 @@
 # tune.sh — builds the GPU kernel under several tuning-knob settings (src/gpu/canonical.cu,
 # CR_TUNE_*) and benchmarks each in the same run, so their ratios compare. No knob changes a
 # result bit; tests/test_gpu checks the default build. Prints canonical time / CUB time per N.
-# usage: scripts/tune.sh [--n LIST] ["NAME=-DCR_TUNE_X=v ..." ...] ["NAME=@DIR" ...]
+# usage: scripts/tune.sh [--n LIST] [--bench "ARGS"] ["NAME=-DCR_TUNE_X=v ..." ...] ["NAME=@DIR" ...]
 #   NAME=@DIR builds another source tree (say, the last commit: git archive HEAD | tar -x -C DIR)
 #   with default flags, to compare versions of the code in one run.
+#   --bench ARGS: run `coopreduce bench ARGS` for every variant instead (any operation, type or
+#   method), the variants' runs interleaved twice (A B A B) so that drift shows; prints each
+#   table.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 N="2^16,2^20,2^24,2^28"
-if [ "${1:-}" = "--n" ]; then N=$2; shift 2; fi
+BENCH=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --n) N=$2; shift 2 ;;
+    --bench) BENCH=$2; shift 2 ;;
+    *) break ;;
+  esac
+done
 if [ $# -eq 0 ]; then
   set -- "default=" "blockrange=-DCR_TUNE_INTERLEAVE=0" "ldcs=-DCR_TUNE_LOAD=1" \
          "ldlu=-DCR_TUNE_LOAD=2" "fence_sc=-DCR_TUNE_FENCE=0"
@@ -24,6 +34,23 @@ for v in "$@"; do
     echo "build of $name failed" ) &
 done
 wait
+if [ -n "$BENCH" ]; then
+  for round in 1 2; do
+    for v in "$@"; do
+      name=${v%%=*}
+      # shellcheck disable=SC2086 # BENCH is a list of arguments
+      "build-tune-$name/coopreduce" bench $BENCH > "$LOG/$name.$round.md" 2>&1 || echo "bench of $name failed"
+    done
+  done
+  for round in 1 2; do
+    for v in "$@"; do
+      name=${v%%=*}
+      echo "=== $name, round $round: coopreduce bench $BENCH"
+      grep '^|' "$LOG/$name.$round.md"
+    done
+  done
+  exit 0
+fi
 for v in "$@"; do
   name=${v%%=*}
   "build-tune-$name/coopreduce" bench --method canonical --no-extras --n "$N" --no-host-latency \

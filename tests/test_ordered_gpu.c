@@ -313,6 +313,44 @@ static void edges(void)
     coopreduce_set_narrow_result(cpu, 0);
 }
 
+/* NORM2's medium pass decides from bits whether a full chunk holds an element of another
+ * class (ordered.cu's Ext, values.h's CR_NORM2_*_BITS): one value at each class boundary,
+ * planted among moderate (medium) values in a full chunk, once in a single-chunk input and
+ * once in a streamed multi-chunk one; the bits must be the CPU's, whose class tests are the
+ * float comparisons. */
+static void norm2_classes(void)
+{
+    static const uint64_t f32v[] = {0x59800000, 0x59800001, 0x597fffff, 0x20000000, 0x1fffffff,
+                                    0x1, 0x00800000, 0x7f800000, 0x7fc00000, 0x7f7fffff};
+    static const uint64_t f64v[] = {0x5e50000000000000ull, 0x5e50000000000001ull, 0x5e4fffffffffffffull,
+                                    0x2000000000000000ull, 0x1fffffffffffffffull, 0x1ull,
+                                    0x0000000100000000ull, 0x7ff0000000000000ull, 0x7ff8000000000000ull};
+    static const uint64_t f16v[] = {0x7bff, 0x7c00, 0x7e00, 0x0001, 0x0400, 0x3c00};
+    static const uint64_t bf16v[] = {0x5980, 0x5981, 0x597f, 0x2000, 0x1fff, 0x0001, 0x0080, 0x7f80, 0x7fc0, 0x7f7f};
+    const struct { const uint64_t *v; size_t count; } vals[4] = {
+        {f32v, sizeof f32v / 8}, {f64v, sizeof f64v / 8}, {f16v, sizeof f16v / 8}, {bf16v, sizeof bf16v / 8}};
+    for (int di = 0; di < 4; di++) {
+        const coopreduce_dtype dt = floats[di];
+        const size_t es = coopreduce_dtype_size(dt);
+        const uint64_t chunk = dt == COOPREDUCE_FLOAT64 ? 2048 : 4096;
+        int eb, mb;
+        layout(dt, &eb, &mb);
+        for (size_t i = 0; i < vals[di].count; i++)
+            for (int multi = 0; multi < 2; multi++) {
+                const uint64_t n = multi ? 5 * chunk + 3 : chunk;
+                fill(hx, n, dt, K_MODERATE);
+                const uint64_t at = rnd() % (multi ? 4 * chunk : chunk); /* in a full chunk */
+                put(hx, at, es, vals[di].v[i] | (rnd() & 1) << (eb + mb));
+                void *px, *py;
+                if (!upload(dt, n, 0, 0, &px, &py)) return;
+                char ctx[64];
+                snprintf(ctx, sizeof ctx, "class boundary 0x%llx at %llu",
+                         (unsigned long long)vals[di].v[i], (unsigned long long)at);
+                check_one(COOPREDUCE_OP_NORM2, dt, px, py, hx, hy, n, ctx);
+            }
+    }
+}
+
 /* 50 calls on one input: one result. Errors: host and NULL pointers. */
 static void repeats_and_errors(void)
 {
@@ -405,7 +443,7 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         void (*fn)(void);
-    } sections[] = {{"edges", edges},   {"sweep", sweep}, {"grids", grids},
+    } sections[] = {{"edges", edges},   {"norm2 classes", norm2_classes}, {"sweep", sweep}, {"grids", grids},
                     {"repeats, errors", repeats_and_errors}, {"huge", huge}};
     for (size_t k = 0; k < sizeof sections / sizeof sections[0]; k++) {
         if (quick && sections[k].fn == huge) {

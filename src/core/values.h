@@ -108,6 +108,22 @@ static inline CR_HD int cr_less_f64(double a, double b)
 #define CR_SSML_F64 0x1p537
 #define CR_SBIG_F64 0x1p-538
 
+/* The same class tests on the bits of |x| (sign cleared), for the GPU's medium pass: for a
+ * non-NaN x, |x| > TBIG iff bits > BIG_BITS, and 0 < |x| < TSML iff bits - 1 < SML_BITS - 1 in
+ * unsigned arithmetic that wraps (zero's bits - 1 is the largest). inf and NaN have bits above
+ * BIG_BITS. float16: the largest finite value (0x7bff) is below TBIG and the smallest
+ * subnormal above TSML, so only inf and NaN fail the tests. tests/test_ops_cpu.c checks every
+ * 16-bit pattern against the float tests, and the float32 and float64 constants. */
+#define CR_NORM2_BIG_BITS_F32 0x59800000u /* TBIG = 2^52 */
+#define CR_NORM2_SML_BITS_F32 0x20000000u /* TSML = 2^-63 */
+#define CR_NORM2_BIG_BITS_BF16 0x5980u
+#define CR_NORM2_SML_BITS_BF16 0x2000u
+#define CR_NORM2_BIG_BITS_F16 0x7bffu
+#define CR_NORM2_SML_BITS_F16 0x0001u
+/* float64: the high words of TBIG = 2^486 and TSML = 2^-511 (their low words are zero) */
+#define CR_NORM2_BIG_HI_F64 0x5e500000u
+#define CR_NORM2_SML_HI_F64 0x20000000u
+
 #define CR_DEFINE_NORM2(S, T, SQRT)                                                          \
     /* The three leaves of |x| (class member squared and scaled, +0.0 otherwise). */         \
     static inline CR_HD void cr_norm2_leaf_##S(T x, T *big, T *med, T *sml)                  \
@@ -156,27 +172,65 @@ CR_DEFINE_NORM2(F32, float, sqrtf)
 CR_DEFINE_NORM2(F64, double, sqrt)
 
 /* ---- The mean: a correctly rounded quotient ---------------------------------------------
- * cr_round_div returns (-1)^neg * mag * 2^exp / n rounded once to a binary format with `prec`
+ * Bit lengths and a small-quotient division, exact in integers. */
+static inline CR_HD int cr_bitlen64(uint64_t w)
+{
+#ifdef __CUDA_ARCH__
+    return 64 - __clzll((long long)w);
+#else
+    return w ? 64 - __builtin_clzll(w) : 0;
+#endif
+}
+
+static inline CR_HD int cr_bitlen128(cr_u128 v)
+{
+    const uint64_t hi = (uint64_t)(v >> 64);
+    return hi ? 64 + cr_bitlen64(hi) : cr_bitlen64((uint64_t)v);
+}
+
+static inline CR_HD double cr_u128_to_double(cr_u128 v)
+{
+    return (double)(uint64_t)(v >> 64) * 18446744073709551616.0 + (double)(uint64_t)v;
+}
+
+/* floor(num / n) and whether the division is inexact, for a quotient below 2^60 (n >= 1): an
+ * estimate in double precision, made exact by integer corrections, so the result is the exact
+ * floor on every machine. Why not num / n: a 128-bit division is a bit-serial software loop on
+ * the GPU, microseconds for the one thread that finishes a MEAN (docs/PERF.md run 21). */
+static inline CR_HD uint64_t cr_div_small_quotient(cr_u128 num, uint64_t n, int *inexact)
+{
+    const double est = cr_u128_to_double(num) / (double)n;
+    uint64_t q = est >= 1152921504606846976.0 ? 1152921504606846975ull : (uint64_t)est; /* < 2^60 */
+    cr_u128 p = (cr_u128)q * n;
+    /* |est - num/n| < 2^-50 * 2^60: the estimate is off by up to 2^10 units; correct it by the
+     * remainder's own estimate, then by single steps (at most one or two) */
+    if (p > num) {
+        const uint64_t d = (uint64_t)(cr_u128_to_double(p - num) / (double)n) + 1;
+        q -= d;
+        p -= (cr_u128)d * n;
+    } else if (num - p >= n) {
+        const uint64_t d = (uint64_t)(cr_u128_to_double(num - p) / (double)n);
+        q += d;
+        p += (cr_u128)d * n;
+    }
+    while (p > num) {
+        q--;
+        p -= n;
+    }
+    while (num - p >= n) {
+        q++;
+        p += n;
+    }
+    *inexact = num != p;
+    return q;
+}
+
+/* cr_round_div returns (-1)^neg * mag * 2^exp / n rounded once to a binary format with `prec`
  * significand bits and minimum normal exponent `emin` (float32: 24, -126; float64: 53, -1022),
  * as a double (exact: the result is a value of the target format; the float32 caller converts
  * it exactly). Round to nearest, ties to even; subnormal results rounded at their own position;
  * beyond the format's range (emax = 1 - emin: 127 or 1023) gives +-inf. n >= 1; mag may be 0
  * (the result is a signed zero). Integer arithmetic only, so the CPU and the GPU agree. */
-static inline CR_HD int cr_bitlen128(cr_u128 v)
-{
-    int b = 0;
-    if (v >> 64) {
-        b = 64;
-        v >>= 64;
-    }
-    uint64_t w = (uint64_t)v;
-    while (w) {
-        b++;
-        w >>= 1;
-    }
-    return b;
-}
-
 static inline CR_HD double cr_round_div(int neg, cr_u128 mag, int exp, uint64_t n, int prec,
                                         int emin)
 {
@@ -193,8 +247,10 @@ static inline CR_HD double cr_round_div(int neg, cr_u128 mag, int exp, uint64_t 
         num = mag >> -s;
         sticky = (mag & (((cr_u128)1 << -s) - 1)) != 0;
     }
-    const cr_u128 q = num / n;
-    sticky |= (num % n) != 0;
+    /* num < 2^(prec + 3 + bn) and n >= 2^(bn - 1): the quotient is below 2^(prec + 4) <= 2^57 */
+    int inexact;
+    const cr_u128 q = cr_div_small_quotient(num, n, &inexact);
+    sticky |= inexact;
     /* value = (q + frac) * 2^(exp - s), frac in [0, 1), nonzero iff sticky */
     const int bq = cr_bitlen128(q);
     const int e = bq - 1 + exp - s; /* exponent of the leading bit */

@@ -43,12 +43,22 @@
 namespace {
 
 /* kMedium: NORM2's medium-class pass (norm2_kernel): per element its square (the medium leaf,
- * |x|*|x| == x*x) and, beside the tree, the largest |x| and the smallest nonzero |x| of the
- * chunk, which say whether the chunk has an element of another class. Not a leaf of the
- * contract by itself. */
+ * |x|*|x| == x*x) and, beside the tree, the input type's Ext (the largest |x| and the smallest
+ * nonzero |x| of the chunk), which says whether the chunk has an element of another class.
+ * Not a leaf of the contract by itself. */
 enum class Leaf { kWiden, kSquare, kProduct, kNorm2, kMedium };
 
-/* Input element types: how 16 bytes decode into elements, and how an element widens. */
+/* Input element types: how 16 bytes decode into elements, and how an element widens.
+ *
+ * Ext: NORM2's medium pass notes, beside the tree of squares, what says whether a chunk has
+ * an element outside the medium class (values.h's class tests): the largest |x| and the
+ * smallest nonzero |x|, kept as the bits of |x| where those order as the values do. For
+ * float32 and the 16-bit types: integer max / min on the bits (sm_90's 3-input and add-min
+ * instructions, two 16-bit halves at once for the 16-bit types), a third of the float
+ * instructions that the values took; zero excluded from the minimum by taking bits - 1 with
+ * wrap-around. NaN and inf have bits above the big threshold: their chunks take the
+ * three-class path, which applies the rules to them. Float64: the same on a 32-bit key (below),
+ * a quarter of the instructions of max / min on doubles, which Hopper has no instruction for. */
 struct F32 {
     using Acc = float;
     static constexpr int kVec = 4, kBytes = 4;
@@ -57,6 +67,28 @@ struct F32 {
     {
         v[0] = __uint_as_float(q.x); v[1] = __uint_as_float(q.y);
         v[2] = __uint_as_float(q.z); v[3] = __uint_as_float(q.w);
+    }
+    struct Ext {
+        unsigned int mx, mn; /* max |x| bits; min of (|x| bits - 1) */
+    };
+    static __device__ __forceinline__ Ext ext_of(const uint4 &q)
+    {
+        const unsigned int a0 = q.x & 0x7fffffffu, a1 = q.y & 0x7fffffffu;
+        const unsigned int a2 = q.z & 0x7fffffffu, a3 = q.w & 0x7fffffffu;
+        Ext e;
+        e.mx = __vimax3_u32(a0, a1, max(a2, a3));
+        e.mn = __viaddmin_u32(a0, 0xffffffffu, __viaddmin_u32(a1, 0xffffffffu,
+               __viaddmin_u32(a2, 0xffffffffu, a3 - 1u)));
+        return e;
+    }
+    static __device__ __forceinline__ Ext ext_add(const Ext &a, const Ext &b) { return {max(a.mx, b.mx), min(a.mn, b.mn)}; }
+    static __device__ __forceinline__ Ext ext_shfl(const cg::thread_block_tile<32> &w, const Ext &e, int d)
+    {
+        return {w.shfl_xor(e.mx, d), w.shfl_xor(e.mn, d)};
+    }
+    static __device__ __forceinline__ bool ext_other(const Ext &e)
+    {
+        return e.mx > CR_NORM2_BIG_BITS_F32 || e.mn < CR_NORM2_SML_BITS_F32 - 1u;
     }
 };
 struct F64 {
@@ -67,6 +99,33 @@ struct F64 {
     {
         v[0] = __hiloint2double((int)q.y, (int)q.x);
         v[1] = __hiloint2double((int)q.w, (int)q.z);
+    }
+    /* The class tests on a 32-bit key per element: the high word of |x| with its lowest bit
+     * set when the low word is nonzero. TBIG and TSML are powers of two (low words zero), so
+     * |x| < TSML iff key < SML_HI, and |x| > TBIG implies key >= BIG_HI (TBIG itself, and the
+     * values within 2^-20 above it, also test as big: their chunks take the three-class path,
+     * which gives the same bits, only slower). The bit set for a nonzero low word keeps the
+     * tiniest subnormals (high word zero) from passing for zero. */
+    struct Ext {
+        unsigned int mx, mn; /* max key; min of (key - 1) */
+    };
+    static __device__ __forceinline__ unsigned int key(unsigned int lo, unsigned int hi)
+    {
+        return (hi & 0x7fffffffu) | min(lo, 1u);
+    }
+    static __device__ __forceinline__ Ext ext_of(const uint4 &q)
+    {
+        const unsigned int k0 = key(q.x, q.y), k1 = key(q.z, q.w);
+        return {max(k0, k1), __viaddmin_u32(k0, 0xffffffffu, k1 - 1u)};
+    }
+    static __device__ __forceinline__ Ext ext_add(const Ext &a, const Ext &b) { return {max(a.mx, b.mx), min(a.mn, b.mn)}; }
+    static __device__ __forceinline__ Ext ext_shfl(const cg::thread_block_tile<32> &w, const Ext &e, int d)
+    {
+        return {w.shfl_xor(e.mx, d), w.shfl_xor(e.mn, d)};
+    }
+    static __device__ __forceinline__ bool ext_other(const Ext &e)
+    {
+        return e.mx >= CR_NORM2_BIG_HI_F64 || e.mn < CR_NORM2_SML_HI_F64 - 1u;
     }
 };
 template <bool kBrain> struct Half {
@@ -97,27 +156,46 @@ template <bool kBrain> struct Half {
             v[2 * k + 1] = widen(w[k] >> 16);
         }
     }
+    struct Ext {
+        unsigned int mx, mn; /* per 16-bit half: max |x| bits; min of (|x| bits - 1) */
+    };
+    static __device__ __forceinline__ Ext ext_of(const uint4 &q)
+    {
+        const unsigned int a0 = q.x & 0x7fff7fffu, a1 = q.y & 0x7fff7fffu;
+        const unsigned int a2 = q.z & 0x7fff7fffu, a3 = q.w & 0x7fff7fffu;
+        Ext e;
+        e.mx = __vimax3_u16x2(a0, a1, __vmaxu2(a2, a3));
+        e.mn = __viaddmin_u16x2(a0, 0xffffffffu, __viaddmin_u16x2(a1, 0xffffffffu,
+               __viaddmin_u16x2(a2, 0xffffffffu, __vsub2(a3, 0x00010001u))));
+        return e;
+    }
+    static __device__ __forceinline__ Ext ext_add(const Ext &a, const Ext &b) { return {__vmaxu2(a.mx, b.mx), __vminu2(a.mn, b.mn)}; }
+    static __device__ __forceinline__ Ext ext_shfl(const cg::thread_block_tile<32> &w, const Ext &e, int d)
+    {
+        return {w.shfl_xor(e.mx, d), w.shfl_xor(e.mn, d)};
+    }
+    static __device__ __forceinline__ bool ext_other(const Ext &e)
+    {
+        constexpr unsigned int big = kBrain ? CR_NORM2_BIG_BITS_BF16 : CR_NORM2_BIG_BITS_F16;
+        constexpr unsigned int sml = kBrain ? CR_NORM2_SML_BITS_BF16 : CR_NORM2_SML_BITS_F16;
+        const unsigned int mx = max(e.mx & 0xffffu, e.mx >> 16), mn = min(e.mn & 0xffffu, e.mn >> 16);
+        return mx > big || mn + 1u < sml; /* mn < sml - 1, without a comparison with 0 for float16 */
+    }
 };
 
-/* The leaves of one element (and, for DOT, its partner): K values of the accumulation type. */
-template <Leaf LF> constexpr int kLeaves = LF == Leaf::kNorm2 || LF == Leaf::kMedium ? 3 : 1;
+/* The trees of one element (and, for DOT, its partner): K leaves of the accumulation type. NORM2's
+ * medium pass (kMedium) has one tree, the squares, and its Ext beside it. */
+template <Leaf LF> constexpr int kLeaves = LF == Leaf::kNorm2 ? 3 : 1;
 
 template <Leaf LF, typename A>
 __device__ __forceinline__ void make_leaf(A a, A b, A *out)
 {
     if constexpr (LF == Leaf::kWiden) {
         out[0] = a;
-    } else if constexpr (LF == Leaf::kSquare) {
-        out[0] = a * a;
+    } else if constexpr (LF == Leaf::kSquare || LF == Leaf::kMedium) {
+        out[0] = a * a; /* kMedium: the medium leaf, |x|*|x| == x*x */
     } else if constexpr (LF == Leaf::kProduct) {
         out[0] = a * b;
-    } else if constexpr (LF == Leaf::kMedium) {
-        /* the square, |x| for the largest, |x| (+inf for a zero) for the smallest nonzero;
-         * fmax/fmin drop a NaN, which is medium anyway (it fails both class tests) */
-        const A ax = fabs(a);
-        out[0] = a * a;
-        out[1] = ax;
-        out[2] = ax != 0 ? ax : (A)INFINITY;
     } else if constexpr (sizeof(A) == 4) {
         cr_norm2_leaf_F32(a, &out[0], &out[1], &out[2]);
     } else {
@@ -137,33 +215,10 @@ template <typename In> struct Shape {
     static_assert(kThreadsPerRow * kHalves == 32, "a row is one or two loads of the warp");
 };
 
-/* Lanes that carry leaf k: all, except kMedium's extremes, which a thread folds over its lanes
- * at once (leaves_of) and keeps in lane 0 only: 2 registers beside the tree, not 2 per lane. */
-template <typename In, Leaf LF> __host__ __device__ constexpr int lanes_of(int k)
-{
-    return LF == Leaf::kMedium && k > 0 ? 1 : In::kVec;
-}
-
-/* How two nodes of leaf k combine: addition, except for kMedium's extremes (max, min: any
- * order gives the same value). */
-template <Leaf LF, typename A> __device__ __forceinline__ A combine(int k, A a, A b)
-{
-    if constexpr (LF == Leaf::kMedium)
-        return k == 0 ? a + b : k == 1 ? fmax(a, b) : fmin(a, b);
-    else
-        return a + b;
-}
-
-/* NORM2: the chunk whose kMedium values are v has an element outside the medium class. */
-template <typename A> __device__ __forceinline__ bool other_class(const A (&v)[3])
-{
-    return sizeof(A) == 4 ? v[1] > (A)CR_TBIG_F32 || v[2] < (A)CR_TSML_F32
-                          : v[1] > (A)CR_TBIG_F64 || v[2] < (A)CR_TSML_F64;
-}
-
-/* A thread's leaves of one row: kVec lanes, K leaves each. */
+/* A thread's leaves of one row: kVec lanes, K leaves each; for kMedium, the rows' Ext too. */
 template <typename In, Leaf LF> struct RowVals {
     typename In::Acc v[In::kVec][kLeaves<LF>];
+    typename In::Ext e; /* kMedium only */
 };
 
 template <typename In, Leaf LF>
@@ -173,8 +228,8 @@ __device__ __forceinline__ RowVals<In, LF> add(const RowVals<In, LF> &a, const R
 #pragma unroll
     for (int j = 0; j < In::kVec; j++)
 #pragma unroll
-        for (int k = 0; k < kLeaves<LF>; k++)
-            if (j < lanes_of<In, LF>(k)) r.v[j][k] = combine<LF>(k, a.v[j][k], b.v[j][k]);
+        for (int k = 0; k < kLeaves<LF>; k++) r.v[j][k] = a.v[j][k] + b.v[j][k];
+    if constexpr (LF == Leaf::kMedium) r.e = In::ext_add(a.e, b.e);
     return r;
 }
 
@@ -189,13 +244,7 @@ __device__ __forceinline__ RowVals<In, LF> leaves_of(const uint4 &qx, const uint
 #pragma unroll
     for (int j = 0; j < In::kVec; j++)
         make_leaf<LF>(a[j], LF == Leaf::kProduct ? b[j] : a[j], r.v[j]);
-    if constexpr (LF == Leaf::kMedium) {
-#pragma unroll
-        for (int j = 1; j < In::kVec; j++) {
-            r.v[0][1] = fmax(r.v[0][1], r.v[j][1]);
-            r.v[0][2] = fmin(r.v[0][2], r.v[j][2]);
-        }
-    }
+    if constexpr (LF == Leaf::kMedium) r.e = In::ext_of(qx);
     return r;
 }
 
@@ -216,8 +265,9 @@ template <bool kStream> __device__ __forceinline__ uint4 load16(const void *p)
 template <typename In, Leaf LF, int R> struct BatchTree {
     static __device__ __forceinline__ RowVals<In, LF> run(const uint4 *qx, const uint4 *qy, int i0)
     {
-        return add(BatchTree<In, LF, R / 2>::run(qx, qy, i0),
-                   BatchTree<In, LF, R / 2>::run(qx, qy, i0 + R / 2));
+        const RowVals<In, LF> l = BatchTree<In, LF, R / 2>::run(qx, qy, i0);
+        const RowVals<In, LF> r = BatchTree<In, LF, R / 2>::run(qx, qy, i0 + R / 2);
+        return add(l, r);
     }
 };
 template <typename In, Leaf LF> struct BatchTree<In, LF, 1> {
@@ -257,7 +307,7 @@ __device__ __noinline__ RowVals<In, LF> rows_guarded(const Args<In> &A, uint64_t
 {
     using S = Shape<In>;
     using Acc = typename In::Acc;
-    static_assert(LF != Leaf::kMedium, "kMedium's extremes are folded by leaves_of only");
+    static_assert(LF != Leaf::kMedium, "kMedium is for full, aligned chunks (leaves_of's Ext)");
     RowVals<In, LF> t[S::kRows];
 #pragma unroll 1
     for (int i = 0; i < S::kRows; i++) {
@@ -281,29 +331,50 @@ __device__ __noinline__ RowVals<In, LF> rows_guarded(const Args<In> &A, uint64_t
     return t[0];
 }
 
-/* The chunk's value from this thread's row tree: the top row level across the two halves (16-bit
- * input), the lane levels inside the thread, then across threads. Every thread returns it. */
-template <typename In, Leaf LF>
-__device__ __forceinline__ void finish_chunk(const cg::thread_block_tile<32> &warp,
-                                             RowVals<In, LF> s, typename In::Acc *out)
+/* The chunk tree above the rows of one leaf, from this thread's kVec lane values (its row
+ * tree): the top row level across the two halves (16-bit input), the lane levels inside the
+ * thread, then across threads. Every thread returns it. Constant loop bounds keep v[] in
+ * registers (bounds that depended on the leaf index put it in local memory: docs/PERF.md
+ * run 20). */
+template <typename In>
+__device__ __forceinline__ typename In::Acc chunk_tree(const cg::thread_block_tile<32> &warp,
+                                                       typename In::Acc (&v)[In::kVec])
 {
     using S = Shape<In>;
+#pragma unroll
+    for (int j = 0; j < In::kVec; j++)
+        if constexpr (S::kHalves == 2) v[j] = v[j] + warp.shfl_xor(v[j], 16);
+#pragma unroll
+    for (int w = 1; w < In::kVec; w *= 2)
+#pragma unroll
+        for (int j = 0; j < In::kVec; j += 2 * w) v[j] = v[j] + v[j + w];
+#pragma unroll
+    for (int d = 1; d < S::kThreadsPerRow; d *= 2) v[0] = v[0] + warp.shfl_xor(v[0], d);
+    return v[0];
+}
+
+/* The values finish_chunk gives for a chunk: the K trees' values; kMedium: the tree of squares and
+ * a flag, nonzero when the chunk has an element outside the medium class (uniform across the
+ * warp). */
+template <Leaf LF> constexpr int kOut = LF == Leaf::kMedium ? 2 : kLeaves<LF>;
+
+/* The chunk's values from this thread's row tree (every thread returns them). */
+template <typename In, Leaf LF>
+__device__ __forceinline__ void finish_chunk(const cg::thread_block_tile<32> &warp,
+                                             const RowVals<In, LF> &s, typename In::Acc *out)
+{
 #pragma unroll
     for (int k = 0; k < kLeaves<LF>; k++) {
         typename In::Acc v[In::kVec];
 #pragma unroll
-        for (int j = 0; j < lanes_of<In, LF>(k); j++) {
-            v[j] = s.v[j][k];
-            if constexpr (S::kHalves == 2) v[j] = combine<LF>(k, v[j], warp.shfl_xor(v[j], 16));
-        }
+        for (int j = 0; j < In::kVec; j++) v[j] = s.v[j][k];
+        out[k] = chunk_tree<In>(warp, v);
+    }
+    if constexpr (LF == Leaf::kMedium) { /* max and min: any order gives the same */
+        typename In::Ext e = s.e;
 #pragma unroll
-        for (int w = 1; w < lanes_of<In, LF>(k); w *= 2)
-#pragma unroll
-            for (int j = 0; j < lanes_of<In, LF>(k); j += 2 * w) v[j] = combine<LF>(k, v[j], v[j + w]);
-#pragma unroll
-        for (int d = 1; d < S::kThreadsPerRow; d *= 2)
-            v[0] = combine<LF>(k, v[0], warp.shfl_xor(v[0], d));
-        out[k] = v[0];
+        for (int d = 1; d < 32; d *= 2) e = In::ext_add(e, In::ext_shfl(warp, e, d));
+        out[1] = In::ext_other(e) ? 1 : 0;
     }
 }
 
@@ -408,7 +479,7 @@ __device__ __forceinline__ void stream_chunks(const cg::thread_block_tile<32> &w
         const Next nx = {(c + stride) * S::kChunk, c + stride < c1};
         const RowVals<In, LF> rows =
             BatchStream<In, LF, kStream, 0, NB>::run(buf, A, c * S::kChunk, r0, lane0, nx);
-        typename In::Acc v[kLeaves<LF>];
+        typename In::Acc v[kOut<LF>];
         finish_chunk<In, LF>(warp, rows, v);
         emit(c, v);
     }
@@ -446,9 +517,9 @@ __device__ __forceinline__ void chunk_values(const cg::thread_block_tile<32> &wa
     bool done = false;
     if constexpr (LF == Leaf::kNorm2) {
         if (full) {
-            Acc m[3];
+            Acc m[kOut<Leaf::kMedium>];
             finish_chunk<In, Leaf::kMedium>(warp, full_chunk_rows<In, Leaf::kMedium, kStream>(A, base, half, lane0), m);
-            if (!other_class(m)) { /* uniform across the warp */
+            if (m[1] == 0) { /* uniform across the warp */
                 v[0] = v[2] = (Acc)0;
                 v[1] = m[0];
                 done = true;
@@ -558,8 +629,8 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
      * waiting for them): a chunk with another class is marked in `redo` (bit j: the j-th chunk
      * of the segment) and done after the segment, 64 chunks a segment. */
     uint64_t redo = 0, seg = 0, j = 0;
-    auto emit_medium = [&](uint64_t c, const Acc (&m)[3]) {
-        if (other_class(m)) { /* uniform across the warp */
+    auto emit_medium = [&](uint64_t c, const Acc (&m)[kOut<Leaf::kMedium>]) {
+        if (m[1] != 0) { /* another class: uniform across the warp */
             redo |= 1ull << j;
         } else if (warp.thread_rank() == 0) {
             store_partial(T.p[0], 1, c, (Acc)0, tag);
