@@ -56,15 +56,6 @@ static inline CR_HD double cr_two_sum(double a, double b, double *err)
     return s;
 }
 
-static inline CR_HD int cr_sa_bitlen64(uint64_t v)
-{
-#ifdef __CUDA_ARCH__
-    return 64 - __clzll((long long)v);
-#else
-    return v ? 64 - __builtin_clzll(v) : 0;
-#endif
-}
-
 /* The contributions of (-1)^neg * m * 2^e (e >= lsb, m < 2^64) to digits idx, idx+1, idx+2:
  * c[k] in (-2^32, 2^32). */
 static inline CR_HD void cr_sa_split_u64(uint64_t m, int e, int neg, int lsb, int *idx,
@@ -210,7 +201,7 @@ static inline CR_HD void cr_sa_finish(int64_t *d, int nd, int lsb, unsigned flag
             v = (flags & CR_X_ANY) && !(flags & CR_X_NONNEGZ) ? -0.0 : 0.0;
         } else {
             /* top digit < 2^32 here: the bounds keep |sum| far below the top of the range */
-            const int t = 32 * h + cr_sa_bitlen64((uint64_t)d[h]) - 1; /* MSB position */
+            const int t = 32 * h + cr_bitlen64((uint64_t)d[h]) - 1; /* MSB position */
             const int E = t + lsb;
             const int ue = (E >= emin ? E : emin) - prec + 1; /* exponent of the result's ulp */
             const int q = ue - lsb;
@@ -222,7 +213,7 @@ static inline CR_HD void cr_sa_finish(int64_t *d, int nd, int lsb, unsigned flag
                 const int rb = (int)cr_sa_bits(d, nd, q - 1, 1);
                 const int sticky = cr_sa_any_below(d, q - 1);
                 if (rb && (sticky || (kept & 1u))) kept++;
-                if (kept && cr_sa_bitlen64(kept) + ue - 1 > emax) {
+                if (kept && cr_bitlen64(kept) + ue - 1 > emax) {
                     v = (double)INFINITY;
                 } else {
                     /* kept * 2^ue is a value of the format: exact as a double */

@@ -63,6 +63,14 @@ enum class Leaf { kWiden, kSquare, kProduct, kNorm2, kMedium };
  * 16-bit NORM2 went from 82% to 85% of the H200's read ceiling, float32 and float64 stayed
  * at 91-92% and 94% (docs/PERF.md run 21): those loops are not bound by their instruction
  * count alone. */
+struct Ext {
+    unsigned int mx, mn; /* the largest bits; the smallest of (bits - 1) */
+};
+__device__ __forceinline__ Ext ext_shfl(const cg::thread_block_tile<32> &w, const Ext &e, int d)
+{
+    return {w.shfl_xor(e.mx, d), w.shfl_xor(e.mn, d)};
+}
+
 struct F32 {
     using Acc = float;
     static constexpr int kVec = 4, kBytes = 4;
@@ -72,9 +80,6 @@ struct F32 {
         v[0] = __uint_as_float(q.x); v[1] = __uint_as_float(q.y);
         v[2] = __uint_as_float(q.z); v[3] = __uint_as_float(q.w);
     }
-    struct Ext {
-        unsigned int mx, mn; /* max |x| bits; min of (|x| bits - 1) */
-    };
     static __device__ __forceinline__ Ext ext_of(const uint4 &q)
     {
         const unsigned int a0 = q.x & 0x7fffffffu, a1 = q.y & 0x7fffffffu;
@@ -86,10 +91,6 @@ struct F32 {
         return e;
     }
     static __device__ __forceinline__ Ext ext_add(const Ext &a, const Ext &b) { return {max(a.mx, b.mx), min(a.mn, b.mn)}; }
-    static __device__ __forceinline__ Ext ext_shfl(const cg::thread_block_tile<32> &w, const Ext &e, int d)
-    {
-        return {w.shfl_xor(e.mx, d), w.shfl_xor(e.mn, d)};
-    }
     static __device__ __forceinline__ bool ext_other(const Ext &e)
     {
         return e.mx > CR_NORM2_BIG_BITS_F32 || e.mn < CR_NORM2_SML_BITS_F32 - 1u;
@@ -110,9 +111,6 @@ struct F64 {
      * values within 2^-20 above it, also test as big: their chunks take the three-class path,
      * which gives the same bits, only slower). The bit set for a nonzero low word keeps the
      * tiniest subnormals (high word zero) from passing for zero. */
-    struct Ext {
-        unsigned int mx, mn; /* max key; min of (key - 1) */
-    };
     static __device__ __forceinline__ unsigned int key(unsigned int lo, unsigned int hi)
     {
         return (hi & 0x7fffffffu) | min(lo, 1u);
@@ -123,10 +121,6 @@ struct F64 {
         return {max(k0, k1), __viaddmin_u32(k0, 0xffffffffu, k1 - 1u)};
     }
     static __device__ __forceinline__ Ext ext_add(const Ext &a, const Ext &b) { return {max(a.mx, b.mx), min(a.mn, b.mn)}; }
-    static __device__ __forceinline__ Ext ext_shfl(const cg::thread_block_tile<32> &w, const Ext &e, int d)
-    {
-        return {w.shfl_xor(e.mx, d), w.shfl_xor(e.mn, d)};
-    }
     static __device__ __forceinline__ bool ext_other(const Ext &e)
     {
         return e.mx >= CR_NORM2_BIG_HI_F64 || e.mn < CR_NORM2_SML_HI_F64 - 1u;
@@ -160,9 +154,6 @@ template <bool kBrain> struct Half {
             v[2 * k + 1] = widen(w[k] >> 16);
         }
     }
-    struct Ext {
-        unsigned int mx, mn; /* per 16-bit half: max |x| bits; min of (|x| bits - 1) */
-    };
     static __device__ __forceinline__ Ext ext_of(const uint4 &q)
     {
         const unsigned int a0 = q.x & 0x7fff7fffu, a1 = q.y & 0x7fff7fffu;
@@ -174,10 +165,6 @@ template <bool kBrain> struct Half {
         return e;
     }
     static __device__ __forceinline__ Ext ext_add(const Ext &a, const Ext &b) { return {__vmaxu2(a.mx, b.mx), __vminu2(a.mn, b.mn)}; }
-    static __device__ __forceinline__ Ext ext_shfl(const cg::thread_block_tile<32> &w, const Ext &e, int d)
-    {
-        return {w.shfl_xor(e.mx, d), w.shfl_xor(e.mn, d)};
-    }
     static __device__ __forceinline__ bool ext_other(const Ext &e)
     {
         constexpr unsigned int big = kBrain ? CR_NORM2_BIG_BITS_BF16 : CR_NORM2_BIG_BITS_F16;
@@ -222,7 +209,7 @@ template <typename In> struct Shape {
 /* A thread's leaves of one row: kVec lanes, K leaves each; for kMedium, the rows' Ext too. */
 template <typename In, Leaf LF> struct RowVals {
     typename In::Acc v[In::kVec][kLeaves<LF>];
-    typename In::Ext e; /* kMedium only */
+    Ext e; /* kMedium only */
 };
 
 template <typename In, Leaf LF>
@@ -375,9 +362,9 @@ __device__ __forceinline__ void finish_chunk(const cg::thread_block_tile<32> &wa
         out[k] = chunk_tree<In>(warp, v);
     }
     if constexpr (LF == Leaf::kMedium) { /* max and min: any order gives the same */
-        typename In::Ext e = s.e;
+        Ext e = s.e;
 #pragma unroll
-        for (int d = 1; d < 32; d *= 2) e = In::ext_add(e, In::ext_shfl(warp, e, d));
+        for (int d = 1; d < 32; d *= 2) e = In::ext_add(e, ext_shfl(warp, e, d));
         out[1] = In::ext_other(e) ? 1 : 0;
     }
 }
