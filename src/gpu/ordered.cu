@@ -64,7 +64,7 @@ enum class Leaf { kWiden, kSquare, kProduct, kNorm2, kMedium };
  * at 91-92% and 94% (docs/PERF.md run 21): those loops are not bound by their instruction
  * count alone. */
 struct Ext {
-    unsigned int mx, mn; /* the largest bits; the smallest of (bits - 1) */
+    unsigned int mx = 0, mn = 0xffffffffu; /* the largest bits; the smallest of (bits - 1) */
 };
 __device__ __forceinline__ Ext ext_shfl(const cg::thread_block_tile<32> &w, const Ext &e, int d)
 {
@@ -80,15 +80,13 @@ struct F32 {
         v[0] = __uint_as_float(q.x); v[1] = __uint_as_float(q.y);
         v[2] = __uint_as_float(q.z); v[3] = __uint_as_float(q.w);
     }
-    static __device__ __forceinline__ Ext ext_of(const uint4 &q)
+    static __device__ __forceinline__ void ext_fold(Ext &e, const uint4 &q)
     {
         const unsigned int a0 = q.x & 0x7fffffffu, a1 = q.y & 0x7fffffffu;
         const unsigned int a2 = q.z & 0x7fffffffu, a3 = q.w & 0x7fffffffu;
-        Ext e;
-        e.mx = __vimax3_u32(a0, a1, max(a2, a3));
+        e.mx = __vimax3_u32(__vimax3_u32(e.mx, a0, a1), a2, a3);
         e.mn = __viaddmin_u32(a0, 0xffffffffu, __viaddmin_u32(a1, 0xffffffffu,
-               __viaddmin_u32(a2, 0xffffffffu, a3 - 1u)));
-        return e;
+               __viaddmin_u32(a2, 0xffffffffu, __viaddmin_u32(a3, 0xffffffffu, e.mn))));
     }
     static __device__ __forceinline__ Ext ext_add(const Ext &a, const Ext &b) { return {max(a.mx, b.mx), min(a.mn, b.mn)}; }
     static __device__ __forceinline__ bool ext_other(const Ext &e)
@@ -115,10 +113,11 @@ struct F64 {
     {
         return (hi & 0x7fffffffu) | min(lo, 1u);
     }
-    static __device__ __forceinline__ Ext ext_of(const uint4 &q)
+    static __device__ __forceinline__ void ext_fold(Ext &e, const uint4 &q)
     {
         const unsigned int k0 = key(q.x, q.y), k1 = key(q.z, q.w);
-        return {max(k0, k1), __viaddmin_u32(k0, 0xffffffffu, k1 - 1u)};
+        e.mx = __vimax3_u32(e.mx, k0, k1);
+        e.mn = __viaddmin_u32(k0, 0xffffffffu, __viaddmin_u32(k1, 0xffffffffu, e.mn));
     }
     static __device__ __forceinline__ Ext ext_add(const Ext &a, const Ext &b) { return {max(a.mx, b.mx), min(a.mn, b.mn)}; }
     static __device__ __forceinline__ bool ext_other(const Ext &e)
@@ -154,15 +153,13 @@ template <bool kBrain> struct Half {
             v[2 * k + 1] = widen(w[k] >> 16);
         }
     }
-    static __device__ __forceinline__ Ext ext_of(const uint4 &q)
+    static __device__ __forceinline__ void ext_fold(Ext &e, const uint4 &q)
     {
         const unsigned int a0 = q.x & 0x7fff7fffu, a1 = q.y & 0x7fff7fffu;
         const unsigned int a2 = q.z & 0x7fff7fffu, a3 = q.w & 0x7fff7fffu;
-        Ext e;
-        e.mx = __vimax3_u16x2(a0, a1, __vmaxu2(a2, a3));
+        e.mx = __vimax3_u16x2(__vimax3_u16x2(e.mx, a0, a1), a2, a3);
         e.mn = __viaddmin_u16x2(a0, 0xffffffffu, __viaddmin_u16x2(a1, 0xffffffffu,
-               __viaddmin_u16x2(a2, 0xffffffffu, __vsub2(a3, 0x00010001u))));
-        return e;
+               __viaddmin_u16x2(a2, 0xffffffffu, __viaddmin_u16x2(a3, 0xffffffffu, e.mn))));
     }
     static __device__ __forceinline__ Ext ext_add(const Ext &a, const Ext &b) { return {__vmaxu2(a.mx, b.mx), __vminu2(a.mn, b.mn)}; }
     static __device__ __forceinline__ bool ext_other(const Ext &e)
@@ -206,10 +203,12 @@ template <typename In> struct Shape {
     static_assert(kThreadsPerRow * kHalves == 32, "a row is one or two loads of the warp");
 };
 
-/* A thread's leaves of one row: kVec lanes, K leaves each; for kMedium, the rows' Ext too. */
+/* A thread's leaves of one row: kVec lanes, K leaves each. (kMedium's Ext is folded into one
+ * accumulator per chunk as the loads are consumed, BatchTree, not carried through the tree: no
+ * merging of row Exts. Per chunk in SASS, bfloat16 747 -> 721 instructions, float32 733 -> 690,
+ * float64 608 -> 579, with fewer spills; no change in time, docs/PERF.md run 24.) */
 template <typename In, Leaf LF> struct RowVals {
     typename In::Acc v[In::kVec][kLeaves<LF>];
-    Ext e; /* kMedium only */
 };
 
 template <typename In, Leaf LF>
@@ -220,7 +219,6 @@ __device__ __forceinline__ RowVals<In, LF> add(const RowVals<In, LF> &a, const R
     for (int j = 0; j < In::kVec; j++)
 #pragma unroll
         for (int k = 0; k < kLeaves<LF>; k++) r.v[j][k] = a.v[j][k] + b.v[j][k];
-    if constexpr (LF == Leaf::kMedium) r.e = In::ext_add(a.e, b.e);
     return r;
 }
 
@@ -235,7 +233,6 @@ __device__ __forceinline__ RowVals<In, LF> leaves_of(const uint4 &qx, const uint
 #pragma unroll
     for (int j = 0; j < In::kVec; j++)
         make_leaf<LF>(a[j], LF == Leaf::kProduct ? b[j] : a[j], r.v[j]);
-    if constexpr (LF == Leaf::kMedium) r.e = In::ext_of(qx);
     return r;
 }
 
@@ -252,18 +249,22 @@ template <bool kStream> __device__ __forceinline__ uint4 load16(const void *p)
 }
 
 /* The pairwise tree of the leaves of rows i0 .. i0+R-1 of a batch of loaded rows, built in
- * tree order so that only the loads and log2(R) nodes are live at once. */
+ * tree order so that only the loads and log2(R) nodes are live at once; kMedium folds the rows
+ * into ext too. */
 template <typename In, Leaf LF, int R> struct BatchTree {
-    static __device__ __forceinline__ RowVals<In, LF> run(const uint4 *qx, const uint4 *qy, int i0)
+    static __device__ __forceinline__ RowVals<In, LF> run(const uint4 *qx, const uint4 *qy, int i0,
+                                                          Ext &ext)
     {
-        const RowVals<In, LF> l = BatchTree<In, LF, R / 2>::run(qx, qy, i0);
-        const RowVals<In, LF> r = BatchTree<In, LF, R / 2>::run(qx, qy, i0 + R / 2);
+        const RowVals<In, LF> l = BatchTree<In, LF, R / 2>::run(qx, qy, i0, ext);
+        const RowVals<In, LF> r = BatchTree<In, LF, R / 2>::run(qx, qy, i0 + R / 2, ext);
         return add(l, r);
     }
 };
 template <typename In, Leaf LF> struct BatchTree<In, LF, 1> {
-    static __device__ __forceinline__ RowVals<In, LF> run(const uint4 *qx, const uint4 *qy, int i0)
+    static __device__ __forceinline__ RowVals<In, LF> run(const uint4 *qx, const uint4 *qy, int i0,
+                                                          Ext &ext)
     {
+        if constexpr (LF == Leaf::kMedium) In::ext_fold(ext, qx[i0]);
         return leaves_of<In, LF>(qx[i0], qy[i0]);
     }
 };
@@ -276,7 +277,7 @@ template <Leaf LF> constexpr int kBatchRows = LF == Leaf::kWiden || LF == Leaf::
  * batch's loads issued first, then the pairwise tree. */
 template <typename In, Leaf LF, bool kStream>
 __device__ __forceinline__ RowVals<In, LF> rows_aligned(const Args<In> &A, uint64_t base, int r0,
-                                                        int lane0)
+                                                        int lane0, Ext &ext)
 {
     constexpr int R = kBatchRows<LF>;
     uint4 qx[R], qy[R];
@@ -287,7 +288,7 @@ __device__ __forceinline__ RowVals<In, LF> rows_aligned(const Args<In> &A, uint6
         qy[i] = LF == Leaf::kProduct ? load16<kStream>(static_cast<const char *>(A.y) + e * In::kBytes)
                                      : qx[i];
     }
-    return BatchTree<In, LF, R>::run(qx, qy, 0);
+    return BatchTree<In, LF, R>::run(qx, qy, 0, ext);
 }
 
 /* The same for a chunk of m valid elements, by element loads: misaligned input or the ragged
@@ -349,10 +350,12 @@ __device__ __forceinline__ typename In::Acc chunk_tree(const cg::thread_block_ti
  * warp). */
 template <Leaf LF> constexpr int kOut = LF == Leaf::kMedium ? 2 : kLeaves<LF>;
 
-/* The chunk's values from this thread's row tree (every thread returns them). */
+/* The chunk's values from this thread's row tree and, for kMedium, its Ext (every thread
+ * returns them). */
 template <typename In, Leaf LF>
 __device__ __forceinline__ void finish_chunk(const cg::thread_block_tile<32> &warp,
-                                             const RowVals<In, LF> &s, typename In::Acc *out)
+                                             const RowVals<In, LF> &s, const Ext &ext,
+                                             typename In::Acc *out)
 {
 #pragma unroll
     for (int k = 0; k < kLeaves<LF>; k++) {
@@ -362,7 +365,7 @@ __device__ __forceinline__ void finish_chunk(const cg::thread_block_tile<32> &wa
         out[k] = chunk_tree<In>(warp, v);
     }
     if constexpr (LF == Leaf::kMedium) { /* max and min: any order gives the same */
-        Ext e = s.e;
+        Ext e = ext;
 #pragma unroll
         for (int d = 1; d < 32; d *= 2) e = In::ext_add(e, ext_shfl(warp, e, d));
         out[1] = In::ext_other(e) ? 1 : 0;
@@ -373,17 +376,18 @@ __device__ __forceinline__ void finish_chunk(const cg::thread_block_tile<32> &wa
  * combined as the row tree: b0, b0 + b1, or (b0 + b1) + (b2 + b3). */
 template <typename In, Leaf LF, bool kStream>
 __device__ __forceinline__ RowVals<In, LF> full_chunk_rows(const Args<In> &A, uint64_t base,
-                                                           int half, int lane0)
+                                                           int half, int lane0, Ext &ext)
 {
     using S = Shape<In>;
     constexpr int R = kBatchRows<LF>, kBatches = S::kRows / R;
     static_assert(kBatches == 1 || kBatches == 2 || kBatches == 4, "1, 2 or 4 batches");
     const int r0 = half * S::kRows;
-    RowVals<In, LF> s = rows_aligned<In, LF, kStream>(A, base, r0, lane0);
-    if constexpr (kBatches >= 2) s = add(s, rows_aligned<In, LF, kStream>(A, base, r0 + R, lane0));
-    if constexpr (kBatches == 4)
-        s = add(s, add(rows_aligned<In, LF, kStream>(A, base, r0 + 2 * R, lane0),
-                       rows_aligned<In, LF, kStream>(A, base, r0 + 3 * R, lane0)));
+    RowVals<In, LF> s = rows_aligned<In, LF, kStream>(A, base, r0, lane0, ext);
+    if constexpr (kBatches >= 2) s = add(s, rows_aligned<In, LF, kStream>(A, base, r0 + R, lane0, ext));
+    if constexpr (kBatches == 4) {
+        const RowVals<In, LF> s2 = rows_aligned<In, LF, kStream>(A, base, r0 + 2 * R, lane0, ext);
+        s = add(s, add(s2, rows_aligned<In, LF, kStream>(A, base, r0 + 3 * R, lane0, ext)));
+    }
     return s;
 }
 
@@ -430,17 +434,17 @@ struct Next {
 template <typename In, Leaf LF, bool kStream, int K0, int CNT> struct BatchStream {
     static __device__ __forceinline__ RowVals<In, LF> run(RowLoads<LF> (&buf)[2], const Args<In> &A,
                                                           uint64_t base, int r0, int lane0,
-                                                          const Next &nx)
+                                                          const Next &nx, Ext &ext)
     {
-        const RowVals<In, LF> l = BatchStream<In, LF, kStream, K0, CNT / 2>::run(buf, A, base, r0, lane0, nx);
-        const RowVals<In, LF> r = BatchStream<In, LF, kStream, K0 + CNT / 2, CNT / 2>::run(buf, A, base, r0, lane0, nx);
+        const RowVals<In, LF> l = BatchStream<In, LF, kStream, K0, CNT / 2>::run(buf, A, base, r0, lane0, nx, ext);
+        const RowVals<In, LF> r = BatchStream<In, LF, kStream, K0 + CNT / 2, CNT / 2>::run(buf, A, base, r0, lane0, nx, ext);
         return add(l, r);
     }
 };
 template <typename In, Leaf LF, bool kStream, int K0> struct BatchStream<In, LF, kStream, K0, 1> {
     static __device__ __forceinline__ RowVals<In, LF> run(RowLoads<LF> (&buf)[2], const Args<In> &A,
                                                           uint64_t base, int r0, int lane0,
-                                                          const Next &nx)
+                                                          const Next &nx, Ext &ext)
     {
         constexpr int R = kStreamRows<LF>, NB = Shape<In>::kRows / R;
         static_assert(NB % 2 == 0, "an even number of batches: the next chunk's first lands in buf[0]");
@@ -449,7 +453,7 @@ template <typename In, Leaf LF, bool kStream, int K0> struct BatchStream<In, LF,
         else if (nx.has)
             load_rows<In, LF, kStream>(buf[0], A, nx.base, r0, lane0);
         const RowLoads<LF> &b = buf[K0 & 1];
-        return BatchTree<In, LF, R>::run(b.x, LF == Leaf::kProduct ? b.y : b.x, 0);
+        return BatchTree<In, LF, R>::run(b.x, LF == Leaf::kProduct ? b.y : b.x, 0, ext);
     }
 };
 
@@ -468,10 +472,11 @@ __device__ __forceinline__ void stream_chunks(const cg::thread_block_tile<32> &w
     load_rows<In, LF, kStream>(buf[0], A, c0 * S::kChunk, r0, lane0);
     for (uint64_t c = c0; c < c1; c += stride) {
         const Next nx = {(c + stride) * S::kChunk, c + stride < c1};
+        Ext ext;
         const RowVals<In, LF> rows =
-            BatchStream<In, LF, kStream, 0, NB>::run(buf, A, c * S::kChunk, r0, lane0, nx);
+            BatchStream<In, LF, kStream, 0, NB>::run(buf, A, c * S::kChunk, r0, lane0, nx, ext);
         typename In::Acc v[kOut<LF>];
-        finish_chunk<In, LF>(warp, rows, v);
+        finish_chunk<In, LF>(warp, rows, ext, v);
         emit(c, v);
     }
 }
@@ -488,7 +493,7 @@ __device__ __noinline__ void norm2_all_classes(const cg::thread_block_tile<32> &
     const int lane0 = (t % S::kThreadsPerRow) * In::kVec;
     const uint64_t base = c * S::kChunk, rest = A.n - base;
     finish_chunk<In, Leaf::kNorm2>(warp, rows_guarded<In, Leaf::kNorm2>(A, base, half, lane0,
-                                                                        rest < S::kChunk ? (int)rest : (int)S::kChunk), v);
+                                                                        rest < S::kChunk ? (int)rest : (int)S::kChunk), Ext(), v);
 }
 
 /* Level 1 off the stream: chunk c of the input (misaligned, ragged, or the only chunk) to its
@@ -509,7 +514,9 @@ __device__ __forceinline__ void chunk_values(const cg::thread_block_tile<32> &wa
     if constexpr (LF == Leaf::kNorm2) {
         if (full) {
             Acc m[kOut<Leaf::kMedium>];
-            finish_chunk<In, Leaf::kMedium>(warp, full_chunk_rows<In, Leaf::kMedium, kStream>(A, base, half, lane0), m);
+            Ext ext;
+            const RowVals<In, Leaf::kMedium> rows = full_chunk_rows<In, Leaf::kMedium, kStream>(A, base, half, lane0, ext);
+            finish_chunk<In, Leaf::kMedium>(warp, rows, ext, m);
             if (m[1] == 0) { /* uniform across the warp */
                 v[0] = v[2] = (Acc)0;
                 v[1] = m[0];
@@ -519,11 +526,12 @@ __device__ __forceinline__ void chunk_values(const cg::thread_block_tile<32> &wa
         if (!done) norm2_all_classes(warp, A, c, v);
     } else {
         if (full) {
-            finish_chunk<In, LF>(warp, full_chunk_rows<In, LF, kStream>(A, base, half, lane0), v);
+            Ext ext; /* unused: one class */
+            finish_chunk<In, LF>(warp, full_chunk_rows<In, LF, kStream>(A, base, half, lane0, ext), ext, v);
         } else {
             const uint64_t rest = A.n - base;
             finish_chunk<In, LF>(warp, rows_guarded<In, LF>(A, base, half, lane0,
-                                                              rest < S::kChunk ? (int)rest : (int)S::kChunk), v);
+                                                              rest < S::kChunk ? (int)rest : (int)S::kChunk), Ext(), v);
         }
     }
 }
