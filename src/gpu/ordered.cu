@@ -299,7 +299,7 @@ __device__ __noinline__ RowVals<In, LF> rows_guarded(const Args<In> &A, uint64_t
 {
     using S = Shape<In>;
     using Acc = typename In::Acc;
-    static_assert(LF != Leaf::kMedium, "kMedium is for full, aligned chunks (leaves_of's Ext)");
+    static_assert(LF != Leaf::kMedium, "kMedium is for full, aligned chunks (BatchTree folds its Ext)");
     RowVals<In, LF> t[S::kRows];
 #pragma unroll 1
     for (int i = 0; i < S::kRows; i++) {
@@ -589,14 +589,15 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
 
 /* NORM2's three trees (big, medium, small), one launch. Level 1 tries the medium class alone
  * (one tree of squares instead of three, streamed like fused_kernel), noting beside the tree
- * the chunk's largest |x| and smallest nonzero |x|: if either lies outside the medium class,
- * the chunk is done again with all three classes (from L2, by element loads: rare for most
- * data). Otherwise every element is medium or zero: the medium leaves are the squares, and the
+ * the chunk's largest |x| and smallest nonzero |x| (the input type's Ext, on bits): if either
+ * lies outside the medium class, the chunk is done again with all three classes (from L2, by
+ * element loads: rare for most data). Otherwise every element is medium or zero: the medium leaves are the squares, and the
  * big and small values are trees of +0.0 leaves, which are +0.0 and need no computing. A zero
  * is a small-class element whose leaves are all +0.0, so taking it as medium changes no bit and
  * keeps data with zeros on the fast path (bfloat16 NORM2 at 2^28, whose random 16-bit data
  * holds zeros, ran at 6% of the read ceiling when zeros forced the three-class path: docs/
- * PERF.md run 18). A NaN is medium (it fails both class tests), and fmax/fmin pass over it.
+ * PERF.md run 18). A NaN or an inf has bits above the big threshold, so its chunk takes the
+ * three-class path too, which applies values.h's rules to it (a NaN is medium there).
  * Each chunk posts its three partials into three trees (T.p[k], one shared epoch), which climb
  * side by side; their top warps meet in tree.cuh's join_three, and the third combines them. */
 template <typename Acc> struct Trees3 {
