@@ -249,6 +249,10 @@ static int bench_cpu(const uint64_t *ns, int nn, int threads, int reps)
     return 0;
 }
 
+/* --stages: the pipeline method once per listed stage count ("pipeline/S" rows; parsed in
+ * every build, used by the GPU benchmark). */
+static int stages[8], nstages;
+
 /* ------------------------------------------------------------------------------------ GPU */
 #ifdef COOPREDUCE_HAVE_CUDA
 #define CK(call)                                                                           \
@@ -442,8 +446,6 @@ static int distinct_results(gpu_ctx *c, const coopreduce_method *methods, int nm
     return 0;
 }
 
-/* --stages: the pipeline method once per listed stage count ("pipeline/S" rows). */
-static int stages[8], nstages;
 static const char *const stage_names[9] = {"", "pipeline/1", "pipeline/2", "pipeline/3",
                                             "pipeline/4", "pipeline/5", "pipeline/6",
                                             "pipeline/7", "pipeline/8"};

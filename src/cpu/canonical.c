@@ -36,44 +36,36 @@ typedef double v8d __attribute__((vector_size(64)));
     (__builtin_shufflevector((a), (b), 0, 2, 4, 6, 8, 10, 12, 14) +                            \
      __builtin_shufflevector((a), (b), 1, 3, 5, 7, 9, 11, 13, 15))
 
-/* Runtime dispatch: the same source compiled for AVX-512, AVX2 and baseline x86-64. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define CR_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define CR_SIMD_CLONES
-#endif
 
-/* One full chunk (C elements, no padding needed), row by row. The pairwise row tree is kept as
- * a binary counter: node[l] holds the pending left sibling at level l; row r is added to node[0]
- * when r is odd, that sum to node[1] when r is 3 mod 4, and so on — exactly the tree
- * ((r0+r1)+(r2+r3))+... of docs/DETERMINISM.md. VPR vectors of VT make one 512-byte row.
- * The lane tree runs on vectors as well: in scalar code its 127 dependent additions per chunk
- * held the whole path to 80% of a streaming read on the development VM.
- * A chunk's rows are walked CR_PASSES times, each pass reducing 1/CR_PASSES of every row (the
- * pending row-tree nodes stay in registers: 5 levels x 2 vectors + 2 at 4 passes). Measured on
- * the 2-core development VM, 2^28 float32, share of a streaming read (noise about 5 points):
- * 1 pass 88-91%, 2 passes 86-89%, 4 passes 87-95%. */
-#ifndef CR_PASSES
-#define CR_PASSES 4
-#endif
+/* One full chunk (C elements, no padding needed), a column at a time. A column is one
+ * 64-byte vector VT of lanes through all 32 rows; its pairwise row tree ((r0+r1)+(r2+r3))+...
+ * of docs/DETERMINISM.md is written out as one expression (CR_ROWS_32), whose few live vectors
+ * (about six) fit in the registers of every target: 32 zmm with AVX-512, 16 ymm with AVX2,
+ * where a 64-byte vector is two. The row trees of the VPR columns of a chunk are its VPR lane
+ * vectors; the lane tree then runs on vectors as well (in scalar code its 127 dependent
+ * additions per chunk held the whole path to 80% of a streaming read on an Intel VM).
+ * Measured, 2^28 float32, share of a streaming read, 2 threads (docs/PERF.md, "CPU"): on the
+ * Intel AVX-512 VM of 2026-11-22 the rows were walked in order with the pending nodes of a
+ * binary-counter row tree in arrays, 87-95%; on the AMD AVX2 VM of 2026-11-23 that code ran at
+ * 36-47%: its arrays did not fit in 16 ymm registers and their copies became `rep movsq`. */
+#define CR_ROW_AT(VT, v, LANES, r)                                                           \
+    __extension__({                                                                          \
+        VT t_;                                                                               \
+        memcpy(&t_, (v) + (size_t)(r) * (LANES), sizeof t_);                                 \
+        t_;                                                                                  \
+    })
+#define CR_ROWS_2(VT, v, L, r) (CR_ROW_AT(VT, v, L, r) + CR_ROW_AT(VT, v, L, (r) + 1))
+#define CR_ROWS_4(VT, v, L, r) (CR_ROWS_2(VT, v, L, r) + CR_ROWS_2(VT, v, L, (r) + 2))
+#define CR_ROWS_8(VT, v, L, r) (CR_ROWS_4(VT, v, L, r) + CR_ROWS_4(VT, v, L, (r) + 4))
+#define CR_ROWS_16(VT, v, L, r) (CR_ROWS_8(VT, v, L, r) + CR_ROWS_8(VT, v, L, (r) + 8))
+#define CR_ROWS_32(VT, v, L) (CR_ROWS_16(VT, v, L, 0) + CR_ROWS_16(VT, v, L, 16))
 #define CR_DEFINE_CHUNK_FULL(NAME, T, VT, VPR, LANES, PAIRS)                                 \
     CR_SIMD_CLONES static T NAME(const T *v)                                                 \
     {                                                                                        \
+        _Static_assert(CR_ROWS == 32, "CR_ROWS_32 is the tree of 32 rows");                  \
         VT lane[VPR]; /* lane l of the chunk is lane[l / per][l % per] */                    \
-        for (int h = 0; h < CR_PASSES; h++) {                                                        \
-            VT node[5][(VPR) / CR_PASSES], cur[(VPR) / CR_PASSES];                                           \
-            _Pragma("GCC unroll 32") for (int r = 0; r < CR_ROWS; r++) {                     \
-                memcpy(cur, v + (size_t)r * (LANES) + h * ((LANES) / CR_PASSES), sizeof cur);        \
-                int l = 0;                                                                   \
-                _Pragma("GCC unroll 5") for (; (r >> l) & 1; l++)                            \
-                    _Pragma("GCC unroll 8") for (int j = 0; j < (VPR) / CR_PASSES; j++)              \
-                        cur[j] = node[l][j] + cur[j];                                        \
-                if (l < 5)                                                                   \
-                    _Pragma("GCC unroll 8") for (int j = 0; j < (VPR) / CR_PASSES; j++)              \
-                        node[l][j] = cur[j];                                                 \
-            }                                                                                \
-            memcpy(lane + h * ((VPR) / CR_PASSES), cur, sizeof cur); /* roots of the row trees */   \
-        }                                                                                    \
+        _Pragma("GCC unroll 16") for (int h = 0; h < (VPR); h++)                             \
+            lane[h] = CR_ROWS_32(VT, v + h * ((LANES) / (VPR)), LANES);                      \
         /* Lane tree, adjacent pairs: VPR vectors halve to one, then the last vector halves \
          * in place (its upper lanes turn to junk that never reaches lane 0). */             \
         for (int w = (VPR); w > 1; w /= 2)                                                   \

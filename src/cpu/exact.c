@@ -26,11 +26,6 @@ typedef double v8d __attribute__((vector_size(64)));
 typedef int64_t v8l __attribute__((vector_size(64)));
 typedef float v8f __attribute__((vector_size(32)));
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define CR_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define CR_SIMD_CLONES
-#endif
 
 #define NV 4            /* vectors of lanes */
 #define LANES (NV * 8)  /* independent expansions per thread */
