@@ -253,6 +253,135 @@ static int bench_cpu(const uint64_t *ns, int nn, int threads, int reps)
  * every build, used by the GPU benchmark). */
 static int stages[8], nstages;
 
+/* The CPU ceiling for --op: every byte read once, as 64-bit integers (no floating point, so
+ * no data pattern can slow it down), four independent vector accumulators. */
+typedef int64_t v8l __attribute__((vector_size(64)));
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static int64_t stream_read_bytes(const unsigned char *x, uint64_t bytes)
+{
+    v8l a = {0}, b = {0}, c = {0}, d = {0}, t;
+    uint64_t i = 0;
+    for (; i + 256 <= bytes; i += 256) {
+        memcpy(&t, x + i, 64); a += t;
+        memcpy(&t, x + i + 64, 64); b += t;
+        memcpy(&t, x + i + 128, 64); c += t;
+        memcpy(&t, x + i + 192, 64); d += t;
+    }
+    a += b + c + d;
+    int64_t s = 0;
+    for (int j = 0; j < 8; j++) s += a[j];
+    for (; i < bytes; i++) s += x[i];
+    return s;
+}
+
+typedef struct { const unsigned char *x; uint64_t bytes; int64_t out; } bytes_job;
+static void *bytes_worker(void *p)
+{
+    bytes_job *j = p;
+    j->out = stream_read_bytes(j->x, j->bytes);
+    return NULL;
+}
+
+/* Host wall time of reading `bytes` bytes at x on `threads` threads (64-byte aligned splits). */
+static double cpu_bytes_us(const void *x, uint64_t bytes, int threads)
+{
+    bytes_job jobs[256];
+    pthread_t tid[256];
+    if (threads > 256) threads = 256;
+    double t0 = now_us();
+    for (int i = 0; i < threads; i++) {
+        uint64_t a = bytes / 64 * i / threads * 64, b = i + 1 == threads ? bytes : bytes / 64 * (i + 1) / threads * 64;
+        jobs[i] = (bytes_job){(const unsigned char *)x + a, b - a, 0};
+        if (i && pthread_create(&tid[i], NULL, bytes_worker, &jobs[i])) return -1;
+    }
+    bytes_worker(&jobs[0]);
+    for (int i = 1; i < threads; i++) pthread_join(tid[i], NULL);
+    double t = now_us() - t0;
+    volatile int64_t sink = jobs[0].out;
+    (void)sink;
+    return t;
+}
+
+/* --op on the CPU: each operation (in each --mode) over each dtype and n, host wall time of
+ * coopreduce_reduce against the integer streaming read of the same bytes (both arrays for DOT),
+ * the two alternating which goes first; medians of `reps`. */
+static int bench_ops_cpu(const uint64_t *ns, int nn, const int *dtypes, int nd,
+                         const coopreduce_op *ops, int nops, const coopreduce_mode *modes,
+                         int nmodes, int threads, int reps)
+{
+    uint64_t nmax = 1;
+    for (int i = 0; i < nn; i++) if (ns[i] > nmax) nmax = ns[i];
+    unsigned char *x = NULL;
+    if (posix_memalign((void **)&x, 64, 2 * nmax * 8)) {
+        fprintf(stderr, "coopreduce: bench: cannot allocate %llu bytes\n", (unsigned long long)(2 * nmax * 8));
+        return 1;
+    }
+    const int nthreads = threads > 0 ? threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    coopreduce_handle *h = NULL;
+    if (coopreduce_create_cpu(&h, threads)) {
+        fprintf(stderr, "coopreduce: %s\n", coopreduce_last_error(NULL));
+        free(x);
+        return 1;
+    }
+    int rc = 1;
+    unsigned char result[16];
+    if (reps > 64) reps = 64;
+    for (int d = 0; d < nd; d++) {
+        const coopreduce_dtype dt = (coopreduce_dtype)dtypes[d];
+        const size_t es = coopreduce_dtype_size(dt);
+        const char *dname = coopreduce_dtype_name(dt);
+        if (cr_gen_fill(x, 0, 2 * nmax, dt, CR_GEN_UNIFORM, 1, nthreads)) {
+            fprintf(stderr, "coopreduce: bench: cannot generate %s data\n", dname);
+            goto out;
+        }
+        for (int i = 0; i < nn; i++) {
+            const uint64_t n = ns[i];
+            for (int m = 0; m < nmodes; m++) {
+                if (coopreduce_set_mode(h, modes[m])) goto out;
+                for (int k = 0; k < nops; k++) {
+                    if (!coopreduce_op_result_size(ops[k], dt, 0, NULL)) continue; /* sumsq of ints */
+                    const int dot = ops[k] == COOPREDUCE_OP_DOT;
+                    const void *y = x + n * es;
+                    if (coopreduce_reduce(ops[k], x, y, result, n, dt, h, NULL) != COOPREDUCE_SUCCESS) {
+                        fprintf(stderr, "bench: %s %s (%s): %s\n", coopreduce_op_name(ops[k]), dname,
+                                coopreduce_mode_name(modes[m]), coopreduce_last_error(h));
+                        continue;
+                    }
+                    const uint64_t bytes = n * es * (dot ? 2 : 1);
+                    double ts[64], tr[64], med_s, med_r, noise_s, noise_r;
+                    for (int j = 0; j < reps; j++) {
+                        if (j % 2) tr[j] = cpu_bytes_us(x, bytes, nthreads);
+                        double t0 = now_us();
+                        if (coopreduce_reduce(ops[k], x, y, result, n, dt, h, NULL)) goto out;
+                        ts[j] = now_us() - t0;
+                        if (j % 2 == 0) tr[j] = cpu_bytes_us(x, bytes, nthreads);
+                    }
+                    median_noise(ts, reps, &med_s, &noise_s);
+                    median_noise(tr, reps, &med_r, &noise_r);
+                    static char names[MAX_ROWS][24]; /* the rows point at them */
+                    char *name = names[nrows % MAX_ROWS];
+                    snprintf(name, sizeof names[0], "%s%s", coopreduce_op_name(ops[k]),
+                             modes[m] == COOPREDUCE_MODE_EXACT ? "/exact" : "");
+                    row_t *r = add_row(n, dname, name, "host_us", med_s, noise_s, (double)bytes);
+                    if (r) {
+                        r->ceiling_us = med_r;
+                        r->det = 1;
+                    }
+                }
+            }
+            fprintf(stderr, "  cpu %s n=%llu done\n", dname, (unsigned long long)n);
+        }
+    }
+    rc = 0;
+out:
+    if (rc) fprintf(stderr, "coopreduce: bench: %s\n", coopreduce_last_error(h));
+    coopreduce_destroy(h);
+    free(x);
+    return rc;
+}
+
 /* ------------------------------------------------------------------------------------ GPU */
 #ifdef COOPREDUCE_HAVE_CUDA
 #define CK(call)                                                                           \
@@ -678,7 +807,8 @@ static void usage(FILE *f)
         "  --op sum,min,...|all: instead of the methods, each operation through coopreduce_reduce\n"
         "  over each --dtype (f32, f64, i32, f16, bf16, i64, u32, u64) against the float4 read of\n"
         "  the same bytes (both arrays for dot), in each --mode (deterministic, exact; default\n"
-        "  deterministic), on the GPU.\n"
+        "  deterministic); with --device cpu, host wall time against an integer streaming read\n"
+        "  of the same bytes on the same threads.\n"
         "  Markdown tables on stdout, progress on stderr.\n");
 }
 
@@ -796,7 +926,10 @@ int cli_bench_main(int argc, char **argv)
             memcpy(ns, d, sizeof d);
         }
         snprintf(device, sizeof device, "cpu");
-        rc = bench_cpu(ns, nn, threads, quick ? 5 : 9);
+        if (nops)
+            rc = bench_ops_cpu(ns, nn, dtypes, nd, ops, nops, modes, nmodes, threads, quick ? 5 : 9);
+        else
+            rc = bench_cpu(ns, nn, threads, quick ? 5 : 9);
     } else {
 #ifdef COOPREDUCE_HAVE_CUDA
         if (gpu >= gpus) { fprintf(stderr, "coopreduce: no GPU with ordinal %d (%d found)\n", gpu, gpus); return 1; }

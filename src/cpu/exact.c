@@ -27,7 +27,9 @@ typedef int64_t v8l __attribute__((vector_size(64)));
 typedef float v8f __attribute__((vector_size(32)));
 
 
+#ifndef NV
 #define NV 4            /* vectors of lanes */
+#endif
 #define LANES (NV * 8)  /* independent expansions per thread */
 /* Superaccumulator additions between two carry passes: each adds |c| < 2^32 to a digit, so
  * 2^28 of them keep every digit below 2^61. */
