@@ -401,6 +401,82 @@ static void plant_specials(void *x, uint64_t n, coopreduce_dtype dt)
     }
 }
 
+/* The CPU folds a block of elements only when a summary of its bits says it may change the best
+ * (src/cpu/ops.c, SCAN_BLOCK = 4096): data built to defeat a wrong summary. Small values with
+ * ties (kind 2), then one decisive element planted in a later block: a new extreme, its
+ * negative-zero twin, an equal value (argmin/argmax keep the first index), or a NaN; and
+ * ascending and descending runs, where every block changes the best. Checked against the
+ * reference fold, byte for byte. */
+static void put(void *x, uint64_t i, coopreduce_dtype dt, double v)
+{
+    switch (dt) {
+    case COOPREDUCE_FLOAT32: ((float *)x)[i] = (float)v; break;
+    case COOPREDUCE_FLOAT64: ((double *)x)[i] = v; break;
+    case COOPREDUCE_FLOAT16: { /* exact for the small halves and integers used here */
+        if (v != v) { ((uint16_t *)x)[i] = 0x7e00; break; }
+        float f = (float)v;
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        const uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
+        int e = (int)((u >> 23) & 255);
+        ((uint16_t *)x)[i] = (uint16_t)(sign | (e ? ((e - 112) << 10 | ((u >> 13) & 0x3ff)) : 0));
+        break;
+    }
+    case COOPREDUCE_BFLOAT16: {
+        float f = (float)v;
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        ((uint16_t *)x)[i] = (uint16_t)(u >> 16);
+        break;
+    }
+    case COOPREDUCE_INT32: ((int32_t *)x)[i] = (int32_t)v; break;
+    case COOPREDUCE_UINT32: ((uint32_t *)x)[i] = (uint32_t)(v < 0 ? -v : v); break;
+    case COOPREDUCE_INT64: ((int64_t *)x)[i] = (int64_t)v; break;
+    default: ((uint64_t *)x)[i] = (uint64_t)(v < 0 ? -v : v); break;
+    }
+}
+
+static void block_skipping(int rounds)
+{
+    static const coopreduce_op ops[] = {COOPREDUCE_OP_MIN, COOPREDUCE_OP_MAX, COOPREDUCE_OP_ABSMAX,
+                                        COOPREDUCE_OP_ARGMIN, COOPREDUCE_OP_ARGMAX};
+    const uint64_t max_n = 6 * 4096 + 5;
+    void *x = malloc(max_n * 8);
+    for (int r = 0; r < rounds; r++) {
+        const coopreduce_dtype dt = all_dtypes[r % NDT];
+        const uint64_t n = 4096 + 1 + rnd() % (max_n - 4096);
+        const int shape = (int)(rnd() % 6);
+        if (shape == 4 || shape == 5) { /* ascending / descending, small integers */
+            for (uint64_t i = 0; i < n; i++) put(x, i, dt, (double)((shape == 4 ? i : n - i) % 1000));
+        } else {
+            for (uint64_t i = 0; i < n; i++) put(x, i, dt, (double)((int)(rnd() % 5) - 2)); /* -2..2 */
+            const uint64_t at = 4097 + rnd() % (n - 4097); /* past the first block */
+            const uint64_t at2 = 1 + rnd() % (n - 1);
+            switch (shape) {
+            case 0: put(x, at, dt, (rnd() & 1) ? 3.0 : -3.0); break;      /* a new extreme */
+            case 1: /* every zero +0.0, then one -0.0 late: MIN's -0.0 and MAX's +0.0 */
+                for (uint64_t i = 0; i < n; i++) put(x, i, dt, 0.0);
+                if (is_float(dt)) put(x, at, dt, -0.0);
+                break;
+            case 2: put(x, at, dt, -2.0); put(x, at2, dt, 2.0); break;   /* repeats of the extremes */
+            default: if (is_float(dt)) put(x, at, dt, NAN); break;        /* a NaN late */
+            }
+        }
+        for (int k = 0; k < 5; k++) {
+            unsigned char want[16], got[16];
+            const size_t rs = reference(ops[k], x, n, dt, want);
+            memset(got, 0xA5, 16);
+            if (!CHECK(coopreduce_reduce(ops[k], x, NULL, got, n, dt, cpu, NULL) == COOPREDUCE_SUCCESS,
+                       "block skipping: %s", coopreduce_last_error(cpu)))
+                continue;
+            CHECK(memcmp(got, want, rs) == 0, "block skipping: %s %s n=%llu shape %d: got 0x%016llx, want 0x%016llx",
+                  coopreduce_op_name(ops[k]), coopreduce_dtype_name(dt), (unsigned long long)n, shape,
+                  (unsigned long long)*(uint64_t *)got, (unsigned long long)*(uint64_t *)want);
+        }
+    }
+    free(x);
+}
+
 static void unordered_ops(int rounds, uint64_t max_n)
 {
     static const coopreduce_op ops[] = {COOPREDUCE_OP_MIN, COOPREDUCE_OP_MAX, COOPREDUCE_OP_ABSMAX, COOPREDUCE_OP_ARGMIN,
@@ -633,6 +709,7 @@ int main(int argc, char **argv)
     ordered_ops(quick ? 80 : 200, quick ? 70000 : 3000000);
     norm2_edges();
     unordered_ops(quick ? 80 : 240, 1u << 20);
+    block_skipping(quick ? 200 : 800);
     thread_counts();
     narrowing();
     quotient_helper(quick ? 200000 : 2000000);

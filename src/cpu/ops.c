@@ -263,6 +263,156 @@ static void scan_merge(scan_job *a, const scan_job *b)
     }
 }
 
+/* ---- Block summaries: which blocks can change the best ---------------------------------------
+ * The element-by-element fold above is the definition; it is slow (a generic state per
+ * element). A block of elements is folded only when it may change the state: its summary,
+ * computed by vector code over the raw bits, says whether it holds a NaN or an element that
+ * could beat the current best. The test is conservative (it may fold a block that changes
+ * nothing, never skips one that would), so the result is the fold's whatever the data. On
+ * random data almost every block is skipped after the first few.
+ *
+ * Floats are compared through a monotone integer key of their bits: key = bits, with the
+ * magnitude bits flipped when the sign is set, as a signed integer. The key order is IEEE's with
+ * -0.0 below +0.0 (MIN / MAX's order, a refinement of ARGMIN / ARGMAX's), and NaNs are told
+ * apart by their magnitude bits (above the infinity's). */
+#define SCAN_BLOCK 4096
+
+typedef struct {
+    int64_t kmin, kmax;  /* smallest and largest key (floats) or value (signed integers) */
+    uint64_t umin, umax; /* unsigned integers: smallest and largest value */
+    uint64_t amax;       /* floats: largest magnitude bits (NaN when above the infinity's) */
+} block_summary;
+
+#define DEFINE_FLOAT_SUMMARY(NAME, UT, ST, SHIFT, MAG, SMIN, SMAX)                           \
+    CR_SIMD_CLONES static void NAME(const UT *x, uint64_t m, block_summary *out)             \
+    {                                                                                        \
+        ST mn = (SMAX), mx = (SMIN);                                                         \
+        UT am = 0;                                                                           \
+        for (uint64_t i = 0; i < m; i++) {                                                   \
+            const UT b = x[i];                                                               \
+            const ST k = (ST)(b ^ (UT)((UT)((ST)b >> (SHIFT)) >> 1));                        \
+            const UT a = b & (MAG);                                                          \
+            mn = k < mn ? k : mn;                                                            \
+            mx = k > mx ? k : mx;                                                            \
+            am = a > am ? a : am;                                                            \
+        }                                                                                    \
+        out->kmin = mn;                                                                      \
+        out->kmax = mx;                                                                      \
+        out->amax = am;                                                                      \
+    }
+DEFINE_FLOAT_SUMMARY(summary_b64, uint64_t, int64_t, 63, 0x7fffffffffffffffull, INT64_MIN, INT64_MAX)
+DEFINE_FLOAT_SUMMARY(summary_b32, uint32_t, int32_t, 31, 0x7fffffffu, INT32_MIN, INT32_MAX)
+DEFINE_FLOAT_SUMMARY(summary_b16, uint16_t, int16_t, 15, 0x7fffu, INT16_MIN, INT16_MAX)
+
+#define DEFINE_INT_SUMMARY(NAME, T, LO, HI, KMIN, KMAX)                                      \
+    CR_SIMD_CLONES static void NAME(const T *x, uint64_t m, block_summary *out)              \
+    {                                                                                        \
+        T mn = (HI), mx = (LO);                                                              \
+        for (uint64_t i = 0; i < m; i++) {                                                   \
+            const T v = x[i];                                                                \
+            mn = v < mn ? v : mn;                                                            \
+            mx = v > mx ? v : mx;                                                            \
+        }                                                                                    \
+        out->KMIN = mn;                                                                      \
+        out->KMAX = mx;                                                                      \
+    }
+DEFINE_INT_SUMMARY(summary_i32, int32_t, INT32_MIN, INT32_MAX, kmin, kmax)
+DEFINE_INT_SUMMARY(summary_i64, int64_t, INT64_MIN, INT64_MAX, kmin, kmax)
+DEFINE_INT_SUMMARY(summary_u32, uint32_t, 0, UINT32_MAX, umin, umax)
+DEFINE_INT_SUMMARY(summary_u64, uint64_t, 0, UINT64_MAX, umin, umax)
+
+/* The key of a float's bits (see above), for an element of es bytes. */
+static int64_t float_key(uint64_t bits, size_t es)
+{
+    switch (es) {
+    case 8: return (int64_t)(bits ^ ((uint64_t)((int64_t)bits >> 63) >> 1));
+    case 4: {
+        const uint32_t b = (uint32_t)bits;
+        return (int32_t)(b ^ ((uint32_t)((int32_t)b >> 31) >> 1));
+    }
+    default: {
+        const uint16_t b = (uint16_t)bits;
+        return (int16_t)(b ^ (uint16_t)((uint16_t)((int16_t)b >> 15) >> 1));
+    }
+    }
+}
+
+/* May elements [b0, b1) change state j (which holds an element and no NaN)? */
+static int block_may_change(const scan_job *j, uint64_t b0, uint64_t b1)
+{
+    block_summary s;
+    const uint64_t m = b1 - b0;
+    const coopreduce_op op = j->op;
+    const int lowest = op == COOPREDUCE_OP_MIN || op == COOPREDUCE_OP_ARGMIN;
+    if (is_float(j->dt)) {
+        const size_t es = coopreduce_dtype_size(j->dt);
+        uint64_t inf_mag;
+        if (es == 8) {
+            summary_b64((const uint64_t *)j->x + b0, m, &s);
+            inf_mag = 0x7ff0000000000000ull;
+        } else if (es == 4) {
+            summary_b32((const uint32_t *)j->x + b0, m, &s);
+            inf_mag = 0x7f800000u;
+        } else {
+            summary_b16((const uint16_t *)j->x + b0, m, &s);
+            inf_mag = j->dt == COOPREDUCE_FLOAT16 ? 0x7c00u : 0x7f80u;
+        }
+        if (s.amax > inf_mag) return 1; /* a NaN */
+        const uint64_t mag = j->bits & (es == 8 ? 0x7fffffffffffffffull : (1ull << (8 * es - 1)) - 1);
+        if (op == COOPREDUCE_OP_ABSMAX) return s.amax > mag;
+        const int64_t kb = float_key(j->bits, es);
+        /* MIN / MAX: a strictly better key; ARGMIN / ARGMAX: a strictly better IEEE value, which
+         * has a strictly better key too (later indices never win ties). */
+        return lowest ? s.kmin < kb : s.kmax > kb;
+    }
+    const __int128 bv = j->iv;
+    switch (j->dt) {
+    case COOPREDUCE_INT32: summary_i32((const int32_t *)j->x + b0, m, &s); break;
+    case COOPREDUCE_INT64: summary_i64((const int64_t *)j->x + b0, m, &s); break;
+    case COOPREDUCE_UINT32: summary_u32((const uint32_t *)j->x + b0, m, &s); break;
+    default: summary_u64((const uint64_t *)j->x + b0, m, &s); break;
+    }
+    const int uns = j->dt == COOPREDUCE_UINT32 || j->dt == COOPREDUCE_UINT64;
+    const __int128 lo = uns ? (__int128)s.umin : (__int128)s.kmin;
+    const __int128 hi = uns ? (__int128)s.umax : (__int128)s.kmax;
+    if (op == COOPREDUCE_OP_ABSMAX) {
+        const __int128 a = bv < 0 ? -bv : bv;
+        return hi > a || -lo > a;
+    }
+    return lowest ? lo < bv : hi > bv;
+}
+
+/* The fold of elements [b0, b1) into j; returns 1 when a NaN ended the scan. */
+static int fold_range(scan_job *j, uint64_t b0, uint64_t b1)
+{
+    if (is_float(j->dt)) {
+        for (uint64_t i = b0; i < b1; i++) {
+            double v;
+            uint64_t bits;
+            float_at(j->x, i, j->dt, &v, &bits);
+            if (v != v) {
+                j->nan = 1;
+                j->idx = i;
+                return 1; /* the first NaN decides every float op */
+            }
+            if (float_better(j->op, v, i, j->v, j->idx)) {
+                j->v = v;
+                j->bits = bits;
+                j->idx = i;
+            }
+        }
+    } else {
+        for (uint64_t i = b0; i < b1; i++) {
+            const __int128 v = int_at(j->x, i, j->dt);
+            if (int_better(j->op, v, i, j->iv, j->idx)) {
+                j->iv = v;
+                j->idx = i;
+            }
+        }
+    }
+    return 0;
+}
+
 static void *scan_worker(void *arg)
 {
     scan_job *j = arg;
@@ -287,30 +437,12 @@ static void *scan_worker(void *arg)
             j->nan = 1;
             return NULL;
         }
-        for (uint64_t i = j->i0 + 1; i < j->i1; i++) {
-            double v;
-            uint64_t bits;
-            float_at(j->x, i, j->dt, &v, &bits);
-            if (v != v) {
-                j->nan = 1;
-                j->idx = i;
-                return NULL; /* the first NaN decides every float op */
-            }
-            if (float_better(j->op, v, i, j->v, j->idx)) {
-                j->v = v;
-                j->bits = bits;
-                j->idx = i;
-            }
-        }
     } else {
         j->iv = int_at(j->x, j->i0, j->dt);
-        for (uint64_t i = j->i0 + 1; i < j->i1; i++) {
-            const __int128 v = int_at(j->x, i, j->dt);
-            if (int_better(j->op, v, i, j->iv, j->idx)) {
-                j->iv = v;
-                j->idx = i;
-            }
-        }
+    }
+    for (uint64_t b0 = j->i0 + 1; b0 < j->i1; b0 += SCAN_BLOCK) {
+        const uint64_t b1 = j->i1 - b0 > SCAN_BLOCK ? b0 + SCAN_BLOCK : j->i1;
+        if (block_may_change(j, b0, b1) && fold_range(j, b0, b1)) return NULL;
     }
     return NULL;
 }
