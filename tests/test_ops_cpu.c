@@ -636,6 +636,113 @@ static void norm2_class_bits(void)
           "float64 class high words are TBIG's and TSML's (low words zero)");
 }
 
+/* ---- The ordered operations against their definition (docs/DETERMINISM.md, "Operations"):
+ * the canonical sum of the leaves, each leaf computed here element by element with values.h's
+ * rules, summed by coopreduce_sum (whose bits tests/test_cpu.c checks against exact references
+ * and the GPU's golden bits), then the final rule. The library computes the leaves with vector
+ * loops and takes NORM2's medium-only chunks without their big and small trees; neither may
+ * change a bit. Chunks are seeded with class-boundary values (TBIG, TSML and their neighbours,
+ * subnormals, zeros of both signs) or left in the medium class, and sizes are ragged. ------ */
+static void ordered_definition(int rounds)
+{
+    const uint64_t max_n = 5 * 4096 + 7;
+    float *lf[3];
+    double *ld[3];
+    for (int k = 0; k < 3; k++) { lf[k] = malloc(max_n * 4); ld[k] = malloc(max_n * 8); }
+    unsigned char *x = malloc(max_n * 8), *y = malloc(max_n * 8);
+    static const coopreduce_dtype dts[] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64, COOPREDUCE_FLOAT16, COOPREDUCE_BFLOAT16};
+    const float ef[] = {CR_TBIG_F32, nextafterf(CR_TBIG_F32, INFINITY), nextafterf(CR_TBIG_F32, 0), CR_TSML_F32,
+                        nextafterf(CR_TSML_F32, 0), nextafterf(CR_TSML_F32, INFINITY), 0x1p-149f, -0.0f, 0.0f, 3e38f};
+    const double ed[] = {CR_TBIG_F64, nextafter(CR_TBIG_F64, INFINITY), nextafter(CR_TBIG_F64, 0), CR_TSML_F64,
+                         nextafter(CR_TSML_F64, 0), nextafter(CR_TSML_F64, INFINITY), 0x1p-1074, -0.0, 0.0, 1e308};
+    for (int r = 0; r < rounds; r++) {
+        const coopreduce_dtype dt = dts[r % 4];
+        const int f64 = dt == COOPREDUCE_FLOAT64, half = !f64 && dt != COOPREDUCE_FLOAT32;
+        const uint64_t n = 1 + rnd() % max_n, C = f64 ? 2048 : 4096;
+        const size_t es = coopreduce_dtype_size(dt);
+        for (uint64_t i = 0; i < 2 * n; i++) { /* x then y, in one sweep of distributions */
+            unsigned char *p = i < n ? x : y;
+            const uint64_t e = i < n ? i : i - n;
+            const double v = (unif() * 2 - 1) * ldexp(1, (int)(rnd() % 41) - 20);
+            if (f64) ((double *)p)[e] = v;
+            else if (!half) ((float *)p)[e] = (float)v;
+            else ((uint16_t *)p)[e] = (uint16_t)(rnd() & 0xffff & ~0x4000u); /* finite-ish, both classes of small */
+        }
+        if (half) /* no NaN or inf: their results are compared elsewhere */
+            for (uint64_t i = 0; i < 2 * n; i++) {
+                uint16_t *h = (uint16_t *)(i < n ? x : y) + (i < n ? i : i - n);
+                const unsigned expo_mask = dt == COOPREDUCE_FLOAT16 ? 0x7c00u : 0x7f80u;
+                if ((*h & expo_mask) == expo_mask) *h &= (uint16_t)~0x0400u;
+            }
+        for (uint64_t c = 0; c * C < n; c++) /* some chunks get boundary values */
+            if (!half && (rnd() & 1))
+                for (int q = 0; q < 3; q++) {
+                    const uint64_t at = c * C + rnd() % C;
+                    const int w = (int)(rnd() % 10);
+                    if (at >= n) continue;
+                    if (f64) ((double *)x)[at] = (rnd() & 1) ? -ed[w] : ed[w];
+                    else ((float *)x)[at] = (rnd() & 1) ? -ef[w] : ef[w];
+                }
+        static const coopreduce_op ops[] = {COOPREDUCE_OP_SUMSQ, COOPREDUCE_OP_DOT, COOPREDUCE_OP_NORM2, COOPREDUCE_OP_SUM};
+        for (int k = 0; k < 4; k++) {
+            const coopreduce_op op = ops[k];
+            if (op == COOPREDUCE_OP_SUM && !half) continue; /* the canonical sum itself */
+            for (uint64_t i = 0; i < n; i++) {
+                if (f64) {
+                    const double a = ((double *)x)[i], b = ((double *)y)[i];
+                    if (op == COOPREDUCE_OP_NORM2) cr_norm2_leaf_F64(a, &ld[0][i], &ld[1][i], &ld[2][i]);
+                    else ld[0][i] = op == COOPREDUCE_OP_DOT ? a * b : a * a;
+                } else {
+                    const float a = half ? (dt == COOPREDUCE_FLOAT16 ? cr_f16_to_f32(((uint16_t *)x)[i]) : cr_bf16_to_f32(((uint16_t *)x)[i])) : ((float *)x)[i];
+                    const float b = half ? (dt == COOPREDUCE_FLOAT16 ? cr_f16_to_f32(((uint16_t *)y)[i]) : cr_bf16_to_f32(((uint16_t *)y)[i])) : ((float *)y)[i];
+                    if (op == COOPREDUCE_OP_NORM2) cr_norm2_leaf_F32(a, &lf[0][i], &lf[1][i], &lf[2][i]);
+                    else lf[0][i] = op == COOPREDUCE_OP_DOT ? a * b : op == COOPREDUCE_OP_SUM ? a : a * a;
+                }
+            }
+            double want;
+            const int sums = op == COOPREDUCE_OP_NORM2 ? 3 : 1;
+            double acc[3] = {0, 0, 0};
+            for (int q = 0; q < sums; q++) {
+                if (f64) {
+                    CHECK(coopreduce_sum(ld[q], &acc[q], n, COOPREDUCE_FLOAT64, cpu, NULL) == 0, "sum of leaves");
+                } else {
+                    float f;
+                    CHECK(coopreduce_sum(lf[q], &f, n, COOPREDUCE_FLOAT32, cpu, NULL) == 0, "sum of leaves");
+                    acc[q] = f;
+                }
+            }
+            if (op == COOPREDUCE_OP_NORM2)
+                want = f64 ? cr_norm2_combine_F64(acc[0], acc[1], acc[2])
+                           : (double)cr_norm2_combine_F32((float)acc[0], (float)acc[1], (float)acc[2]);
+            else
+                want = acc[0];
+            unsigned char got[8];
+            if (!CHECK(coopreduce_reduce(op, x, y, got, n, dt, cpu, NULL) == 0, "%s: %s", coopreduce_op_name(op),
+                       coopreduce_last_error(cpu)))
+                continue;
+            uint64_t gb = 0, wb;
+            memcpy(&gb, got, f64 ? 8 : 4);
+            if (f64) wb = cr_f64_bits(want);
+            else wb = cr_f32_bits((float)want);
+            if (want != want) wb = f64 ? CR_NAN_F64 : CR_NAN_F32;
+            CHECK(gb == wb, "%s %s n=%llu: bits 0x%llx, the definition gives 0x%llx (%zu-byte input)", coopreduce_op_name(op),
+                  coopreduce_dtype_name(dt), (unsigned long long)n, (unsigned long long)gb, (unsigned long long)wb, es);
+        }
+    }
+    for (int k = 0; k < 3; k++) { free(lf[k]); free(ld[k]); }
+    free(x);
+    free(y);
+}
+
+/* The branch-free binary16 widening of the CPU's vector loops against the reference one. */
+static void f16_widening(void)
+{
+    for (uint32_t b = 0; b < 0x10000u; b++)
+        CHECK(cr_f32_bits(cr_f16_to_f32_nobranch((uint16_t)b)) == cr_f32_bits(cr_f16_to_f32((uint16_t)b)),
+              "f16 0x%04x widens to 0x%08x, want 0x%08x", b, cr_f32_bits(cr_f16_to_f32_nobranch((uint16_t)b)),
+              cr_f32_bits(cr_f16_to_f32((uint16_t)b)));
+}
+
 /* ---- d. Thread counts ---------------------------------------------------------------------------- */
 static void thread_counts(void)
 {
@@ -714,6 +821,8 @@ int main(int argc, char **argv)
     narrowing();
     quotient_helper(quick ? 200000 : 2000000);
     norm2_class_bits();
+    f16_widening();
+    ordered_definition(quick ? 40 : 160);
     coopreduce_destroy(cpu);
     return check_summary("test_ops_cpu");
 }

@@ -20,16 +20,6 @@
 #include "core/values.h"
 #include "cpu/cpu.h"
 
-/* ---- Loading one element as the accumulation type ---------------------------------------- */
-static inline float leaf_f32(const void *x, uint64_t i, coopreduce_dtype dt)
-{
-    switch (dt) {
-    case COOPREDUCE_FLOAT16: return cr_f16_to_f32(((const uint16_t *)x)[i]);
-    case COOPREDUCE_BFLOAT16: return cr_bf16_to_f32(((const uint16_t *)x)[i]);
-    default: return ((const float *)x)[i];
-    }
-}
-
 /* ---- Ordered operations --------------------------------------------------------------------- */
 typedef struct {
     coopreduce_op op;
@@ -40,46 +30,148 @@ typedef struct {
     uint64_t g0, g1;          /* this job's chunks */
 } ordered_job;
 
+/* ---- Leaves of one chunk, by vector loops (the accumulation type's IEEE operations, one
+ * rounding each: the bits do not depend on the vector width). --------------------------------- */
+#define WIDEN(h, brain) ((brain) ? cr_bf16_to_f32(h) : cr_f16_to_f32_nobranch(h))
+CR_SIMD_CLONES static void widen_half(const uint16_t *h, uint64_t m, int brain, float *w)
+{
+    if (brain)
+        for (uint64_t i = 0; i < m; i++) w[i] = WIDEN(h[i], 1);
+    else
+        for (uint64_t i = 0; i < m; i++) w[i] = WIDEN(h[i], 0);
+}
+/* 16-bit SUMSQ and DOT: widening and the product in one pass. */
+CR_SIMD_CLONES static void square_half(const uint16_t *h, uint64_t m, int brain, float *out)
+{
+    if (brain)
+        for (uint64_t i = 0; i < m; i++) { const float v = WIDEN(h[i], 1); out[i] = v * v; }
+    else
+        for (uint64_t i = 0; i < m; i++) { const float v = WIDEN(h[i], 0); out[i] = v * v; }
+}
+CR_SIMD_CLONES static void mul_half(const uint16_t *a, const uint16_t *b, uint64_t m, int brain, float *out)
+{
+    if (brain)
+        for (uint64_t i = 0; i < m; i++) out[i] = WIDEN(a[i], 1) * WIDEN(b[i], 1);
+    else
+        for (uint64_t i = 0; i < m; i++) out[i] = WIDEN(a[i], 0) * WIDEN(b[i], 0);
+}
+CR_SIMD_CLONES static void square_f32(const float *a, uint64_t m, float *out)
+{
+    for (uint64_t i = 0; i < m; i++) out[i] = a[i] * a[i];
+}
+CR_SIMD_CLONES static void mul_f32(const float *a, const float *b, uint64_t m, float *out)
+{
+    for (uint64_t i = 0; i < m; i++) out[i] = a[i] * b[i];
+}
+CR_SIMD_CLONES static void square_f64(const double *a, uint64_t m, double *out)
+{
+    for (uint64_t i = 0; i < m; i++) out[i] = a[i] * a[i];
+}
+CR_SIMD_CLONES static void mul_f64(const double *a, const double *b, uint64_t m, double *out)
+{
+    for (uint64_t i = 0; i < m; i++) out[i] = a[i] * b[i];
+}
+
+/* NORM2's medium pass: the squares (the medium leaves, |x|*|x| == x*x) into out, and whether
+ * any element lies outside the medium class (values.h's TBIG / TSML on the bits of |x|; zero
+ * excepted, NaN and inf included). When none does, the chunk's big and small leaves are all
+ * +0.0 (padding -0.0), whose chunk trees are +0.0: the same bits as the three-class leaves, as
+ * on the GPU (docs/DETERMINISM.md, NORM2). */
+CR_SIMD_CLONES static int medium_f32(const float *a, uint64_t m, float *out)
+{
+    uint32_t mx = 0, mn = 0xffffffffu; /* the largest |x| bits; the smallest of (bits - 1) */
+    for (uint64_t i = 0; i < m; i++) {
+        union { float f; uint32_t u; } v = {a[i]};
+        const uint32_t b = v.u & 0x7fffffffu;
+        mx = b > mx ? b : mx;
+        mn = b - 1u < mn ? b - 1u : mn;
+        out[i] = a[i] * a[i];
+    }
+    return mx > CR_NORM2_BIG_BITS_F32 || mn < CR_NORM2_SML_BITS_F32 - 1u;
+}
+CR_SIMD_CLONES static int medium_f64(const double *a, uint64_t m, double *out)
+{
+    uint64_t mx = 0, mn = ~0ull;
+    for (uint64_t i = 0; i < m; i++) {
+        union { double f; uint64_t u; } v = {a[i]};
+        const uint64_t b = v.u & 0x7fffffffffffffffull;
+        mx = b > mx ? b : mx;
+        mn = b - 1u < mn ? b - 1u : mn;
+        out[i] = a[i] * a[i];
+    }
+    return mx > (uint64_t)CR_NORM2_BIG_HI_F64 << 32 || mn < ((uint64_t)CR_NORM2_SML_HI_F64 << 32) - 1u;
+}
+
 /* Level 1 for chunks [g0, g1): the leaves of each chunk into buf, then the chunk tree. */
 static void *ordered_worker(void *arg)
 {
     const ordered_job *j = arg;
-    const int f64 = j->dt == COOPREDUCE_FLOAT64;
+    const int f64 = j->dt == COOPREDUCE_FLOAT64, half = j->dt == COOPREDUCE_FLOAT16 || j->dt == COOPREDUCE_BFLOAT16;
+    const int brain = j->dt == COOPREDUCE_BFLOAT16;
     const uint64_t C = f64 ? CR_CHUNK_F64 : CR_CHUNK_F32;
+    const coopreduce_op op = j->op;
     union {
         float f[3][CR_CHUNK_F32];
         double d[3][CR_CHUNK_F64];
     } buf;
     for (uint64_t g = j->g0; g < j->g1; g++) {
         const uint64_t first = g * C, m = j->n - first < C ? j->n - first : C;
+        int sums = 1;
         if (f64) {
             const double *x = (const double *)j->x + first, *y = (const double *)j->y + first;
-            for (uint64_t i = 0; i < m; i++) {
-                switch (j->op) {
-                case COOPREDUCE_OP_SUMSQ: buf.d[0][i] = x[i] * x[i]; break;
-                case COOPREDUCE_OP_DOT: buf.d[0][i] = x[i] * y[i]; break;
-                case COOPREDUCE_OP_NORM2:
-                    cr_norm2_leaf_F64(x[i], &buf.d[0][i], &buf.d[1][i], &buf.d[2][i]);
-                    break;
-                default: buf.d[0][i] = x[i]; break;
+            double *l = buf.d[0];
+            if (op == COOPREDUCE_OP_DOT) {
+                mul_f64(x, y, m, l);
+            } else if (op == COOPREDUCE_OP_SUMSQ) {
+                square_f64(x, m, l);
+            } else if (op == COOPREDUCE_OP_NORM2) {
+                sums = 3;
+                if (medium_f64(x, m, buf.d[1])) {
+                    for (uint64_t i = 0; i < m; i++)
+                        cr_norm2_leaf_F64(x[i], &buf.d[0][i], &buf.d[1][i], &buf.d[2][i]);
+                } else { /* medium alone: the big and small trees are +0.0 */
+                    ((double *)j->part[0])[g] = ((double *)j->part[2])[g] = 0.0;
+                    ((double *)j->part[1])[g] = cr_cpu_chunk_f64(buf.d[1], m);
+                    continue;
                 }
+            } else {
+                memcpy(l, x, m * 8); /* not reached: float64 sums take the canonical sum */
             }
-            for (int k = 0; k < (j->op == COOPREDUCE_OP_NORM2 ? 3 : 1); k++)
-                ((double *)j->part[k])[g] = cr_cpu_chunk_f64(buf.d[k], m);
+            for (int k = 0; k < sums; k++) ((double *)j->part[k])[g] = cr_cpu_chunk_f64(buf.d[k], m);
         } else {
-            for (uint64_t i = 0; i < m; i++) {
-                const float v = leaf_f32(j->x, first + i, j->dt);
-                switch (j->op) {
-                case COOPREDUCE_OP_SUMSQ: buf.f[0][i] = v * v; break;
-                case COOPREDUCE_OP_DOT: buf.f[0][i] = v * leaf_f32(j->y, first + i, j->dt); break;
-                case COOPREDUCE_OP_NORM2:
-                    cr_norm2_leaf_F32(v, &buf.f[0][i], &buf.f[1][i], &buf.f[2][i]);
-                    break;
-                default: buf.f[0][i] = v; break;
+            const float *x = (const float *)j->x + first, *y = (const float *)j->y + first;
+            float *l = buf.f[0];
+            const uint16_t *hx = (const uint16_t *)j->x + first, *hy = (const uint16_t *)j->y + first;
+            if (half && op == COOPREDUCE_OP_DOT) {
+                mul_half(hx, hy, m, brain, l);
+            } else if (half && op == COOPREDUCE_OP_SUMSQ) {
+                square_half(hx, m, brain, l);
+            } else if (op == COOPREDUCE_OP_DOT) {
+                mul_f32(x, y, m, l);
+            } else if (op == COOPREDUCE_OP_SUMSQ) {
+                square_f32(x, m, l);
+            } else if (op == COOPREDUCE_OP_NORM2) {
+                sums = 3;
+                if (half) { /* widened into buf.f[2], which the medium pass leaves alone */
+                    widen_half(hx, m, brain, buf.f[2]);
+                    x = buf.f[2];
                 }
+                if (medium_f32(x, m, buf.f[1])) {
+                    for (uint64_t i = 0; i < m; i++) {
+                        const float v = x[i]; /* x may be buf.f[2], overwritten below */
+                        cr_norm2_leaf_F32(v, &buf.f[0][i], &buf.f[1][i], &buf.f[2][i]);
+                    }
+                } else { /* medium alone: the big and small trees are +0.0 */
+                    ((float *)j->part[0])[g] = ((float *)j->part[2])[g] = 0.0f;
+                    ((float *)j->part[1])[g] = cr_cpu_chunk_f32(buf.f[1], m);
+                    continue;
+                }
+            } else if (half) { /* SUM, MEAN */
+                widen_half(hx, m, brain, l);
+            } else {
+                memcpy(l, x, m * 4); /* not reached: float32 sums take the canonical sum */
             }
-            for (int k = 0; k < (j->op == COOPREDUCE_OP_NORM2 ? 3 : 1); k++)
-                ((float *)j->part[k])[g] = cr_cpu_chunk_f32(buf.f[k], m);
+            for (int k = 0; k < sums; k++) ((float *)j->part[k])[g] = cr_cpu_chunk_f32(buf.f[k], m);
         }
     }
     return NULL;
