@@ -505,6 +505,37 @@ static int fold_range(scan_job *j, uint64_t b0, uint64_t b1)
     return 0;
 }
 
+/* Integer SUM and MEAN, exact, by vector loops. 32-bit inputs in 64-bit lanes (a call has
+ * n <= 2^32: no overflow). 64-bit inputs as 128 bits: the words added modulo 2^64 with the
+ * carries counted, and the negative ones counted, since a negative int64 is its unsigned
+ * pattern minus 2^64. */
+CR_SIMD_CLONES static int64_t sum_i32(const int32_t *x, uint64_t m)
+{
+    int64_t s = 0;
+    for (uint64_t i = 0; i < m; i++) s += x[i];
+    return s;
+}
+CR_SIMD_CLONES static uint64_t sum_u32(const uint32_t *x, uint64_t m)
+{
+    uint64_t s = 0;
+    for (uint64_t i = 0; i < m; i++) s += x[i];
+    return s;
+}
+CR_SIMD_CLONES static void sum_w64(const uint64_t *x, uint64_t m, uint64_t *lo, uint64_t *carries,
+                                   uint64_t *negs)
+{
+    uint64_t s = 0, c = 0, ng = 0;
+    for (uint64_t i = 0; i < m; i++) {
+        const uint64_t u = x[i];
+        s += u;
+        c += s < u;
+        ng += u >> 63;
+    }
+    *lo = s;
+    *carries = c;
+    *negs = ng;
+}
+
 static void *scan_worker(void *arg)
 {
     scan_job *j = arg;
@@ -518,9 +549,18 @@ static void *scan_worker(void *arg)
     if (sum) {
         /* Integers only (api.c routes float sums to the ordered path). A 32-bit input sums in
          * 64 bits (n <= 2^32), a 64-bit one in 128. */
-        __int128 s = 0;
-        for (uint64_t i = j->i0; i < j->i1; i++) s += int_at(j->x, i, j->dt);
-        j->iv = s;
+        const uint64_t m = j->i1 - j->i0;
+        switch (j->dt) {
+        case COOPREDUCE_INT32: j->iv = sum_i32((const int32_t *)j->x + j->i0, m); break;
+        case COOPREDUCE_UINT32: j->iv = sum_u32((const uint32_t *)j->x + j->i0, m); break;
+        default: {
+            uint64_t lo, carries, negs;
+            sum_w64((const uint64_t *)j->x + j->i0, m, &lo, &carries, &negs);
+            if (j->dt == COOPREDUCE_UINT64) negs = 0;
+            j->iv = (__int128)(((unsigned __int128)carries << 64) + lo) - (__int128)((unsigned __int128)negs << 64);
+            break;
+        }
+        }
         return NULL;
     }
     if (fl) {
