@@ -154,107 +154,10 @@ static int write_files(const char *json, const char *csv, const char *device)
 }
 
 /* ------------------------------------------------------------------------------------ CPU */
-typedef float v16f __attribute__((vector_size(64)));
-typedef struct { const float *x; uint64_t n; float out; } stream_job;
-
-/* The CPU ceiling: read every float once, four independent vector accumulators, no order. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-static float stream_read(const float *x, uint64_t n)
-{
-    v16f a = {0}, b = {0}, c = {0}, d = {0}, t;
-    uint64_t i = 0;
-    for (; i + 64 <= n; i += 64) {
-        memcpy(&t, x + i, 64); a += t;
-        memcpy(&t, x + i + 16, 64); b += t;
-        memcpy(&t, x + i + 32, 64); c += t;
-        memcpy(&t, x + i + 48, 64); d += t;
-    }
-    a += b + c + d;
-    float s = 0;
-    for (int j = 0; j < 16; j++) s += a[j];
-    for (; i < n; i++) s += x[i];
-    return s;
-}
-
-static void *stream_worker(void *p)
-{
-    stream_job *j = p;
-    j->out = stream_read(j->x, j->n);
-    return NULL;
-}
-
-static double cpu_stream_us(const float *x, uint64_t n, int threads)
-{
-    stream_job jobs[256];
-    pthread_t tid[256];
-    if (threads > 256) threads = 256;
-    double t0 = now_us();
-    for (int i = 0; i < threads; i++) {
-        uint64_t a = n * i / threads, b = n * (i + 1) / threads;
-        jobs[i] = (stream_job){x + a, b - a, 0};
-        if (i && pthread_create(&tid[i], NULL, stream_worker, &jobs[i])) return -1;
-    }
-    stream_worker(&jobs[0]);
-    for (int i = 1; i < threads; i++) pthread_join(tid[i], NULL);
-    double t = now_us() - t0;
-    volatile float sink = jobs[0].out;
-    (void)sink;
-    return t;
-}
-
-static int bench_cpu(const uint64_t *ns, int nn, int threads, int reps)
-{
-    uint64_t nmax = 0;
-    for (int i = 0; i < nn; i++) if (ns[i] > nmax) nmax = ns[i];
-    float *x = NULL;
-    if (posix_memalign((void **)&x, 64, nmax * sizeof(float))) {
-        fprintf(stderr, "coopreduce: cannot allocate %llu floats\n", (unsigned long long)nmax);
-        return 1;
-    }
-    int nthreads = threads > 0 ? threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    cr_gen_fill(x, 0, nmax, COOPREDUCE_FLOAT32, CR_GEN_UNIFORM, 1, nthreads);
-    coopreduce_handle *h = NULL;
-    if (coopreduce_create_cpu(&h, threads)) {
-        fprintf(stderr, "coopreduce: %s\n", coopreduce_last_error(NULL));
-        free(x);
-        return 1;
-    }
-    for (int i = 0; i < nn; i++) {
-        uint64_t n = ns[i];
-        double ts[64], tr[64], med_s, med_r, noise_s, noise_r;
-        int k = reps > 64 ? 64 : reps;
-        float r;
-        coopreduce_sum(x, &r, n, COOPREDUCE_FLOAT32, h, NULL);   /* warm-up */
-        cpu_stream_us(x, n, nthreads);
-        /* Alternate which goes first, so neither inherits the other's cache state. */
-        for (int j = 0; j < k; j++) {
-            if (j % 2) tr[j] = cpu_stream_us(x, n, nthreads);
-            double t0 = now_us();
-            coopreduce_sum(x, &r, n, COOPREDUCE_FLOAT32, h, NULL);
-            ts[j] = now_us() - t0;
-            if (j % 2 == 0) tr[j] = cpu_stream_us(x, n, nthreads);
-        }
-        median_noise(ts, k, &med_s, &noise_s);
-        median_noise(tr, k, &med_r, &noise_r);
-        row_t *a = add_row(n, "float32", "stream_read", "host_us", med_r, noise_r, n * 4.0);
-        row_t *b = add_row(n, "float32", "canonical", "host_us", med_s, noise_s, n * 4.0);
-        if (a) a->ceiling_us = med_r;
-        if (b) b->ceiling_us = med_r;
-        fprintf(stderr, "  cpu n=%llu done\n", (unsigned long long)n);
-    }
-    coopreduce_destroy(h);
-    free(x);
-    return 0;
-}
-
-/* --stages: the pipeline method once per listed stage count ("pipeline/S" rows; parsed in
- * every build, used by the GPU benchmark). */
-static int stages[8], nstages;
-
-/* The CPU ceiling for --op: every byte read once, as 64-bit integers (no floating point, so
- * no data pattern can slow it down), four independent vector accumulators. */
+/* The CPU ceiling (the canonical sum, and every --op): every byte read once, as 64-bit
+ * integers (no floating point, so no data pattern can slow it down), four independent vector
+ * accumulators. Until session 6 the canonical sum's ceiling added the floats themselves; on
+ * float data the two read at the same speed. */
 typedef int64_t v8l __attribute__((vector_size(64)));
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -303,6 +206,55 @@ static double cpu_bytes_us(const void *x, uint64_t bytes, int threads)
     (void)sink;
     return t;
 }
+
+static int bench_cpu(const uint64_t *ns, int nn, int threads, int reps)
+{
+    uint64_t nmax = 0;
+    for (int i = 0; i < nn; i++) if (ns[i] > nmax) nmax = ns[i];
+    float *x = NULL;
+    if (posix_memalign((void **)&x, 64, nmax * sizeof(float))) {
+        fprintf(stderr, "coopreduce: cannot allocate %llu floats\n", (unsigned long long)nmax);
+        return 1;
+    }
+    int nthreads = threads > 0 ? threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    cr_gen_fill(x, 0, nmax, COOPREDUCE_FLOAT32, CR_GEN_UNIFORM, 1, nthreads);
+    coopreduce_handle *h = NULL;
+    if (coopreduce_create_cpu(&h, threads)) {
+        fprintf(stderr, "coopreduce: %s\n", coopreduce_last_error(NULL));
+        free(x);
+        return 1;
+    }
+    for (int i = 0; i < nn; i++) {
+        uint64_t n = ns[i];
+        double ts[64], tr[64], med_s, med_r, noise_s, noise_r;
+        int k = reps > 64 ? 64 : reps;
+        float r;
+        coopreduce_sum(x, &r, n, COOPREDUCE_FLOAT32, h, NULL);   /* warm-up */
+        cpu_bytes_us(x, n * sizeof *x, nthreads);
+        /* Alternate which goes first, so neither inherits the other's cache state. */
+        for (int j = 0; j < k; j++) {
+            if (j % 2) tr[j] = cpu_bytes_us(x, n * sizeof *x, nthreads);
+            double t0 = now_us();
+            coopreduce_sum(x, &r, n, COOPREDUCE_FLOAT32, h, NULL);
+            ts[j] = now_us() - t0;
+            if (j % 2 == 0) tr[j] = cpu_bytes_us(x, n * sizeof *x, nthreads);
+        }
+        median_noise(ts, k, &med_s, &noise_s);
+        median_noise(tr, k, &med_r, &noise_r);
+        row_t *a = add_row(n, "float32", "stream_read", "host_us", med_r, noise_r, n * 4.0);
+        row_t *b = add_row(n, "float32", "canonical", "host_us", med_s, noise_s, n * 4.0);
+        if (a) a->ceiling_us = med_r;
+        if (b) b->ceiling_us = med_r;
+        fprintf(stderr, "  cpu n=%llu done\n", (unsigned long long)n);
+    }
+    coopreduce_destroy(h);
+    free(x);
+    return 0;
+}
+
+/* --stages: the pipeline method once per listed stage count ("pipeline/S" rows; parsed in
+ * every build, used by the GPU benchmark). */
+static int stages[8], nstages;
 
 /* --op on the CPU: each operation (in each --mode) over each dtype and n, host wall time of
  * coopreduce_reduce against the integer streaming read of the same bytes (both arrays for DOT),
