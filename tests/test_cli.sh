@@ -716,6 +716,27 @@ else
     fail "info --json"
 fi
 
+# ---------------------------------------------------------------- the CPU benchmark
+# Smoke test (timings are the benchmark's business, not a test's): it runs, and prints a row per
+# operation and type, with the streaming read as its ceiling.
+run bench --device cpu --op sum,min,norm2,dot,mean --dtype f32,bf16,i64 --n 5003 --quick
+if [ "$RC" -eq 0 ] && grep -q '| 5003 | .* | bfloat16 | norm2 | ' "$OUT" &&
+    grep -q '| 5003 | .* | int64 | min | ' "$OUT" && grep -q '| 5003 | .* | float32 | dot | ' "$OUT" &&
+    ! grep -q '| int64 | norm2 | ' "$OUT"; then
+    pass
+else
+    fail "bench --device cpu --op: rows for each operation and type (exit $RC)"
+fi
+run bench --device cpu --n 5003 --quick
+if [ "$RC" -eq 0 ] && grep -q '| 5003 | .* | float32 | canonical | ' "$OUT" &&
+    grep -q '| 5003 | .* | float32 | stream_read | ' "$OUT"; then
+    pass
+else
+    fail "bench --device cpu: canonical against the streaming read (exit $RC)"
+fi
+run bench --device cpu --op nosuchop --n 10
+if [ "$RC" -eq 2 ]; then pass; else fail "bench --op nosuchop: usage error, exit 2 (exit $RC)"; fi
+
 # ---------------------------------------------------------------- GPU
 
 if grep -q '"usable": true' "$OUT"; then
