@@ -28,6 +28,7 @@ typedef struct {
     uint64_t n;
     void *part[3];            /* level-1 partials (NORM2: big, medium, small) */
     uint64_t g0, g1;          /* this job's chunks */
+    int f16c;                 /* float16 widening by the F16C instruction */
 } ordered_job;
 
 /* ---- Leaves of one chunk, by vector loops (the accumulation type's IEEE operations, one
@@ -54,6 +55,41 @@ CR_SIMD_CLONES static void mul_half(const uint16_t *a, const uint16_t *b, uint64
         for (uint64_t i = 0; i < m; i++) out[i] = WIDEN(a[i], 1) * WIDEN(b[i], 1);
     else
         for (uint64_t i = 0; i < m; i++) out[i] = WIDEN(a[i], 0) * WIDEN(b[i], 0);
+}
+/* binary16 by the F16C conversion instruction where the CPU has it (vcvtph2ps: 8 at a time,
+ * exact; it quiets a signaling NaN, whose payload no result carries: every NaN result is the
+ * canonical NaN). GCC's vector loop above cannot use it, as the AVX2 clone leaves F16C out;
+ * measured on the AMD AVX2 VM, float16 leaves were the slowest of all (docs/PERF.md, "CPU
+ * operations"). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(CR_NO_SIMD_CLONES)
+#include <immintrin.h>
+#define CR_HAVE_F16C_PATH 1
+__attribute__((target("avx2,f16c"))) static void widen_f16_f16c(const uint16_t *h, uint64_t m, float *w)
+{
+    uint64_t i = 0;
+    for (; i + 8 <= m; i += 8)
+        _mm256_storeu_ps(w + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))));
+    for (; i < m; i++) w[i] = cr_f16_to_f32_nobranch(h[i]);
+}
+#endif
+static int cpu_has_f16c(void)
+{
+#ifdef CR_HAVE_F16C_PATH
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+#else
+    return 0;
+#endif
+}
+static void widen_any(const uint16_t *h, uint64_t m, int brain, int f16c, float *w)
+{
+#ifdef CR_HAVE_F16C_PATH
+    if (!brain && f16c) {
+        widen_f16_f16c(h, m, w);
+        return;
+    }
+#endif
+    (void)f16c;
+    widen_half(h, m, brain, w);
 }
 CR_SIMD_CLONES static void square_f32(const float *a, uint64_t m, float *out)
 {
@@ -142,9 +178,18 @@ static void *ordered_worker(void *arg)
             const float *x = (const float *)j->x + first, *y = (const float *)j->y + first;
             float *l = buf.f[0];
             const uint16_t *hx = (const uint16_t *)j->x + first, *hy = (const uint16_t *)j->y + first;
-            if (half && op == COOPREDUCE_OP_DOT) {
+            const int hw = half && !brain && j->f16c; /* float16 by F16C: widen, then as float32 */
+            if (hw && (op == COOPREDUCE_OP_DOT || op == COOPREDUCE_OP_SUMSQ)) {
+                widen_any(hx, m, brain, 1, l);
+                x = l;
+                if (op == COOPREDUCE_OP_DOT) {
+                    widen_any(hy, m, brain, 1, buf.f[1]);
+                    y = buf.f[1];
+                }
+            }
+            if (half && !hw && op == COOPREDUCE_OP_DOT) {
                 mul_half(hx, hy, m, brain, l);
-            } else if (half && op == COOPREDUCE_OP_SUMSQ) {
+            } else if (half && !hw && op == COOPREDUCE_OP_SUMSQ) {
                 square_half(hx, m, brain, l);
             } else if (op == COOPREDUCE_OP_DOT) {
                 mul_f32(x, y, m, l);
@@ -153,7 +198,7 @@ static void *ordered_worker(void *arg)
             } else if (op == COOPREDUCE_OP_NORM2) {
                 sums = 3;
                 if (half) { /* widened into buf.f[2], which the medium pass leaves alone */
-                    widen_half(hx, m, brain, buf.f[2]);
+                    widen_any(hx, m, brain, j->f16c, buf.f[2]);
                     x = buf.f[2];
                 }
                 if (medium_f32(x, m, buf.f[1])) {
@@ -167,7 +212,7 @@ static void *ordered_worker(void *arg)
                     continue;
                 }
             } else if (half) { /* SUM, MEAN */
-                widen_half(hx, m, brain, l);
+                widen_any(hx, m, brain, j->f16c, l);
             } else {
                 memcpy(l, x, m * 4); /* not reached: float32 sums take the canonical sum */
             }
@@ -197,11 +242,12 @@ static coopreduce_status ordered_sums(coopreduce_handle *h, coopreduce_op op, co
         return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY, "cannot allocate %llu partial sums",
                        (unsigned long long)(chunks * (uint64_t)sums));
     ordered_job jobs[CR_MAX_THREADS];
+    const int f16c = dt == COOPREDUCE_FLOAT16 && cpu_has_f16c();
     uint64_t t = chunks / MIN_CHUNKS_PER_THREAD;
     if (t > (uint64_t)cr_cpu_threads(h)) t = (uint64_t)cr_cpu_threads(h);
     if (t < 1) t = 1;
     for (uint64_t i = 0; i < t; i++) {
-        jobs[i] = (ordered_job){op, dt, x, y, n, {0}, chunks * i / t, chunks * (i + 1) / t};
+        jobs[i] = (ordered_job){op, dt, x, y, n, {0}, chunks * i / t, chunks * (i + 1) / t, f16c};
         for (int k = 0; k < sums; k++) jobs[i].part[k] = (char *)part + (size_t)k * chunks * as;
     }
     cr_cpu_run((int)t, ordered_worker, jobs, sizeof jobs[0]);
