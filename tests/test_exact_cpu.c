@@ -140,6 +140,22 @@ int main(void)
         sum_list(dt, "1e30 1 -1e30", c1, 3);
         const double c2[] = {H, 1, -H, H, -1, -H, H, 3, -H, 0.5};
         sum_list(dt, "longer cancellation", c2, 10);
+        /* The same cancellations in longer arrays (past the CPU's 8-way main loop of exponent
+         * buckets), shuffled: a plain binary64 sum loses the small terms for float32 and
+         * bfloat16 (2^100 + 1), so only exact accumulation passes. */
+        {
+            double v[203];
+            const double B = big ? 0x1p100 : 32768.0, s = big ? 1.0 : 0x1p-24;
+            for (int i = 0; i < 200; i += 2) { v[i] = B; v[i + 1] = -B; }
+            v[200] = s; v[201] = 3 * s; v[202] = -0.0;
+            for (int i = 202; i > 0; i--) { /* Fisher-Yates */
+                const int k = (int)(rnd() % (uint64_t)(i + 1));
+                const double t = v[i]; v[i] = v[k]; v[k] = t;
+            }
+            sum_list(dt, "2^100 pairs around small terms, shuffled", v, 203);
+            for (int i = 0; i < 203; i++) v[i] = (i % 3 == 0 ? B : i % 3 == 1 ? s : -B) * (i % 2 ? 1 : -1);
+            sum_list(dt, "tiled 2^100 1 -2^100", v, 203);
+        }
         const double z1[] = {-0.0, -0.0, -0.0};
         sum_list(dt, "all -0", z1, 3);
         const double z2[] = {-0.0, 0.0, -0.0};
