@@ -260,8 +260,9 @@ static void buckets_init(double (*b)[256])
 
 /* Adds leaves i0 .. i1 - 1 (at most SPAN) to the buckets; LEAF(i): the float32 bits of leaf i. */
 #define DEFINE_BUCKET_ADD(NAME, SRC, LEAF)                                                   \
-    static void NAME(double (*b)[256], const SRC *x, uint64_t i0, uint64_t i1)               \
+    static void NAME(double (*b)[256], const void *src, uint64_t i0, uint64_t i1)            \
     {                                                                                        \
+        const SRC *x = (const SRC *)src;                                                     \
         uint64_t i = i0;                                                                     \
         for (; i + SETS <= i1; i += SETS)                                                    \
             for (int q = 0; q < SETS; q++) {                                                 \
@@ -278,21 +279,13 @@ static void buckets_init(double (*b)[256])
 DEFINE_BUCKET_ADD(bucket_add_f32, uint32_t, LEAF_BITS)
 DEFINE_BUCKET_ADD(bucket_add_bf16, uint16_t, LEAF_BF16)
 
-static void buckets_f32(job *j)
+/* The buckets over this thread's range, flushed every SPAN leaves. */
+static void buckets_run(job *j, void (*add)(double (*)[256], const void *, uint64_t, uint64_t))
 {
     double b[SETS][256];
     buckets_init(b);
     for (uint64_t i = j->i0; i < j->i1; i += SPAN) {
-        bucket_add_f32(b, (const uint32_t *)j->x, i, j->i1 - i > SPAN ? i + SPAN : j->i1);
-        flush_buckets(j, b);
-    }
-}
-static void buckets_bf16(job *j)
-{
-    double b[SETS][256];
-    buckets_init(b);
-    for (uint64_t i = j->i0; i < j->i1; i += SPAN) {
-        bucket_add_bf16(b, (const uint16_t *)j->x, i, j->i1 - i > SPAN ? i + SPAN : j->i1);
+        add(b, j->x, i, j->i1 - i > SPAN ? i + SPAN : j->i1);
         flush_buckets(j, b);
     }
 }
@@ -324,13 +317,13 @@ static void *worker(void *arg)
     else if (j->op == COOPREDUCE_OP_DOT)
         run_dot32(j);
     else if (j->dt == COOPREDUCE_FLOAT32)
-        buckets_f32(j);
+        buckets_run(j, bucket_add_f32);
     else if (j->dt == COOPREDUCE_FLOAT64)
         run_f64(j);
     else if (j->dt == COOPREDUCE_FLOAT16)
         buckets_f16(j);
     else
-        buckets_bf16(j);
+        buckets_run(j, bucket_add_bf16);
     cr_sa_carry(j->d, j->nd); /* digits below 2^33 in magnitude: sums of 2^29 threads fit */
     return NULL;
 }
