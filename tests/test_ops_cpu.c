@@ -673,6 +673,8 @@ static void ordered_definition(int rounds)
                 uint16_t *h = (uint16_t *)(i < n ? x : y) + (i < n ? i : i - n);
                 const unsigned expo_mask = dt == COOPREDUCE_FLOAT16 ? 0x7c00u : 0x7f80u;
                 if ((*h & expo_mask) == expo_mask) *h &= (uint16_t)~0x0400u;
+                if (dt == COOPREDUCE_BFLOAT16) /* |x| < 2^101: big-class values, a finite norm */
+                    *h = (uint16_t)((*h & 0x807fu) | (((*h >> 7) & 255u) % 228u) << 7);
             }
         for (uint64_t c = 0; c * C < n; c++) /* some chunks get boundary values */
             if (!half && (rnd() & 1))

@@ -125,6 +125,19 @@ CR_SIMD_CLONES static int medium_f32(const float *a, uint64_t m, float *out)
     }
     return mx > CR_NORM2_BIG_BITS_F32 || mn < CR_NORM2_SML_BITS_F32 - 1u;
 }
+/* The same from 16-bit input, widening on the fly (one pass instead of two). */
+CR_SIMD_CLONES static int medium_half(const uint16_t *h, uint64_t m, int brain, float *out)
+{
+    uint32_t mx = 0, mn = 0xffffffffu;
+    for (uint64_t i = 0; i < m; i++) {
+        union { float f; uint32_t u; } v = {brain ? WIDEN(h[i], 1) : WIDEN(h[i], 0)};
+        const uint32_t b = v.u & 0x7fffffffu;
+        mx = b > mx ? b : mx;
+        mn = b - 1u < mn ? b - 1u : mn;
+        out[i] = v.f * v.f;
+    }
+    return mx > CR_NORM2_BIG_BITS_F32 || mn < CR_NORM2_SML_BITS_F32 - 1u;
+}
 CR_SIMD_CLONES static int medium_f64(const double *a, uint64_t m, double *out)
 {
     uint64_t mx = 0, mn = ~0ull;
@@ -197,11 +210,21 @@ static void *ordered_worker(void *arg)
                 square_f32(x, m, l);
             } else if (op == COOPREDUCE_OP_NORM2) {
                 sums = 3;
-                if (half) { /* widened into buf.f[2], which the medium pass leaves alone */
-                    widen_any(hx, m, brain, j->f16c, buf.f[2]);
-                    x = buf.f[2];
+                int other;
+                if (half && !hw) {
+                    other = medium_half(hx, m, brain, buf.f[1]);
+                } else {
+                    if (hw) { /* widened into buf.f[2], which the medium pass leaves alone */
+                        widen_any(hx, m, brain, 1, buf.f[2]);
+                        x = buf.f[2];
+                    }
+                    other = medium_f32(x, m, buf.f[1]);
                 }
-                if (medium_f32(x, m, buf.f[1])) {
+                if (other) {
+                    if (half && !hw) { /* the three classes need the widened values */
+                        widen_any(hx, m, brain, 0, buf.f[2]);
+                        x = buf.f[2];
+                    }
                     for (uint64_t i = 0; i < m; i++) {
                         const float v = x[i]; /* x may be buf.f[2], overwritten below */
                         cr_norm2_leaf_F32(v, &buf.f[0][i], &buf.f[1][i], &buf.f[2][i]);
