@@ -210,19 +210,11 @@ static void *ordered_worker(void *arg)
                 square_f32(x, m, l);
             } else if (op == COOPREDUCE_OP_NORM2) {
                 sums = 3;
-                int other;
-                if (half && !hw) {
-                    other = medium_half(hx, m, brain, buf.f[1]);
-                } else {
-                    if (hw) { /* widened into buf.f[2], which the medium pass leaves alone */
-                        widen_any(hx, m, brain, 1, buf.f[2]);
-                        x = buf.f[2];
-                    }
-                    other = medium_f32(x, m, buf.f[1]);
-                }
+                /* 16-bit input widened on the fly (as fast here as F16C then a second pass) */
+                const int other = half ? medium_half(hx, m, brain, buf.f[1]) : medium_f32(x, m, buf.f[1]);
                 if (other) {
-                    if (half && !hw) { /* the three classes need the widened values */
-                        widen_any(hx, m, brain, 0, buf.f[2]);
+                    if (half) { /* the three classes need the widened values */
+                        widen_any(hx, m, brain, j->f16c, buf.f[2]);
                         x = buf.f[2];
                     }
                     for (uint64_t i = 0; i < m; i++) {
