@@ -207,6 +207,31 @@ static double cpu_bytes_us(const void *x, uint64_t bytes, int threads)
     return t;
 }
 
+/* Host wall time of coopreduce_reduce(op, ...) and of the streaming read of the same `bytes`
+ * on the same threads, `reps` (<= 64) of each after one warm-up, alternating which goes first so
+ * that neither inherits the other's cache state; medians and noise. Returns nonzero when a call
+ * fails. */
+static int time_cpu_call(coopreduce_handle *h, coopreduce_op op, const void *x, const void *y,
+                         uint64_t n, coopreduce_dtype dt, uint64_t bytes, int nthreads, int reps,
+                         double *med_s, double *noise_s, double *med_r, double *noise_r)
+{
+    double ts[64], tr[64];
+    unsigned char result[16];
+    if (reps > 64) reps = 64;
+    if (coopreduce_reduce(op, x, y, result, n, dt, h, NULL)) return 1; /* warm-up */
+    cpu_bytes_us(x, bytes, nthreads);
+    for (int j = 0; j < reps; j++) {
+        if (j % 2) tr[j] = cpu_bytes_us(x, bytes, nthreads);
+        double t0 = now_us();
+        if (coopreduce_reduce(op, x, y, result, n, dt, h, NULL)) return 1;
+        ts[j] = now_us() - t0;
+        if (j % 2 == 0) tr[j] = cpu_bytes_us(x, bytes, nthreads);
+    }
+    median_noise(ts, reps, med_s, noise_s);
+    median_noise(tr, reps, med_r, noise_r);
+    return 0;
+}
+
 static int bench_cpu(const uint64_t *ns, int nn, int threads, int reps)
 {
     uint64_t nmax = 0;
@@ -226,21 +251,14 @@ static int bench_cpu(const uint64_t *ns, int nn, int threads, int reps)
     }
     for (int i = 0; i < nn; i++) {
         uint64_t n = ns[i];
-        double ts[64], tr[64], med_s, med_r, noise_s, noise_r;
-        int k = reps > 64 ? 64 : reps;
-        float r;
-        coopreduce_sum(x, &r, n, COOPREDUCE_FLOAT32, h, NULL);   /* warm-up */
-        cpu_bytes_us(x, n * sizeof *x, nthreads);
-        /* Alternate which goes first, so neither inherits the other's cache state. */
-        for (int j = 0; j < k; j++) {
-            if (j % 2) tr[j] = cpu_bytes_us(x, n * sizeof *x, nthreads);
-            double t0 = now_us();
-            coopreduce_sum(x, &r, n, COOPREDUCE_FLOAT32, h, NULL);
-            ts[j] = now_us() - t0;
-            if (j % 2 == 0) tr[j] = cpu_bytes_us(x, n * sizeof *x, nthreads);
+        double med_s, med_r, noise_s, noise_r;
+        if (time_cpu_call(h, COOPREDUCE_OP_SUM, x, NULL, n, COOPREDUCE_FLOAT32, n * sizeof *x,
+                          nthreads, reps, &med_s, &noise_s, &med_r, &noise_r)) {
+            fprintf(stderr, "coopreduce: bench: %s\n", coopreduce_last_error(h));
+            coopreduce_destroy(h);
+            free(x);
+            return 1;
         }
-        median_noise(ts, k, &med_s, &noise_s);
-        median_noise(tr, k, &med_r, &noise_r);
         row_t *a = add_row(n, "float32", "stream_read", "host_us", med_r, noise_r, n * 4.0);
         row_t *b = add_row(n, "float32", "canonical", "host_us", med_s, noise_s, n * 4.0);
         if (a) a->ceiling_us = med_r;
@@ -279,7 +297,6 @@ static int bench_ops_cpu(const uint64_t *ns, int nn, const int *dtypes, int nd,
     }
     int rc = 1;
     unsigned char result[16];
-    if (reps > 64) reps = 64;
     for (int d = 0; d < nd; d++) {
         const coopreduce_dtype dt = (coopreduce_dtype)dtypes[d];
         const size_t es = coopreduce_dtype_size(dt);
@@ -302,16 +319,10 @@ static int bench_ops_cpu(const uint64_t *ns, int nn, const int *dtypes, int nd,
                         continue;
                     }
                     const uint64_t bytes = n * es * (dot ? 2 : 1);
-                    double ts[64], tr[64], med_s, med_r, noise_s, noise_r;
-                    for (int j = 0; j < reps; j++) {
-                        if (j % 2) tr[j] = cpu_bytes_us(x, bytes, nthreads);
-                        double t0 = now_us();
-                        if (coopreduce_reduce(ops[k], x, y, result, n, dt, h, NULL)) goto out;
-                        ts[j] = now_us() - t0;
-                        if (j % 2 == 0) tr[j] = cpu_bytes_us(x, bytes, nthreads);
-                    }
-                    median_noise(ts, reps, &med_s, &noise_s);
-                    median_noise(tr, reps, &med_r, &noise_r);
+                    double med_s, med_r, noise_s, noise_r;
+                    if (time_cpu_call(h, ops[k], x, y, n, dt, bytes, nthreads, reps, &med_s,
+                                      &noise_s, &med_r, &noise_r))
+                        goto out;
                     static char names[MAX_ROWS][24]; /* the rows point at them */
                     char *name = names[nrows % MAX_ROWS];
                     snprintf(name, sizeof names[0], "%s%s", coopreduce_op_name(ops[k]),

@@ -113,31 +113,23 @@ CR_SIMD_CLONES static void mul_f64(const double *a, const double *b, uint64_t m,
  * excepted, NaN and inf included). When none does, the chunk's big and small leaves are all
  * +0.0 (padding -0.0), whose chunk trees are +0.0: the same bits as the three-class leaves, as
  * on the GPU (docs/DETERMINISM.md, NORM2). */
-CR_SIMD_CLONES static int medium_f32(const float *a, uint64_t m, float *out)
-{
-    uint32_t mx = 0, mn = 0xffffffffu; /* the largest |x| bits; the smallest of (bits - 1) */
-    for (uint64_t i = 0; i < m; i++) {
-        union { float f; uint32_t u; } v = {a[i]};
-        const uint32_t b = v.u & 0x7fffffffu;
-        mx = b > mx ? b : mx;
-        mn = b - 1u < mn ? b - 1u : mn;
-        out[i] = a[i] * a[i];
+#define DEFINE_MEDIUM_F32(NAME, SRC, LOAD)                                                   \
+    CR_SIMD_CLONES static int NAME(const SRC *a, uint64_t m, int brain, float *out)          \
+    {                                                                                        \
+        uint32_t mx = 0, mn = 0xffffffffu; /* the largest |x| bits; the smallest of bits - 1 */ \
+        (void)brain;                                                                         \
+        for (uint64_t i = 0; i < m; i++) {                                                   \
+            union { float f; uint32_t u; } v = {LOAD};                                       \
+            const uint32_t b = v.u & 0x7fffffffu;                                            \
+            mx = b > mx ? b : mx;                                                            \
+            mn = b - 1u < mn ? b - 1u : mn;                                                  \
+            out[i] = v.f * v.f;                                                              \
+        }                                                                                    \
+        return mx > CR_NORM2_BIG_BITS_F32 || mn < CR_NORM2_SML_BITS_F32 - 1u;                \
     }
-    return mx > CR_NORM2_BIG_BITS_F32 || mn < CR_NORM2_SML_BITS_F32 - 1u;
-}
-/* The same from 16-bit input, widening on the fly (one pass instead of two). */
-CR_SIMD_CLONES static int medium_half(const uint16_t *h, uint64_t m, int brain, float *out)
-{
-    uint32_t mx = 0, mn = 0xffffffffu;
-    for (uint64_t i = 0; i < m; i++) {
-        union { float f; uint32_t u; } v = {brain ? WIDEN(h[i], 1) : WIDEN(h[i], 0)};
-        const uint32_t b = v.u & 0x7fffffffu;
-        mx = b > mx ? b : mx;
-        mn = b - 1u < mn ? b - 1u : mn;
-        out[i] = v.f * v.f;
-    }
-    return mx > CR_NORM2_BIG_BITS_F32 || mn < CR_NORM2_SML_BITS_F32 - 1u;
-}
+/* float32 input; 16-bit input widened on the fly (one pass instead of widening first). */
+DEFINE_MEDIUM_F32(medium_f32, float, a[i])
+DEFINE_MEDIUM_F32(medium_half, uint16_t, brain ? WIDEN(a[i], 1) : WIDEN(a[i], 0))
 CR_SIMD_CLONES static int medium_f64(const double *a, uint64_t m, double *out)
 {
     uint64_t mx = 0, mn = ~0ull;
@@ -211,7 +203,7 @@ static void *ordered_worker(void *arg)
             } else if (op == COOPREDUCE_OP_NORM2) {
                 sums = 3;
                 /* 16-bit input widened on the fly (as fast here as F16C then a second pass) */
-                const int other = half ? medium_half(hx, m, brain, buf.f[1]) : medium_f32(x, m, buf.f[1]);
+                const int other = half ? medium_half(hx, m, brain, buf.f[1]) : medium_f32(x, m, 0, buf.f[1]);
                 if (other) {
                     if (half) { /* the three classes need the widened values */
                         widen_any(hx, m, brain, j->f16c, buf.f[2]);
@@ -511,7 +503,7 @@ static int block_may_change(const scan_job *j, uint64_t b0, uint64_t b1)
             inf_mag = j->dt == COOPREDUCE_FLOAT16 ? 0x7c00u : 0x7f80u;
         }
         if (s.amax > inf_mag) return 1; /* a NaN */
-        const uint64_t mag = j->bits & (es == 8 ? 0x7fffffffffffffffull : (1ull << (8 * es - 1)) - 1);
+        const uint64_t mag = j->bits & ((1ull << (8 * es - 1)) - 1);
         if (op == COOPREDUCE_OP_ABSMAX) return s.amax > mag;
         const int64_t kb = float_key(j->bits, es);
         /* MIN / MAX: a strictly better key; ARGMIN / ARGMAX: a strictly better IEEE value, which
