@@ -444,7 +444,7 @@ static void block_skipping(int rounds)
     void *x = malloc(max_n * 8);
     for (int r = 0; r < rounds; r++) {
         const coopreduce_dtype dt = all_dtypes[r % NDT];
-        const uint64_t n = 4096 + 1 + rnd() % (max_n - 4096);
+        const uint64_t n = 4098 + rnd() % (max_n - 4097); /* a late block exists: at >= 4097 */
         const int shape = (int)(rnd() % 6);
         if (shape == 4 || shape == 5) { /* ascending / descending, small integers */
             for (uint64_t i = 0; i < n; i++) put(x, i, dt, (double)((shape == 4 ? i : n - i) % 1000));
