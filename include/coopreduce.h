@@ -96,7 +96,8 @@ typedef enum {
     COOPREDUCE_BFLOAT16 = 4,  /* bfloat16 (the high half of a float32), passed as uint16_t bits */
     COOPREDUCE_INT64 = 5,
     COOPREDUCE_UINT32 = 6,
-    COOPREDUCE_UINT64 = 7
+    COOPREDUCE_UINT64 = 7,
+    COOPREDUCE_DTYPE_COUNT = 8 /* the number of dtypes; not a dtype (moves as types are added) */
 } coopreduce_dtype;
 
 /* Reductions. The numeric values are pinned: new operations are only ever appended.
@@ -111,7 +112,8 @@ typedef enum {
     COOPREDUCE_OP_NORM2 = 6,   /* sqrt(sum of x*x), without overflow or underflow */
     COOPREDUCE_OP_DOT = 7,     /* sum of x*y over two arrays */
     COOPREDUCE_OP_ARGMIN = 8,  /* index (uint64_t) of the first minimum */
-    COOPREDUCE_OP_ARGMAX = 9   /* index (uint64_t) of the first maximum */
+    COOPREDUCE_OP_ARGMAX = 9,  /* index (uint64_t) of the first maximum */
+    COOPREDUCE_OP_COUNT = 10   /* the number of operations; not an operation */
 } coopreduce_op;
 
 /* Reduction methods: how the GPU computes the sum. The numeric values are pinned: new methods
@@ -141,7 +143,8 @@ typedef enum {
                                          shuffle finish */
     COOPREDUCE_METHOD_ASYNC = 9,      /* cooperative_groups::memcpy_async into shared memory */
     COOPREDUCE_METHOD_BARRIER = 10,   /* cuda::memcpy_async completing on a cuda::barrier */
-    COOPREDUCE_METHOD_PIPELINE = 11   /* a multi-stage cuda::pipeline (coopreduce_set_stages) */
+    COOPREDUCE_METHOD_PIPELINE = 11,  /* a multi-stage cuda::pipeline (coopreduce_set_stages) */
+    COOPREDUCE_METHOD_COUNT = 12      /* the number of methods; not a method */
 } coopreduce_method;
 
 /* Modes: what a floating-point SUM (and DOT) computes. The numeric values are pinned.
@@ -164,7 +167,8 @@ typedef enum {
  *     (every product, for DOT) is -0.0 (IEEE's rule for sums of zeros). */
 typedef enum {
     COOPREDUCE_MODE_DETERMINISTIC = 0,
-    COOPREDUCE_MODE_EXACT = 1
+    COOPREDUCE_MODE_EXACT = 1,
+    COOPREDUCE_MODE_COUNT = 2 /* the number of modes; not a mode */
 } coopreduce_mode;
 
 /* Opaque handle: one GPU or the CPU, with its workspace. */
