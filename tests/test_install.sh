@@ -51,14 +51,18 @@ check() {
     if "$@" >"$LOG" 2>&1; then pass; else fail "$what (exit $?)"; fi
 }
 
-# The expected version comes from project() in the source tree, so a version bump needs no edit here.
-VERSION=$(sed -n 's/^project(coopreduce VERSION \([0-9][0-9]*\.[0-9][0-9]*\.[0-9][0-9]*\).*/\1/p' \
-    "$SRC/CMakeLists.txt" | head -n 1)
-if [ -z "$VERSION" ]; then
-    echo "FAIL: no 'project(coopreduce VERSION x.y.z' in $SRC/CMakeLists.txt" >&2
+# The expected version comes from the public header, the version's one source (CMakeLists.txt
+# reads it from there too), so a version bump needs no edit here.
+hdr_part() { sed -n "s/^#define COOPREDUCE_VERSION_$1 \([0-9][0-9]*\).*/\1/p" "$SRC/include/coopreduce.h"; }
+VERSION="$(hdr_part MAJOR).$(hdr_part MINOR).$(hdr_part PATCH)"
+case "$VERSION" in
+*[0-9].[0-9]*.[0-9]*) ;;
+*)
+    echo "FAIL: no COOPREDUCE_VERSION_MAJOR/MINOR/PATCH in $SRC/include/coopreduce.h" >&2
     failed=$((failed + 1))
     finish
-fi
+    ;;
+esac
 SOVERSION=${VERSION%%.*}
 
 # Only our own subdirectories are removed: SCRATCH_DIR itself may be anything.

@@ -10,17 +10,11 @@
  *
  * This file must be compiled without -ffast-math and with -ffp-contract=off (CMakeLists.txt):
  * the compiler may not reassociate or fuse a single addition of the tree. */
-#include <fenv.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include "internal.h"
+#include "core/status.h"
 #include "cpu/cpu.h"
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define CR_HAVE_MXCSR 1
-#endif
+#include "cpu/runtime.h"
 
 typedef float v16f __attribute__((vector_size(64)));
 typedef double v8d __attribute__((vector_size(64)));
@@ -140,26 +134,6 @@ static void *level_worker(void *arg)
 /* Below this many chunks per thread, starting a thread costs more than it saves. */
 #define CR_MIN_CHUNKS_PER_THREAD 64
 
-int cr_cpu_threads(const coopreduce_handle *h)
-{
-    if (h->threads > 0) return h->threads > CR_MAX_THREADS ? CR_MAX_THREADS : h->threads;
-    long c = sysconf(_SC_NPROCESSORS_ONLN);
-    return c < 1 ? 1 : (c > CR_MAX_THREADS ? CR_MAX_THREADS : (int)c);
-}
-
-void cr_cpu_run(int t, void *(*worker)(void *), void *jobs, size_t job_size)
-{
-    pthread_t tid[CR_MAX_THREADS];
-    int started[CR_MAX_THREADS];
-    char *job = jobs;
-    for (int i = 0; i < t; i++)
-        started[i] = i > 0 && pthread_create(&tid[i], NULL, worker, job + i * job_size) == 0;
-    for (int i = 0; i < t; i++)
-        if (!started[i]) worker(job + i * job_size);
-    for (int i = 1; i < t; i++)
-        if (started[i]) pthread_join(tid[i], NULL);
-}
-
 /* One level: chunks split into contiguous ranges, one per thread. */
 static void level_parallel(int threads, coopreduce_dtype dtype, const void *v, uint64_t n,
                            void *out, uint64_t chunks)
@@ -186,9 +160,9 @@ static uint64_t partial_elems(uint64_t n, coopreduce_dtype dtype)
     return total;
 }
 
-coopreduce_status cr_cpu_reserve(coopreduce_handle *h, uint64_t n, coopreduce_dtype dtype)
+coopreduce_status cr_cpu_tree_reserve(coopreduce_handle *h, uint64_t n, coopreduce_dtype dtype)
 {
-    size_t bytes = partial_elems(n, dtype) * coopreduce_dtype_size(dtype);
+    size_t bytes = partial_elems(n, dtype) * cr_dtype_size(dtype);
     if (bytes <= h->cpu_partials_bytes) return COOPREDUCE_SUCCESS;
     void *p = malloc(bytes);
     if (!p)
@@ -198,29 +172,6 @@ coopreduce_status cr_cpu_reserve(coopreduce_handle *h, uint64_t n, coopreduce_dt
     h->cpu_partials = p;
     h->cpu_partials_bytes = bytes;
     return COOPREDUCE_SUCCESS;
-}
-
-/* The tree is defined in IEEE round-to-nearest with subnormals kept, which is what the GPU
- * does whatever the host's settings. The caller's thread may run with another rounding mode, or
- * with flush-to-zero / denormals-are-zero set (code built with -ffast-math does that): so the sum
- * runs in the default environment and the caller's is put back afterwards, exception flags
- * included. Worker threads inherit the environment of the thread that creates them (POSIX). */
-void cr_fp_enter(cr_fp_state *st)
-{
-    fegetenv(&st->env);
-    fesetround(FE_TONEAREST);
-#ifdef CR_HAVE_MXCSR
-    st->mxcsr = _mm_getcsr();
-    _mm_setcsr(st->mxcsr & ~(0x8000u | 0x0040u) & ~0x6000u); /* FTZ, DAZ off; nearest */
-#endif
-}
-
-void cr_fp_leave(const cr_fp_state *st)
-{
-    fesetenv(&st->env);
-#ifdef CR_HAVE_MXCSR
-    _mm_setcsr(st->mxcsr);
-#endif
 }
 
 static coopreduce_status cpu_sum(coopreduce_handle *h, const void *x, uint64_t n,
@@ -239,7 +190,7 @@ coopreduce_status cr_cpu_sum(coopreduce_handle *h, const void *x, uint64_t n,
 static coopreduce_status cpu_sum(coopreduce_handle *h, const void *x, uint64_t n,
                                  coopreduce_dtype dtype, void *result)
 {
-    size_t es = coopreduce_dtype_size(dtype);
+    size_t es = cr_dtype_size(dtype);
     if (n == 0) {
         memset(result, 0, es); /* +0.0 */
         return COOPREDUCE_SUCCESS;
@@ -248,7 +199,7 @@ static coopreduce_status cpu_sum(coopreduce_handle *h, const void *x, uint64_t n
     int levels = cr_level_counts(n, cr_chunk_elems(dtype), count);
     /* Partials of levels 1 .. levels-1, one array after the other, in the handle's buffer
      * (grown here only when n is larger than anything reserved or summed before). */
-    coopreduce_status s = cr_cpu_reserve(h, n, dtype);
+    coopreduce_status s = cr_cpu_tree_reserve(h, n, dtype);
     if (s) return s;
     int threads = cr_cpu_threads(h);
     const void *v = x;
@@ -263,5 +214,25 @@ static coopreduce_status cpu_sum(coopreduce_handle *h, const void *x, uint64_t n
         top_f32(v, count[levels - 1], result);
     else
         top_f64(v, count[levels - 1], result);
+    return COOPREDUCE_SUCCESS;
+}
+
+/* CR_FAMILY_CANONICAL: SUM and MEAN of FLOAT32 and FLOAT64, whose leaves are x itself. */
+coopreduce_status cr_cpu_canonical(coopreduce_handle *h, const cr_plan *p, const void *x,
+                                   uint64_t n, void *result)
+{
+    const int f64 = p->dtype == COOPREDUCE_FLOAT64;
+    double acc;
+    coopreduce_status s;
+    if (f64) {
+        s = cr_cpu_sum(h, x, n, p->dtype, &acc);
+    } else {
+        float f = 0;
+        s = cr_cpu_sum(h, x, n, p->dtype, &f);
+        acc = f; /* exact */
+    }
+    if (s) return s;
+    if (p->op == COOPREDUCE_OP_MEAN) acc = cr_mean_of_float(acc, n, f64);
+    cr_cpu_write_float(acc, p->dtype, p->narrow, result);
     return COOPREDUCE_SUCCESS;
 }

@@ -1,33 +1,48 @@
-/* cpu.h — what the CPU files share beyond internal.h: the canonical chunk routines and the
- * floating-point environment guard (src/cpu/canonical.c). C only. */
+/* cpu.h — the CPU backend: one entry per algorithm family (the plan's CR_FAMILY_*), each in the
+ * file of its name, and cr_cpu_reduce (reduce.c), which runs a plan. src/gpu/gpu.h is its GPU
+ * twin. Arguments reach here validated by the facade (src/api): pointers, alignment, n within
+ * the plan's limits, n >= 1 where the op needs an element. Every call is synchronous. */
 #ifndef COOPREDUCE_CPU_H
 #define COOPREDUCE_CPU_H
 
-#include <fenv.h>
 #include <stdint.h>
-#include "internal.h"
+#include "core/handle.h"
+#include "core/order.h"
+#include "core/plan.h"
+#include "core/values.h"
 
-/* Runtime dispatch for the vector code (canonical.c, exact.c): the same source compiled for
- * AVX-512, AVX2 and baseline x86-64, the best the CPU runs chosen at load time. The bits are
- * the same for every clone (IEEE additions in the same tree). -DCR_NO_SIMD_CLONES builds the
- * baseline alone: CI's CPU-only build does, so that the golden bits are checked on it too. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(CR_NO_SIMD_CLONES)
-#define CR_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define CR_SIMD_CLONES
-#endif
+/* Runs the plan (any family the CPU computes) in the IEEE environment runtime.h sets. */
+coopreduce_status cr_cpu_reduce(struct coopreduce_handle *h, const cr_plan *p, const void *x,
+                                const void *y, uint64_t n, void *result);
+/* Grows the handle's workspace so that the plan's calls of up to n elements allocate nothing
+ * beyond what their family documents. */
+coopreduce_status cr_cpu_reserve(struct coopreduce_handle *h, const cr_plan *p, uint64_t n);
 
+/* The families (result as coopreduce_reduce() documents). */
+coopreduce_status cr_cpu_canonical(struct coopreduce_handle *h, const cr_plan *p, const void *x,
+                                   uint64_t n, void *result);                   /* canonical.c */
+coopreduce_status cr_cpu_ordered(struct coopreduce_handle *h, const cr_plan *p, const void *x,
+                                 const void *y, uint64_t n, void *result);      /* ordered.c */
+coopreduce_status cr_cpu_scan(struct coopreduce_handle *h, const cr_plan *p, const void *x,
+                              uint64_t n, void *result);                        /* scan.c */
+coopreduce_status cr_cpu_exact(struct coopreduce_handle *h, const cr_plan *p, const void *x,
+                               const void *y, uint64_t n, void *result);        /* exact.c */
+
+/* canonical.c's pieces the ordered family builds on. */
+/* The canonical sum of x[0..n) of FLOAT32 or FLOAT64 into *result (one element of dtype). */
+coopreduce_status cr_cpu_sum(struct coopreduce_handle *h, const void *x, uint64_t n,
+                             coopreduce_dtype dtype, void *result);
+/* Grows the handle's buffer of level partials for a canonical sum of n elements of acc. */
+coopreduce_status cr_cpu_tree_reserve(struct coopreduce_handle *h, uint64_t n, coopreduce_dtype acc);
 /* The chunk tree of docs/DETERMINISM.md over v[0..m), 1 <= m <= C, padded with -0.0. */
 float cr_cpu_chunk_f32(const float *v, uint64_t m);
 double cr_cpu_chunk_f64(const double *v, uint64_t m);
 
-/* The tree is defined in IEEE round-to-nearest with subnormals kept. cr_fp_enter saves the
- * calling thread's floating-point environment and sets that one; cr_fp_leave restores it. */
-typedef struct {
-    fenv_t env;
-    unsigned int mxcsr;
-} cr_fp_state;
-void cr_fp_enter(cr_fp_state *st);
-void cr_fp_leave(const cr_fp_state *st);
+/* A float result of value v (exact in a double) for input type dt (values.h: cr_write_float). */
+static inline void cr_cpu_write_float(double v, coopreduce_dtype dt, int narrow, void *result)
+{
+    cr_write_float(v, dt == COOPREDUCE_FLOAT64, dt == COOPREDUCE_FLOAT16,
+                   dt == COOPREDUCE_BFLOAT16, narrow, result);
+}
 
 #endif

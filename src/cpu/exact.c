@@ -20,9 +20,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "internal.h"
+#include "core/status.h"
 #include "core/superacc.h"
 #include "cpu/cpu.h"
+#include "cpu/runtime.h"
 
 typedef double v8d __attribute__((vector_size(64)));
 typedef int64_t v8l __attribute__((vector_size(64)));
@@ -332,10 +333,12 @@ static void *worker(void *arg)
 #define MIN_PER_THREAD (1u << 16)
 #define STACK_JOBS 8
 
-coopreduce_status cr_cpu_exact(coopreduce_handle *h, coopreduce_op op, const void *x,
-                               const void *y, uint64_t n, coopreduce_dtype dtype, int narrow,
-                               void *result)
+coopreduce_status cr_cpu_exact(coopreduce_handle *h, const cr_plan *p, const void *x,
+                               const void *y, uint64_t n, void *result)
 {
+    const coopreduce_op op = p->op;
+    const coopreduce_dtype dtype = p->dtype;
+    const int narrow = p->narrow;
     const int dot64 = op == COOPREDUCE_OP_DOT && dtype == COOPREDUCE_FLOAT64;
     const int fmt = dtype == COOPREDUCE_FLOAT64 ? CR_FMT_F64
                     : narrow && dtype == COOPREDUCE_FLOAT16 ? CR_FMT_F16

@@ -35,24 +35,20 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "gpu/tree.cuh" /* Layout, Lanes, lane_tree, tagged partials, tickets, the climb */
+#include "gpu/kernel/grid.cuh"   /* occupancy, grid_blocks */
+#include "gpu/kernel/load.cuh"   /* load_stream_once */
+#include "gpu/kernel/traits.cuh" /* Layout */
+#include "gpu/kernel/tree.cuh"   /* Lanes, lane_tree, tagged partials, tickets, the climb */
+#include "gpu/launch.h"
 
 /* Tuning knobs, fixed by measurement (docs/PERF.md, scripts/tune.sh); none changes a bit of
  * the result, only who loads what when.
  *  CR_TUNE_INTERLEAVE 1: the warps of a block take the block's chunks round-robin, so the block
  *    streams one contiguous region (8 adjacent chunks at a time); 0: each warp a sub-range.
- *  CR_TUNE_LOAD: the load for inputs larger than L2, read once and streamed through:
- *    0: __ldg (read-only path); 1: __ldcs (evict-first); 2: __ldlu (last use). Inputs that fit
- *    in L2 always use __ldg: a last-use hint there makes L2 drop data a caller may read again
- *    (float64 2^22, 32 MB, back to back on an H100: 0.65x CUB with __ldlu, L2-resident CUB).
- * Measured 2026-11-22 on an H100 (scripts/tune.sh, docs/PERF.md), canonical time vs CUB at 2^28:
- *   per-warp sub-ranges 0.95x (f32) / 0.96x (f64); interleaved 0.98x / 0.99x; interleaved with
- *   __ldcs 0.98x / 0.99x; with __ldlu 0.99x / 1.00x (98.4% / 99.7% of the float4-read ceiling). */
+ * The load of inputs larger than L2 is the kernel layer's stream-once policy (load.cuh,
+ * CR_TUNE_LOAD). docs/PERF.md has the measurements behind both choices. */
 #ifndef CR_TUNE_INTERLEAVE
 #define CR_TUNE_INTERLEAVE 1
-#endif
-#ifndef CR_TUNE_LOAD
-#define CR_TUNE_LOAD 2
 #endif
 /*  CR_TUNE_QUAD 1: when the chunks fit in one wave of the grid at two per block (mid-size N),
  *    four warps share a chunk, one 8-row batch each, so the chunk's data arrives in one round
@@ -65,21 +61,10 @@
 
 namespace {
 
-template <typename V> __device__ __forceinline__ V load_stream_once(const V *p)
-{
-#if CR_TUNE_LOAD == 1
-    return __ldcs(p);
-#elif CR_TUNE_LOAD == 2
-    return __ldlu(p);
-#else
-    return __ldg(p);
-#endif
-}
-
 /* How a thread reads its lanes of row `r` of the chunk at `p` (`m` valid elements). */
 enum class Load {
     kVector,         /* 16-byte loads through the read-only path */
-    kVectorStream,   /* 16-byte loads of data larger than L2 (CR_TUNE_LOAD) */
+    kVectorStream,   /* 16-byte loads of data larger than L2 (load.cuh's stream-once policy) */
     kScalar,         /* element loads: input aligned only to the element size */
     kGuarded,        /* element loads reading -0.0 past the end: ragged chunks */
     kGuardedShared   /* the same from shared memory */
@@ -368,40 +353,64 @@ __global__ void __launch_bounds__(32 * kSmallChunks) canonical_small_kernel(cons
         write_result(warp, P, warp_chunk<T, Load::kGuardedShared>(warp, partials, (int)P.count[1]), 0u);
 }
 
-template <typename T>
-cudaError_t launch(const void *x, uint64_t n, void *out, void *partials, void *counters,
-                   int *blocks_io, int *threads_out, int quad, int stream_once, void *host,
-                   unsigned int seq, const Final &fin, cudaStream_t stream)
+/* The grid of a call (launch.h): one block for up to kSmallChunks chunks; else one block per
+ * kWarpsPerBlock chunks up to a full wave, or, when two chunks per block fit in one wave (mid
+ * size), four warps per chunk and ceil(chunks / 2) blocks. A forced grid is taken as it is, but
+ * never with blocks that would have no chunk. */
+template <typename T> cudaError_t grid(const cr_gpu_call *c, cr_gpu_grid *g)
 {
-    Params<T> P = {};
-    P.x = static_cast<const T *>(x);
-    P.out = out;
-    P.host = static_cast<Word *>(host);
-    P.fin = fin;
-    tree_setup(P, n, partials, counters);
-    P.x_aligned = ((uintptr_t)x % 16) == 0;
-    P.seq = seq;
-    /* cudaGetLastError() after a launch reports whatever error is pending on this thread, so
-     * one left by an earlier failed call of ours (an allocation, say) must not be taken for this
-     * launch's: clear it first. Sticky errors (a broken context) survive this and are reported. */
-    (void)cudaGetLastError();
-    if (P.count[1] <= (uint64_t)kSmallChunks) {
-        *blocks_io = 1;
-        *threads_out = 32 * (int)P.count[1];
-        canonical_small_kernel<T><<<1, 32 * (int)P.count[1], 0, stream>>>(P);
+    const uint64_t chunks = (c->n + Layout<T>::kChunk - 1) / Layout<T>::kChunk;
+    g->quad = 0;
+    g->stream_once = c->n * sizeof(T) > c->l2_bytes;
+    if (c->n == 0) { /* empty_kernel's one thread */
+        g->blocks = g->threads = 1;
+        return cudaSuccess;
+    }
+    if (chunks <= (uint64_t)kSmallChunks) {
+        g->blocks = 1;
+        g->threads = 32 * (int)chunks;
+        return cudaSuccess;
+    }
+    int per_sm = 0;
+    cudaError_t e = occupancy<canonical_kernel<T, Load::kVectorStream>>(kThreads, c->device, &per_sm);
+    if (e != cudaSuccess) return e;
+    const uint64_t need = (chunks + kWarpsPerBlock - 1) / kWarpsPerBlock;
+    int blocks = grid_blocks(need, c->sm_count, per_sm, c->forced_blocks, INT32_MAX);
+    const uint64_t full = (uint64_t)c->sm_count * (uint64_t)per_sm;
+    g->quad = CR_TUNE_QUAD && !c->forced_blocks && chunks <= 2 * full;
+    const uint64_t blocks_needed = g->quad ? (chunks + 1) / 2 : need;
+    if (g->quad || (uint64_t)blocks > blocks_needed) blocks = (int)blocks_needed;
+    g->blocks = blocks;
+    g->threads = kThreads;
+    return cudaSuccess;
+}
+
+template <typename T> cudaError_t launch(const cr_gpu_call *c, const cr_gpu_work *w, const cr_gpu_grid *g)
+{
+    const coopreduce_op op = c->plan->op;
+    if (c->n == 0) { /* the final rule on the sum of nothing: SUM +0.0, MEAN NaN */
+        const Final F = {1, (int)op, (int)c->plan->dtype, 0, 0, nullptr, nullptr};
+        empty_kernel<<<1, 1, 0, c->stream>>>(F, c->out);
         return cudaGetLastError();
     }
-    int blocks = *blocks_io;
-    P.quad = CR_TUNE_QUAD && quad;
-    const uint64_t blocks_needed = P.quad ? (P.count[1] + 1) / 2
-                                          : (P.count[1] + kWarpsPerBlock - 1) / kWarpsPerBlock;
-    if (P.quad || (uint64_t)blocks > blocks_needed) blocks = (int)blocks_needed;
-    *blocks_io = blocks;
-    *threads_out = kThreads;
-    if (stream_once)
-        canonical_kernel<T, Load::kVectorStream><<<blocks, kThreads, 0, stream>>>(P);
+    Params<T> P = {};
+    P.x = static_cast<const T *>(c->x);
+    P.out = c->host_tagged ? nullptr : c->out;
+    P.host = static_cast<Word *>(c->host_tagged);
+    P.seq = c->seq;
+    /* SUM: the value itself; MEAN: values.h's rule, applied by the top warp. */
+    P.fin = Final{op != COOPREDUCE_OP_SUM, (int)op, (int)c->plan->dtype, 0, 0, nullptr, nullptr};
+    tree_setup(P, c->n, w->tree_partials, w->tree_counters);
+    P.x_aligned = ((uintptr_t)c->x % 16) == 0;
+    P.quad = g->quad;
+    if (P.count[1] <= (uint64_t)kSmallChunks) {
+        canonical_small_kernel<T><<<1, g->threads, 0, c->stream>>>(P);
+        return cudaGetLastError();
+    }
+    if (g->stream_once)
+        canonical_kernel<T, Load::kVectorStream><<<g->blocks, kThreads, 0, c->stream>>>(P);
     else
-        canonical_kernel<T, Load::kVector><<<blocks, kThreads, 0, stream>>>(P);
+        canonical_kernel<T, Load::kVector><<<g->blocks, kThreads, 0, c->stream>>>(P);
     return cudaGetLastError();
 }
 
@@ -409,37 +418,27 @@ cudaError_t launch(const void *x, uint64_t n, void *out, void *partials, void *c
 
 extern "C" {
 
-/* Returns a cudaError_t. x, out: device-accessible; partials/counters: the handle's workspace;
- * host: NULL, or the mapped host slot (16 bytes, 16-byte aligned) that receives the result
- * tagged with seq (nonzero) instead of out.
- * quad: four warps per chunk, ceil(chunks / 2) blocks (blocks is then ignored);
- * stream_once: the input is larger than L2 (read once, streamed through; CR_TUNE_LOAD).
- * blocks: in, the grid wanted; out, the grid launched (threads: its block size).
- * fin_op: -1 for the sum itself; COOPREDUCE_OP_MEAN for the mean of x (values.h's rule applied
- * by the top warp, result written to out, never to host). */
-int cr_gpu_launch_canonical(int dtype, const void *x, uint64_t n, void *out, void *partials,
-                            void *counters, int *blocks, int *threads, int quad, int stream_once,
-                            void *host, unsigned int seq, int fin_op, void *stream)
+cudaError_t cr_gpu_canonical_grid(const cr_gpu_call *c, cr_gpu_grid *g)
 {
-    const Final fin = {fin_op >= 0, fin_op, dtype, 0};
-    if (dtype == COOPREDUCE_FLOAT32)
-        return launch<float>(x, n, out, partials, counters, blocks, threads, quad, stream_once,
-                             host, seq, fin, (cudaStream_t)stream);
-    return launch<double>(x, n, out, partials, counters, blocks, threads, quad, stream_once,
-                          host, seq, fin, (cudaStream_t)stream);
+    return c->plan->dtype == COOPREDUCE_FLOAT64 ? grid<double>(c, g) : grid<float>(c, g);
 }
 
-/* Resident blocks per SM of the kernel for `dtype` (0 when the GPU has no code for it), and
- * the CUDA error code. */
-int cr_gpu_canonical_occupancy(int dtype, int *blocks_per_sm)
+cudaError_t cr_gpu_canonical_launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g)
 {
-    *blocks_per_sm = 0;
-    cudaError_t e = dtype == COOPREDUCE_FLOAT32
-        ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, canonical_kernel<float, Load::kVectorStream>, kThreads, 0)
-        : cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, canonical_kernel<double, Load::kVectorStream>, kThreads, 0);
-    return (int)e;
+    /* cudaGetLastError() after a launch reports whatever error is pending on this thread, so
+     * one left by an earlier failed call of ours (an allocation, say) must not be taken for this
+     * launch's: clear it first. Sticky errors (a broken context) survive this and are reported. */
+    (void)cudaGetLastError();
+    return c->plan->dtype == COOPREDUCE_FLOAT64 ? launch<double>(c, w, g) : launch<float>(c, w, g);
 }
 
-int cr_gpu_warps_per_block(void) { return kWarpsPerBlock; }
+cudaError_t cr_gpu_canonical_check(int device)
+{
+    int per_sm = 0;
+    cudaError_t e = occupancy<canonical_kernel<float, Load::kVectorStream>>(kThreads, device, &per_sm);
+    if (e == cudaSuccess)
+        e = occupancy<canonical_kernel<double, Load::kVectorStream>>(kThreads, device, &per_sm);
+    return e;
+}
 
 } // extern "C"

@@ -59,13 +59,14 @@
  * be contracted, and float32 subnormals must stay. */
 #include <cuda_runtime.h>
 #include <stdint.h>
-#include <atomic>
 #include <type_traits>
 
-extern "C" {
-#include "internal.h"
-}
 #include "core/superacc.h"
+#include "gpu/kernel/grid.cuh"    /* occupancy, grid_blocks */
+#include "gpu/kernel/handoff.cuh" /* last_block_arrive / _release */
+#include "gpu/kernel/load.cuh"    /* split16 */
+#include "gpu/kernel/traits.cuh"  /* Elem */
+#include "gpu/launch.h"
 
 namespace {
 
@@ -90,26 +91,28 @@ union Unit {
 
 enum { P_LEAVES, P_F16, P_F32, P_BF16 };
 
-/* dt: 0 float32, 1 float64, 2 float16, 3 bfloat16 */
-constexpr int path_of(int dt, int dot, int vec)
+constexpr coopreduce_dtype kF32 = COOPREDUCE_FLOAT32, kF64 = COOPREDUCE_FLOAT64,
+                           kF16 = COOPREDUCE_FLOAT16, kBF16 = COOPREDUCE_BFLOAT16;
+
+constexpr int path_of(coopreduce_dtype dt, int dot, int vec)
 {
-    return dot || !vec || dt == 1 ? P_LEAVES : dt == 2 ? P_F16 : dt == 0 ? P_F32 : P_BF16;
+    return dot || !vec || dt == kF64 ? P_LEAVES : dt == kF16 ? P_F16 : dt == kF32 ? P_F32 : P_BF16;
 }
-constexpr int units_per_iter(int dt, int dot, int vec)
+constexpr int units_per_iter(coopreduce_dtype dt, int dot, int vec)
 {
     return path_of(dt, dot, vec) == P_LEAVES ? 2 : 4;
 }
 
-template <int DT, int DOT, int VEC> struct Cfg {
-    static constexpr int ES = DT == 1 ? 8 : DT == 0 ? 4 : 2;
+template <coopreduce_dtype DT, int DOT, int VEC> struct Cfg {
+    static constexpr int ES = Elem<DT>::kBytes;
     static constexpr int EPU = VEC ? 16 / ES : 1;            /* elements per unit */
-    static constexpr int LPE = (DOT && DT == 1) ? 2 : 1;     /* leaves per element */
+    static constexpr int LPE = (DOT && DT == kF64) ? 2 : 1;     /* leaves per element */
     static constexpr int LPU = EPU * LPE;
-    static constexpr int K = DT == 1 ? 3 : 2;
+    static constexpr int K = DT == kF64 ? 3 : 2;
     /* terms of the second expansion: a float64 dot's errors (|err| <= 2^-53 |p|) use two */
-    static constexpr int K1 = DOT && DT == 1 ? 2 : K;
-    static constexpr int ND = (DOT && DT == 1) ? CR_SA_DOT64_DIGITS : CR_SA_SUM_DIGITS;
-    static constexpr int LSB = (DOT && DT == 1) ? CR_SA_DOT64_LSB : CR_SA_SUM_LSB;
+    static constexpr int K1 = DOT && DT == kF64 ? 2 : K;
+    static constexpr int ND = (DOT && DT == kF64) ? CR_SA_DOT64_DIGITS : CR_SA_SUM_DIGITS;
+    static constexpr int LSB = (DOT && DT == kF64) ? CR_SA_DOT64_LSB : CR_SA_SUM_LSB;
     static constexpr int PATH = path_of(DT, DOT, VEC);
     static constexpr int U = units_per_iter(DT, DOT, VEC);   /* units per thread and iteration */
     /* iterations between flushes of the float16 accumulators (each takes 8 * U / kF16Acc
@@ -174,20 +177,20 @@ struct Leaf {
     unsigned flags;
 };
 
-/* A group of 8 elements that failed its own check: float32 (DT 0: the elements of
- * a then b) or bfloat16 (DT 3: those of a). bfloat16 with g_max - g_min <= 42 (spread, from the
+/* A group of 8 elements that failed its own check: float32 (the elements of a then
+ * b) or bfloat16 (those of a). bfloat16 with g_max - g_min <= 42 (spread, from the
  * caller) is added in binary64 (exact: see the header) and returned as the leaf; otherwise each
  * element goes to the superaccumulator or the flags, and the leaf is -0.0. */
-template <int DT>
+template <coopreduce_dtype DT>
 __device__ __forceinline__ Leaf slow_group(long long *acc, uint4 a, uint4 b, int spread)
 {
     const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
     double d[8];
 #pragma unroll
     for (int e = 0; e < 8; e++)
-        d[e] = DT == 0 ? (double)__uint_as_float(w[e])
+        d[e] = DT == kF32 ? (double)__uint_as_float(w[e])
                        : (double)(e & 1 ? bf16_to_f32<1>(w[e / 2]) : bf16_to_f32<0>(w[e / 2]));
-    if (DT == 3 && spread <= 42)
+    if (DT == kBF16 && spread <= 42)
         return Leaf{((d[0] + d[1]) + (d[2] + d[3])) + ((d[4] + d[5]) + (d[6] + d[7])), 0u};
     unsigned flags = 0;
 #pragma unroll
@@ -210,11 +213,11 @@ __device__ __noinline__ void finish(const long long *acc, int nd, int lsb, unsig
 }
 
 /* ---- leaves ------------------------------------------------------------------------------- */
-template <int DT, int DOT, int LSB>
+template <coopreduce_dtype DT, int DOT, int LSB>
 __device__ __forceinline__ void elem_leaves(const Unit &ux, const Unit &uy, int e, double *lv,
                                             unsigned &flags, long long *acc)
 {
-    if (DOT && DT == 1) {
+    if (DOT && DT == kF64) {
         const double a = ux.d[e], b = uy.d[e];
         double p = a * b, err = -0.0;
         const double ap = fabs(p);
@@ -230,16 +233,16 @@ __device__ __forceinline__ void elem_leaves(const Unit &ux, const Unit &uy, int 
         lv[1] = err;
     } else if (DOT) {
         lv[0] = (double)ux.f[e] * (double)uy.f[e]; /* exact */
-    } else if (DT == 0) {
+    } else if (DT == kF32) {
         lv[0] = (double)ux.f[e];
-    } else if (DT == 1) {
+    } else if (DT == kF64) {
         double v = ux.d[e];
         if (!(fabs(v) < CR_X_BIG)) {
             flags |= slow_value(acc, LSB, v);
             v = -0.0;
         }
         lv[0] = v;
-    } else if (DT == 2) {
+    } else if (DT == kF16) {
         lv[0] = f16_to_f64<0>(ux.h[e]);
     } else {
         lv[0] = (double)bf16_to_f32<0>(ux.h[e]);
@@ -281,7 +284,7 @@ __device__ __noinline__ Leaf group_f32(long long *acc, uint4 a, uint4 b)
     u[1].v = b;
     const int spread = f32_spread<2>(u);
     if (spread <= 26) return Leaf{f32_tree(u), 0u};
-    return slow_group<0>(acc, a, b, spread);
+    return slow_group<kF32>(acc, a, b, spread);
 }
 
 /* bfloat16: g_max - g_min (spread) and the largest exponent field (top) of the NU units a: the
@@ -324,7 +327,7 @@ __device__ __noinline__ Leaf unit_bf16(long long *acc, uint4 a)
     int spread, top;
     bf16_range<1>(&u, spread, top);
     if (spread <= 13 && top <= 251) return Leaf{(double)bf16_tree(u), 0u};
-    return slow_group<3>(acc, a, a, spread);
+    return slow_group<kBF16>(acc, a, a, spread);
 }
 
 /* The leaf c through the first KU terms of t; returns the residue. */
@@ -394,7 +397,7 @@ template <int ND> __device__ void carry_step(long long *acc)
     __syncthreads();
 }
 
-template <int DT, int DOT, int VEC> struct Loader {
+template <coopreduce_dtype DT, int DOT, int VEC> struct Loader {
     typedef Cfg<DT, DOT, VEC> C;
     static constexpr int USZ = VEC ? 16 : C::ES; /* bytes of a unit */
     /* the unit (VEC) or element (scalar) at p */
@@ -413,7 +416,7 @@ template <int DT, int DOT, int VEC> struct Loader {
 
 /* One iteration's U units (ok[u]: unit u exists; PATH != P_LEAVES: a missing unit holds -0.0
  * elements, which change nothing). */
-template <int DT, int DOT, int VEC>
+template <coopreduce_dtype DT, int DOT, int VEC>
 __device__ __forceinline__ void consume(const Unit (&ux)[Cfg<DT, DOT, VEC>::U],
                                         const Unit (&uy)[Cfg<DT, DOT, VEC>::U],
                                         const bool (&ok)[Cfg<DT, DOT, VEC>::U],
@@ -483,7 +486,7 @@ __device__ __forceinline__ void consume(const Unit (&ux)[Cfg<DT, DOT, VEC>::U],
     }
 }
 
-template <int DT, int DOT, int VEC>
+template <coopreduce_dtype DT, int DOT, int VEC>
 __global__ void __launch_bounds__(kThreads, 2)
     exact_kernel(const void *xv, const void *yv, uint64_t n, long long *partials,
                  unsigned int *ticket, void *out, int fmt)
@@ -493,21 +496,14 @@ __global__ void __launch_bounds__(kThreads, 2)
     const int K = C::K, K1 = C::K1, ND = C::ND, LSB = C::LSB, U = C::U;
     __shared__ long long acc[ND];
     __shared__ unsigned int sflags;
-    __shared__ bool is_last;
     for (int i = threadIdx.x; i < ND; i += blockDim.x) acc[i] = 0;
     if (threadIdx.x == 0) sflags = 0;
     __syncthreads();
 
     const unsigned char *x = (const unsigned char *)xv, *y = (const unsigned char *)yv;
     /* Elements before the first 16-byte boundary, the units, the ragged tail. */
-    uint64_t head = 0;
-    if (VEC) {
-        const uintptr_t mis = (uintptr_t)x % 16;
-        head = mis ? (16 - mis) / C::ES : 0;
-        if (head > n) head = n;
-    }
-    const uint64_t nunits = (n - head) / C::EPU;
-    const uint64_t tail_start = head + nunits * C::EPU;
+    const Split sp = split16(x, n, C::ES, VEC);
+    const uint64_t head = sp.head, nunits = sp.units, tail_start = sp.tail_start;
     const unsigned char *bx = x + head * C::ES, *by = DOT ? y + head * C::ES : x;
 
     double t[2][K];
@@ -632,16 +628,9 @@ __global__ void __launch_bounds__(kThreads, 2)
     long long *mine = partials + (uint64_t)blockIdx.x * (ND + 1);
     for (int i = threadIdx.x; i < ND; i += blockDim.x) mine[i] = acc[i];
     if (threadIdx.x == 0) mine[ND] = (long long)sflags;
-    /* Every thread's part of the slot is visible before the ticket is: each thread fences its
-     * own stores, and the barrier holds thread 0 until all have. (Thread 0's fence alone orders
-     * only thread 0's stores: under compute-sanitizer's serialised schedule the last block read
-     * a slot whose digits had not landed, 2026-11-23 on an H200.) */
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) is_last = atomicAdd(ticket, 1u) == gridDim.x - 1;
-    __syncthreads();
-    if (!is_last) return;
-    __threadfence(); /* every other block's slot is visible after its ticket */
+    /* Every thread wrote part of the slot: the kernel layer's hand-off fences each thread's
+     * stores before the ticket (handoff.cuh says why that matters). */
+    if (!last_block_arrive(ticket)) return;
     for (int i = threadIdx.x; i < ND; i += blockDim.x) acc[i] = 0;
     if (threadIdx.x == 0) sflags = 0;
     __syncthreads();
@@ -674,75 +663,81 @@ __global__ void __launch_bounds__(kThreads, 2)
     __syncthreads();
     if (threadIdx.x == 0) {
         finish(acc, ND, LSB, sflags | (n ? CR_X_ANY : 0u), fmt, out);
-        *ticket = 0; /* ready for the next launch in stream order */
+        last_block_release(ticket);
     }
 }
 
-/* Blocks per SM from the occupancy calculator, asked once per kernel and device. */
-const int kMaxDevices = 64;
-template <int DT, int DOT, int VEC> cudaError_t occupancy(int device, int *per_sm)
-{
-    static std::atomic<int> cache[kMaxDevices];
-    if (device >= 0 && device < kMaxDevices) {
-        const int c = cache[device].load(std::memory_order_relaxed);
-        if (c > 0) {
-            *per_sm = c;
-            return cudaSuccess;
-        }
-    }
-    int b = 0;
-    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &b, exact_kernel<DT, DOT, VEC>, kThreads, 0);
-    if (e != cudaSuccess) return e;
-    if (b < 1) b = 1;
-    if (device >= 0 && device < kMaxDevices) cache[device].store(b, std::memory_order_relaxed);
-    *per_sm = b;
-    return cudaSuccess;
-}
+/* A forced grid is clamped to this many blocks (1.1 KiB of slot each at most): any grid gives
+ * the same bits. The first allocation covers kBlocksPerSm blocks per SM (512-thread blocks:
+ * 4 fill an SM), so only a forced grid makes the slots grow. Slots are sized for the widest
+ * layout (float64 dot), so that no dtype makes them grow either. */
+const int kMaxGrid = 4096;
+const int kBlocksPerSm = 4;
+const size_t kSlotBytes = (size_t)(CR_SA_DOT64_DIGITS + 1) * 8;
 
-struct Args {
-    const void *x, *y;
-    uint64_t n;
-    long long *partials;
-    unsigned int *ticket;
-    void *out;
-    int fmt, blocks;
-    cudaStream_t stream;
+/* The call's shape: dot, and whether x and y take 16-byte loads (equally placed within 16
+ * bytes: the head is peeled). */
+struct Shape {
+    int dot, vec;
+    explicit Shape(const cr_gpu_call *c)
+        : dot(c->plan->op == COOPREDUCE_OP_DOT),
+          vec(!dot || ((uintptr_t)c->x % 16) == ((uintptr_t)c->y % 16)) {}
 };
 
-template <int DT, int DOT, int VEC> cudaError_t run(const Args *a, int device, int *per_sm)
-{
-    if (!a) return occupancy<DT, DOT, VEC>(device, per_sm);
-    exact_kernel<DT, DOT, VEC><<<a->blocks, kThreads, 0, a->stream>>>(
-        a->x, a->y, a->n, a->partials, a->ticket, a->out, a->fmt);
-    return cudaGetLastError();
-}
+template <coopreduce_dtype DT, int DOT, int VEC> struct Grid {
+    static cudaError_t run(const cr_gpu_call *c, cr_gpu_grid *g)
+    {
+        int per_sm = 0;
+        g->threads = kThreads;
+        if (!c->forced_blocks) {
+            cudaError_t e = occupancy<exact_kernel<DT, DOT, VEC>>(kThreads, c->device, &per_sm);
+            if (e != cudaSuccess) return e;
+        }
+        const uint64_t es = Elem<DT>::kBytes;
+        const uint64_t units = VEC ? c->n / (16 / es) + 1 : c->n + 1;
+        const uint64_t per_block = (uint64_t)units_per_iter(DT, DOT, VEC) * kThreads;
+        g->blocks = grid_blocks((units + per_block - 1) / per_block, c->sm_count, per_sm,
+                                c->forced_blocks, kMaxGrid);
+        g->slot_bytes = kSlotBytes;
+        const int floor_blocks = c->sm_count * kBlocksPerSm;
+        g->slot_blocks = g->blocks > floor_blocks ? g->blocks : floor_blocks;
+        return cudaSuccess;
+    }
+};
 
-/* dt: 0 float32, 1 float64, 2 float16, 3 bfloat16 */
-cudaError_t dispatch(int dt, int dot, int vec, const Args *a, int device, int *per_sm)
+template <coopreduce_dtype DT, int DOT, int VEC> struct Launcher {
+    static cudaError_t run(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g)
+    {
+        const cr_plan *p = c->plan;
+        const int fmt = DT == kF64 ? CR_FMT_F64
+                        : p->narrow && DT == kF16 ? CR_FMT_F16
+                        : p->narrow && DT == kBF16 ? CR_FMT_BF16
+                        : CR_FMT_F32;
+        exact_kernel<DT, DOT, VEC><<<g->blocks, kThreads, 0, c->stream>>>(
+            c->x, c->y, c->n, (long long *)w->slots, w->ticket, c->out, fmt);
+        return cudaGetLastError();
+    }
+};
+
+/* Calls F<DT, DOT, VEC>::run for the call: the sums of the four float types (16-byte loads),
+ * the dots of float32 and float64 (16-byte or element loads). */
+template <template <coopreduce_dtype, int, int> class F, class... A>
+cudaError_t dispatch(const cr_gpu_call *c, A... args)
 {
-    if (dot) {
-        if (dt == 0) return vec ? run<0, 1, 1>(a, device, per_sm) : run<0, 1, 0>(a, device, per_sm);
-        if (dt == 1) return vec ? run<1, 1, 1>(a, device, per_sm) : run<1, 1, 0>(a, device, per_sm);
+    const Shape sh(c);
+    if (sh.dot) {
+        if (c->plan->dtype == kF32)
+            return sh.vec ? F<kF32, 1, 1>::run(c, args...) : F<kF32, 1, 0>::run(c, args...);
+        if (c->plan->dtype == kF64)
+            return sh.vec ? F<kF64, 1, 1>::run(c, args...) : F<kF64, 1, 0>::run(c, args...);
         return cudaErrorInvalidValue;
     }
-    switch (dt) {
-    case 0: return run<0, 0, 1>(a, device, per_sm);
-    case 1: return run<1, 0, 1>(a, device, per_sm);
-    case 2: return run<2, 0, 1>(a, device, per_sm);
-    case 3: return run<3, 0, 1>(a, device, per_sm);
+    switch (c->plan->dtype) {
+    case kF32: return F<kF32, 0, 1>::run(c, args...);
+    case kF64: return F<kF64, 0, 1>::run(c, args...);
+    case kF16: return F<kF16, 0, 1>::run(c, args...);
+    case kBF16: return F<kBF16, 0, 1>::run(c, args...);
     default: return cudaErrorInvalidValue;
-    }
-}
-
-int dt_index(int dtype)
-{
-    switch (dtype) {
-    case COOPREDUCE_FLOAT32: return 0;
-    case COOPREDUCE_FLOAT64: return 1;
-    case COOPREDUCE_FLOAT16: return 2;
-    case COOPREDUCE_BFLOAT16: return 3;
-    default: return -1;
     }
 }
 
@@ -750,53 +745,13 @@ int dt_index(int dtype)
 
 extern "C" {
 
-/* Bytes of one block's slot in the partials: the digits and the flags. */
-size_t cr_gpu_exact_slot_bytes(int dtype, int dot)
-{
-    const int nd = dot && dtype == COOPREDUCE_FLOAT64 ? CR_SA_DOT64_DIGITS : CR_SA_SUM_DIGITS;
-    return (size_t)(nd + 1) * 8;
-}
+/* n may be 0: the kernel writes +0.0. */
+cudaError_t cr_gpu_exact_grid(const cr_gpu_call *c, cr_gpu_grid *g) { return dispatch<Grid>(c, g); }
 
-/* The grid for n elements: enough blocks for one iteration's units per thread, at most what is
- * resident (sm_count * occupancy), at least 1; forced > 0 wins, clamped to max_blocks. vec: 1
- * for 16-byte loads (x and y equally aligned), 0 for element loads. Returns a cudaError_t. */
-int cr_gpu_exact_grid(int dtype, int dot, int vec, uint64_t n, int device, int sm_count,
-                      int forced, int max_blocks, int *blocks, int *threads)
+cudaError_t cr_gpu_exact_launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g)
 {
-    *threads = kThreads;
-    const int dt = dt_index(dtype);
-    if (dt < 0) return (int)cudaErrorInvalidValue;
-    if (forced > 0) {
-        *blocks = forced < max_blocks ? forced : max_blocks;
-        return 0;
-    }
-    int per_sm = 0;
-    cudaError_t e = dispatch(dt, dot, vec, NULL, device, &per_sm);
-    if (e != cudaSuccess) return (int)e;
-    const uint64_t es = coopreduce_dtype_size((coopreduce_dtype)dtype);
-    const uint64_t units = vec ? n / (16 / es) + 1 : n + 1;
-    const uint64_t per_block = (uint64_t)units_per_iter(dt, dot, vec) * kThreads;
-    const uint64_t want = (units + per_block - 1) / per_block;
-    uint64_t full = (uint64_t)sm_count * (uint64_t)per_sm;
-    if (full > (uint64_t)max_blocks) full = (uint64_t)max_blocks;
-    const uint64_t b = want < full ? want : full;
-    *blocks = (int)(b < 1 ? 1 : b);
-    return 0;
-}
-
-/* Enqueues the exact reduction of x[0..n) (and y for dot) on stream: one kernel of `blocks`
- * blocks. partials: cr_gpu_exact_slot_bytes per block; ticket: a zero device counter the kernel
- * leaves zero; out: device memory for the result in format fmt (CR_FMT_*). n may be 0. Never
- * synchronises. Returns a cudaError_t. */
-int cr_gpu_exact_launch(int dtype, int dot, int vec, const void *x, const void *y, uint64_t n,
-                        void *partials, unsigned int *ticket, void *out, int fmt, int blocks,
-                        void *stream)
-{
-    const int dt = dt_index(dtype);
-    if (dt < 0 || blocks < 1) return (int)cudaErrorInvalidValue;
-    const Args a = {x, y, n, (long long *)partials, ticket, out, fmt, blocks,
-                    (cudaStream_t)stream};
-    return (int)dispatch(dt, dot, vec, &a, -1, NULL);
+    (void)cudaGetLastError(); /* a stale error must not be taken for this launch's */
+    return dispatch<Launcher>(c, w, g);
 }
 
 } // extern "C"

@@ -38,7 +38,11 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "gpu/tree.cuh" /* the levels above level 1, and the final rule */
+#include "gpu/kernel/grid.cuh"   /* occupancy, grid_blocks */
+#include "gpu/kernel/load.cuh"   /* load16: the stream-once policy */
+#include "gpu/kernel/traits.cuh" /* Elem, Layout */
+#include "gpu/kernel/tree.cuh"   /* the levels above level 1, and the final rule */
+#include "gpu/launch.h"
 
 namespace {
 
@@ -48,7 +52,8 @@ namespace {
  * Not a leaf of the contract by itself. */
 enum class Leaf { kWiden, kSquare, kProduct, kNorm2, kMedium };
 
-/* Input element types: how 16 bytes decode into elements, and how an element widens.
+/* Input element types (on the kernel layer's Elem): how 16 bytes decode into elements, and how
+ * an element widens.
  *
  * Ext: NORM2's medium pass notes, beside the tree of squares, what says whether a chunk has
  * an element outside the medium class (values.h's class tests): the largest |x| and the
@@ -71,9 +76,9 @@ __device__ __forceinline__ Ext ext_shfl(const cg::thread_block_tile<32> &w, cons
     return {w.shfl_xor(e.mx, d), w.shfl_xor(e.mn, d)};
 }
 
-struct F32 {
+struct F32 : Elem<COOPREDUCE_FLOAT32> {
     using Acc = float;
-    static constexpr int kVec = 4, kBytes = 4;
+    static constexpr int kVec = kPerVec; /* elements per 16-byte load: the lanes of a thread */
     static __device__ __forceinline__ float at(const void *p, uint64_t i) { return __ldg(static_cast<const float *>(p) + i); }
     static __device__ __forceinline__ void decode(const uint4 &q, float *v)
     {
@@ -94,9 +99,9 @@ struct F32 {
         return e.mx > CR_NORM2_BIG_BITS_F32 || e.mn < CR_NORM2_SML_BITS_F32 - 1u;
     }
 };
-struct F64 {
+struct F64 : Elem<COOPREDUCE_FLOAT64> {
     using Acc = double;
-    static constexpr int kVec = 2, kBytes = 8;
+    static constexpr int kVec = kPerVec;
     static __device__ __forceinline__ double at(const void *p, uint64_t i) { return __ldg(static_cast<const double *>(p) + i); }
     static __device__ __forceinline__ void decode(const uint4 &q, double *v)
     {
@@ -125,9 +130,9 @@ struct F64 {
         return e.mx >= CR_NORM2_BIG_HI_F64 || e.mn < CR_NORM2_SML_HI_F64 - 1u;
     }
 };
-template <bool kBrain> struct Half {
+template <bool kBrain> struct Half : Elem<kBrain ? COOPREDUCE_BFLOAT16 : COOPREDUCE_FLOAT16> {
     using Acc = float;
-    static constexpr int kVec = 8, kBytes = 2;
+    static constexpr int kVec = Half::kPerVec;
     /* Exact either way; float16 through the hardware conversion (cvt.f32.f16), whose result
      * equals values.h's cr_f16_to_f32 for every number (NaN payloads may differ, and every NaN
      * result is made the canonical NaN at the end) at a fraction of its integer work (an
@@ -240,13 +245,6 @@ template <typename In> struct Args {
     const void *x, *y;
     uint64_t n;
 };
-
-/* The load for inputs larger than L2, read once: last use (as canonical.cu's CR_TUNE_LOAD 2). */
-template <bool kStream> __device__ __forceinline__ uint4 load16(const void *p)
-{
-    const uint4 *q = static_cast<const uint4 *>(p);
-    return kStream ? __ldlu(q) : __ldg(q);
-}
 
 /* The pairwise tree of the leaves of rows i0 .. i0+R-1 of a batch of loaded rows, built in
  * tree order so that only the loads and log2(R) nodes are live at once; kMedium folds the rows
@@ -720,74 +718,72 @@ cudaError_t fused_for_leaf(int leaf, const void *x, const void *y, uint64_t n, v
     return cudaGetLastError();
 }
 
-/* The result of an operation on no elements (n == 0), by one thread: the final rule on the
- * sum of nothing, +0.0 (MEAN: NaN; NORM2: +0.0), as the CPU computes it. */
-__global__ void empty_kernel(const __grid_constant__ Final F, void *out)
+/* Blocks per SM of the one-launch kernels of input In (NORM2's kernel takes the same grid). */
+template <typename In> cudaError_t per_sm_of(int device, int *per_sm)
 {
-    write_final(F, 0, 0.0, 0.0, 0.0, out);
+    if constexpr (In::kBytes == 2)
+        return occupancy<fused_kernel<In, Leaf::kWiden, true>>(32 * kWarps, device, per_sm);
+    else
+        return occupancy<fused_kernel<In, Leaf::kSquare, true>>(32 * kWarps, device, per_sm);
 }
+
+/* The grid: one block per kWarps chunks, at most one full wave (or the handle's forced grid),
+ * never a block without a chunk. n == 0: empty_kernel's one thread. */
+template <typename In> cudaError_t grid(const cr_gpu_call *c, cr_gpu_grid *g)
+{
+    if (c->n == 0) {
+        g->blocks = g->threads = 1;
+        return cudaSuccess;
+    }
+    const uint64_t C = Layout<typename In::Acc>::kChunk;
+    const uint64_t need = ((c->n + C - 1) / C + kWarps - 1) / kWarps;
+    int per_sm = 0;
+    cudaError_t e = per_sm_of<In>(c->device, &per_sm);
+    if (e != cudaSuccess) return e;
+    const int blocks = grid_blocks(need, c->sm_count, per_sm, c->forced_blocks, INT32_MAX);
+    g->blocks = (uint64_t)blocks > need ? (int)need : blocks;
+    g->threads = 32 * kWarps;
+    const uint64_t bytes = c->n * In::kBytes * (c->plan->inputs == 2 ? 2u : 1u);
+    g->stream_once = bytes > c->l2_bytes;
+    return cudaSuccess;
+}
+
+template <typename In> cudaError_t launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g)
+{
+    const cr_plan *p = c->plan;
+    const Final fin = {1, (int)p->op, (int)p->dtype, p->narrow, 0, nullptr, nullptr};
+    if (c->n == 0) {
+        empty_kernel<<<1, 1, 0, c->stream>>>(fin, c->out);
+        return cudaGetLastError();
+    }
+    return fused_for_leaf<In>((int)p->leaf, c->x, c->y, c->n, c->out, w->tree_partials,
+                              w->tree_counters, &w->norm2, fin, &g->blocks, g->stream_once,
+                              c->stream);
+}
+
+/* Calls F<In> for the plan's input type. */
+#define CR_ORDERED_DISPATCH(F, ...)                                                                \
+    switch (c->plan->dtype) {                                                                      \
+    case COOPREDUCE_FLOAT32: return F<F32>(__VA_ARGS__);                                           \
+    case COOPREDUCE_FLOAT64: return F<F64>(__VA_ARGS__);                                           \
+    case COOPREDUCE_FLOAT16: return F<Half<false>>(__VA_ARGS__);                                   \
+    case COOPREDUCE_BFLOAT16: return F<Half<true>>(__VA_ARGS__);                                   \
+    default: return cudaErrorInvalidValue;                                                         \
+    }
 
 } // namespace
 
 extern "C" {
 
-/* One launch for an ordered operation on n >= 1 elements: leaf 0 widen (SUM, MEAN of 16-bit
- * input), 1 square (SUMSQ), 2 product (DOT) in fused_kernel, 3 NORM2 in norm2_kernel.
- * partials/counters: the handle's canonical workspace, sized for n elements of the
- * accumulation type (leaves 0-2); w3: NORM2's workspace (leaf 3). out: device-accessible
- * memory for the result of `op` (coopreduce_op_result_size). *blocks: in, the grid wanted;
- * out, the grid launched. Returns a cudaError_t. */
-int cr_gpu_ordered_launch(int dtype, int leaf, int op, int narrow, const void *x, const void *y,
-                          uint64_t n, void *out, void *partials, void *counters,
-                          const struct cr_norm2_work *w3, int *blocks, int stream_once,
-                          void *stream)
+cudaError_t cr_gpu_ordered_grid(const cr_gpu_call *c, cr_gpu_grid *g)
 {
-    cudaStream_t s = (cudaStream_t)stream;
-    const Final fin = {1, op, dtype, narrow, 0, nullptr, nullptr};
+    CR_ORDERED_DISPATCH(grid, c, g)
+}
+
+cudaError_t cr_gpu_ordered_launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g)
+{
     (void)cudaGetLastError(); /* an earlier failed call's error is not this launch's */
-    switch (dtype) {
-    case COOPREDUCE_FLOAT32: return fused_for_leaf<F32>(leaf, x, y, n, out, partials, counters, w3, fin, blocks, stream_once, s);
-    case COOPREDUCE_FLOAT64: return fused_for_leaf<F64>(leaf, x, y, n, out, partials, counters, w3, fin, blocks, stream_once, s);
-    case COOPREDUCE_FLOAT16: return fused_for_leaf<Half<false>>(leaf, x, y, n, out, partials, counters, w3, fin, blocks, stream_once, s);
-    default: return fused_for_leaf<Half<true>>(leaf, x, y, n, out, partials, counters, w3, fin, blocks, stream_once, s);
-    }
-}
-
-/* The elements of one level-1 chunk for `dtype` (4096 for the float32 accumulation, 2048 for
- * float64) and the warps per block of the kernels. */
-uint64_t cr_gpu_ordered_chunk(int dtype)
-{
-    return dtype == COOPREDUCE_FLOAT64 ? (uint64_t)CR_CHUNK_F64 : (uint64_t)CR_CHUNK_F32;
-}
-int cr_gpu_ordered_warps(void) { return kWarps; }
-
-/* Resident blocks per SM of the one-launch kernel for `dtype` (the grid the host sizes; NORM2's
- * kernel takes the same grid). */
-int cr_gpu_ordered_occupancy(int dtype, int *blocks_per_sm)
-{
-    *blocks_per_sm = 0;
-    cudaError_t e;
-    switch (dtype) {
-    case COOPREDUCE_FLOAT64:
-        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, fused_kernel<F64, Leaf::kSquare, true>, 32 * kWarps, 0);
-        break;
-    case COOPREDUCE_FLOAT32:
-        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, fused_kernel<F32, Leaf::kSquare, true>, 32 * kWarps, 0);
-        break;
-    default:
-        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, fused_kernel<Half<true>, Leaf::kWiden, true>, 32 * kWarps, 0);
-        break;
-    }
-    return (int)e;
-}
-
-/* The result of `op` on no elements (n == 0), in stream order. Returns a cudaError_t. */
-int cr_gpu_ordered_empty(int op, int dtype, int narrow, void *out, void *stream)
-{
-    const Final F = {1, op, dtype, narrow, 0, nullptr, nullptr};
-    (void)cudaGetLastError();
-    empty_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(F, out);
-    return (int)cudaGetLastError();
+    CR_ORDERED_DISPATCH(launch, c, w, g)
 }
 
 } // extern "C"

@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 extern "C" {
-#include "internal.h"
+#include "coopreduce.h"
 #include "gpu/methods/methods.h"
 }
 

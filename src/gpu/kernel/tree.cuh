@@ -1,5 +1,6 @@
 /* tree.cuh — the canonical tree above level 1, on the GPU: shared by the canonical sum
- * (canonical.cu) and the canonical-order operations (ordered.cu).
+ * (canonical.cu) and the canonical-order operations (ordered.cu). Part of the kernel layer
+ * (src/gpu/kernel/).
  *
  * Level 1 (one partial per chunk of leaves) is each kernel's own business; everything above it
  * is the same for both: the level-1 partials are stored tagged (see "Tagged partials"), one
@@ -17,10 +18,9 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-extern "C" {
-#include "internal.h"
+#include "core/order.h"
 #include "core/values.h"
-}
+#include "gpu/kernel/traits.cuh" /* Layout */
 
 /*  CR_TUNE_WARPS: warps per block of the main kernel (8 or 16; resident blocks scale down to
  *    keep the same register budget). 16 measured within noise of 8 (docs/PERF.md, run 5).
@@ -36,30 +36,6 @@ namespace {
 
 constexpr int kWarpsPerBlock = CR_TUNE_WARPS;
 constexpr int kThreads = 32 * kWarpsPerBlock;
-
-template <typename T> struct Layout;
-/* Tuning: kMinBlocks is __launch_bounds__' minimum resident blocks per SM (256 threads each).
- * With the double-buffered stream (two batches of 8 rows in registers), nvcc 13.0 fits both
- * types in 128 registers at 2 blocks per SM (sm_80 and sm_90); at 3 the float32 kernel spills
- * 96 bytes in the hot loop. 16 warps per SM with 8-16 16-byte loads in flight per thread is
- * 64-128 KB per SM in flight, several times the ~20-30 KB that covers DRAM latency at H100/H200
- * bandwidth. */
-template <> struct Layout<float> {
-    static constexpr int kMinBlocks = 2;
-    using Vec = float4;
-    static constexpr int kVec = 4;              /* lanes per thread */
-    static constexpr int kLanes = CR_LANES_F32; /* 128 */
-    static constexpr uint64_t kChunk = CR_CHUNK_F32;
-    static __device__ __forceinline__ float nan() { return __int_as_float(0x7fc00000); }
-};
-template <> struct Layout<double> {
-    static constexpr int kMinBlocks = 2;
-    using Vec = double2;
-    static constexpr int kVec = 2;
-    static constexpr int kLanes = CR_LANES_F64; /* 64 */
-    static constexpr uint64_t kChunk = CR_CHUNK_F64;
-    static __device__ __forceinline__ double nan() { return __longlong_as_double(0x7ff8000000000000ll); }
-};
 
 /* A thread's lanes of one row, as a small array the compiler keeps in registers. */
 template <typename T> struct Lanes {
@@ -217,6 +193,13 @@ __device__ __noinline__ void write_final(const Final &F, uint64_t n, double a0, 
                 : (double)cr_norm2_combine_F32((float)a[0], (float)a[1], (float)a[2]);
     cr_write_float(v, f64, F.dtype == COOPREDUCE_FLOAT16, F.dtype == COOPREDUCE_BFLOAT16,
                    F.narrow, out);
+}
+
+/* The result of an operation on no elements (n == 0), by one thread: the final rule on the
+ * sum of nothing, +0.0 (MEAN: NaN; NORM2: +0.0), as the CPU computes it. */
+__global__ void empty_kernel(const __grid_constant__ Final F, void *out)
+{
+    write_final(F, 0, 0.0, 0.0, 0.0, out);
 }
 
 /* A tagged value at w once every word carries `tag` (stored by another block of this launch). */

@@ -1,4 +1,4 @@
-/* ops.cu — the order-independent operations on the GPU: MIN, MAX, ABSMAX, ARGMIN, ARGMAX of
+/* scan.cu — the order-independent operations on the GPU (CR_FAMILY_SCAN): MIN, MAX, ABSMAX, ARGMIN, ARGMAX of
  * every dtype, and the exact SUM and MEAN of the integer dtypes. One kernel launch per call.
  *
  * Why any grid gives the CPU's bits: every operation here is a fold with an associative and
@@ -23,9 +23,10 @@
  * (under 16 bytes each) are taken by the first threads, one element each. Each thread folds
  * into a small accumulator specialised per (kind, dtype) for the fewest instructions per 16
  * bytes (16-bit floats use packed 16x2 integer min/max), turns it into a 16-byte "Part", and
- * the block combines the Parts with warp shuffles. Thread 0 stores the block's Part, fences and
- * takes a ticket; the block that takes the last ticket combines all Parts (read through L2),
- * writes the result and puts the ticket back to zero for the next launch in stream order.
+ * the block combines the Parts with warp shuffles. Thread 0 stores the block's Part and the
+ * block takes a ticket (the kernel layer's last-block hand-off, handoff.cuh); the block that
+ * takes the last ticket combines all Parts (read through L2), writes the result and puts the
+ * ticket back to zero for the next launch in stream order.
  *
  * ARGMIN / ARGMAX in the hot loop: a thread reduces each vector to its best value, and keeps
  * the first vector (in its own, increasing visit order) whose best value strictly improves its
@@ -37,12 +38,13 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
-#include <atomic>
 
-extern "C" {
-#include "internal.h"
-}
 #include "core/values.h"
+#include "gpu/kernel/grid.cuh"    /* occupancy, grid_blocks */
+#include "gpu/kernel/handoff.cuh" /* last_block_arrive / _release */
+#include "gpu/kernel/load.cuh"    /* split16 */
+#include "gpu/kernel/traits.cuh"  /* Elem */
+#include "gpu/launch.h"
 
 namespace {
 
@@ -64,26 +66,17 @@ struct Part {
 enum Kind { kMinMax, kAbsMax, kArgMin, kArgMax, kSum };
 
 /* ---- Element types ------------------------------------------------------------------------
- * T: the storage, as an unsigned integer (floats are handled through their bits). W: bits.
- * kInf / kNaN: the bits of +inf and of the canonical NaN (floats). */
-struct F32 { typedef uint32_t T; static constexpr int W = 32; static constexpr bool kFloat = true, kSigned = true;
-             static constexpr u64 kInf = 0x7f800000u, kNaN = CR_NAN_F32; };
-struct F64 { typedef uint64_t T; static constexpr int W = 64; static constexpr bool kFloat = true, kSigned = true;
-             static constexpr u64 kInf = 0x7ff0000000000000ull, kNaN = CR_NAN_F64; };
-struct F16 { typedef uint16_t T; static constexpr int W = 16; static constexpr bool kFloat = true, kSigned = true;
-             static constexpr u64 kInf = 0x7c00u, kNaN = CR_NAN_F16; };
-struct BF16 { typedef uint16_t T; static constexpr int W = 16; static constexpr bool kFloat = true, kSigned = true;
-              static constexpr u64 kInf = 0x7f80u, kNaN = CR_NAN_BF16; };
-struct I32 { typedef uint32_t T; static constexpr int W = 32; static constexpr bool kFloat = false, kSigned = true;
-             static constexpr u64 kInf = 0, kNaN = 0; };
-struct U32 { typedef uint32_t T; static constexpr int W = 32; static constexpr bool kFloat = false, kSigned = false;
-             static constexpr u64 kInf = 0, kNaN = 0; };
-struct I64 { typedef uint64_t T; static constexpr int W = 64; static constexpr bool kFloat = false, kSigned = true;
-             static constexpr u64 kInf = 0, kNaN = 0; };
-struct U64 { typedef uint64_t T; static constexpr int W = 64; static constexpr bool kFloat = false, kSigned = false;
-             static constexpr u64 kInf = 0, kNaN = 0; };
-
-template <class E> struct Vec { static constexpr int N = 128 / E::W; }; /* elements per 16 bytes */
+ * The kernel layer's Elem (traits.cuh): Bits, the storage as an unsigned integer (floats are
+ * handled through their bits); W, its width; kInf / kNaN, the bits of +inf and of the
+ * canonical NaN (floats). */
+typedef Elem<COOPREDUCE_FLOAT32> F32;
+typedef Elem<COOPREDUCE_FLOAT64> F64;
+typedef Elem<COOPREDUCE_FLOAT16> F16;
+typedef Elem<COOPREDUCE_BFLOAT16> BF16;
+typedef Elem<COOPREDUCE_INT32> I32;
+typedef Elem<COOPREDUCE_UINT32> U32;
+typedef Elem<COOPREDUCE_INT64> I64;
+typedef Elem<COOPREDUCE_UINT64> U64;
 
 /* ---- Scalar rules (head, tail, final resolution; not in the hot loop) ---------------------- */
 template <class E> __device__ __forceinline__ u64 low_mask() { return E::W == 64 ? ~0ull : (1ull << E::W) - 1; }
@@ -541,12 +534,12 @@ template <int K, class E> struct ArgAcc {
         Part p = identity<K>();
         if (!have) return p;
 #pragma unroll
-        for (int k = 0; k < Vec<E>::N; k++) {
+        for (int k = 0; k < E::kPerVec; k++) {
             const u64 bits = lane<E>(raw, k);
             const bool hit = nan ? is_nan<E>(bits) : ArgV<E>::value(bits) == best;
             if (hit) {
                 p.a = (u64)arg_key<E, K>(bits);
-                p.b = head + vi * (u64)Vec<E>::N + (u64)k;
+                p.b = head + vi * (u64)E::kPerVec + (u64)k;
                 break;
             }
         }
@@ -617,20 +610,15 @@ template <class E, int K> __device__ void write_result(const Part &p, int op, ui
 
 template <class E, int K>
 __global__ void __launch_bounds__(kThreads)
-    ops_kernel(const typename E::T *__restrict__ x, uint64_t n, int op, Part *partials,
+    ops_kernel(const typename E::Bits *__restrict__ x, uint64_t n, int op, Part *partials,
                unsigned int *ticket, void *out)
 {
-    typedef typename E::T T;
-    const int N = Vec<E>::N;
+    typedef typename E::Bits T;
     __shared__ Part scratch[32];
-    __shared__ bool is_last;
 
     /* Elements before the first 16-byte boundary, the vectors, the ragged tail. */
-    const uintptr_t mis = (uintptr_t)x % 16;
-    uint64_t head = mis ? (16 - mis) / sizeof(T) : 0;
-    if (head > n) head = n;
-    const uint64_t nvec = (n - head) / N;
-    const uint64_t tail_start = head + nvec * N;
+    const Split sp = split16(x, n, sizeof(T));
+    const uint64_t head = sp.head, nvec = sp.units, tail_start = sp.tail_start;
     const uint4 *body = (const uint4 *)(x + head);
 
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
@@ -652,14 +640,8 @@ __global__ void __launch_bounds__(kThreads)
     if (t < n - tail_start) combine<K>(p, elem_part<E, K>(__ldg(x + tail_start + t), tail_start + t));
 
     p = block_combine<K>(p, scratch);
-    if (threadIdx.x == 0) {
-        partials[blockIdx.x] = p;
-        __threadfence(); /* the Part is visible before the ticket is */
-        is_last = atomicAdd(ticket, 1u) == gridDim.x - 1;
-    }
-    __syncthreads(); /* is_last is set; scratch is free again */
-    if (!is_last) return;
-    __threadfence(); /* every other block's Part is visible after its ticket */
+    if (threadIdx.x == 0) partials[blockIdx.x] = p;
+    if (!last_block_arrive(ticket)) return; /* also a barrier: scratch is free again */
     /* Four loads issued before any is combined: one L2 round trip for the usual grid of
      * 4 or 8 blocks per SM, instead of one per partial. */
     Part q = identity<K>();
@@ -677,56 +659,19 @@ __global__ void __launch_bounds__(kThreads)
     q = block_combine<K>(q, scratch);
     if (threadIdx.x == 0) {
         write_result<E, K>(q, op, n, out);
-        *ticket = 0; /* ready for the next launch in stream order */
+        last_block_release(ticket);
     }
 }
 
 /* ---- Dispatch -------------------------------------------------------------------------------
- * Blocks per SM from the occupancy calculator, asked once per kernel and device and kept
- * (per call it would be a driver query on the hot path). Racing first calls compute the same
- * value; ordinals beyond the table ask every time. */
-const int kMaxDevices = 64;
-
-template <class E, int K> cudaError_t occupancy(int device, int *per_sm)
-{
-    static std::atomic<int> cache[kMaxDevices];
-    if (device >= 0 && device < kMaxDevices) {
-        const int c = cache[device].load(std::memory_order_relaxed);
-        if (c > 0) {
-            *per_sm = c;
-            return cudaSuccess;
-        }
-    }
-    int b = 0;
-    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, ops_kernel<E, K>, kThreads, 0);
-    if (e != cudaSuccess) return e;
-    if (b < 1) return cudaErrorInvalidConfiguration;
-    if (device >= 0 && device < kMaxDevices) cache[device].store(b, std::memory_order_relaxed);
-    *per_sm = b;
-    return cudaSuccess;
-}
-
-struct Launch {
-    const void *x;
-    uint64_t n;
-    int op;
-    void *partials;
-    unsigned int *ticket;
-    void *out;
-    int blocks;
-    cudaStream_t stream;
-};
-
-template <class E, int K> cudaError_t launch(const Launch &a)
-{
-    (void)cudaGetLastError(); /* a stale error must not be taken for this launch's */
-    ops_kernel<E, K><<<a.blocks, kThreads, 0, a.stream>>>(
-        (const typename E::T *)a.x, a.n, a.op, (Part *)a.partials, a.ticket, a.out);
-    return cudaGetLastError();
-}
+ * A forced grid is clamped to this many blocks (16 bytes of workspace each: 1 MiB). The first
+ * allocation covers kMaxBlocksPerSm blocks per SM (256-thread blocks: at most 2048 resident
+ * threads per SM on the GPUs coopreduce runs on), so only a forced grid makes the Parts grow. */
+const int kMaxGrid = 65536;
+const int kMaxBlocksPerSm = 8;
 
 /* The kind that computes op; -1 when there is no GPU kernel for (op, dtype). */
-int kind_of(int op, int dtype)
+int kind_of(coopreduce_op op, coopreduce_dtype dtype)
 {
     const bool integer = dtype == COOPREDUCE_INT32 || dtype == COOPREDUCE_INT64 ||
                          dtype == COOPREDUCE_UINT32 || dtype == COOPREDUCE_UINT64;
@@ -742,91 +687,79 @@ int kind_of(int op, int dtype)
     }
 }
 
-/* Calls F<E, K>(args...) for the runtime (dtype, kind). */
-template <template <class, int> class F, class... A>
-cudaError_t dispatch(int dtype, int kind, A... args)
-{
-#define CR_OPS_KINDS(E)                                                                            \
-    switch (kind) {                                                                            \
-    case kMinMax: return F<E, kMinMax>::run(args...);                                          \
-    case kAbsMax: return F<E, kAbsMax>::run(args...);                                          \
-    case kArgMin: return F<E, kArgMin>::run(args...);                                          \
-    case kArgMax: return F<E, kArgMax>::run(args...);                                          \
-    default: break;                                                                            \
+/* The grid: enough blocks for one 16-byte vector per thread, at most one wave. */
+template <class E, int K> struct Grid {
+    static cudaError_t run(const cr_gpu_call *c, cr_gpu_grid *g)
+    {
+        int per_sm = 0;
+        g->threads = kThreads;
+        if (!c->forced_blocks) {
+            cudaError_t e = occupancy<ops_kernel<E, K>>(kThreads, c->device, &per_sm);
+            if (e != cudaSuccess) return e;
+        }
+        const uint64_t vecs = c->n / E::kPerVec + 1;
+        g->blocks = grid_blocks((vecs + kThreads - 1) / kThreads, c->sm_count, per_sm,
+                                c->forced_blocks, kMaxGrid);
+        g->slot_bytes = sizeof(Part);
+        const int floor_blocks = c->sm_count * kMaxBlocksPerSm;
+        g->slot_blocks = g->blocks > floor_blocks ? g->blocks : floor_blocks;
+        return cudaSuccess;
     }
-#define CR_OPS_SUM(E)                                                                              \
-    if (kind == kSum) return F<E, kSum>::run(args...);
-    switch (dtype) {
-    case COOPREDUCE_FLOAT32: CR_OPS_KINDS(F32) break;
-    case COOPREDUCE_FLOAT64: CR_OPS_KINDS(F64) break;
-    case COOPREDUCE_FLOAT16: CR_OPS_KINDS(F16) break;
-    case COOPREDUCE_BFLOAT16: CR_OPS_KINDS(BF16) break;
-    case COOPREDUCE_INT32: CR_OPS_SUM(I32) CR_OPS_KINDS(I32) break;
-    case COOPREDUCE_UINT32: CR_OPS_SUM(U32) CR_OPS_KINDS(U32) break;
-    case COOPREDUCE_INT64: CR_OPS_SUM(I64) CR_OPS_KINDS(I64) break;
-    case COOPREDUCE_UINT64: CR_OPS_SUM(U64) CR_OPS_KINDS(U64) break;
+};
+
+template <class E, int K> struct Launcher {
+    static cudaError_t run(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g)
+    {
+        ops_kernel<E, K><<<g->blocks, kThreads, 0, c->stream>>>(
+            (const typename E::Bits *)c->x, c->n, (int)c->plan->op, (Part *)w->slots, w->ticket,
+            c->out);
+        return cudaGetLastError();
+    }
+};
+
+/* Calls F<E, K>::run(args...) for the call's (dtype, kind). The float types have no kSum
+ * kernel: the switch never instantiates one. */
+template <template <class, int> class F, class... A>
+cudaError_t dispatch(const cr_gpu_call *c, A... args)
+{
+    const int kind = kind_of(c->plan->op, c->plan->dtype);
+#define CR_SCAN_KINDS(E)                                                                           \
+    switch (kind) {                                                                                \
+    case kMinMax: return F<E, kMinMax>::run(c, args...);                                           \
+    case kAbsMax: return F<E, kAbsMax>::run(c, args...);                                           \
+    case kArgMin: return F<E, kArgMin>::run(c, args...);                                           \
+    case kArgMax: return F<E, kArgMax>::run(c, args...);                                           \
+    default: break;                                                                                \
+    }
+#define CR_SCAN_SUM(E)                                                                             \
+    if (kind == kSum) return F<E, kSum>::run(c, args...);
+    switch (c->plan->dtype) {
+    case COOPREDUCE_FLOAT32: CR_SCAN_KINDS(F32) break;
+    case COOPREDUCE_FLOAT64: CR_SCAN_KINDS(F64) break;
+    case COOPREDUCE_FLOAT16: CR_SCAN_KINDS(F16) break;
+    case COOPREDUCE_BFLOAT16: CR_SCAN_KINDS(BF16) break;
+    case COOPREDUCE_INT32: CR_SCAN_SUM(I32) CR_SCAN_KINDS(I32) break;
+    case COOPREDUCE_UINT32: CR_SCAN_SUM(U32) CR_SCAN_KINDS(U32) break;
+    case COOPREDUCE_INT64: CR_SCAN_SUM(I64) CR_SCAN_KINDS(I64) break;
+    case COOPREDUCE_UINT64: CR_SCAN_SUM(U64) CR_SCAN_KINDS(U64) break;
     default: break;
     }
-#undef CR_OPS_KINDS
-#undef CR_OPS_SUM
+#undef CR_SCAN_KINDS
+#undef CR_SCAN_SUM
     return cudaErrorInvalidValue;
 }
-
-/* The float kinds have no kSum kernel; this keeps dispatch() from instantiating one. */
-template <class E, int K> struct Occupancy {
-    static cudaError_t run(int device, int *per_sm) { return occupancy<E, K>(device, per_sm); }
-};
-template <class E, int K> struct Launcher {
-    static cudaError_t run(const Launch *a) { return launch<E, K>(*a); }
-};
 
 } // namespace
 
 extern "C" {
 
-/* 1 when the GPU computes (op, dtype) here: MIN, MAX, ABSMAX, ARGMIN, ARGMAX of every dtype;
- * SUM and MEAN of INT32, INT64, UINT32, UINT64. */
-int cr_gpu_ops_supported(int op, int dtype)
-{
-    return dtype >= COOPREDUCE_FLOAT32 && dtype <= COOPREDUCE_UINT64 && kind_of(op, dtype) >= 0;
-}
+/* n may be 0 (SUM, MEAN: the kernel writes 0 or the NaN of an empty mean). */
+cudaError_t cr_gpu_scan_grid(const cr_gpu_call *c, cr_gpu_grid *g) { return dispatch<Grid>(c, g); }
 
-/* The grid of a launch for n elements: *threads per block, and *blocks = enough blocks for one
- * 16-byte vector per thread, at most what is resident on the GPU (sm_count * occupancy), at
- * least 1; forced > 0 (coopreduce_set_grid_blocks) wins, clamped to max_blocks. The GPU
- * `device` must be current. Returns a cudaError_t. */
-int cr_gpu_ops_grid(int op, int dtype, uint64_t n, int device, int sm_count, int forced,
-                    int max_blocks, int *blocks, int *threads)
+cudaError_t cr_gpu_scan_launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g)
 {
-    *threads = kThreads;
-    if (!cr_gpu_ops_supported(op, dtype)) return (int)cudaErrorInvalidValue;
-    if (forced > 0) {
-        *blocks = forced < max_blocks ? forced : max_blocks;
-        return 0;
-    }
-    int per_sm = 0;
-    cudaError_t e = dispatch<Occupancy>(dtype, kind_of(op, dtype), device, &per_sm);
-    if (e != cudaSuccess) return (int)e;
-    const uint64_t es = coopreduce_dtype_size((coopreduce_dtype)dtype);
-    const uint64_t vecs = n / (16 / es) + 1;
-    const uint64_t want = (vecs + kThreads - 1) / kThreads;
-    uint64_t full = (uint64_t)sm_count * (uint64_t)per_sm;
-    if (full > (uint64_t)max_blocks) full = (uint64_t)max_blocks;
-    uint64_t b = want < full ? want : full;
-    *blocks = (int)(b < 1 ? 1 : b);
-    return 0;
-}
-
-/* Enqueues the reduction of x[0..n) on stream: one kernel of `blocks` blocks (from
- * cr_gpu_ops_grid). out: device memory for the result (coopreduce_reduce's layout);
- * partials: 16 bytes per block; ticket: a device counter that is zero, and that the kernel
- * leaves zero. n may be 0 (SUM, MEAN). Never synchronises. Returns a cudaError_t. */
-int cr_gpu_ops_launch(int op, int dtype, const void *x, uint64_t n, void *out, void *partials,
-                      unsigned int *ticket, int blocks, void *stream)
-{
-    if (!cr_gpu_ops_supported(op, dtype) || blocks < 1) return (int)cudaErrorInvalidValue;
-    const Launch a = {x, n, op, partials, ticket, out, blocks, (cudaStream_t)stream};
-    return (int)dispatch<Launcher>(dtype, kind_of(op, dtype), &a);
+    (void)cudaGetLastError(); /* a stale error must not be taken for this launch's */
+    return dispatch<Launcher>(c, w, g);
 }
 
 } // extern "C"

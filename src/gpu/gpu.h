@@ -1,0 +1,27 @@
+/* gpu.h — the GPU backend, as the facade (src/api) calls it: implemented by the C files of src/gpu with
+ * CUDA, or by gpu_none.c in a build without it. src/cpu/cpu.h is its CPU twin. Arguments reach
+ * here validated against the plan. */
+#ifndef COOPREDUCE_GPU_H
+#define COOPREDUCE_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "core/handle.h"
+#include "core/plan.h"
+
+coopreduce_status cr_gpu_count(int *count);
+/* Fills *props; on failure writes a message into err. */
+coopreduce_status cr_gpu_props(int ordinal, coopreduce_gpu_props *props, char *err, size_t errlen);
+/* The handle's GPU state: device attributes, a check that the GPU runs coopreduce's kernels,
+ * the host-result slot and the default workspace. */
+coopreduce_status cr_gpu_create(struct coopreduce_handle *h, int ordinal);
+coopreduce_status cr_gpu_destroy(struct coopreduce_handle *h);
+/* Grows the workspace so that calls of the plan on up to n elements allocate nothing. */
+coopreduce_status cr_gpu_reserve(struct coopreduce_handle *h, const cr_plan *plan, uint64_t n);
+/* Enqueues the plan on `stream` (a cudaStream_t); to_host: result is host memory and the call
+ * waits for it. */
+coopreduce_status cr_gpu_reduce(struct coopreduce_handle *h, const cr_plan *plan, const void *x,
+                                const void *y, void *result, uint64_t n, void *stream,
+                                int to_host);
+
+#endif

@@ -1,0 +1,57 @@
+/* grid.cuh — occupancy and grid sizing, for every GPU kernel family.
+ *
+ * The resident blocks per SM of a kernel come from the occupancy calculator, asked once per
+ * kernel and device and kept (per call it would be a driver query on the hot path). Racing
+ * first calls compute the same value; ordinals beyond the table ask every time. A grid is then
+ * the blocks the work needs, at most one full wave (SMs x resident blocks), at least one; a
+ * grid forced by coopreduce_set_grid_blocks wins, clamped to what the family's workspace
+ * allows. No grid changes a result bit: that is the contract of every family.
+ *
+ * Part of the kernel layer (src/gpu/kernel/); included by .cu files only. */
+#ifndef COOPREDUCE_KERNEL_GRID_CUH
+#define COOPREDUCE_KERNEL_GRID_CUH
+
+#include <atomic>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+namespace {
+
+constexpr int kMaxDevices = 64;
+
+/* Resident blocks per SM of kernel K at `threads` threads per block on GPU `device` (current).
+ * Fails with cudaErrorInvalidDeviceFunction and friends when the GPU has no code for K, and
+ * with cudaErrorInvalidConfiguration when not one block fits. */
+template <auto K> cudaError_t occupancy(int threads, int device, int *per_sm)
+{
+    static std::atomic<int> cache[kMaxDevices];
+    if (device >= 0 && device < kMaxDevices) {
+        const int c = cache[device].load(std::memory_order_relaxed);
+        if (c > 0) {
+            *per_sm = c;
+            return cudaSuccess;
+        }
+    }
+    int b = 0;
+    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, K, threads, 0);
+    if (e != cudaSuccess) return e;
+    if (b < 1) return cudaErrorInvalidConfiguration;
+    if (device >= 0 && device < kMaxDevices) cache[device].store(b, std::memory_order_relaxed);
+    *per_sm = b;
+    return cudaSuccess;
+}
+
+/* Blocks for work that wants `want` blocks: forced > 0 wins (clamped to max_blocks); else at
+ * most one wave of sm_count * per_sm blocks (and max_blocks), at least 1. */
+inline int grid_blocks(uint64_t want, int sm_count, int per_sm, int forced, int max_blocks)
+{
+    if (forced > 0) return forced < max_blocks ? forced : max_blocks;
+    uint64_t full = (uint64_t)sm_count * (uint64_t)per_sm;
+    if (full > (uint64_t)max_blocks) full = (uint64_t)max_blocks;
+    const uint64_t b = want < full ? want : full;
+    return (int)(b < 1 ? 1 : b);
+}
+
+} // namespace
+
+#endif

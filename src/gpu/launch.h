@@ -1,0 +1,84 @@
+/* launch.h — the seam between the GPU backend's C code (reduce.c, workspace.c) and the kernel
+ * families' CUDA code: one header, included by both sides, with the real types, so that a
+ * signature that drifts fails to compile instead of linking.
+ *
+ * Each family (CR_FAMILY_CANONICAL, _ORDERED, _SCAN, _EXACT) exports two calls:
+ *   cr_gpu_<family>_grid    sizes the launch for the call (grid, block, the per-block slots it
+ *                           needs), from the kernel layer's occupancy and grid rules;
+ *   cr_gpu_<family>_launch  enqueues it on the call's stream, in the workspace the backend has
+ *                           made large enough for that grid.
+ * Neither synchronises, allocates or prints; both return a cudaError_t. The tutorial methods
+ * have their own seam (methods/methods.h). */
+#ifndef COOPREDUCE_GPU_LAUNCH_H
+#define COOPREDUCE_GPU_LAUNCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+#include "core/plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* NORM2's three canonical trees (ordered.cu): each with the partials and counters of a
+ * canonical sum's workspace, one shared epoch word (at the start of tree 0's counters), the
+ * three sums' tagged slots and the join count. All zero when allocated; every launch leaves the
+ * counters and the join count zero. */
+struct cr_norm2_work {
+    void *partials[3], *counters[3];
+    unsigned int *epoch, *join;
+    void *slots;
+};
+
+/* The device memory a launch may use (workspace.c allocates it and keeps its invariants). */
+typedef struct {
+    void *tree_partials;        /* a canonical tree: tagged partials of levels 1 .. L-1 */
+    void *tree_counters;        /* its group counters and epoch word, zero between launches */
+    struct cr_norm2_work norm2; /* NORM2's three trees */
+    void *slots;                /* one slot per block (scan, exact), cr_gpu_grid.slot_bytes each */
+    unsigned int *ticket;       /* the last-block ticket, zero between launches */
+} cr_gpu_work;
+
+/* One call, as the backend hands it to a family. */
+typedef struct {
+    const cr_plan *plan;
+    const void *x, *y;          /* device-accessible; y only for DOT */
+    uint64_t n;
+    void *out;                  /* device-accessible memory for the plan's result */
+    void *host_tagged;          /* canonical SUM to the host: the mapped host slot that receives
+                                   the result as words tagged with seq (reduce.c), else NULL */
+    unsigned int seq;
+    int device, sm_count;       /* the current GPU */
+    uint64_t l2_bytes;
+    int forced_blocks;          /* coopreduce_set_grid_blocks; 0: automatic */
+    cudaStream_t stream;
+} cr_gpu_call;
+
+/* The launch a family chose for a call. */
+typedef struct {
+    int blocks, threads;        /* the main kernel's grid and block */
+    int slot_blocks;            /* per-block slots the workspace must hold (>= blocks) */
+    size_t slot_bytes;          /* bytes of one slot (0: the family uses none) */
+    int quad;                   /* canonical: four warps per chunk (mid-size inputs) */
+    int stream_once;            /* the input is larger than L2: read it once, streamed */
+} cr_gpu_grid;
+
+cudaError_t cr_gpu_canonical_grid(const cr_gpu_call *c, cr_gpu_grid *g);    /* canonical.cu */
+cudaError_t cr_gpu_canonical_launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g);
+cudaError_t cr_gpu_ordered_grid(const cr_gpu_call *c, cr_gpu_grid *g);      /* ordered.cu */
+cudaError_t cr_gpu_ordered_launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g);
+cudaError_t cr_gpu_scan_grid(const cr_gpu_call *c, cr_gpu_grid *g);         /* scan.cu */
+cudaError_t cr_gpu_scan_launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g);
+cudaError_t cr_gpu_exact_grid(const cr_gpu_call *c, cr_gpu_grid *g);        /* exact.cu */
+cudaError_t cr_gpu_exact_launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g);
+
+/* Whether the current GPU (`device`) can run the canonical kernels, which every handle needs:
+ * cudaSuccess, or the error the occupancy calculator gave for a GPU without code for them. */
+cudaError_t cr_gpu_canonical_check(int device);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,211 @@
+/* workspace.c — the GPU workspace service: the device memory every kernel family and method
+ * works in, allocated zeroed and grown on demand (or up front by coopreduce_reserve), so the hot
+ * path allocates nothing.
+ *
+ *  - a canonical tree: the tagged partials of levels 1 .. L-1 and the group counters (with the
+ *    epoch word), for the canonical and ordered families' one tree;
+ *  - NORM2's three trees and their join slots (ordered.cu);
+ *  - per-block slots, a ticket and a device result slot (scan.cu, exact.cu, the methods);
+ *  - the pinned, mapped host-result slot, and the `block` method's pinned partials.
+ * Kernels leave counters, epochs' neighbours, join counts and tickets as they found them (zero),
+ * so nothing is cleared between calls. Growing allocates the new buffer before freeing the old:
+ * if it cannot be had, the handle keeps what it had. Allocation synchronises the device, which
+ * is why coopreduce_reserve exists. */
+#include <string.h>
+#include "core/order.h"
+#include "core/status.h"
+#include "gpu/state.h"
+
+/* Bytes of partials and counters a canonical tree over n elements of `acc` needs, in the layout
+ * tree.cuh's tree_setup walks: per level k in [1, L), count[k] tagged partials (8 bytes per 4
+ * bytes of value) rounded up to 256 bytes; 256 bytes for the epoch word, then count[k+1]
+ * counters per level. */
+static void tree_bytes(uint64_t n, coopreduce_dtype acc, size_t *partials, size_t *counters)
+{
+    uint64_t count[CR_MAX_LEVELS + 1];
+    const size_t es = cr_dtype_size(acc);
+    *partials = 0;
+    *counters = 256;
+    if (n == 0) return;
+    const int levels = cr_level_counts(n, cr_chunk_elems(acc), count);
+    for (int k = 1; k < levels; k++) {
+        *partials += (count[k] * es * 2 + 255) / 256 * 256;
+        *counters += count[k + 1] * sizeof(unsigned int);
+    }
+}
+
+/* A zeroed device buffer of `bytes`, ready before any stream uses it. */
+static cudaError_t zeroed(void **p, size_t bytes)
+{
+    *p = NULL;
+    cudaError_t e = cudaMalloc(p, bytes);
+    if (e == cudaSuccess) e = cudaMemset(*p, 0, bytes);
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) {
+        if (*p) cudaFree(*p);
+        *p = NULL;
+        (void)cudaGetLastError(); /* an allocation failure must not stick to the next launch */
+    }
+    return e;
+}
+
+static coopreduce_status tree_ensure(coopreduce_handle *h, uint64_t n, coopreduce_dtype acc)
+{
+    struct cr_gpu_state *g = h->gpu;
+    size_t pb, cb;
+    tree_bytes(n, acc, &pb, &cb);
+    if (pb <= g->tree_partials_bytes && cb <= g->tree_counters_bytes && g->tree_partials)
+        return COOPREDUCE_SUCCESS;
+    if (pb < g->tree_partials_bytes) pb = g->tree_partials_bytes;
+    if (cb < g->tree_counters_bytes) cb = g->tree_counters_bytes;
+    if (pb < 256) pb = 256;
+    void *np, *nc = NULL;
+    cudaError_t e = zeroed(&np, pb); /* zero: counters, the epoch word, tags no launch uses */
+    if (e == cudaSuccess && (e = zeroed(&nc, cb)) != cudaSuccess) cudaFree(np);
+    if (e != cudaSuccess) return cr_cuda_fail(h, e, "allocating the workspace");
+    if (g->tree_partials) cudaFree(g->tree_partials); /* waits for kernels still using it */
+    if (g->tree_counters) cudaFree(g->tree_counters);
+    g->tree_partials = np;
+    g->tree_partials_bytes = pb;
+    g->tree_counters = nc;
+    g->tree_counters_bytes = cb;
+    return COOPREDUCE_SUCCESS;
+}
+
+/* NORM2's workspace, laid out for a capacity of `cap` elements whatever the call's n and type
+ * (the counters must stay where zeros were left: a layout that moved with n would put one
+ * call's counters on another's stale partials): 256 bytes of join slots (three sums of two
+ * tagged words, then the join count), then per tree the partials and the counters of a
+ * canonical tree of cap elements of the larger of the two accumulation types' needs, each
+ * region 256-byte aligned. Fills *w when base is not NULL; returns the bytes. */
+static size_t norm2_layout(uint64_t cap, char *base, struct cr_norm2_work *w)
+{
+    size_t pb, cb, p32, c32;
+    tree_bytes(cap, COOPREDUCE_FLOAT64, &pb, &cb);
+    tree_bytes(cap, COOPREDUCE_FLOAT32, &p32, &c32);
+    if (p32 > pb) pb = p32;
+    if (c32 > cb) cb = c32;
+    pb = (pb + 255) / 256 * 256;
+    cb = (cb + 255) / 256 * 256;
+    if (base) {
+        w->slots = base;
+        w->join = (unsigned int *)(base + 64);
+        for (int k = 0; k < 3; k++) {
+            w->partials[k] = base + 256 + (size_t)k * (pb + cb);
+            w->counters[k] = base + 256 + (size_t)k * (pb + cb) + pb;
+        }
+        w->epoch = (unsigned int *)w->counters[0];
+    }
+    return 256 + 3 * (pb + cb);
+}
+
+static coopreduce_status norm2_ensure(coopreduce_handle *h, uint64_t n)
+{
+    struct cr_gpu_state *g = h->gpu;
+    if (n <= g->norm2_cap && g->norm2) return COOPREDUCE_SUCCESS;
+    void *p;
+    cudaError_t e = zeroed(&p, norm2_layout(n, NULL, NULL));
+    if (e != cudaSuccess) return cr_cuda_fail(h, e, "allocating the workspace of NORM2");
+    if (g->norm2) cudaFree(g->norm2);
+    g->norm2 = p;
+    g->norm2_cap = n;
+    return COOPREDUCE_SUCCESS;
+}
+
+coopreduce_status cr_gpu_slots_ensure(coopreduce_handle *h, size_t bytes)
+{
+    struct cr_gpu_state *g = h->gpu;
+    cudaError_t e;
+    if (!g->ticket) {
+        void *t, *o = NULL;
+        e = zeroed(&t, 256); /* the zero must be in place before a kernel on any stream reads it */
+        if (e == cudaSuccess && (e = cudaMalloc(&o, 256)) != cudaSuccess) {
+            cudaFree(t);
+            (void)cudaGetLastError();
+        }
+        if (e != cudaSuccess) return cr_cuda_fail(h, e, "allocating the ticket and result slot");
+        g->ticket = t;
+        g->out = o;
+    }
+    if (bytes > g->slots_bytes) {
+        void *p = NULL;
+        e = cudaMalloc(&p, bytes);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            return cr_cuda_fail(h, e, "allocating the partials");
+        }
+        if (g->slots) cudaFree(g->slots); /* waits for kernels still using it */
+        g->slots = p;
+        g->slots_bytes = bytes;
+    }
+    return COOPREDUCE_SUCCESS;
+}
+
+coopreduce_status cr_gpu_method_host_ensure(coopreduce_handle *h, size_t bytes)
+{
+    struct cr_gpu_state *g = h->gpu;
+    if (bytes <= g->method_host_bytes) return COOPREDUCE_SUCCESS;
+    void *p = NULL;
+    cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocDefault);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return cr_cuda_fail(h, e, "allocating pinned memory for the block partials");
+    }
+    if (g->method_host) cudaFreeHost(g->method_host);
+    g->method_host = p;
+    g->method_host_bytes = bytes;
+    return COOPREDUCE_SUCCESS;
+}
+
+coopreduce_status cr_gpu_host_slot_create(coopreduce_handle *h)
+{
+    struct cr_gpu_state *g = h->gpu;
+    cudaError_t e = cudaHostAlloc(&g->host_slot, 16, cudaHostAllocMapped);
+    if (e != cudaSuccess) {
+        g->host_slot = NULL;
+        return cr_cuda_fail(h, e, "allocating the pinned result slot");
+    }
+    memset(g->host_slot, 0, 16);
+    e = cudaHostGetDevicePointer(&g->host_slot_dev, g->host_slot, 0);
+    if (e != cudaSuccess) return cr_cuda_fail(h, e, "mapping the pinned result slot");
+    return COOPREDUCE_SUCCESS;
+}
+
+coopreduce_status cr_gpu_work_ensure(coopreduce_handle *h, const cr_plan *plan, uint64_t n,
+                                     size_t slot_bytes, int slot_blocks, cr_gpu_work *w)
+{
+    struct cr_gpu_state *g = h->gpu;
+    coopreduce_status s = COOPREDUCE_SUCCESS;
+    if (plan->trees == 1) s = tree_ensure(h, n, plan->acc);
+    if (!s && plan->trees == 3) s = norm2_ensure(h, n);
+    if (!s && slot_bytes) s = cr_gpu_slots_ensure(h, slot_bytes * (size_t)slot_blocks);
+    if (s || !w) return s;
+    memset(w, 0, sizeof *w);
+    w->tree_partials = g->tree_partials;
+    w->tree_counters = g->tree_counters;
+    if (g->norm2) norm2_layout(g->norm2_cap, (char *)g->norm2, &w->norm2);
+    w->slots = g->slots;
+    w->ticket = (unsigned int *)g->ticket;
+    return COOPREDUCE_SUCCESS;
+}
+
+coopreduce_status cr_gpu_work_free(coopreduce_handle *h)
+{
+    struct cr_gpu_state *g = h->gpu;
+    coopreduce_status s = COOPREDUCE_SUCCESS;
+    void *dev[] = {g->tree_partials, g->tree_counters, g->norm2, g->slots, g->ticket, g->out};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) {
+        cudaError_t e = dev[i] ? cudaFree(dev[i]) : cudaSuccess;
+        if (e != cudaSuccess && !s) s = cr_cuda_fail(h, e, "freeing the workspace");
+    }
+    void *host[] = {g->host_slot, g->method_host};
+    for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) {
+        cudaError_t e = host[i] ? cudaFreeHost(host[i]) : cudaSuccess;
+        if (e != cudaSuccess && !s) s = cr_cuda_fail(h, e, "freeing pinned memory");
+    }
+    g->tree_partials = g->tree_counters = g->norm2 = g->slots = g->ticket = g->out = NULL;
+    g->host_slot = g->host_slot_dev = g->method_host = NULL;
+    g->tree_partials_bytes = g->tree_counters_bytes = g->slots_bytes = g->method_host_bytes = 0;
+    g->norm2_cap = 0;
+    return s;
+}
