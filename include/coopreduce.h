@@ -441,7 +441,8 @@ coopreduce_status coopreduce_set_narrow_result(coopreduce_handle *handle, int na
  * Fails as coopreduce_sum() does, and with COOPREDUCE_ERROR_INVALID_ARGUMENT for an unknown op
  * or a NULL y for DOT, COOPREDUCE_ERROR_UNSUPPORTED_DTYPE for SUMSQ, NORM2 or DOT of integers,
  * COOPREDUCE_ERROR_EMPTY, COOPREDUCE_ERROR_OVERFLOW (above), and COOPREDUCE_ERROR_NOT_SUPPORTED
- * for an operation or type this build computes on the CPU only (see the README's status). */
+ * for an operation the handle's mode or method does not compute (coopreduce_mode,
+ * coopreduce_set_method). */
 coopreduce_status coopreduce_reduce(coopreduce_op op, const void *x, const void *y, void *result,
                                     uint64_t n, coopreduce_dtype dtype, coopreduce_handle *handle,
                                     void *stream);

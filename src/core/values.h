@@ -214,8 +214,8 @@ static inline CR_HD double cr_u128_to_double(cr_u128 v)
  * estimate in double precision, made exact by integer corrections, so the result is the exact
  * floor on every machine. Why not num / n: a 128-bit division is a software routine on the GPU
  * (and a bit length was a bit-by-bit loop), run by the one thread that finishes a MEAN, last
- * on the launch's critical path; this is a few dozen instructions. At 2^28 the difference is
- * within the noise (docs/PERF.md run 21). */
+ * on the launch's critical path; this is a few dozen instructions. (End to end the gain is
+ * within the benchmark's noise: it shortens a critical path that is already short.) */
 static inline CR_HD uint64_t cr_div_small_quotient(cr_u128 num, uint64_t n, int *inexact)
 {
     const double est = cr_u128_to_double(num) / (double)n;

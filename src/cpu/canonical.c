@@ -37,11 +37,9 @@ typedef double v8d __attribute__((vector_size(64)));
  * (about six) fit in the registers of every target: 32 zmm with AVX-512, 16 ymm with AVX2,
  * where a 64-byte vector is two. The row trees of the VPR columns of a chunk are its VPR lane
  * vectors; the lane tree then runs on vectors as well (in scalar code its 127 dependent
- * additions per chunk held the whole path to 80% of a streaming read on an Intel VM).
- * Measured, 2^28 float32, share of a streaming read, 2 threads (docs/PERF.md, "CPU"): on the
- * Intel AVX-512 VM of 2026-11-22 the rows were walked in order with the pending nodes of a
- * binary-counter row tree in arrays, 87-95%; on the AMD AVX2 VM of 2026-11-23 that code ran at
- * 36-47%: its arrays did not fit in 16 ymm registers and their copies became `rep movsq`. */
+ * additions per chunk are a serial chain that holds back the whole path). Rows are not walked
+ * in order with the pending nodes of a row tree in arrays: with AVX2's 16 registers those
+ * arrays live on the stack and their copies dominate (docs/perf-log/2026-11-cpu.md). */
 #define CR_ROW_AT(VT, v, LANES, r)                                                           \
     __extension__({                                                                          \
         VT t_;                                                                               \

@@ -233,9 +233,9 @@ DEFINE_RUN(run_dot64, 3, LANES / 2, FILL_DOT64)
  * all its leaves were -0.0 (the sign rule of zeros). Exponent 255 collects infinities and NaNs,
  * whose binary64 sum classifies them (inf + -inf is NaN, as the result must be). Eight sets of
  * buckets, element i in set i % 8, so that consecutive leaves of one exponent (most of uniform
- * data) do not wait on each other's store. Measured on the AMD AVX2 VM (docs/PERF.md, "CPU
- * operations"): float32 exact sum 3.2 -> 6.9 GB/s on one thread against the expansions of
- * DEFINE_RUN, which float64 and the dots keep (their leaves do not fit a few buckets). */
+ * data) do not wait on each other's store. Much faster than the expansions of DEFINE_RUN
+ * (docs/PERF.md, "CPU"), which float64 and the dots keep (their leaves do not fit a few
+ * buckets). */
 #define SETS 8
 #define SPAN (1ull << 29) /* leaves between two flushes */
 

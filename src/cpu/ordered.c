@@ -54,9 +54,8 @@ CR_SIMD_CLONES static void mul_half(const uint16_t *a, const uint16_t *b, uint64
 }
 /* binary16 by the F16C conversion instruction where the CPU has it (vcvtph2ps: 8 at a time,
  * exact; it quiets a signaling NaN, whose payload no result carries: every NaN result is the
- * canonical NaN). GCC's vector loop above cannot use it, as the AVX2 clone leaves F16C out;
- * measured on the AMD AVX2 VM, float16 leaves were the slowest of all (docs/PERF.md, "CPU
- * operations"). */
+ * canonical NaN). GCC's vector loop above cannot use it, as the AVX2 clone leaves F16C out,
+ * and without it widening float16 in integer code is the slowest leaf of all (docs/PERF.md). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(CR_NO_SIMD_CLONES)
 #include <immintrin.h>
 #define CR_HAVE_F16C_PATH 1

@@ -18,8 +18,8 @@
  * - No memory fences: partials are tagged. Every 8-byte word of a stored partial carries the
  *   launch's tag next to 32 bits of the value (see "Tagged partials" below), and the block that
  *   completes a group polls the group's words until each carries the tag. A fence before each
- *   ticket (release) and after the last one (acquire) cost about a quarter of the time at
- *   mid-size N (docs/PERF.md, run 16); the tags let the ticket overtake the partial's store.
+ *   ticket (release) and after the last one (acquire) were most of the hand-off's cost at
+ *   mid-size N (docs/perf-log); the tags let the ticket overtake the partial's store.
  * - Counters return to zero: the completing thread resets its group's counter, so the workspace
  *   is ready for the next launch in stream order without a memset.
  * - Up to kSmallChunks chunks: one block, one warp per chunk, partials in shared memory, no
@@ -52,9 +52,8 @@
 #endif
 /*  CR_TUNE_QUAD 1: when the chunks fit in one wave of the grid at two per block (mid-size N),
  *    four warps share a chunk, one 8-row batch each, so the chunk's data arrives in one round
- *    trip instead of two; the batch trees meet in shared memory. 0: one warp per chunk.
- *    Measured (docs/PERF.md, run 10): 62-76% of the float4-read ceiling from 2^17 to 2^21
- *    float32, against 48-58% with one warp per chunk. */
+ *    trip instead of two; the batch trees meet in shared memory. 0: one warp per chunk, clearly
+ *    slower at those sizes (docs/perf-log). */
 #ifndef CR_TUNE_QUAD
 #define CR_TUNE_QUAD 1
 #endif

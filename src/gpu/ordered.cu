@@ -10,9 +10,8 @@
  * One leaf class (SUM and MEAN of 16-bit input, SUMSQ, DOT): one launch, fused_kernel. Level 1
  * here; the level-1 partials go up the canonical tree through tree.cuh's tagged hand-off (the
  * code the canonical sum uses above its own level 1), and the warp that completes the top node
- * applies the operation's final rule. Measured on an H100 (docs/PERF.md, run 18): the three
- * launches this replaced (level 1, canonical sum of the partials, final step) cost 5 us at
- * 2^24 16-bit elements (13.2 -> 10.6 us) and 2-3 points of the read ceiling at 2^28.
+ * applies the operation's final rule: one launch instead of three (level 1, the canonical sum
+ * of the partials, a final step), which matters at mid sizes (docs/perf-log).
  * NORM2 (three leaf classes): one launch too, norm2_kernel, whose three trees climb side by side
  * and meet at the top (tree.cuh's join_three).
  *
@@ -62,12 +61,10 @@ enum class Leaf { kWiden, kSquare, kProduct, kNorm2, kMedium };
  * instructions, two 16-bit halves at once for the 16-bit types); zero excluded from the
  * minimum by taking bits - 1 with wrap-around. NaN and inf have bits above the big threshold:
  * their chunks take the three-class path, which applies the rules to them. Float64: the same
- * on a 32-bit key (below): Hopper has no max / min instruction for doubles. SASS of the
- * medium pass's stream loop per chunk (nvcc 13.0, sm_90), float max / min on the values then
- * bits: bfloat16 1087 -> 747 instructions, float32 878 -> 733, float64 1595 -> 608; measured,
- * 16-bit NORM2 went from 82% to 85% of the H200's read ceiling, float32 and float64 stayed
- * at 91-92% and 94% (docs/PERF.md run 21): those loops are not bound by their instruction
- * count alone. */
+ * on a 32-bit key (below): Hopper has no max / min instruction for doubles. Integer max /
+ * min on the bits take far fewer instructions than float max / min on the values; the time
+ * gained is smaller: these loops are not bound by their instruction count alone
+ * (docs/perf-log). */
 struct Ext {
     unsigned int mx = 0, mn = 0xffffffffu; /* the largest bits; the smallest of (bits - 1) */
 };
@@ -135,9 +132,8 @@ template <bool kBrain> struct Half : Elem<kBrain ? COOPREDUCE_BFLOAT16 : COOPRED
     static constexpr int kVec = Half::kPerVec;
     /* Exact either way; float16 through the hardware conversion (cvt.f32.f16), whose result
      * equals values.h's cr_f16_to_f32 for every number (NaN payloads may differ, and every NaN
-     * result is made the canonical NaN at the end) at a fraction of its integer work (an
-     * H100 measurement of 2026-11-22 whose record was lost: float16 sum at 2^28 from 64% of
-     * the read ceiling to the bfloat16 figure; docs/PERF.md run 18 has both at 97%). */
+     * result is made the canonical NaN at the end) at a fraction of its integer work, which
+     * makes the float16 sum as fast as bfloat16's (docs/PERF.md). */
     static __device__ __forceinline__ float widen(unsigned int h)
     {
         if constexpr (kBrain)
@@ -210,8 +206,7 @@ template <typename In> struct Shape {
 
 /* A thread's leaves of one row: kVec lanes, K leaves each. (kMedium's Ext is folded into one
  * accumulator per chunk as the loads are consumed, BatchTree, not carried through the tree: no
- * merging of row Exts. Per chunk in SASS, bfloat16 747 -> 721 instructions, float32 733 -> 690,
- * float64 608 -> 579, with fewer spills; no change in time, docs/PERF.md run 24.) */
+ * merging of row Exts: fewer instructions and spills, no measurable change in time.) */
 template <typename In, Leaf LF> struct RowVals {
     typename In::Acc v[In::kVec][kLeaves<LF>];
 };
@@ -324,8 +319,7 @@ __device__ __noinline__ RowVals<In, LF> rows_guarded(const Args<In> &A, uint64_t
 /* The chunk tree above the rows of one leaf, from this thread's kVec lane values (its row
  * tree): the top row level across the two halves (16-bit input), the lane levels inside the
  * thread, then across threads. Every thread returns it. Constant loop bounds keep v[] in
- * registers (bounds that depended on the leaf index put it in local memory: docs/PERF.md
- * run 20). */
+ * registers (bounds that depend on the leaf index put it in local memory). */
 template <typename In>
 __device__ __forceinline__ typename In::Acc chunk_tree(const cg::thread_block_tile<32> &warp,
                                                        typename In::Acc (&v)[In::kVec])
@@ -397,8 +391,7 @@ __device__ __forceinline__ RowVals<In, LF> full_chunk_rows(const Args<In> &A, ui
  * full_chunk_rows, whatever the batch size. */
 template <Leaf LF> constexpr int kStreamRows = LF == Leaf::kProduct ? 4 : 8;
 /* DOT of float32 and float64 stays on the one-chunk-at-a-time path: its eight batches of two
- * arrays spilled (nvcc 13.0, sm_80/sm_90: 28-80 bytes), and that path ran at 99% of the read
- * ceiling already (docs/PERF.md, run 18). */
+ * arrays spill, and that path runs at the read ceiling already (docs/PERF.md). */
 template <typename In, Leaf LF> constexpr bool kStreamed = !(LF == Leaf::kProduct && In::kBytes >= 4);
 
 template <Leaf LF> struct RowLoads {
@@ -592,9 +585,8 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
  * element loads: rare for most data). Otherwise every element is medium or zero: the medium leaves are the squares, and the
  * big and small values are trees of +0.0 leaves, which are +0.0 and need no computing. A zero
  * is a small-class element whose leaves are all +0.0, so taking it as medium changes no bit and
- * keeps data with zeros on the fast path (bfloat16 NORM2 at 2^28, whose random 16-bit data
- * holds zeros, ran at 6% of the read ceiling when zeros forced the three-class path: docs/
- * PERF.md run 18). A NaN or an inf has bits above the big threshold, so its chunk takes the
+ * keeps data with zeros on the fast path (random 16-bit data holds many zeros, which would
+ * otherwise send most chunks down the slow path). A NaN or an inf has bits above the big threshold, so its chunk takes the
  * three-class path too, which applies values.h's rules to it (a NaN is medium there).
  * Each chunk posts its three partials into three trees (T.p[k], one shared epoch), which climb
  * side by side; their top warps meet in tree.cuh's join_three, and the third combines them. */

@@ -23,9 +23,8 @@
 #include "gpu/kernel/traits.cuh" /* Layout */
 
 /*  CR_TUNE_WARPS: warps per block of the main kernel (8 or 16; resident blocks scale down to
- *    keep the same register budget). 16 measured within noise of 8 (docs/PERF.md, run 5).
- *    A bulk L2 prefetch (cp.async.bulk.prefetch.L2) of each warp's next-but-one chunk was tried
- *    in the same run and removed: 0.63x CUB at 2^28, against 0.99x without. */
+ *    keep the same register budget). 16 is no faster than 8. A bulk L2 prefetch of each warp's
+ *    next-but-one chunk was tried and removed: it cost bandwidth at large N (docs/perf-log). */
 #ifndef CR_TUNE_WARPS
 #define CR_TUNE_WARPS 8
 #endif

@@ -12,7 +12,7 @@
  * testing), sized the workspace as cr_method_partials_needed() says, and, for the methods that
  * finish with atomics (grid, vec4int), zeroed *a->out in stream order so they can add into it.
  * Every other method must store *a->out itself (a memset is a whole extra operation on the
- * stream: 1-2 us at small n, docs/PERF.md run 11). */
+ * stream, noticeable at small n). */
 #ifndef COOPREDUCE_GPU_METHODS_H
 #define COOPREDUCE_GPU_METHODS_H
 
