@@ -1,10 +1,15 @@
 # coopreduce — the short way in. CMake does the work; these are the commands people type.
 #   make run    build, then sum 1,048,576 ones and a random 2^24-element array (GPU if present)
-#   make test   build from scratch in $(BUILD), then run every test (GPU tests skip without a GPU)
+#   make test   build from scratch in $(BUILD) (the directory is removed first), then run every
+#               test (GPU tests skip without a GPU)
+#   make check  build incrementally in $(BUILD), then run every test
 #   make bench  build, then the quick benchmark
+# Variables: BUILD (build directory), CMAKE_FLAGS (extra cmake -D options), CTEST_ARGS (extra
+# ctest options), NVCC (the CUDA compiler; empty: the CPU path alone), PREFIX (make install).
 BUILD ?= build
 PREFIX ?= /usr/local
 CMAKE_FLAGS ?=
+CTEST_ARGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CLI = $(BUILD)/coopreduce
 # The GPU path builds wherever nvcc is, on the PATH or in the usual place.
@@ -13,7 +18,7 @@ ifneq ($(NVCC),)
 CMAKE_FLAGS += -DCMAKE_CUDA_COMPILER=$(NVCC)
 endif
 
-.PHONY: all build run test bench install clean
+.PHONY: all build run test check bench install clean
 
 all: build
 
@@ -28,8 +33,12 @@ run: build
 	@echo
 	$(CLI) sum --gen uniform --n 16777216 --seed 42 --dtype f32
 
-test: build
-	cd $(BUILD) && ctest --output-on-failure; rc=$$?; \
+test:
+	rm -rf $(BUILD)
+	$(MAKE) --no-print-directory check
+
+check: build
+	cd $(BUILD) && ctest --output-on-failure $(CTEST_ARGS); rc=$$?; \
 	  grep -h '^SKIP' Testing/Temporary/LastTest.log 2>/dev/null; exit $$rc
 
 bench: build

@@ -56,7 +56,8 @@ CR_SIMD_CLONES static void mul_half(const uint16_t *a, const uint16_t *b, uint64
  * exact; it quiets a signaling NaN, whose payload no result carries: every NaN result is the
  * canonical NaN). GCC's vector loop above cannot use it, as the AVX2 clone leaves F16C out,
  * and without it widening float16 in integer code is the slowest leaf of all (docs/PERF.md). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(CR_NO_SIMD_CLONES)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(CR_NO_SIMD_CLONES)
+#include <cpuid.h>
 #include <immintrin.h>
 #define CR_HAVE_F16C_PATH 1
 __attribute__((target("avx2,f16c"))) static void widen_f16_f16c(const uint16_t *h, uint64_t m, float *w)
@@ -70,7 +71,9 @@ __attribute__((target("avx2,f16c"))) static void widen_f16_f16c(const uint16_t *
 static int cpu_has_f16c(void)
 {
 #ifdef CR_HAVE_F16C_PATH
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    /* F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports does not know it. */
+    unsigned int a, b, c, d;
+    return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1);
 #else
     return 0;
 #endif
