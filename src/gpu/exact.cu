@@ -687,21 +687,11 @@ struct Shape {
 template <coopreduce_dtype DT, int DOT, int VEC> struct Grid {
     static cudaError_t run(const cr_gpu_call *c, cr_gpu_grid *g)
     {
-        int per_sm = 0;
-        g->threads = kThreads;
-        if (!c->forced_blocks) {
-            cudaError_t e = occupancy<exact_kernel<DT, DOT, VEC>>(kThreads, c->device, &per_sm);
-            if (e != cudaSuccess) return e;
-        }
         const uint64_t es = Elem<DT>::kBytes;
         const uint64_t units = VEC ? c->n / (16 / es) + 1 : c->n + 1;
         const uint64_t per_block = (uint64_t)units_per_iter(DT, DOT, VEC) * kThreads;
-        g->blocks = grid_blocks((units + per_block - 1) / per_block, c->sm_count, per_sm,
-                                c->forced_blocks, kMaxGrid);
-        g->slot_bytes = kSlotBytes;
-        const int floor_blocks = c->sm_count * kBlocksPerSm;
-        g->slot_blocks = g->blocks > floor_blocks ? g->blocks : floor_blocks;
-        return cudaSuccess;
+        return slotted_grid<exact_kernel<DT, DOT, VEC>>(c, kThreads, (units + per_block - 1) / per_block,
+                                                        kMaxGrid, kBlocksPerSm, kSlotBytes, g);
     }
 };
 

@@ -41,6 +41,17 @@ static const family_ops *family_of(coopreduce_handle *h, const cr_plan *p)
     return NULL;
 }
 
+/* The family's grid for the call (zeroed first: families fill what they use). */
+static coopreduce_status size_grid(coopreduce_handle *h, const family_ops *f, const cr_gpu_call *c,
+                                   cr_gpu_grid *grid)
+{
+    memset(grid, 0, sizeof *grid);
+    cudaError_t e = f->grid(c, grid);
+    if (e == cudaSuccess) return COOPREDUCE_SUCCESS;
+    (void)cudaGetLastError();
+    return cr_cuda_fail(h, e, "sizing the grid");
+}
+
 /* The call as the families see it; out and the tagged host slot are set by the caller. */
 static cr_gpu_call call_of(const coopreduce_handle *h, const cr_plan *p, const void *x,
                            const void *y, uint64_t n, void *stream)
@@ -125,12 +136,7 @@ coopreduce_status cr_gpu_reduce(coopreduce_handle *h, const cr_plan *p, const vo
         c.out = to_host ? g->host_slot_dev : result;
     }
     cr_gpu_grid grid;
-    memset(&grid, 0, sizeof grid);
-    e = f->grid(&c, &grid);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return cr_cuda_fail(h, e, "sizing the grid");
-    }
+    if ((s = size_grid(h, f, &c, &grid))) return s;
     cr_gpu_work w;
     if ((s = cr_gpu_work_ensure(h, p, n, grid.slot_bytes, grid.slot_blocks, &w))) return s;
     e = f->launch(&c, &w, &grid);
@@ -166,11 +172,6 @@ coopreduce_status cr_gpu_reserve(coopreduce_handle *h, const cr_plan *p, uint64_
     /* The grid the call would take (16-byte aligned inputs: the widest), then its workspace. */
     const cr_gpu_call c = call_of(h, p, NULL, NULL, n, NULL);
     cr_gpu_grid grid;
-    memset(&grid, 0, sizeof grid);
-    e = f->grid(&c, &grid);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return cr_cuda_fail(h, e, "sizing the grid");
-    }
-    return cr_gpu_work_ensure(h, p, n, grid.slot_bytes, grid.slot_blocks, NULL);
+    coopreduce_status s = size_grid(h, f, &c, &grid);
+    return s ? s : cr_gpu_work_ensure(h, p, n, grid.slot_bytes, grid.slot_blocks, NULL);
 }

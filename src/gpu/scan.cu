@@ -701,19 +701,9 @@ int kind_of(coopreduce_op op, coopreduce_dtype dtype)
 template <class E, int K> struct Grid {
     static cudaError_t run(const cr_gpu_call *c, cr_gpu_grid *g)
     {
-        int per_sm = 0;
-        g->threads = kThreads;
-        if (!c->forced_blocks) {
-            cudaError_t e = occupancy<ops_kernel<E, K>>(kThreads, c->device, &per_sm);
-            if (e != cudaSuccess) return e;
-        }
         const uint64_t vecs = c->n / E::kPerVec + 1;
-        g->blocks = grid_blocks((vecs + kThreads - 1) / kThreads, c->sm_count, per_sm,
-                                c->forced_blocks, kMaxGrid);
-        g->slot_bytes = sizeof(Part);
-        const int floor_blocks = c->sm_count * kMaxBlocksPerSm;
-        g->slot_blocks = g->blocks > floor_blocks ? g->blocks : floor_blocks;
-        return cudaSuccess;
+        return slotted_grid<ops_kernel<E, K>>(c, kThreads, (vecs + kThreads - 1) / kThreads,
+                                              kMaxGrid, kMaxBlocksPerSm, sizeof(Part), g);
     }
 };
 

@@ -15,6 +15,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "gpu/launch.h"
+
 namespace {
 
 constexpr int kMaxDevices = 64;
@@ -50,6 +52,26 @@ inline int grid_blocks(uint64_t want, int sm_count, int per_sm, int forced, int 
     if (full > (uint64_t)max_blocks) full = (uint64_t)max_blocks;
     const uint64_t b = want < full ? want : full;
     return (int)(b < 1 ? 1 : b);
+}
+
+/* The grid of a family that keeps one slot per block of kernel K (scan.cu, exact.cu): `want`
+ * blocks of `threads`, at most one wave and max_grid; slots of slot_bytes for at least
+ * floor_per_sm blocks per SM (so that only a forced grid ever makes them grow). */
+template <auto K>
+cudaError_t slotted_grid(const cr_gpu_call *c, int threads, uint64_t want, int max_grid,
+                         int floor_per_sm, size_t slot_bytes, cr_gpu_grid *g)
+{
+    int per_sm = 0;
+    g->threads = threads;
+    if (!c->forced_blocks) {
+        cudaError_t e = occupancy<K>(threads, c->device, &per_sm);
+        if (e != cudaSuccess) return e;
+    }
+    g->blocks = grid_blocks(want, c->sm_count, per_sm, c->forced_blocks, max_grid);
+    g->slot_bytes = slot_bytes;
+    const int floor_blocks = c->sm_count * floor_per_sm;
+    g->slot_blocks = g->blocks > floor_blocks ? g->blocks : floor_blocks;
+    return cudaSuccess;
 }
 
 } // namespace
