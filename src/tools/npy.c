@@ -11,6 +11,9 @@
  * against the file before anything is allocated. */
 #include "npy.h"
 
+#include "../core/dtype.h"
+#include "outfile.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,40 +44,15 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
             *c = ' ';
 }
 
-/* Local rather than coopreduce_dtype_size/_name: the tools do not link the library. One row per
- * dtype: its size, its name, and its .npy type code ("f4": the descr without the byte order; NULL
- * for bfloat16, which NumPy has no type for). */
-static const struct {
-    coopreduce_dtype dtype;
-    size_t size;
-    const char *label;
-    const char *code;
-} DTYPES[] = {
-    {COOPREDUCE_FLOAT16, 2, "float16", "f2"},  {COOPREDUCE_BFLOAT16, 2, "bfloat16", NULL},
-    {COOPREDUCE_FLOAT32, 4, "float32", "f4"},  {COOPREDUCE_FLOAT64, 8, "float64", "f8"},
-    {COOPREDUCE_INT32, 4, "int32", "i4"},      {COOPREDUCE_INT64, 8, "int64", "i8"},
-    {COOPREDUCE_UINT32, 4, "uint32", "u4"},    {COOPREDUCE_UINT64, 8, "uint64", "u8"},
-};
-#define DTYPE_COUNT (sizeof DTYPES / sizeof DTYPES[0])
-
-static int dtype_row(coopreduce_dtype dtype)
-{
-    for (size_t k = 0; k < DTYPE_COUNT; k++)
-        if (DTYPES[k].dtype == dtype)
-            return (int)k;
-    return -1;
-}
-
 static size_t elem_size(coopreduce_dtype dtype)
 {
-    int k = dtype_row(dtype);
-    return k < 0 ? 0 : DTYPES[k].size;
+    return cr_dtype_size(dtype);
 }
 
 static const char *dtype_label(coopreduce_dtype dtype)
 {
-    int k = dtype_row(dtype);
-    return k < 0 ? "unknown" : DTYPES[k].label;
+    const cr_dtype_info *d = cr_dtype(dtype);
+    return d != NULL ? d->name : "unknown";
 }
 
 /* What the reader accepts, for the "unsupported dtype" messages. */
@@ -407,23 +385,33 @@ static int dtype_from_descr(const char *descr, coopreduce_dtype *dtype, int *fil
 {
     if (strlen(descr) != 3 || (descr[0] != '<' && descr[0] != '=' && descr[0] != '>'))
         return -1;
-    for (size_t k = 0; k < DTYPE_COUNT; k++) {
-        if (DTYPES[k].code == NULL || strcmp(descr + 1, DTYPES[k].code) != 0)
-            continue;
-        *dtype = DTYPES[k].dtype;
-        *file_little_endian = descr[0] != '>';
-        if (descr[0] == '>' && *dtype != COOPREDUCE_FLOAT32 && *dtype != COOPREDUCE_FLOAT64)
-            return -2;
-        return 0;
-    }
-    return -1;
+    if (cr_dtype_from_npy(descr + 1, dtype) != 0)
+        return -1;
+    *file_little_endian = descr[0] != '>';
+    if (descr[0] == '>' && *dtype != COOPREDUCE_FLOAT32 && *dtype != COOPREDUCE_FLOAT64)
+        return -2;
+    return 0;
 }
 
 /* ---------------------------------------------------------------- reading */
 
-/* Reads `count` elements into a fresh aligned buffer, then insists on end of file, so that
- * short and long data sections are both reported. file_bytes_left is the number of data bytes
- * fstat says the file holds, or -1 when unknown (a pipe). */
+/* "1 MiB", "4 GiB", "1000 bytes": sizes in messages. */
+static void describe_bytes(uint64_t bytes, char *out, size_t outlen)
+{
+    static const char *const units[] = {"TiB", "GiB", "MiB", "KiB"};
+    for (int k = 0; k < 4; k++) {
+        uint64_t unit = UINT64_C(1) << (40 - 10 * k);
+        if (bytes >= unit && bytes % unit == 0) {
+            snprintf(out, outlen, "%llu %s", (unsigned long long)(bytes / unit), units[k]);
+            return;
+        }
+    }
+    snprintf(out, outlen, "%llu bytes", (unsigned long long)bytes);
+}
+
+/* Reads `count` elements of a regular file into a fresh aligned buffer, then insists on end of
+ * file, so that short and long data sections are both reported. file_bytes_left is the number
+ * of data bytes fstat says the file holds. */
 static int read_data(FILE *f, const char *path, coopreduce_dtype dtype, uint64_t count,
                      int file_little_endian, long long file_bytes_left, cr_npy_array *out,
                      char *err, size_t errlen)
@@ -435,21 +423,17 @@ static int read_data(FILE *f, const char *path, coopreduce_dtype dtype, uint64_t
         return -1;
     }
     size_t bytes = (size_t)count * elem;
-    if (file_bytes_left >= 0) {
-        /* Check before allocating: a wrong shape must not cost a multi-GB allocation. */
-        if ((unsigned long long)file_bytes_left < (unsigned long long)bytes) {
-            set_err(err, errlen,
-                    "%s is truncated: the shape needs %llu data bytes but the file has %lld",
-                    path, (unsigned long long)bytes, file_bytes_left);
-            return -1;
-        }
-        if ((unsigned long long)file_bytes_left > (unsigned long long)bytes) {
-            set_err(err, errlen,
-                    "%s has %llu bytes of extra data after the %llu the shape needs", path,
-                    (unsigned long long)file_bytes_left - (unsigned long long)bytes,
-                    (unsigned long long)bytes);
-            return -1;
-        }
+    /* Check before allocating: a wrong shape must not cost a multi-GB allocation. */
+    if ((unsigned long long)file_bytes_left < (unsigned long long)bytes) {
+        set_err(err, errlen, "%s is truncated: the shape needs %llu data bytes but the file has %lld",
+                path, (unsigned long long)bytes, file_bytes_left);
+        return -1;
+    }
+    if ((unsigned long long)file_bytes_left > (unsigned long long)bytes) {
+        set_err(err, errlen, "%s has %llu bytes of extra data after the %llu the shape needs", path,
+                (unsigned long long)file_bytes_left - (unsigned long long)bytes,
+                (unsigned long long)bytes);
+        return -1;
     }
     void *data = alloc_aligned(bytes);
     if (data == NULL) {
@@ -486,13 +470,54 @@ static int read_data(FILE *f, const char *path, coopreduce_dtype dtype, uint64_t
     return 0;
 }
 
+/* Reads until end of file or `max` bytes into an aligned buffer that grows as the data
+ * arrives, so that what a stream claims (a .npy header's shape) reserves nothing. */
+static int read_growing(FILE *f, const char *name, uint64_t max, void **data_out,
+                        size_t *used_out, char *err, size_t errlen)
+{
+    const size_t first_step = (size_t)1 << 20;
+    size_t cap = max < first_step ? (size_t)max : first_step, used = 0;
+    void *data = alloc_aligned(cap);
+    if (data == NULL) {
+        set_err(err, errlen, "%s: out of memory", name);
+        return -1;
+    }
+    for (;;) {
+        size_t got = read_fully(f, (unsigned char *)data + used, cap - used);
+        used += got;
+        if (used < cap || used == max)
+            break;
+        uint64_t next = (uint64_t)cap * 2 < max ? (uint64_t)cap * 2 : max;
+        void *bigger = next <= SIZE_MAX ? alloc_aligned((size_t)next) : NULL;
+        if (bigger == NULL) {
+            set_err(err, errlen, "%s: cannot allocate %llu bytes for the data read so far", name,
+                    (unsigned long long)next);
+            free(data);
+            return -1;
+        }
+        memcpy(bigger, data, used);
+        free(data);
+        data = bigger;
+        cap = (size_t)next;
+    }
+    if (ferror(f)) {
+        set_err(err, errlen, "cannot read %s: %s", name, strerror(errno));
+        free(data);
+        return -1;
+    }
+    *data_out = data;
+    *used_out = used;
+    return 0;
+}
+
 /* Bytes from the current position to the end of a regular file, or -1 when unknown. */
-static long long bytes_left_in_file(FILE *f, long long position)
+static long long bytes_left_in_file(FILE *f)
 {
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode))
         return -1;
-    return (long long)st.st_size - position;
+    off_t position = ftello(f);
+    return position < 0 ? -1 : (long long)st.st_size - (long long)position;
 }
 
 static FILE *open_for_reading(const char *path, char *err, size_t errlen)
@@ -511,19 +536,57 @@ static FILE *open_for_reading(const char *path, char *err, size_t errlen)
     return f;
 }
 
-int cr_npy_read(const char *path, cr_npy_array *out, char *err, size_t errlen)
+/* The data section of a .npy coming from a stream: `bytes` as the header says, at most
+ * max_stream_bytes, and nothing after them. */
+static int read_stream_data(FILE *f, const char *name, coopreduce_dtype dtype, uint64_t count,
+                            int file_little_endian, uint64_t max_stream_bytes, cr_npy_array *out,
+                            char *err, size_t errlen)
+{
+    size_t elem = elem_size(dtype);
+    uint64_t bytes = count * elem; /* the caller checked the product */
+    if (bytes > max_stream_bytes) {
+        char want[40], limit[40];
+        describe_bytes(bytes, want, sizeof want);
+        describe_bytes(max_stream_bytes, limit, sizeof limit);
+        set_err(err, errlen, "%s: the .npy header declares %s of data, more than the %s limit "
+                "for a stream", name, want, limit);
+        return -2;
+    }
+    void *data = NULL;
+    size_t got = 0;
+    if (read_growing(f, name, bytes, &data, &got, err, errlen) != 0)
+        return -1;
+    if (got < bytes) {
+        set_err(err, errlen, "%s is truncated: the shape needs %llu data bytes but the stream "
+                "ended after %zu", name, (unsigned long long)bytes, got);
+        free(data);
+        return -1;
+    }
+    if (fgetc(f) != EOF) {
+        set_err(err, errlen, "%s has extra data after the %llu bytes the shape needs", name,
+                (unsigned long long)bytes);
+        free(data);
+        return -1;
+    }
+    if (file_little_endian != host_is_little_endian())
+        byteswap_elements(data, count, elem);
+    out->data = data;
+    out->dtype = dtype;
+    out->n = count;
+    return 0;
+}
+
+int cr_npy_read_stream(FILE *f, const char *name, uint64_t max_stream_bytes, cr_npy_array *out,
+                       char *err, size_t errlen)
 {
     if (err != NULL && errlen > 0)
         err[0] = '\0';
-    if (out == NULL || path == NULL) {
-        set_err(err, errlen, "cr_npy_read: NULL argument");
+    if (out == NULL || f == NULL || name == NULL) {
+        set_err(err, errlen, "cr_npy_read_stream: NULL argument");
         return -1;
     }
     reset_array(out);
-
-    FILE *f = open_for_reading(path, err, errlen);
-    if (f == NULL)
-        return -1;
+    const char *path = name;
     int rc = -1;
     char *header = NULL;
 
@@ -632,10 +695,14 @@ int cr_npy_read(const char *path, cr_npy_array *out, char *err, size_t errlen)
         goto done;
     }
 
-    long long data_offset = (long long)(NPY_MAGIC_LEN + 2 + len_bytes) + header_len;
-    if (read_data(f, path, dtype, count, file_le, bytes_left_in_file(f, data_offset), out, err,
-                  errlen) != 0)
+    long long left = bytes_left_in_file(f);
+    int drc2 = left >= 0 ? read_data(f, path, dtype, count, file_le, left, out, err, errlen)
+                         : read_stream_data(f, path, dtype, count, file_le, max_stream_bytes, out,
+                                            err, errlen);
+    if (drc2 != 0) {
+        rc = drc2;
         goto done;
+    }
     out->ndim = h.ndim;
     memcpy(out->shape, h.shape, sizeof(uint64_t) * (size_t)h.ndim);
     out->fortran_order = h.fortran_order;
@@ -643,57 +710,87 @@ int cr_npy_read(const char *path, cr_npy_array *out, char *err, size_t errlen)
 
 done:
     free(header);
-    fclose(f); /* read-only: nothing to lose if it fails */
     if (rc != 0)
         reset_array(out);
     return rc;
 }
 
-/* Reads a stream of unknown length (a pipe) into a growing aligned buffer. */
-static int read_unknown_length(FILE *f, const char *path, size_t elem, void **data_out,
-                               size_t *bytes_out, char *err, size_t errlen)
+int cr_npy_read(const char *path, cr_npy_array *out, char *err, size_t errlen)
 {
-    size_t cap = (size_t)1 << 20, used = 0;
-    void *data = alloc_aligned(cap);
-    if (data == NULL) {
-        set_err(err, errlen, "%s: out of memory", path);
+    if (err != NULL && errlen > 0)
+        err[0] = '\0';
+    if (out == NULL || path == NULL) {
+        set_err(err, errlen, "cr_npy_read: NULL argument");
         return -1;
     }
-    for (;;) {
-        size_t got = read_fully(f, (unsigned char *)data + used, cap - used);
-        used += got;
-        if (used < cap)
-            break;
-        if (cap > SIZE_MAX / 2) {
-            set_err(err, errlen, "%s: too large", path);
+    reset_array(out);
+    FILE *f = open_for_reading(path, err, errlen);
+    if (f == NULL)
+        return -1;
+    int rc = cr_npy_read_stream(f, path, CR_DEFAULT_MAX_STREAM_BYTES, out, err, errlen);
+    fclose(f); /* read-only: nothing to lose if it fails */
+    return rc;
+}
+
+int cr_raw_read_stream(FILE *f, const char *name, coopreduce_dtype dtype,
+                       uint64_t max_stream_bytes, cr_npy_array *out, char *err, size_t errlen)
+{
+    if (err != NULL && errlen > 0)
+        err[0] = '\0';
+    if (out == NULL || f == NULL || name == NULL) {
+        set_err(err, errlen, "cr_raw_read_stream: NULL argument");
+        return -1;
+    }
+    reset_array(out);
+    const char *path = name;
+    size_t elem = elem_size(dtype);
+    if (elem == 0) {
+        set_err(err, errlen, "%s: unsupported dtype %d for a raw file", path, (int)dtype);
+        return -1;
+    }
+    int rc = -1;
+    long long size = bytes_left_in_file(f);
+    if (size >= 0) {
+        if ((unsigned long long)size % elem != 0) {
+            set_err(err, errlen,
+                    "%s: size %lld bytes is not a multiple of the %zu-byte %s element size", path,
+                    size, elem, dtype_label(dtype));
+            return -1;
+        }
+        rc = read_data(f, path, dtype, (uint64_t)size / elem, 1, size, out, err, errlen);
+    } else {
+        void *data = NULL;
+        size_t bytes = 0;
+        if (read_growing(f, path, max_stream_bytes, &data, &bytes, err, errlen) != 0)
+            return -1;
+        if (bytes == max_stream_bytes && fgetc(f) != EOF) {
+            char limit[40];
+            describe_bytes(max_stream_bytes, limit, sizeof limit);
+            set_err(err, errlen, "%s: more than %s of data, the limit for a stream", path, limit);
+            free(data);
+            return -2;
+        }
+        if (bytes % elem != 0) {
+            set_err(err, errlen,
+                    "%s: size %zu bytes is not a multiple of the %zu-byte %s element size", path,
+                    bytes, elem, dtype_label(dtype));
             free(data);
             return -1;
         }
-        void *bigger = alloc_aligned(cap * 2);
-        if (bigger == NULL) {
-            set_err(err, errlen, "%s: cannot allocate %zu bytes", path, cap * 2);
-            free(data);
-            return -1;
-        }
-        memcpy(bigger, data, used);
-        free(data);
-        data = bigger;
-        cap *= 2;
+        if (!host_is_little_endian())
+            byteswap_elements(data, bytes / elem, elem);
+        out->data = data;
+        out->dtype = dtype;
+        out->n = bytes / elem;
+        rc = 0;
     }
-    if (ferror(f)) {
-        set_err(err, errlen, "cannot read %s: %s", path, strerror(errno));
-        free(data);
-        return -1;
+    if (rc == 0) {
+        out->ndim = 1;
+        out->shape[0] = out->n;
+    } else {
+        reset_array(out);
     }
-    if (used % elem != 0) {
-        set_err(err, errlen, "%s: size %zu bytes is not a multiple of the %zu-byte element size",
-                path, used, elem);
-        free(data);
-        return -1;
-    }
-    *data_out = data;
-    *bytes_out = used;
-    return 0;
+    return rc;
 }
 
 int cr_raw_read(const char *path, coopreduce_dtype dtype, cr_npy_array *out, char *err,
@@ -706,44 +803,15 @@ int cr_raw_read(const char *path, coopreduce_dtype dtype, cr_npy_array *out, cha
         return -1;
     }
     reset_array(out);
-    size_t elem = elem_size(dtype);
-    if (elem == 0) {
+    if (elem_size(dtype) == 0) {
         set_err(err, errlen, "%s: unsupported dtype %d for a raw file", path, (int)dtype);
         return -1;
     }
     FILE *f = open_for_reading(path, err, errlen);
     if (f == NULL)
         return -1;
-    int rc = -1;
-    long long size = bytes_left_in_file(f, 0);
-    if (size >= 0) {
-        if ((unsigned long long)size % elem != 0) {
-            set_err(err, errlen,
-                    "%s: size %lld bytes is not a multiple of the %zu-byte %s element size", path,
-                    size, elem, dtype_label(dtype));
-            goto done;
-        }
-        rc = read_data(f, path, dtype, (uint64_t)size / elem, 1, size, out, err, errlen);
-    } else {
-        void *data = NULL;
-        size_t bytes = 0;
-        if (read_unknown_length(f, path, elem, &data, &bytes, err, errlen) == 0) {
-            if (!host_is_little_endian())
-                byteswap_elements(data, bytes / elem, elem);
-            out->data = data;
-            out->dtype = dtype;
-            out->n = bytes / elem;
-            rc = 0;
-        }
-    }
-    if (rc == 0) {
-        out->ndim = 1;
-        out->shape[0] = out->n;
-    }
-done:
+    int rc = cr_raw_read_stream(f, path, dtype, CR_DEFAULT_MAX_STREAM_BYTES, out, err, errlen);
     fclose(f);
-    if (rc != 0)
-        reset_array(out);
     return rc;
 }
 
@@ -783,32 +851,39 @@ static int write_elements_le(FILE *f, const void *data, uint64_t n, size_t elem)
     return 0;
 }
 
-int cr_npy_write(const char *path, const void *data, uint64_t n, coopreduce_dtype dtype,
-                 char *err, size_t errlen)
+/* Checks the arguments of a writer; the .npy code in *code when npy is set. */
+static int check_write(const char *name, const void *data, uint64_t n, coopreduce_dtype dtype,
+                       int npy, const char **code, char *err, size_t errlen)
 {
     if (err != NULL && errlen > 0)
         err[0] = '\0';
     size_t elem = elem_size(dtype);
-    int row = dtype_row(dtype);
-    const char *code = row < 0 ? NULL : DTYPES[row].code;
-    if (path == NULL || (data == NULL && n > 0)) {
-        set_err(err, errlen, "cr_npy_write: NULL argument");
+    if (name == NULL || (data == NULL && n > 0)) {
+        set_err(err, errlen, "writing an array: NULL argument");
         return -1;
     }
     if (elem == 0) {
-        set_err(err, errlen, "%s: unsupported dtype %d", path, (int)dtype);
+        set_err(err, errlen, "%s: unsupported dtype %d", name, (int)dtype);
         return -1;
     }
-    if (code == NULL) {
+    if (npy && (*code = cr_dtype(dtype)->npy) == NULL) {
         set_err(err, errlen, "%s: NumPy has no %s type, so a .npy file cannot hold it (write a "
-                "raw file instead)", path, dtype_label(dtype));
+                "raw file instead)", name, dtype_label(dtype));
         return -1;
     }
     if (n > (uint64_t)SIZE_MAX / elem) {
-        set_err(err, errlen, "%s: %llu elements are too many", path, (unsigned long long)n);
+        set_err(err, errlen, "%s: %llu elements are too many", name, (unsigned long long)n);
         return -1;
     }
+    return 0;
+}
 
+int cr_npy_write_stream(FILE *f, const char *name, const void *data, uint64_t n,
+                        coopreduce_dtype dtype, char *err, size_t errlen)
+{
+    const char *code = NULL;
+    if (check_write(name, data, n, dtype, 1, &code, err, errlen) != 0)
+        return -1;
     /* Version 1.0: magic, 1, 0, uint16 header length, header. The header is padded with spaces
      * and ends with '\n' so that the data starts at a multiple of 64 bytes, which lets readers
      * map the file and use the data in place with aligned vector loads. */
@@ -829,23 +904,38 @@ int cr_npy_write(const char *path, const void *data, uint64_t n, coopreduce_dtyp
     memcpy(head + preamble, dict, (size_t)dict_len);
     memset(head + preamble + dict_len, ' ', total - preamble - (size_t)dict_len - 1);
     head[total - 1] = '\n';
-
-    FILE *f = fopen(path, "wb");
-    if (f == NULL) {
-        set_err(err, errlen, "cannot create %s: %s", path, strerror(errno));
-        return -1;
-    }
-    int failed = write_all(f, head, total) != 0 || write_elements_le(f, data, n, elem) != 0;
-    int saved_errno = errno;
-    /* fclose flushes: a full disk often shows up only here. */
-    if (fclose(f) != 0 && !failed) {
-        failed = 1;
-        saved_errno = errno;
-    }
-    if (failed) {
-        set_err(err, errlen, "cannot write %s: %s", path, strerror(saved_errno));
-        remove(path); /* a partial .npy would read back as "truncated" later, far from the cause */
+    if (write_all(f, head, total) != 0 ||
+        write_elements_le(f, data, n, elem_size(dtype)) != 0) {
+        set_err(err, errlen, "cannot write %s: %s", name, strerror(errno));
         return -1;
     }
     return 0;
+}
+
+int cr_raw_write_stream(FILE *f, const char *name, const void *data, uint64_t n,
+                        coopreduce_dtype dtype, char *err, size_t errlen)
+{
+    if (check_write(name, data, n, dtype, 0, NULL, err, errlen) != 0)
+        return -1;
+    if (write_elements_le(f, data, n, elem_size(dtype)) != 0) {
+        set_err(err, errlen, "cannot write %s: %s", name, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int cr_npy_write(const char *path, const void *data, uint64_t n, coopreduce_dtype dtype,
+                 char *err, size_t errlen)
+{
+    const char *code = NULL;
+    if (check_write(path, data, n, dtype, 1, &code, err, errlen) != 0)
+        return -1;
+    cr_outfile out;
+    if (cr_outfile_open(&out, path, 1, err, errlen) != 0)
+        return -1;
+    if (cr_npy_write_stream(out.f, path, data, n, dtype, err, errlen) != 0) {
+        cr_outfile_abort(&out);
+        return -1;
+    }
+    return cr_outfile_commit(&out, path, err, errlen);
 }
