@@ -89,7 +89,7 @@ expect_error() {
 # ---------------------------------------------------------------- basic sums on the CPU
 
 run sum --gen ones --n 1048576 --device cpu --json
-expect_json "ones f32" value 1048576
+expect_json "ones f32" value 1.048576e+06
 expect_json "ones f32" bits 0x49800000
 expect_json "ones f32" dtype float32
 expect_json "ones f32" n 1048576
@@ -105,27 +105,27 @@ else
 fi
 
 run sum --gen ones --n 1048576 --device cpu
-if [ "$RC" -eq 0 ] && grep -q '^sum *= 1048576$' "$OUT" && grep -q '^bits *= 0x49800000$' "$OUT"; then
+if [ "$RC" -eq 0 ] && grep -q '^sum *= 1.048576e+06$' "$OUT" && grep -q '^bits *= 0x49800000$' "$OUT"; then
     pass
 else
     fail "human output of ones f32"
 fi
 
 run sum --gen ones --n 1000 --dtype f64 --device cpu --json
-expect_json "ones f64" value 1000
+expect_json "ones f64" value 1000.0
 expect_json "ones f64" bits 0x408f400000000000
 expect_json "ones f64" dtype float64
 
 run sum --gen ones --n 0 --device cpu --json
-expect_json "n = 0" value 0
+expect_json "n = 0" value 0.0
 expect_json "n = 0" bits 0x00000000
 
 # 2^24 + 1 ones: the canonical tree sums exactly (every partial is an integer <= 2^24), where a
 # sequential float32 loop would stop at 2^24.
 run sum --gen ones --n 16777217 --device cpu --json
-expect_json "2^24 + 1 ones" value 16777216
+expect_json "2^24 + 1 ones" value 1.6777216e+07
 run sum --gen ones --n 4097 --device cpu --json
-expect_json "4097 ones" value 4097
+expect_json "4097 ones" value 4097.0
 
 # Element-count spellings.
 for spelling in 1048576 '2^20' '1<<20' 1M 1Mi '2**20'; do
@@ -149,6 +149,7 @@ for spec in "uniform f32 1000003 7" "normal f64 500001 1" "signed f32 65537 123"
     raw="$DIR/$kind-$dtype.raw"
     expected=$(sum_bits --gen "$kind" --n "$n" --seed "$seed" --dtype "$dtype" --device cpu)
 
+    rm -f "$npy" "$raw" # gen replaces an existing file only with --force
     run gen "$kind" --n "$n" --seed "$seed" --dtype "$dtype" --out "$npy"
     if [ "$RC" -eq 0 ] && [ -s "$npy" ]; then pass; else fail "gen $spec --out"; fi
     got=$(sum_bits "$npy" --device cpu)
@@ -221,6 +222,7 @@ print(sum(struct.unpack("<%di" % (len(data) // 4), data)))' "$1" "${2:-0}"
 
 # Generated uniform int32 (every int32 equally likely): through a .npy file and a raw file.
 n=100003
+rm -f "$DIR/uniform-i32.npy" "$DIR/uniform-i32.raw"
 run gen uniform --n $n --seed 9 --dtype i32 --out "$DIR/uniform-i32.npy"
 if [ "$RC" -eq 0 ] && [ -s "$DIR/uniform-i32.npy" ]; then pass; else fail "gen uniform i32 --out"; fi
 run gen uniform --n $n --seed 9 --dtype i32 --raw-out "$DIR/uniform-i32.raw"
@@ -291,7 +293,7 @@ expect_same "--threads 1 vs 2 (uniform i32, n = 3000001)" "$t1" "$t2"
 # ---------------------------------------------------------------- methods on the CPU
 
 run sum --gen ones --n 1000 --method canonical --device cpu --json
-expect_json "--method canonical on the CPU" value 1000
+expect_json "--method canonical on the CPU" value 1000.0
 expect_json "--method canonical on the CPU" method canonical
 expect_json "--method canonical on the CPU" deterministic true
 if grep -q '"method": "canonical"' "$OUT" && grep -q '"deterministic": true' "$OUT"; then
@@ -418,46 +420,46 @@ done
 
 # The expected results, worked out by hand: "TYPE OP VALUE BITS RESULT_DTYPE".
 EXPECTED="
-f16 sum 11 0x41300000 float32
-f16 min -4 0xc400 float16
-f16 max 12 0x4a00 float16
-f16 absmax 12 0x4a00 float16
+f16 sum 11.0 0x41300000 float32
+f16 min -4.0 0xc400 float16
+f16 max 12.0 0x4a00 float16
+f16 absmax 12.0 0x4a00 float16
 f16 mean 2.75 0x40300000 float32
-f16 sumsq 169 0x43290000 float32
-f16 norm2 13 0x41500000 float32
+f16 sumsq 169.0 0x43290000 float32
+f16 norm2 13.0 0x41500000 float32
 f16 argmin 1 0x0000000000000001 uint64
 f16 argmax 3 0x0000000000000003 uint64
-f16 dot 43 0x422c0000 float32
-bf16 sum 11 0x41300000 float32
-bf16 min -4 0xc080 bfloat16
-bf16 max 12 0x4140 bfloat16
-bf16 absmax 12 0x4140 bfloat16
+f16 dot 43.0 0x422c0000 float32
+bf16 sum 11.0 0x41300000 float32
+bf16 min -4.0 0xc080 bfloat16
+bf16 max 12.0 0x4140 bfloat16
+bf16 absmax 12.0 0x4140 bfloat16
 bf16 mean 2.75 0x40300000 float32
-bf16 sumsq 169 0x43290000 float32
-bf16 norm2 13 0x41500000 float32
+bf16 sumsq 169.0 0x43290000 float32
+bf16 norm2 13.0 0x41500000 float32
 bf16 argmin 1 0x0000000000000001 uint64
 bf16 argmax 3 0x0000000000000003 uint64
-bf16 dot 43 0x422c0000 float32
-f32 sum 11 0x41300000 float32
-f32 min -4 0xc0800000 float32
-f32 max 12 0x41400000 float32
-f32 absmax 12 0x41400000 float32
+bf16 dot 43.0 0x422c0000 float32
+f32 sum 11.0 0x41300000 float32
+f32 min -4.0 0xc0800000 float32
+f32 max 12.0 0x41400000 float32
+f32 absmax 12.0 0x41400000 float32
 f32 mean 2.75 0x40300000 float32
-f32 sumsq 169 0x43290000 float32
-f32 norm2 13 0x41500000 float32
+f32 sumsq 169.0 0x43290000 float32
+f32 norm2 13.0 0x41500000 float32
 f32 argmin 1 0x0000000000000001 uint64
 f32 argmax 3 0x0000000000000003 uint64
-f32 dot 43 0x422c0000 float32
-f64 sum 11 0x4026000000000000 float64
-f64 min -4 0xc010000000000000 float64
-f64 max 12 0x4028000000000000 float64
-f64 absmax 12 0x4028000000000000 float64
+f32 dot 43.0 0x422c0000 float32
+f64 sum 11.0 0x4026000000000000 float64
+f64 min -4.0 0xc010000000000000 float64
+f64 max 12.0 0x4028000000000000 float64
+f64 absmax 12.0 0x4028000000000000 float64
 f64 mean 2.75 0x4006000000000000 float64
-f64 sumsq 169 0x4065200000000000 float64
-f64 norm2 13 0x402a000000000000 float64
+f64 sumsq 169.0 0x4065200000000000 float64
+f64 norm2 13.0 0x402a000000000000 float64
 f64 argmin 1 0x0000000000000001 uint64
 f64 argmax 3 0x0000000000000003 uint64
-f64 dot 43 0x4045800000000000 float64
+f64 dot 43.0 0x4045800000000000 float64
 i32 sum 11 0x000000000000000b int64
 i32 min -4 0xfffffffc int32
 i32 max 12 0x0000000c int32
@@ -513,7 +515,7 @@ done
 # --narrow: the 16-bit sums rounded to the input type (11 = 0x4980 in float16, 0x4130 in bfloat16).
 run sum --narrow --raw "$DIR/x.f16" --dtype f16 --device cpu --json
 expect_json "--narrow f16 sum" bits 0x4980
-expect_json "--narrow f16 sum" value 11
+expect_json "--narrow f16 sum" value 11.0
 expect_json "--narrow f16 sum" result_dtype float16
 run sum --narrow --op norm2 --raw "$DIR/x.bf16" --dtype bf16 --device cpu --json
 expect_json "--narrow bf16 norm2" bits 0x4150
@@ -529,7 +531,7 @@ else
     fail "human output of argmax"
 fi
 run sum --op dot "$DIR/x-f16.npy" "$DIR/y-f16.npy" --device cpu
-if [ "$RC" -eq 0 ] && grep -q '^dot      = 43$' "$OUT" && grep -q "^y        = $DIR/y-f16.npy" "$OUT"; then
+if [ "$RC" -eq 0 ] && grep -q '^dot      = 43.0$' "$OUT" && grep -q "^y        = $DIR/y-f16.npy" "$OUT"; then
     pass
 else
     fail "human output of dot"
@@ -546,7 +548,7 @@ run sum --op max --raw "$DIR/third.bf16" --dtype bf16 --device cpu --json
 expect_json "bfloat16 shortest decimal" value 0.334
 { npy_head '<f2' 1; le 7bff; } >"$DIR/fmax.npy"
 run sum --op min "$DIR/fmax.npy" --device cpu --json
-expect_json "largest float16" value 65500
+expect_json "largest float16" value 6.55e+04
 expect_json "largest float16" bits 0x7bff
 
 # 64-bit integer sums: the exact 128-bit value; beyond 64 bits, printed, then an error.
@@ -587,6 +589,7 @@ for t in f16 bf16 f32 f64 i32 i64 u32 u64; do
         read -r kind n seed <<<"$spec"
         [ "$kind" = uniform ] && { [ "$t" = i64 ] || [ "$t" = u64 ]; } && continue
         g=$(sum_bits --gen "$kind" --n "$n" --seed "$seed" --dtype "$t" --device cpu --repeat 1)
+        rm -f "$DIR/g.$t" "$DIR/g-$t.npy"
         run gen "$kind" --n "$n" --seed "$seed" --dtype "$t" --raw-out "$DIR/g.$t"
         r=$(sum_bits --raw "$DIR/g.$t" --dtype "$t" --device cpu --repeat 1)
         expect_same "$t $kind: --gen vs raw" "$g" "$r"
@@ -612,12 +615,14 @@ done
 # ones sum to n whatever the type; 16-bit uniform stays in [0, 1).
 for t in f16 bf16 f32 f64 i32 i64 u32 u64; do
     run sum --gen ones --n 1000 --dtype "$t" --device cpu --repeat 1 --json
-    expect_json "ones $t" value 1000
+    case $t in f*) expected=1000.0 ;; bf16) expected=1000.0 ;; *) expected=1000 ;; esac
+    expect_json "ones $t" value $expected
     run sum --op max --gen uniform --n 100000 --dtype "$t" --device cpu --repeat 1 --json
     case $t in f16 | bf16) case "$(json value)" in 0.*) pass ;; *) fail "uniform $t max $(json value) not below 1" ;; esac ;; esac
 done
 
 # dot: two .npy files, --y, and --gen (y from seed + 1).
+rm -f "$DIR/dx.npy" "$DIR/dy.npy"
 run gen normal --n 1001 --seed 5 --out "$DIR/dx.npy"
 run gen normal --n 1001 --seed 6 --out "$DIR/dy.npy"
 a=$(sum_bits --op dot --gen normal --n 1001 --seed 5 --device cpu --repeat 1)
@@ -626,20 +631,20 @@ c=$(sum_bits --op dot "$DIR/dx.npy" --y "$DIR/dy.npy" --device cpu --repeat 1)
 expect_same "dot --gen vs two .npy (y from seed + 1)" "$a" "$b"
 expect_same "dot --y vs two .npy" "$c" "$b"
 run sum --op dot --gen ones --n 1000 --dtype f64 --device cpu --json
-expect_json "dot of ones" value 1000
+expect_json "dot of ones" value 1000.0
 
 # Modes: exact computes what it applies to, or (until it lands) fails with one line; the JSON
 # names the mode used.
 run sum --mode exact --raw "$DIR/x.f32" --dtype f32 --device cpu --json
 if [ "$RC" -eq 0 ]; then
-    expect_json "--mode exact sum" value 11
+    expect_json "--mode exact sum" value 11.0
     expect_json "--mode exact sum" mode exact
 else
     expect_error "--mode exact, not built yet" sum --mode exact --raw "$DIR/x.f32" --dtype f32 --device cpu
     if [ "$RC" -eq 1 ]; then pass; else fail "--mode exact not supported exits 1 (got $RC)"; fi
 fi
 run sum --mode exact --op max --raw "$DIR/x.f32" --dtype f32 --device cpu --json
-expect_json "--mode exact max" value 12
+expect_json "--mode exact max" value 12.0
 expect_json "--mode exact max" mode exact
 run sum --mode deterministic --raw "$DIR/x.f32" --dtype f32 --device cpu --json
 expect_json "--mode deterministic" mode deterministic
@@ -784,7 +789,7 @@ if grep -q '"usable": true' "$OUT"; then
             continue
         fi
         run sum --gen ones --n 1048576 --dtype f32 --method $method --device gpu --repeat 3 --json
-        expect_json "--method $method, 2^20 ones f32" value 1048576
+        expect_json "--method $method, 2^20 ones f32" value 1.048576e+06
         expect_json "--method $method, 2^20 ones f32" bits "$ones_bits"
         expect_json "--method $method, 2^20 ones f32" method $method
         run sum --gen uniform --n 1000003 --seed 3 --dtype i32 --method $method --device gpu --repeat 3 --json
@@ -798,7 +803,7 @@ if grep -q '"usable": true' "$OUT"; then
     # Fallbacks: without cooperative launch, grid launches the ordinary way and says so on
     # stderr, stdout staying one JSON object; without clusters, cluster fails clearly.
     run sum --gen ones --n 1048576 --method grid --no-cooperative --device gpu --json
-    expect_json "--method grid --no-cooperative" value 1048576
+    expect_json "--method grid --no-cooperative" value 1.048576e+06
     expect_json "--method grid --no-cooperative" cooperative false
     expect_json "--method grid --no-cooperative" fell_back true
     if grep -q '^coopreduce: notice: ' "$ERR" && [ "$(wc -l <"$OUT")" -eq 1 ] && grep -q '^{.*}$' "$OUT"; then
@@ -807,7 +812,7 @@ if grep -q '"usable": true' "$OUT"; then
         fail "--method grid --no-cooperative: a notice on stderr, stdout one JSON object"
     fi
     run sum --gen ones --n 1048576 --method gridsync --no-cooperative --device gpu --json
-    expect_json "--method gridsync --no-cooperative" value 1048576
+    expect_json "--method gridsync --no-cooperative" value 1.048576e+06
     if grep -q '^coopreduce: notice: ' "$ERR"; then pass; else fail "--method gridsync --no-cooperative: notice"; fi
     expect_error "--method cluster --no-clusters" sum --gen ones --n 1048576 --method cluster \
         --no-clusters --device gpu
@@ -818,7 +823,7 @@ if grep -q '"usable": true' "$OUT"; then
     # Launch settings: pipeline stages, forced grids (canonical's bits never change).
     for stages in 1 2 8; do
         run sum --gen ones --n 1000000 --method pipeline --stages $stages --device gpu --json
-        expect_json "--method pipeline --stages $stages" value 1000000
+        expect_json "--method pipeline --stages $stages" value 1e+06
     done
     cpu=$(sum_bits --gen normal --n 3000001 --device cpu)
     for blocks in 1 7 1000; do
