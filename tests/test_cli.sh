@@ -16,6 +16,8 @@ if [ $# -ne 2 ]; then
 fi
 CLI=$1
 DIR=$2
+# Some checks run from another directory.
+case $CLI in /*) ;; */*) CLI=$PWD/$CLI ;; esac
 mkdir -p "$DIR" || exit 2
 OUT="$DIR/stdout"
 ERR="$DIR/stderr"
@@ -742,8 +744,264 @@ fi
 run bench --device cpu --op nosuchop --n 10
 if [ "$RC" -eq 2 ]; then pass; else fail "bench --op nosuchop: usage error, exit 2 (exit $RC)"; fi
 
+# bench takes its element counts as sum does, and reports bad options as usage errors.
+run bench --device cpu --n 16M --quick
+if [ "$RC" -eq 0 ] && grep -q '| 16777216 | .* | float32 | canonical | ' "$OUT"; then
+    pass
+else
+    fail "bench --n 16M (exit $RC)"
+fi
+run bench --device cpu --op all --dtype all --n 1K --quick
+if [ "$RC" -eq 0 ] && grep -q '| 1024 | .* | uint64 | argmax | ' "$OUT" &&
+    grep -q '| 1024 | .* | float16 | norm2 | ' "$OUT" && ! grep -q '| uint32 | sumsq | ' "$OUT"; then
+    pass
+else
+    fail "bench --op all --dtype all: every defined pair, no sumsq of integers (exit $RC)"
+fi
+for args in "--n 0" "--n 1,,2" "--n ten" "--n=" "--dtype f128" "--op ''" "--mode fast --op sum" \
+    "--stages 0" "--stages 1,9" "--batches 2" "--batches x" "--threads -1" "--device tpu" \
+    "--method fastest" "--dtype f16" "--mode exact" "extra"; do
+    eval "expect_error \"bench $args\" bench --device cpu $args"
+    if [ "$RC" -eq 2 ]; then pass; else fail "bench $args: usage error, exit 2 (exit $RC)"; fi
+done
+
+# ---------------------------------------------------------------- options given twice
+
+for args in "sum --gen ones --n 10 --n 20 --device cpu" "sum --gen ones --n 10 --json --json" \
+    "sum --gen ones --n 10 --device cpu --device=cpu" "gen ones --n 10 --seed 1 --seed 2 --raw-out /dev/null" \
+    "bench --device cpu --n 1K --n 2K" "info --json --json"; do
+    # shellcheck disable=SC2086
+    expect_error "an option twice: $args" $args
+    if [ "$RC" -eq 2 ] && grep -q 'given twice' "$ERR"; then pass; else fail "$args: 'given twice', exit 2 (exit $RC)"; fi
+done
+
+# ---------------------------------------------------------------- float results as NumPy prints them
+# numpy's str(): the shortest decimal that reads back, positional only from 1e-4 up to 1e3
+# (float16), 1e2 (bfloat16), 1e6 (float32), 1e16 (float64), so that no digit is invented.
+# Each value is the maximum of a one-element raw file of its type: "TYPE HEX_BITS EXPECTED".
+while read -r t hex expected; do
+    [ -n "$t" ] || continue
+    le "$hex" >"$DIR/one.$t"
+    run sum --op max --raw "$DIR/one.$t" --dtype "$t" --device cpu --repeat 1 --json
+    expect_json "float value $t 0x$hex" value "$expected"
+done <<<"
+f32 4f000000 2.1474836e+09
+f32 4b800000 1.6777216e+07
+f32 4b800001 1.6777218e+07
+f32 49742400 1e+06
+f32 497423f0 999999.0
+f32 3727c5ac 1e-05
+f32 38d1b717 1e-04
+f32 00000001 1e-45
+f32 80000000 -0.0
+f32 7f800000 inf
+f32 ff800000 -inf
+f32 3dcccccd 0.1
+f32 7f7fffff 3.4028235e+38
+f32 5a0e1bca 1e+16
+f64 4340000000000001 9007199254740994.0
+f64 4341c37937e08000 1e+16
+f64 0000000000000001 5e-324
+f64 3fb999999999999a 0.1
+f64 3f1a36e2eb1c432d 0.0001
+f64 3f1a36e2eb1c432c 9.999999999999999e-05
+f64 c1e0000000000000 -2147483648.0
+f16 7bff 6.55e+04
+f16 6400 1.024e+03
+f16 63ce 999.0
+f16 0001 6e-08
+f16 0400 6.104e-05
+f16 068e 0.0001
+bf16 4f00 2.15e+09
+bf16 42c8 1e+02
+bf16 42c6 99.0
+bf16 3c23 0.00995
+"
+# The sum of 2^31 float32 ones (via 2^31 as a value: generating 2^31 elements is too slow here).
+le 4f000000 >"$DIR/two31.f32"
+run sum --raw "$DIR/two31.f32" --dtype f32 --device cpu --repeat 1
+if [ "$RC" -eq 0 ] && grep -q '^sum *= 2.1474836e+09$' "$OUT" && grep -q '^bits *= 0x4f000000$' "$OUT"; then
+    pass
+else
+    fail "float32 2^31 prints as 2.1474836e+09, bits unchanged (exit $RC)"
+fi
+# With numpy at hand, random bit patterns of every NumPy float type too.
+if command -v python3 >/dev/null 2>&1 && python3 -c 'import numpy' >/dev/null 2>&1; then
+    python3 -c 'import numpy as np, random, struct, sys
+r = random.Random(7)
+for t, code, width in (("f16", "<H", 16), ("f32", "<I", 32), ("f64", "<Q", 64)):
+    for _ in range(15):
+        bits = r.getrandbits(width)
+        v = np.frombuffer(struct.pack(code, bits), {"f16": np.float16, "f32": np.float32, "f64": np.float64}[t])[0]
+        if v == v:  # NaN payloads print as the canonical nan
+            print(t, "%0*x" % (width // 4, bits), str(v))' >"$DIR/numpy_values"
+    while read -r t hex expected; do
+        le "$hex" >"$DIR/one.$t"
+        run sum --op max --raw "$DIR/one.$t" --dtype "$t" --device cpu --repeat 1 --json
+        expect_json "float value $t 0x$hex against numpy" value "$expected"
+    done <"$DIR/numpy_values"
+else
+    echo "SKIP: test_cli: numpy not found: float printing checked against the fixed table only"
+fi
+
+# ---------------------------------------------------------------- standard input
+
+"$CLI" sum - --device cpu --repeat 1 --json <"$DIR/x-f32.npy" >"$OUT" 2>"$ERR"
+RC=$?
+expect_json "sum - < file.npy" bits 0x41300000
+cat "$DIR/x-f32.npy" | "$CLI" sum - --device cpu --repeat 1 --json >"$OUT" 2>"$ERR"
+RC=$?
+expect_json "a .npy piped into sum -" bits 0x41300000
+cat "$DIR/x.f64" | "$CLI" sum --raw - --dtype f64 --device cpu --repeat 1 --json >"$OUT" 2>"$ERR"
+RC=$?
+expect_json "a raw file piped into --raw -" bits 0x4026000000000000
+cat "$DIR/y-f32.npy" | "$CLI" sum --op dot "$DIR/x-f32.npy" - --device cpu --repeat 1 --json >"$OUT" 2>"$ERR"
+RC=$?
+expect_json "dot's y from standard input" bits 0x422c0000
+"$CLI" sum - --device cpu </dev/null >"$OUT" 2>"$ERR"
+RC=$?
+if [ "$RC" -eq 1 ] && [ "$(wc -l <"$ERR")" -eq 1 ] && grep -q 'standard input' "$ERR"; then
+    pass
+else
+    fail "an empty standard input: one line naming it (exit $RC)"
+fi
+expect_error "'-' for both inputs" sum --op dot - - --device cpu
+if [ "$RC" -eq 2 ]; then pass; else fail "'-' twice: exit 2 (exit $RC)"; fi
+
+# ---------------------------------------------------------------- streams: bounded, capped
+
+# A stream is read as it arrives, up to --max-input: /dev/zero fails fast and clearly.
+start=$(date +%s)
+expect_error "--raw /dev/zero --max-input 1M" sum --raw /dev/zero --dtype f32 --max-input 1M --device cpu
+if [ "$RC" -eq 1 ] && grep -q 'limit' "$ERR" && grep -q -- '--max-input' "$ERR" &&
+    [ $(($(date +%s) - start)) -lt 20 ]; then
+    pass
+else
+    fail "--raw /dev/zero --max-input 1M: exit 1 at once, naming the limit (exit $RC)"
+fi
+# A piped .npy whose header claims 2^60 elements fails before any allocation or read.
+npy_head '<f4' 1152921504606846976 | "$CLI" sum /dev/stdin --device cpu >"$OUT" 2>"$ERR"
+RC=$?
+if [ "$RC" -eq 1 ] && [ "$(wc -l <"$ERR")" -eq 1 ] && grep -q 'limit' "$ERR"; then
+    pass
+else
+    fail "a piped header claiming 2^60 elements: exit 1, one line naming the limit (exit $RC)"
+fi
+# A header within the limit reserves nothing either: 2^28 float32 (1 GiB) claimed, 16 bytes
+# sent, under a 600 MB address-space limit (not with AddressSanitizer, which needs more).
+if grep -q -a '__asan_init' "$CLI"; then
+    echo "SKIP: test_cli: AddressSanitizer build: the address-space limit check is skipped"
+else
+    { npy_head '<f4' 268435456; cat "$DIR/x.f32"; } >"$DIR/claims_1g.npy"
+    (
+        ulimit -v 600000
+        cat "$DIR/claims_1g.npy" | "$CLI" sum /dev/stdin --device cpu
+    ) >"$OUT" 2>"$ERR"
+    RC=$?
+    if [ "$RC" -eq 1 ] && [ "$(wc -l <"$ERR")" -eq 1 ] && grep -q 'truncated' "$ERR"; then
+        pass
+    else
+        fail "a piped header claiming 1 GiB with 16 bytes of data: 'truncated', nothing reserved (exit $RC)"
+    fi
+fi
+expect_error "--max-input nonsense" sum --raw /dev/zero --dtype f32 --max-input lots --device cpu
+if [ "$RC" -eq 2 ]; then pass; else fail "--max-input lots: exit 2 (exit $RC)"; fi
+
+# ---------------------------------------------------------------- gen's output files
+
+OF="$DIR/outfiles"
+rm -rf "$OF"
+mkdir -p "$OF"
+no_temp_files() { ! ls -A "$OF" | grep -q '\.tmp-'; }
+# An existing file is kept without --force, replaced (whole) with it, its permissions kept.
+printf 'precious' >"$OF/keep.npy"
+chmod 640 "$OF/keep.npy"
+expect_error "gen onto an existing file" gen ones --n 10 --out "$OF/keep.npy"
+if [ "$RC" -eq 1 ] && [ "$(cat "$OF/keep.npy")" = precious ] && grep -q -- '--force' "$ERR"; then
+    pass
+else
+    fail "gen onto an existing file without --force: refused, file kept (exit $RC)"
+fi
+run gen ones --n 10 --out "$OF/keep.npy" --force
+got=$(sum_bits "$OF/keep.npy" --device cpu --repeat 1)
+expect_same "gen --force replaces the file" "$got" 0x41200000
+if [ "$(stat -c %a "$OF/keep.npy")" = 640 ]; then pass; else fail "gen --force keeps the mode ($(stat -c %a "$OF/keep.npy"))"; fi
+# A symbolic link stays a link; the file it points to is written.
+printf 'old' >"$OF/target.npy"
+ln -s target.npy "$OF/link.npy"
+run gen ones --n 10 --out "$OF/link.npy" --force
+got=$(sum_bits "$OF/target.npy" --device cpu --repeat 1)
+if [ -L "$OF/link.npy" ] && [ "$got" = 0x41200000 ]; then pass; else fail "gen through a symlink: link kept, target written ($got)"; fi
+ln -s made.npy "$OF/dangling.npy"
+run gen ones --n 10 --out "$OF/dangling.npy"
+if [ "$RC" -eq 0 ] && [ -L "$OF/dangling.npy" ] && [ -f "$OF/made.npy" ]; then pass; else fail "gen through a dangling symlink creates its target (exit $RC)"; fi
+# A failing write removes nothing the program did not create: a link to /dev/full.
+ln -s /dev/full "$OF/full"
+expect_error "gen into /dev/full" gen ones --n 100000 --raw-out "$OF/full"
+if [ -L "$OF/full" ] && [ -c /dev/full ]; then pass; else fail "a failed write into /dev/full removed the path"; fi
+# Devices and FIFOs are written in place.
+run gen ones --n 1000 --out /dev/null
+if [ "$RC" -eq 0 ] && [ -c /dev/null ]; then pass; else fail "gen --out /dev/null (exit $RC)"; fi
+mkfifo "$OF/fifo"
+cat "$OF/fifo" >"$OF/from_fifo.npy" &
+run gen ones --n 10 --out "$OF/fifo"
+wait
+got=$(sum_bits "$OF/from_fifo.npy" --device cpu --repeat 1)
+if [ -p "$OF/fifo" ] && [ "$got" = 0x41200000 ]; then pass; else fail "gen into a FIFO: written in place, still a FIFO ($got)"; fi
+# '-' and /dev/stdout: the data on stdout, the closing line on stderr.
+(cd "$OF" && "$CLI" gen ones --n 10 --out - >"$OF/dash.npy" 2>"$ERR")
+RC=$?
+wrote=$(grep -c '^wrote ' "$ERR")
+got=$(sum_bits "$OF/dash.npy" --device cpu --repeat 1)
+if [ "$RC" -eq 0 ] && [ ! -e "$OF/-" ] && [ "$got" = 0x41200000 ] && [ "$wrote" -eq 1 ]; then
+    pass
+else
+    fail "gen --out -: the data on stdout, 'wrote' on stderr (exit $RC, $got)"
+fi
+"$CLI" gen ones --n 10 --out /dev/stdout >"$OF/devstdout.npy" 2>"$ERR"
+got=$(sum_bits "$OF/devstdout.npy" --device cpu --repeat 1)
+expect_same "gen --out /dev/stdout > FILE" "$got" 0x41200000
+# A write that fails part-way (a file size limit) leaves no file and no temporary file; with
+# --force the previous file stays whole.
+(
+    ulimit -f 8
+    "$CLI" gen ones --n 100000 --raw-out "$OF/big.raw"
+) >"$OUT" 2>"$ERR"
+RC=$?
+if [ "$RC" -eq 1 ] && [ "$(wc -l <"$ERR")" -eq 1 ] && [ ! -e "$OF/big.raw" ] && no_temp_files; then
+    pass
+else
+    fail "a write past the file size limit: one line, exit 1, nothing left behind (exit $RC)"
+fi
+(
+    ulimit -f 8
+    "$CLI" gen ones --n 100000 --out "$OF/keep.npy" --force
+) >"$OUT" 2>"$ERR"
+got=$(sum_bits "$OF/keep.npy" --device cpu --repeat 1)
+if [ "$got" = 0x41200000 ] && no_temp_files; then pass; else fail "a failed --force write keeps the previous file ($got)"; fi
+# A run killed while it works never leaves a file at the path; SIGTERM removes the temporary.
+"$CLI" gen ones --n 64M --dtype f64 --raw-out "$OF/killed.raw" >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 1000); do
+    if [ -e "$OF/killed.raw" ] || ! no_temp_files; then break; fi
+    sleep 0.01
+done
+kill -TERM "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+if [ ! -e "$OF/killed.raw" ] && no_temp_files; then pass; else fail "a killed gen left $(ls -A "$OF" | grep killed)"; fi
+expect_error "gen --out a directory" gen ones --n 10 --out "$OF"
+run gen --help
+for word in --force temporary 'symbolic link' FIFO; do
+    if grep -q -- "$word" "$OUT"; then pass; else fail "gen --help explains '$word'"; fi
+done
+run sum --help
+for word in --max-input 'standard input'; do
+    if grep -q -- "$word" "$OUT"; then pass; else fail "sum --help explains '$word'"; fi
+done
+
 # ---------------------------------------------------------------- GPU
 
+run info --json
 if grep -q '"usable": true' "$OUT"; then
     echo "test_cli: a usable GPU is present: comparing --device gpu with --device cpu"
     for spec in "ones f32 1048576" "uniform f32 3000001" "normal f64 3000001" "signed f32 16777217" \
