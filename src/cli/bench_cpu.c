@@ -53,7 +53,8 @@ static double cpu_bytes_us(const void *x, uint64_t bytes, int threads)
     double t0 = bench_now_us();
     for (int i = 0; i < threads; i++) {
         uint64_t a = bytes / 64 * (uint64_t)i / (uint64_t)threads * 64;
-        uint64_t b = i + 1 == threads ? bytes : bytes / 64 * (uint64_t)(i + 1) / (uint64_t)threads * 64;
+        uint64_t b = i + 1 == threads ? bytes
+                                      : bytes / 64 * (uint64_t)(i + 1) / (uint64_t)threads * 64;
         jobs[i] = (bytes_job){(const unsigned char *)x + a, b - a, 0};
         /* A thread that cannot start: its share is read here instead. */
         if (i) started[i] = pthread_create(&tid[i], NULL, bytes_worker, &jobs[i]) == 0;
@@ -137,8 +138,10 @@ int bench_cpu(const bench_options *o)
             free(x);
             return 1;
         }
-        bench_row *a = bench_add_row(n, "float32", "stream_read", "host_us", med_r, noise_r, n * 4.0);
-        bench_row *b = bench_add_row(n, "float32", "canonical", "host_us", med_s, noise_s, n * 4.0);
+        bench_row *a = bench_add_row(n, "float32", "stream_read", "host_us", med_r, noise_r,
+                                     n * 4.0);
+        bench_row *b = bench_add_row(n, "float32", "canonical", "host_us", med_s, noise_s,
+                                     n * 4.0);
         if (a) a->ceiling_us = med_r;
         if (b) b->ceiling_us = med_r;
         fprintf(stderr, "  cpu n=%llu done\n", (unsigned long long)n);

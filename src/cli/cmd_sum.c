@@ -69,19 +69,22 @@ static int check_dot_inputs(const sum_options *o, const sum_input *x, const sum_
     const char *ys = o->have_gen ? "y" : cli_input_name(o->y_path);
     if (x->array.dtype != y->array.dtype) {
         cli_error("dot needs two arrays of the same dtype: %s holds %s, %s holds %s", xs,
-                    coopreduce_dtype_name(x->array.dtype), ys,
-                    coopreduce_dtype_name(y->array.dtype));
+                  coopreduce_dtype_name(x->array.dtype), ys,
+                  coopreduce_dtype_name(y->array.dtype));
         return EXIT_ERROR;
     }
     if (x->array.n != y->array.n) {
         cli_error("dot needs two arrays of the same length: %s has %llu elements, %s has %llu",
-                    xs, (unsigned long long)x->array.n, ys, (unsigned long long)y->array.n);
+                  xs, (unsigned long long)x->array.n, ys, (unsigned long long)y->array.n);
         return EXIT_ERROR;
     }
     return EXIT_OK;
 }
 
-int cmd_sum(int argc, char **argv)
+/* The options of `argv` into *o, with its defaults; the positionals counted, and whether --y
+ * named dot's second input. EXIT_OK, or a usage error printed. */
+static int parse_sum_options(int argc, char **argv, sum_options *o, int *positionals,
+                             int *have_y_option)
 {
     static const cli_option specs[] = {
         {"raw", 1}, {"gen", 1}, {"n", 1}, {"seed", 1}, {"dtype", 1}, {"device", 1},
@@ -89,21 +92,19 @@ int cmd_sum(int argc, char **argv)
         {"grid-blocks", 1}, {"no-cooperative", 0}, {"no-clusters", 0}, {"op", 1}, {"y", 1},
         {"mode", 1}, {"narrow", 0}, {"max-input", 1}, {NULL, 0},
     };
-    if (cli_wants_help(argc, argv))
-        return cli_print_help("sum");
-    sum_options o;
-    memset(&o, 0, sizeof o);
-    o.seed = 1;
-    o.dtype = COOPREDUCE_FLOAT32;
-    o.op = COOPREDUCE_OP_SUM;
-    o.mode = COOPREDUCE_MODE_DETERMINISTIC;
-    o.device = CLI_DEVICE_AUTO;
-    o.device_text = "auto";
-    o.repeat = SUM_DEFAULT_REPEAT;
-    o.max_input = CLI_DEFAULT_MAX_INPUT;
-    o.method = COOPREDUCE_METHOD_CANONICAL;
-    o.grid_blocks = -1;
-    int positionals = 0, have_y_option = 0;
+    memset(o, 0, sizeof *o);
+    o->seed = 1;
+    o->dtype = COOPREDUCE_FLOAT32;
+    o->op = COOPREDUCE_OP_SUM;
+    o->mode = COOPREDUCE_MODE_DETERMINISTIC;
+    o->device = CLI_DEVICE_AUTO;
+    o->device_text = "auto";
+    o->repeat = SUM_DEFAULT_REPEAT;
+    o->max_input = CLI_DEFAULT_MAX_INPUT;
+    o->method = COOPREDUCE_METHOD_CANONICAL;
+    o->grid_blocks = -1;
+    *positionals = 0;
+    *have_y_option = 0;
 
     cli_args args;
     cli_args_init(&args, argc, argv, specs);
@@ -114,138 +115,160 @@ int cmd_sum(int argc, char **argv)
         if (kind == CLI_ARG_ERROR)
             return EXIT_USAGE;
         if (kind == CLI_ARG_POSITIONAL) {
-            if (positionals == 2)
+            if (*positionals == 2)
                 return cli_usage_error("sum takes at most two input files, the second for --op dot "
-                                   "(got '%s', '%s' and '%s')", o.npy_path, o.y_path, value);
-            if (positionals++ == 0)
-                o.npy_path = value;
+                                       "(got '%s', '%s' and '%s')", o->npy_path, o->y_path, value);
+            if ((*positionals)++ == 0)
+                o->npy_path = value;
             else
-                o.y_path = value;
+                o->y_path = value;
             continue;
         }
         const char *name = spec->name;
         if (strcmp(name, "raw") == 0) {
-            o.raw_path = value;
+            o->raw_path = value;
         } else if (strcmp(name, "gen") == 0) {
-            if (cr_gen_parse(value, &o.gen_kind) != 0)
+            if (cr_gen_parse(value, &o->gen_kind) != 0)
                 return cli_usage_error("--gen '%s': unknown kind (ones, uniform, normal, signed)",
-                                   value);
-            o.have_gen = 1;
+                                       value);
+            o->have_gen = 1;
         } else if (strcmp(name, "n") == 0) {
-            if (cli_parse_count(value, &o.n) != 0)
+            if (cli_parse_count(value, &o->n) != 0)
                 return cli_usage_error("--n '%s': not an element count (" CLI_COUNT_EXAMPLES ")",
                                        value);
-            o.have_n = 1;
+            o->have_n = 1;
         } else if (strcmp(name, "seed") == 0) {
-            if (cli_parse_seed(value, &o.seed) != 0)
+            if (cli_parse_seed(value, &o->seed) != 0)
                 return cli_usage_error("--seed '%s': not an unsigned 64-bit integer", value);
-            o.have_seed = 1;
+            o->have_seed = 1;
         } else if (strcmp(name, "dtype") == 0) {
-            if (cr_dtype_parse(value, &o.dtype) != 0)
+            if (cr_dtype_parse(value, &o->dtype) != 0)
                 return cli_usage_error("--dtype '%s': unsupported (" CR_DTYPE_CHOICES ")", value);
-            o.have_dtype = 1;
+            o->have_dtype = 1;
         } else if (strcmp(name, "op") == 0) {
-            if (coopreduce_op_from_name(value, &o.op) != COOPREDUCE_SUCCESS) {
+            if (coopreduce_op_from_name(value, &o->op) != COOPREDUCE_SUCCESS) {
                 char names[256];
                 cli_op_names(names, sizeof names);
                 return cli_usage_error("--op '%s': unknown operation (%s)", value, names);
             }
         } else if (strcmp(name, "y") == 0) {
-            o.y_path = value;
-            have_y_option = 1;
+            o->y_path = value;
+            *have_y_option = 1;
         } else if (strcmp(name, "mode") == 0) {
-            if (coopreduce_mode_from_name(value, &o.mode) != COOPREDUCE_SUCCESS)
+            if (coopreduce_mode_from_name(value, &o->mode) != COOPREDUCE_SUCCESS)
                 return cli_usage_error("--mode '%s': unknown mode (deterministic or exact)", value);
         } else if (strcmp(name, "narrow") == 0) {
-            o.narrow = 1;
+            o->narrow = 1;
         } else if (strcmp(name, "device") == 0) {
-            if (cli_parse_device(value, &o.device, &o.ordinal) != 0)
+            if (cli_parse_device(value, &o->device, &o->ordinal) != 0)
                 return cli_usage_error("--device '%s': expected auto, cpu, gpu or gpu:K", value);
-            o.device_text = value;
+            o->device_text = value;
         } else if (strcmp(name, "threads") == 0) {
-            if (cli_parse_int(value, 0, 1 << 16, &o.threads) != 0)
+            if (cli_parse_int(value, 0, 1 << 16, &o->threads) != 0)
                 return cli_usage_error("--threads '%s': expected 0 (every CPU) .. 65536", value);
         } else if (strcmp(name, "repeat") == 0) {
-            if (cli_parse_int(value, 1, SUM_MAX_REPEAT, &o.repeat) != 0)
+            if (cli_parse_int(value, 1, SUM_MAX_REPEAT, &o->repeat) != 0)
                 return cli_usage_error("--repeat '%s': expected 1 .. %d", value, SUM_MAX_REPEAT);
         } else if (strcmp(name, "json") == 0) {
-            o.json = 1;
+            o->json = 1;
         } else if (strcmp(name, "method") == 0) {
-            if (coopreduce_method_from_name(value, &o.method) != COOPREDUCE_SUCCESS) {
+            if (coopreduce_method_from_name(value, &o->method) != COOPREDUCE_SUCCESS) {
                 char names[512];
                 cli_method_names(names, sizeof names);
                 return cli_usage_error("--method '%s': unknown method (one of: %s)", value, names);
             }
         } else if (strcmp(name, "stages") == 0) {
-            if (cli_parse_int(value, 1, 8, &o.stages) != 0)
+            if (cli_parse_int(value, 1, 8, &o->stages) != 0)
                 return cli_usage_error("--stages '%s': expected 1 .. 8", value);
         } else if (strcmp(name, "grid-blocks") == 0) {
-            if (cli_parse_int(value, 0, 0x7fffffff, &o.grid_blocks) != 0)
+            if (cli_parse_int(value, 0, 0x7fffffff, &o->grid_blocks) != 0)
                 return cli_usage_error("--grid-blocks '%s': expected 0 (automatic) .. 2147483647",
-                                   value);
+                                       value);
         } else if (strcmp(name, "no-cooperative") == 0) {
-            o.disabled_features |= COOPREDUCE_FEATURE_COOPERATIVE_LAUNCH;
+            o->disabled_features |= COOPREDUCE_FEATURE_COOPERATIVE_LAUNCH;
         } else if (strcmp(name, "no-clusters") == 0) {
-            o.disabled_features |= COOPREDUCE_FEATURE_CLUSTERS;
+            o->disabled_features |= COOPREDUCE_FEATURE_CLUSTERS;
         } else if (strcmp(name, "max-input") == 0) {
-            if (cli_parse_size(value, &o.max_input) != 0)
+            if (cli_parse_size(value, &o->max_input) != 0)
                 return cli_usage_error("--max-input '%s': not a size in bytes (e.g. 512M, 16G, "
                                        "2^34)", value);
         }
     }
+    return EXIT_OK;
+}
 
-    int is_dot = o.op == COOPREDUCE_OP_DOT;
+/* The options together: one input, what applies to what. EXIT_OK, or the error printed (a
+ * usage error, or EXIT_ERROR for a sum the library would refuse). */
+static int check_sum_options(const sum_options *o, int positionals, int have_y_option)
+{
+    int is_dot = o->op == COOPREDUCE_OP_DOT;
     if (have_y_option && positionals == 2)
         return cli_usage_error("dot takes two inputs: X.npy Y.npy, or one input and --y FILE");
-    if (!have_y_option && positionals == 2 && (o.raw_path != NULL || o.have_gen))
+    if (!have_y_option && positionals == 2 && (o->raw_path != NULL || o->have_gen))
         return cli_usage_error("sum takes one input: FILE.npy, --raw FILE or --gen KIND");
-    int sources = (o.npy_path != NULL) + (o.raw_path != NULL) + o.have_gen;
+    int sources = (o->npy_path != NULL) + (o->raw_path != NULL) + o->have_gen;
     if (sources == 0)
         return cli_usage_error("sum needs an input: FILE.npy, --raw FILE or --gen KIND "
-                           "(see coopreduce sum --help)");
+                               "(see coopreduce sum --help)");
     if (sources > 1)
         return cli_usage_error("sum takes one input: FILE.npy, --raw FILE or --gen KIND");
-    if (o.y_path != NULL && !is_dot)
-        return cli_usage_error("a second input ('%s') applies to --op dot only", o.y_path);
-    if (o.y_path != NULL && o.have_gen)
+    if (o->y_path != NULL && !is_dot)
+        return cli_usage_error("a second input ('%s') applies to --op dot only", o->y_path);
+    if (o->y_path != NULL && o->have_gen)
         return cli_usage_error("--op dot --gen generates y itself (from --seed + 1): drop '%s'",
-                           o.y_path);
-    if (is_dot && o.y_path == NULL && !o.have_gen)
+                               o->y_path);
+    if (is_dot && o->y_path == NULL && !o->have_gen)
         return cli_usage_error("--op dot needs two inputs: X.npy Y.npy, --raw X --y Y, or --gen");
-    if (o.have_gen && !o.have_n)
+    if (o->have_gen && !o->have_n)
         return cli_usage_error("--gen needs --n N");
-    if (!o.have_gen && (o.have_n || o.have_seed))
-        return cli_usage_error("--%s applies only to --gen", o.have_n ? "n" : "seed");
-    if (o.raw_path != NULL && !o.have_dtype)
+    if (!o->have_gen && (o->have_n || o->have_seed))
+        return cli_usage_error("--%s applies only to --gen", o->have_n ? "n" : "seed");
+    if (o->raw_path != NULL && !o->have_dtype)
         return cli_usage_error("--raw needs --dtype (" CR_DTYPE_CHOICES ")");
-    const char *x_path = o.raw_path != NULL ? o.raw_path : o.npy_path;
-    if (x_path != NULL && o.y_path != NULL && strcmp(x_path, "-") == 0 &&
-        strcmp(o.y_path, "-") == 0)
+    const char *x_path = o->raw_path != NULL ? o->raw_path : o->npy_path;
+    if (x_path != NULL && o->y_path != NULL && strcmp(x_path, "-") == 0 &&
+        strcmp(o->y_path, "-") == 0)
         return cli_usage_error("standard input ('-') can be only one of the two inputs");
-    if (o.stages > 0 && o.method != COOPREDUCE_METHOD_PIPELINE)
+    if (o->stages > 0 && o->method != COOPREDUCE_METHOD_PIPELINE)
         return cli_usage_error("--stages applies only to --method pipeline");
-    const char *method_name = coopreduce_method_name(o.method);
-    const char *gpu_option = gpu_only_option(&o);
+    const char *method_name = coopreduce_method_name(o->method);
+    const char *gpu_option = gpu_only_option(o);
     /* Asked for the CPU: a GPU method or option contradicts it; nothing is switched silently. */
-    if (o.device == CLI_DEVICE_CPU && o.method != COOPREDUCE_METHOD_CANONICAL)
+    if (o->device == CLI_DEVICE_CPU && o->method != COOPREDUCE_METHOD_CANONICAL)
         return cli_usage_error("method %s runs on a GPU only (the CPU computes the canonical "
-                           "order: drop --method, or use --device gpu)", method_name);
-    if (o.device == CLI_DEVICE_CPU && gpu_option != NULL)
+                               "order: drop --method, or use --device gpu)", method_name);
+    if (o->device == CLI_DEVICE_CPU && gpu_option != NULL)
         return cli_usage_error("%s applies to a GPU only, not to --device cpu", gpu_option);
-    if (o.have_gen && (o.dtype == COOPREDUCE_INT32 || o.dtype == COOPREDUCE_UINT32) &&
-        o.op == COOPREDUCE_OP_SUM && o.n > INT32_MAX_N) {
+    if (o->have_gen && (o->dtype == COOPREDUCE_INT32 || o->dtype == COOPREDUCE_UINT32) &&
+        o->op == COOPREDUCE_OP_SUM && o->n > INT32_MAX_N) {
         /* Said before generating gigabytes; the library refuses such a sum with this message. */
         cli_error("%s sums are limited to 2^32 elements (where a 64-bit result cannot "
-                    "overflow); got n = %llu", coopreduce_dtype_name(o.dtype),
-                    (unsigned long long)o.n);
+                  "overflow); got n = %llu", coopreduce_dtype_name(o->dtype),
+                  (unsigned long long)o->n);
         return EXIT_ERROR;
     }
+    return EXIT_OK;
+}
+
+int cmd_sum(int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv))
+        return cli_print_help("sum");
+    sum_options o;
+    int positionals, have_y_option;
+    int rc = parse_sum_options(argc, argv, &o, &positionals, &have_y_option);
+    if (rc == EXIT_OK)
+        rc = check_sum_options(&o, positionals, have_y_option);
+    if (rc != EXIT_OK)
+        return rc;
+    int is_dot = o.op == COOPREDUCE_OP_DOT;
+    const char *gpu_option = gpu_only_option(&o);
 
     /* The inputs first: a file error, a dtype the operation does not take or a dot mismatch is
      * reported before any device is touched. */
     sum_input in, yin;
     memset(&yin, 0, sizeof yin);
-    int rc = load_input(&o, 0, &in);
+    rc = load_input(&o, 0, &in);
     if (rc == EXIT_OK && (is_dot || o.y_path != NULL)) {
         rc = load_input(&o, 1, &yin);
         if (rc == EXIT_OK)
@@ -256,11 +279,11 @@ int cmd_sum(int argc, char **argv)
         rk.rsize = coopreduce_op_result_size(o.op, rk.dtype, o.narrow, &rk.rdtype);
         if (o.narrow && !cr_dtype_is_half(rk.dtype)) {
             cli_error("--narrow applies to float16 and bfloat16 input only (this is %s)",
-                        coopreduce_dtype_name(rk.dtype));
+                      coopreduce_dtype_name(rk.dtype));
             rc = EXIT_USAGE;
         } else if (rk.rsize == 0) {
             cli_error("%s of %s is not supported: sumsq, norm2 and dot take floating-point "
-                        "input", coopreduce_op_name(o.op), coopreduce_dtype_name(rk.dtype));
+                      "input", coopreduce_op_name(o.op), coopreduce_dtype_name(rk.dtype));
             rc = EXIT_ERROR;
         }
     }
@@ -272,7 +295,8 @@ int cmd_sum(int argc, char **argv)
         (o.method != COOPREDUCE_METHOD_CANONICAL || gpu_option != NULL)) {
         /* --device auto found no usable GPU. */
         if (o.method != COOPREDUCE_METHOD_CANONICAL)
-            cli_error("method %s runs on a GPU only (%s)", method_name, dev.auto_note);
+            cli_error("method %s runs on a GPU only (%s)", coopreduce_method_name(o.method),
+                      dev.auto_note);
         else
             cli_error("%s applies to a GPU only (%s)", gpu_option, dev.auto_note);
         rc = EXIT_ERROR;
@@ -314,7 +338,7 @@ int cmd_sum(int argc, char **argv)
     rc = cli_finish_stdout();
     if (rc == EXIT_OK && !sum_result_fits(&rk, res.bits)) {
         cli_error("the exact %s sum does not fit in 64 bits: the value printed is the exact "
-                    "128-bit sum", coopreduce_dtype_name(rk.dtype));
+                  "128-bit sum", coopreduce_dtype_name(rk.dtype));
         return EXIT_ERROR;
     }
     return rc;

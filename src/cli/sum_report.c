@@ -75,8 +75,8 @@ void sum_print_report(const sum_options *o, const cli_device *dev, const sum_inp
         cli_error("notice: %s; --device auto computed it on the CPU", res->fallback);
     if (o->json && res->distinct > 1)
         cli_error("note: method %s is not deterministic for %s: %d runs gave %d different "
-                    "results; the first is reported", method, coopreduce_dtype_name(dtype),
-                    res->runs, res->distinct);
+                  "results; the first is reported", method, coopreduce_dtype_name(dtype),
+                  res->runs, res->distinct);
 
     if (o->json) {
         if (dev->auto_note[0] != '\0' && res->fallback[0] == '\0')

@@ -40,7 +40,7 @@ static int check_repetition(const unsigned char *first, const unsigned char *bit
     cli_format_bits(first, size, a, sizeof a);
     cli_format_bits(bits, size, b, sizeof b);
     cli_error("determinism violated: repetition %d gave %s, the warm-up gave %s "
-                "(a coopreduce bug: please report it)", repetition, b, a);
+              "(a coopreduce bug: please report it)", repetition, b, a);
     return EXIT_ERROR;
 }
 
@@ -143,7 +143,7 @@ int sum_configure_gpu(cli_device *dev, const sum_options *o)
     coopreduce_status st = coopreduce_set_method(dev->handle, o->method);
     if (st != COOPREDUCE_SUCCESS) {
         cli_error("cannot select method %s: %s", coopreduce_method_name(o->method),
-                    cli_library_message(dev->handle, st));
+                  cli_library_message(dev->handle, st));
         return EXIT_ERROR;
     }
     if (o->stages > 0 && (st = coopreduce_set_stages(dev->handle, o->stages)) != COOPREDUCE_SUCCESS) {
@@ -186,8 +186,8 @@ static int gpu_sum_once(cli_device *dev, const result_kind *rk, const void *d_x,
             return RUN_FALLBACK;
         }
         cli_error("gpu:%d (%s) cannot compute %s of %s: %s", dev->ordinal, dev->name,
-                    coopreduce_op_name(rk->op), coopreduce_dtype_name(rk->dtype),
-                    cli_library_message(dev->handle, st));
+                  coopreduce_op_name(rk->op), coopreduce_dtype_name(rk->dtype),
+                  cli_library_message(dev->handle, st));
         return EXIT_ERROR;
     }
     if (!reduce_ok(st)) {
@@ -272,7 +272,7 @@ int sum_run_gpu(cli_device *dev, const result_kind *rk, cr_npy_array *x, cr_npy_
         }
         if (!written) {
             cli_error("the GPU %s returned without writing its result (a coopreduce bug: "
-                        "please report it)", coopreduce_op_name(rk->op));
+                      "please report it)", coopreduce_op_name(rk->op));
             goto done;
         }
     }
