@@ -139,9 +139,9 @@ int bench_cpu(const bench_options *o)
             return 1;
         }
         bench_row *a = bench_add_row(n, "float32", "stream_read", "host_us", med_r, noise_r,
-                                     n * 4.0);
+                                     (double)n * 4.0);
         bench_row *b = bench_add_row(n, "float32", "canonical", "host_us", med_s, noise_s,
-                                     n * 4.0);
+                                     (double)n * 4.0);
         if (a) a->ceiling_us = med_r;
         if (b) b->ceiling_us = med_r;
         fprintf(stderr, "  cpu n=%llu done\n", (unsigned long long)n);

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static void vreport(const char *fmt, va_list ap)
+CLI_PRINTF(1, 0) static void vreport(const char *fmt, va_list ap)
 {
     char msg[2048];
     vsnprintf(msg, sizeof msg, fmt, ap);

@@ -30,6 +30,9 @@
 #define IO_BLOCK_BYTES ((size_t)64 << 20)
 #define NPY_MAX_DIMS ((int)(sizeof(((cr_npy_array *)0)->shape) / sizeof(uint64_t)))
 
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
 {
     if (err == NULL || errlen == 0)

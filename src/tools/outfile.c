@@ -18,6 +18,9 @@
 static char pending_temp[PATH_MAX + 64];
 static volatile sig_atomic_t pending_set;
 
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
 {
     if (err == NULL || errlen == 0)
