@@ -153,8 +153,9 @@ static const char *const GEN_HELP =
     "run leaves FILE as it was (or absent) and removes the temporary file (a kill -9 may leave\n"
     "it behind, never FILE). An existing FILE is replaced only with --force, keeping its\n"
     "permissions. A symbolic link stays: the file it points to is written. A device or a named\n"
-    "pipe (/dev/null, a FIFO) is written in place and never removed; FILE - (or /dev/stdout)\n"
-    "writes to standard output, and the closing 'wrote ...' line goes to stderr instead.\n";
+    "pipe (/dev/null, a FIFO) is written in place and never removed (a block device only with\n"
+    "--force); FILE - (or /dev/stdout) writes to standard output, and the closing 'wrote ...'\n"
+    "line goes to stderr instead.\n";
 
 static const char *const INFO_HELP =
     "usage: coopreduce info [--json]\n"
