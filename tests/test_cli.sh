@@ -758,6 +758,18 @@ if [ "$RC" -eq 0 ] && grep -q '| 1024 | .* | uint64 | argmax | ' "$OUT" &&
 else
     fail "bench --op all --dtype all: every defined pair, no sumsq of integers (exit $RC)"
 fi
+# --json and --csv: written whole after the run; a path that cannot be written fails before it.
+rm -f "$DIR/bench.json" "$DIR/bench.csv"
+run bench --device cpu --n 1K --quick --json "$DIR/bench.json" --csv "$DIR/bench.csv"
+if [ "$RC" -eq 0 ] && grep -q '"device": "cpu"' "$DIR/bench.json" && grep -q '"method": "canonical"' "$DIR/bench.json" &&
+    [ "$(wc -l <"$DIR/bench.csv")" -eq 3 ]; then
+    pass
+else
+    fail "bench --json --csv (exit $RC)"
+fi
+expect_error "bench --json into a missing directory" bench --device cpu --n 1K --quick --json "$DIR/no/such/dir/b.json"
+if ! grep -q 'done' "$ERR"; then pass; else fail "bench --json into a missing directory fails before the run"; fi
+expect_error "gen --out ''" gen ones --n 1 --out ''
 for args in "--n 0" "--n 1,,2" "--n ten" "--n=" "--dtype f128" "--op ''" "--mode fast --op sum" \
     "--stages 0" "--stages 1,9" "--batches 2" "--batches x" "--threads -1" "--device tpu" \
     "--method fastest" "--dtype f16" "--mode exact" "extra"; do

@@ -60,8 +60,11 @@ void bench_set_device_name(const char *name);
 double bench_now_us(void);
 void bench_median_noise(double *v, int k, double *med, double *noise);
 void bench_print_table(FILE *f);
-/* The rows as JSON and CSV files (either may be NULL). Prints its own error; 0 or -1. */
-int bench_write_files(const char *json, const char *csv, const char *device);
+/* --json and --csv (either may be NULL): opened before the run, written after it, each whole
+ * or not at all. Each prints its own error; 0 or -1. */
+int bench_open_files(const char *json, const char *csv);
+int bench_write_files(const char *device);
+void bench_abort_files(void);
 
 /* bench_cpu.c: 0, or nonzero after printing an error. */
 int bench_cpu(const bench_options *o);

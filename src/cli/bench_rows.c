@@ -98,9 +98,8 @@ static void write_json(FILE *f, const char *device)
     fprintf(f, "]}\n");
 }
 
-static void write_csv(FILE *f, const char *device)
+static void write_csv(FILE *f)
 {
-    (void)device;
     fprintf(f, "n,dtype,method,deterministic,timing,median_us,noise,bytes,ceiling_us,ref_us\n");
     for (int i = 0; i < nrows; i++) {
         bench_row *r = &rows[i];
@@ -110,27 +109,55 @@ static void write_csv(FILE *f, const char *device)
     }
 }
 
-static int write_one(const char *path, void (*write)(FILE *, const char *), const char *device)
+/* The result files, opened before the benchmark runs, so that a path that cannot be written
+ * fails at once rather than after minutes of timing. */
+static const char *out_paths[2];
+static cr_outfile outs[2];
+static int opened[2];
+
+int bench_open_files(const char *json, const char *csv)
 {
     char err[ERRLEN];
-    cr_outfile out;
-    if (cr_outfile_open(&out, path, 1, err, sizeof err) != 0) {
-        cli_error("%s", err);
-        return -1;
-    }
-    write(out.f, device);
-    if (cr_outfile_commit(&out, path, err, sizeof err) != 0) {
-        cli_error("%s", err);
-        return -1;
+    out_paths[0] = json;
+    out_paths[1] = csv;
+    for (int k = 0; k < 2; k++) {
+        if (out_paths[k] == NULL)
+            continue;
+        if (cr_outfile_open(&outs[k], out_paths[k], 1, err, sizeof err) != 0) {
+            cli_error("%s", err);
+            bench_abort_files();
+            return -1;
+        }
+        opened[k] = 1;
     }
     return 0;
 }
 
-int bench_write_files(const char *json, const char *csv, const char *device)
+void bench_abort_files(void)
 {
-    if (json != NULL && write_one(json, write_json, device) != 0)
-        return -1;
-    if (csv != NULL && write_one(csv, write_csv, device) != 0)
-        return -1;
+    for (int k = 0; k < 2; k++)
+        if (opened[k]) {
+            cr_outfile_abort(&outs[k]);
+            opened[k] = 0;
+        }
+}
+
+int bench_write_files(const char *device)
+{
+    char err[ERRLEN];
+    for (int k = 0; k < 2; k++) {
+        if (!opened[k])
+            continue;
+        if (k == 0)
+            write_json(outs[k].f, device);
+        else
+            write_csv(outs[k].f);
+        opened[k] = 0;
+        if (cr_outfile_commit(&outs[k], out_paths[k], err, sizeof err) != 0) {
+            cli_error("%s", err);
+            bench_abort_files();
+            return -1;
+        }
+    }
     return 0;
 }

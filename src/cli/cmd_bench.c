@@ -8,6 +8,7 @@
 #include "device.h"
 #include "help.h"
 #include "messages.h"
+#include "outfile.h"
 
 /* Options and defaults into *o; EXIT_OK or a printed usage error. */
 static int parse_bench_options(int argc, char **argv, bench_options *o, cli_device_kind *device,
@@ -109,6 +110,9 @@ int cmd_bench(int argc, char **argv)
 
     int gpus = 0;
     coopreduce_gpu_count(&gpus);
+    cr_outfile_remove_on_signals();
+    if (bench_open_files(json, csv) != 0)
+        return EXIT_ERROR;
     int cpu = device == CLI_DEVICE_CPU;
     if (device == CLI_DEVICE_AUTO && gpus == 0) {
         cpu = 1;
@@ -124,12 +128,12 @@ int cmd_bench(int argc, char **argv)
         snprintf(device_id, sizeof device_id, "cpu");
         rc = o.nops ? bench_ops_cpu(&o) : bench_cpu(&o);
     } else {
-        if (!CLI_BUILT_WITH_CUDA) {
-            cli_error("this build has no GPU path (built without CUDA)");
-            return EXIT_ERROR;
-        }
-        if (ordinal >= gpus) {
-            cli_error("no GPU with ordinal %d (%d found)", ordinal, gpus);
+        if (!CLI_BUILT_WITH_CUDA || ordinal >= gpus) {
+            if (!CLI_BUILT_WITH_CUDA)
+                cli_error("this build has no GPU path (built without CUDA)");
+            else
+                cli_error("no GPU with ordinal %d (%d found)", ordinal, gpus);
+            bench_abort_files();
             return EXIT_ERROR;
         }
         if (o.nn == 0) {
@@ -144,11 +148,13 @@ int cmd_bench(int argc, char **argv)
         snprintf(device_id, sizeof device_id, "gpu:%d", ordinal);
         rc = o.nops ? bench_ops_gpu(ordinal, &o) : bench_gpu(ordinal, &o);
     }
-    if (rc)
+    if (rc) {
+        bench_abort_files();
         return EXIT_ERROR;
+    }
     printf("### Sweep\n\n");
     bench_print_table(stdout);
-    if (bench_write_files(json, csv, device_id) != 0)
+    if (bench_write_files(device_id) != 0)
         return EXIT_ERROR;
     return cli_finish_stdout();
 }

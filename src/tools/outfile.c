@@ -13,10 +13,12 @@
 
 #define MAX_LINK_HOPS 40
 
-/* The temporary file a signal handler must remove: the name is complete before the file
- * exists (mkstemp fills the template, then creates it), so the handler never misses it. */
-static char pending_temp[PATH_MAX + 64];
-static volatile sig_atomic_t pending_set;
+/* The temporary files a signal handler must remove, one slot per open output: a name is
+ * complete before its file exists (mkstemp fills the template, then creates it), so the handler
+ * never misses one. */
+#define MAX_PENDING 4
+static char pending_temp[MAX_PENDING][PATH_MAX + 64];
+static volatile sig_atomic_t pending_set[MAX_PENDING];
 
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
@@ -36,8 +38,9 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 
 static void on_fatal_signal(int sig)
 {
-    if (pending_set)
-        unlink(pending_temp);
+    for (int k = 0; k < MAX_PENDING; k++)
+        if (pending_set[k])
+            unlink(pending_temp[k]);
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -125,27 +128,35 @@ static int open_temp(cr_outfile *o, const char *path, mode_t mode, char *err, si
     const char *base = o->final_path + dir_len;
     if (strlen(base) > 200)
         base = "coopreduce-output";
-    if (dir_len + strlen(base) + 16 > sizeof pending_temp) {
+    int slot = 0;
+    while (slot < MAX_PENDING && pending_set[slot])
+        slot++;
+    if (slot == MAX_PENDING) {
+        set_err(err, errlen, "cannot create %s: too many output files open at once", path);
+        return -1;
+    }
+    char *temp = pending_temp[slot];
+    if (dir_len + strlen(base) + 16 > sizeof pending_temp[slot]) {
         set_err(err, errlen, "cannot create %s: %s", path, strerror(ENAMETOOLONG));
         return -1;
     }
-    pending_set = 0;
-    snprintf(pending_temp, sizeof pending_temp, "%.*s.%s.tmp-XXXXXX", (int)dir_len,
-             o->final_path, base);
-    pending_set = 1;
-    int fd = mkstemp(pending_temp);
+    snprintf(temp, sizeof pending_temp[slot], "%.*s.%s.tmp-XXXXXX", (int)dir_len, o->final_path,
+             base);
+    pending_set[slot] = 1;
+    int fd = mkstemp(temp);
     if (fd < 0) {
-        pending_set = 0;
+        pending_set[slot] = 0;
         set_err(err, errlen, "cannot create %s: %s", path, strerror(errno));
         return -1;
     }
-    o->temp_path = copy_string(pending_temp);
+    o->slot = slot;
+    o->temp_path = copy_string(temp);
     if (o->temp_path == NULL || fchmod(fd, mode) != 0 || (o->f = fdopen(fd, "wb")) == NULL) {
         set_err(err, errlen, "cannot create %s: %s", path,
                 o->temp_path == NULL ? "out of memory" : strerror(errno));
         close(fd);
-        unlink(pending_temp);
-        pending_set = 0;
+        unlink(temp);
+        pending_set[slot] = 0;
         free(o->temp_path);
         o->temp_path = NULL;
         return -1;
@@ -158,6 +169,10 @@ int cr_outfile_open(cr_outfile *o, const char *path, int replace, char *err, siz
     memset(o, 0, sizeof *o);
     if (err != NULL && errlen > 0)
         err[0] = '\0';
+    if (path[0] == '\0') {
+        set_err(err, errlen, "an empty file name");
+        return -1;
+    }
     if (strcmp(path, "-") == 0) {
         o->f = stdout;
         o->is_stdout = 1;
@@ -219,9 +234,10 @@ void cr_outfile_abort(cr_outfile *o)
 {
     if (o->f != NULL && !o->is_stdout)
         fclose(o->f);
-    if (o->temp_path != NULL)
+    if (o->temp_path != NULL) {
         unlink(o->temp_path);
-    pending_set = 0;
+        pending_set[o->slot] = 0;
+    }
     release(o);
 }
 
@@ -275,7 +291,7 @@ int cr_outfile_commit(cr_outfile *o, const char *path, char *err, size_t errlen)
     }
     if (rc != 0)
         unlink(o->temp_path);
-    pending_set = 0;
+    pending_set[o->slot] = 0;
     release(o);
     return rc;
 }

@@ -23,6 +23,7 @@ typedef struct {
     char *temp_path;  /* the temporary file, or NULL when writing in place */
     int is_stdout;
     int replace;      /* an existing file at final_path may be replaced */
+    int slot;         /* the signal handler's record of temp_path */
 } cr_outfile;
 
 /* Opens `path` for writing. Returns 0; -1 with a one-line message in err; -2 when the path is an
@@ -40,8 +41,8 @@ void cr_outfile_abort(cr_outfile *o);
  * the file stdout is redirected to), so that a program can keep its messages out of it. */
 int cr_outfile_is_stdout(const cr_outfile *o);
 
-/* Installs handlers for SIGINT, SIGTERM and SIGHUP that remove the pending temporary file
- * before the process dies of the signal. */
+/* Installs handlers for SIGINT, SIGTERM and SIGHUP that remove the pending temporary files
+ * (of up to four outputs open at once) before the process dies of the signal. */
 void cr_outfile_remove_on_signals(void);
 
 #endif
