@@ -86,8 +86,9 @@ int cmd_gen(int argc, char **argv)
         cr_outfile_abort(&out);
         return EXIT_ERROR;
     }
-    int wrc = out_path != NULL ? cr_npy_write_stream(out.f, path, a.data, n, dtype, err, sizeof err)
-                               : cr_raw_write_stream(out.f, path, a.data, n, dtype, err, sizeof err);
+    int wrc = out_path != NULL
+                  ? cr_npy_write_stream(out.f, path, a.data, n, dtype, err, sizeof err)
+                  : cr_raw_write_stream(out.f, path, a.data, n, dtype, err, sizeof err);
     cr_npy_free(&a);
     /* Standard output carries the data: the closing line goes to stderr. */
     FILE *report = cr_outfile_is_stdout(&out) ? stderr : stdout;

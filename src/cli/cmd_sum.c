@@ -313,8 +313,8 @@ int cmd_sum(int argc, char **argv)
     if (rc == EXIT_OK && dev.is_gpu) {
         /* auto may fall back to the CPU for what the GPU cannot compute yet, but not when a
          * GPU method or option was asked for. */
-        int may_fall_back = o.device == CLI_DEVICE_AUTO && o.method == COOPREDUCE_METHOD_CANONICAL &&
-                            gpu_option == NULL;
+        int may_fall_back = o.device == CLI_DEVICE_AUTO &&
+                            o.method == COOPREDUCE_METHOD_CANONICAL && gpu_option == NULL;
         rc = sum_run_gpu(&dev, &rk, &in.array, y, o.method, o.repeat, may_fall_back, &res);
         if (rc == RUN_FALLBACK) {
             rc = sum_fall_back_to_cpu(&dev, &o, &res);

@@ -126,7 +126,8 @@ int sum_configure_handle(cli_device *dev, const sum_options *o)
 {
     coopreduce_status st = coopreduce_set_mode(dev->handle, o->mode);
     if (st != COOPREDUCE_SUCCESS) {
-        cli_error("--mode %s: %s", coopreduce_mode_name(o->mode), cli_library_message(dev->handle, st));
+        cli_error("--mode %s: %s", coopreduce_mode_name(o->mode),
+                  cli_library_message(dev->handle, st));
         return EXIT_ERROR;
     }
     st = coopreduce_set_narrow_result(dev->handle, o->narrow);

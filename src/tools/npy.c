@@ -138,26 +138,28 @@ static int read_data(FILE *f, const char *path, coopreduce_dtype dtype, uint64_t
     size_t elem = cr_dtype_size(dtype);
     if (count > (uint64_t)SIZE_MAX / elem) {
         cr_npy_set_err(err, errlen, "%s: %llu elements do not fit in memory addresses", path,
-                (unsigned long long)count);
+                       (unsigned long long)count);
         return -1;
     }
     size_t bytes = (size_t)count * elem;
     /* Check before allocating: a wrong shape must not cost a multi-GB allocation. */
     if ((unsigned long long)file_bytes_left < (unsigned long long)bytes) {
-        cr_npy_set_err(err, errlen, "%s is truncated: the shape needs %llu data bytes but the file has %lld",
-                path, (unsigned long long)bytes, file_bytes_left);
+        cr_npy_set_err(err, errlen,
+                       "%s is truncated: the shape needs %llu data bytes but the file has %lld",
+                       path, (unsigned long long)bytes, file_bytes_left);
         return -1;
     }
     if ((unsigned long long)file_bytes_left > (unsigned long long)bytes) {
-        cr_npy_set_err(err, errlen, "%s has %llu bytes of extra data after the %llu the shape needs", path,
-                (unsigned long long)file_bytes_left - (unsigned long long)bytes,
-                (unsigned long long)bytes);
+        cr_npy_set_err(err, errlen,
+                       "%s has %llu bytes of extra data after the %llu the shape needs", path,
+                       (unsigned long long)file_bytes_left - (unsigned long long)bytes,
+                       (unsigned long long)bytes);
         return -1;
     }
     void *data = alloc_aligned(bytes);
     if (data == NULL) {
         cr_npy_set_err(err, errlen, "%s: cannot allocate %zu bytes for %llu elements", path, bytes,
-                (unsigned long long)count);
+                       (unsigned long long)count);
         return -1;
     }
     size_t got = read_fully(f, data, bytes);
@@ -166,13 +168,14 @@ static int read_data(FILE *f, const char *path, coopreduce_dtype dtype, uint64_t
             cr_npy_set_err(err, errlen, "cannot read %s: %s", path, strerror(errno));
         else
             cr_npy_set_err(err, errlen,
-                    "%s is truncated: the shape needs %zu data bytes but the file has %zu", path,
-                    bytes, got);
+                           "%s is truncated: the shape needs %zu data bytes but the file has %zu",
+                           path, bytes, got);
         free(data);
         return -1;
     }
     if (fgetc(f) != EOF) {
-        cr_npy_set_err(err, errlen, "%s has extra data after the %zu bytes the shape needs", path, bytes);
+        cr_npy_set_err(err, errlen,
+                       "%s has extra data after the %zu bytes the shape needs", path, bytes);
         free(data);
         return -1;
     }
@@ -209,8 +212,9 @@ static int read_growing(FILE *f, const char *name, uint64_t max, void **data_out
         uint64_t next = (uint64_t)cap * 2 < max ? (uint64_t)cap * 2 : max;
         void *bigger = next <= SIZE_MAX ? alloc_aligned((size_t)next) : NULL;
         if (bigger == NULL) {
-            cr_npy_set_err(err, errlen, "%s: cannot allocate %llu bytes for the data read so far", name,
-                    (unsigned long long)next);
+            cr_npy_set_err(err, errlen,
+                           "%s: cannot allocate %llu bytes for the data read so far", name,
+                           (unsigned long long)next);
             free(data);
             return -1;
         }
@@ -267,8 +271,9 @@ static int read_stream_data(FILE *f, const char *name, coopreduce_dtype dtype, u
         char want[40], limit[40];
         describe_bytes(bytes, want, sizeof want);
         describe_bytes(max_stream_bytes, limit, sizeof limit);
-        cr_npy_set_err(err, errlen, "%s: the .npy header declares %s of data, more than the %s limit "
-                "for a stream", name, want, limit);
+        cr_npy_set_err(err, errlen,
+                       "%s: the .npy header declares %s of data, more than the %s limit "
+                       "for a stream", name, want, limit);
         return -2;
     }
     void *data = NULL;
@@ -276,14 +281,15 @@ static int read_stream_data(FILE *f, const char *name, coopreduce_dtype dtype, u
     if (read_growing(f, name, bytes, &data, &got, err, errlen) != 0)
         return -1;
     if (got < bytes) {
-        cr_npy_set_err(err, errlen, "%s is truncated: the shape needs %llu data bytes but the stream "
-                "ended after %zu", name, (unsigned long long)bytes, got);
+        cr_npy_set_err(err, errlen,
+                       "%s is truncated: the shape needs %llu data bytes but the stream "
+                       "ended after %zu", name, (unsigned long long)bytes, got);
         free(data);
         return -1;
     }
     if (fgetc(f) != EOF) {
         cr_npy_set_err(err, errlen, "%s has extra data after the %llu bytes the shape needs", name,
-                (unsigned long long)bytes);
+                       (unsigned long long)bytes);
         free(data);
         return -1;
     }
@@ -317,7 +323,8 @@ int cr_npy_read_stream(FILE *f, const char *name, uint64_t max_stream_bytes, cr_
         else if (got < NPY_MAGIC_LEN && memcmp(prefix, NPY_MAGIC, got) != 0)
             cr_npy_set_err(err, errlen, "%s is not a .npy file (bad magic string)", path);
         else
-            cr_npy_set_err(err, errlen, "%s is truncated: the file ends inside the .npy preamble", path);
+            cr_npy_set_err(err, errlen,
+                           "%s is truncated: the file ends inside the .npy preamble", path);
         goto done;
     }
     if (memcmp(prefix, NPY_MAGIC, NPY_MAGIC_LEN) != 0) {
@@ -326,22 +333,25 @@ int cr_npy_read_stream(FILE *f, const char *name, uint64_t max_stream_bytes, cr_
     }
     int major = prefix[6], minor = prefix[7];
     if (major < 1 || major > 3 || minor != 0) {
-        cr_npy_set_err(err, errlen, "%s: unsupported .npy format version %d.%d (supported: 1.0, 2.0, 3.0)",
-                path, major, minor);
+        cr_npy_set_err(err, errlen,
+                       "%s: unsupported .npy format version %d.%d (supported: 1.0, 2.0, 3.0)",
+                       path, major, minor);
         goto done;
     }
     size_t len_bytes = major == 1 ? 2 : 4;
     unsigned char len_field[4];
     if (read_fully(f, len_field, len_bytes) < len_bytes) {
-        cr_npy_set_err(err, errlen, "%s is truncated: the file ends inside the .npy preamble", path);
+        cr_npy_set_err(err, errlen,
+                       "%s is truncated: the file ends inside the .npy preamble", path);
         goto done;
     }
     uint32_t header_len = (uint32_t)len_field[0] | (uint32_t)len_field[1] << 8;
     if (len_bytes == 4)
         header_len |= (uint32_t)len_field[2] << 16 | (uint32_t)len_field[3] << 24;
     if (header_len > NPY_MAX_HEADER_BYTES) {
-        cr_npy_set_err(err, errlen, "%s: .npy header length %u is implausibly large (corrupt file?)",
-                path, (unsigned)header_len);
+        cr_npy_set_err(err, errlen,
+                       "%s: .npy header length %u is implausibly large (corrupt file?)",
+                       path, (unsigned)header_len);
         goto done;
     }
     header = malloc((size_t)header_len + 1);
@@ -354,8 +364,9 @@ int cr_npy_read_stream(FILE *f, const char *name, uint64_t max_stream_bytes, cr_
         if (ferror(f))
             cr_npy_set_err(err, errlen, "cannot read %s: %s", path, strerror(errno));
         else
-            cr_npy_set_err(err, errlen, "%s is truncated: the header says %u bytes, the file has %zu",
-                    path, (unsigned)header_len, got);
+            cr_npy_set_err(err, errlen,
+                           "%s is truncated: the header says %u bytes, the file has %zu",
+                           path, (unsigned)header_len, got);
         goto done;
     }
     header[header_len] = '\0';
@@ -375,21 +386,23 @@ int cr_npy_read_stream(FILE *f, const char *name, uint64_t max_stream_bytes, cr_
     coopreduce_dtype dtype;
     int file_le;
     if (!h.descr_is_string) {
-        cr_npy_set_err(err, errlen, "unsupported dtype (structured) in %s (supported: " SUPPORTED_DTYPES
-                ")", path);
+        cr_npy_set_err(err, errlen,
+                       "unsupported dtype (structured) in %s (supported: " SUPPORTED_DTYPES
+                       ")", path);
         goto done;
     }
     int drc = cr_npy_dtype_from_descr(h.descr, &dtype, &file_le);
     if (drc == -2) {
         cr_npy_set_err(err, errlen,
-                "unsupported dtype '%s' in %s: big-endian %s is not supported, only "
-                "little-endian '<%s' (numpy: a.astype('<%s'))", h.descr, path,
-                cr_npy_dtype_label(dtype), h.descr + 1, h.descr + 1);
+                       "unsupported dtype '%s' in %s: big-endian %s is not supported, only "
+                       "little-endian '<%s' (numpy: a.astype('<%s'))", h.descr, path,
+                       cr_npy_dtype_label(dtype), h.descr + 1, h.descr + 1);
         goto done;
     }
     if (drc != 0) {
-        cr_npy_set_err(err, errlen, "unsupported dtype '%s' in %s (supported: " SUPPORTED_DTYPES ")",
-                h.descr, path);
+        cr_npy_set_err(err, errlen,
+                       "unsupported dtype '%s' in %s (supported: " SUPPORTED_DTYPES ")",
+                       h.descr, path);
         goto done;
     }
 
@@ -403,7 +416,8 @@ int cr_npy_read_stream(FILE *f, const char *name, uint64_t max_stream_bytes, cr_
     } else {
         for (int d = 0; d < h.ndim; d++) {
             if (count > UINT64_MAX / h.shape[d]) {
-                cr_npy_set_err(err, errlen, "%s: shape overflows: the element count exceeds 2^64", path);
+                cr_npy_set_err(err, errlen,
+                               "%s: shape overflows: the element count exceeds 2^64", path);
                 goto done;
             }
             count *= h.shape[d];
@@ -472,8 +486,8 @@ int cr_raw_read_stream(FILE *f, const char *name, coopreduce_dtype dtype,
     if (size >= 0) {
         if ((unsigned long long)size % elem != 0) {
             cr_npy_set_err(err, errlen,
-                    "%s: size %lld bytes is not a multiple of the %zu-byte %s element size", path,
-                    size, elem, cr_npy_dtype_label(dtype));
+                           "%s: size %lld bytes is not a multiple of the %zu-byte %s element size",
+                           path, size, elem, cr_npy_dtype_label(dtype));
             return -1;
         }
         rc = read_data(f, path, dtype, (uint64_t)size / elem, 1, size, out, err, errlen);
@@ -485,14 +499,15 @@ int cr_raw_read_stream(FILE *f, const char *name, coopreduce_dtype dtype,
         if (bytes == max_stream_bytes && fgetc(f) != EOF) {
             char limit[40];
             describe_bytes(max_stream_bytes, limit, sizeof limit);
-            cr_npy_set_err(err, errlen, "%s: more than %s of data, the limit for a stream", path, limit);
+            cr_npy_set_err(err, errlen,
+                           "%s: more than %s of data, the limit for a stream", path, limit);
             free(data);
             return -2;
         }
         if (bytes % elem != 0) {
             cr_npy_set_err(err, errlen,
-                    "%s: size %zu bytes is not a multiple of the %zu-byte %s element size", path,
-                    bytes, elem, cr_npy_dtype_label(dtype));
+                           "%s: size %zu bytes is not a multiple of the %zu-byte %s element size",
+                           path, bytes, elem, cr_npy_dtype_label(dtype));
             free(data);
             return -1;
         }

@@ -59,8 +59,9 @@ static int check_write(const char *name, const void *data, uint64_t n, coopreduc
         return -1;
     }
     if (npy && (*code = cr_dtype(dtype)->npy) == NULL) {
-        cr_npy_set_err(err, errlen, "%s: NumPy has no %s type, so a .npy file cannot hold it (write a "
-                "raw file instead)", name, cr_npy_dtype_label(dtype));
+        cr_npy_set_err(err, errlen,
+                       "%s: NumPy has no %s type, so a .npy file cannot hold it (write a "
+                       "raw file instead)", name, cr_npy_dtype_label(dtype));
         return -1;
     }
     if (n > (uint64_t)SIZE_MAX / elem) {
