@@ -3,14 +3,19 @@
  * Usage: test_npy SCRATCH_DIR. Every input file is written here byte by byte, so the test
  * needs no NumPy and pins the exact format details: header versions 1.0, 2.0 and 3.0, byte
  * orders, Fortran order, shapes (), (0,) and 2-D, int32 ('<i4' only), float16, int64, uint32 and
- * uint64 (little-endian only), bfloat16 (raw only), and each way a file can be wrong. */
+ * uint64 (little-endian only), bfloat16 (raw only), and each way a file can be wrong; streams
+ * (pipes) read as the data arrives, with a limit; writers that never remove what they did not
+ * create. */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "npy.h"
 
@@ -560,6 +565,210 @@ static void test_raw(void)
           "raw size not a multiple of 8 accepted: '%s'", err);
 }
 
+/* ---------------------------------------------------------------- streams */
+
+/* A pipe fed by a thread: `len` bytes of `bytes`, then end of file. The reader may stop early;
+ * the writer then fails with EPIPE (SIGPIPE is ignored) and stops. */
+typedef struct {
+    int fd;
+    const unsigned char *bytes;
+    size_t len;
+    pthread_t thread;
+} feeder;
+
+static void *feed(void *arg)
+{
+    feeder *f = arg;
+    size_t done = 0;
+    while (done < f->len) {
+        ssize_t n = write(f->fd, f->bytes + done, f->len - done);
+        if (n <= 0)
+            break;
+        done += (size_t)n;
+    }
+    close(f->fd);
+    return NULL;
+}
+
+static FILE *pipe_of(feeder *f, const void *bytes, size_t len)
+{
+    int fds[2];
+    if (pipe(fds) != 0) {
+        fprintf(stderr, "test_npy: pipe: %s\n", strerror(errno));
+        exit(2);
+    }
+    f->fd = fds[1];
+    f->bytes = bytes;
+    f->len = len;
+    if (pthread_create(&f->thread, NULL, feed, f) != 0) {
+        fprintf(stderr, "test_npy: pthread_create failed\n");
+        exit(2);
+    }
+    return fdopen(fds[0], "rb");
+}
+
+static void close_pipe(feeder *f, FILE *r)
+{
+    fclose(r);
+    pthread_join(f->thread, NULL);
+}
+
+static void test_streams(void)
+{
+    static unsigned char buf[(3 << 20) + 4096];
+    char err[512];
+    cr_npy_array a;
+    feeder fd;
+    const float four[4] = {1, 2, 3, 4};
+
+    /* A .npy through a pipe reads as it does from a file. */
+    size_t len = build_npy(buf, sizeof buf, 1,
+                           "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", four,
+                           sizeof four);
+    FILE *r = pipe_of(&fd, buf, len);
+    int rc = cr_npy_read_stream(r, "pipe", CR_DEFAULT_MAX_STREAM_BYTES, &a, err, sizeof err);
+    close_pipe(&fd, r);
+    CHECK(rc == 0 && a.n == 4 && memcmp(a.data, four, sizeof four) == 0, "piped .npy: %s", err);
+    cr_npy_free(&a);
+
+    /* A header claiming 2^60 elements fails at once with -2, naming the limit. */
+    len = build_npy(buf, sizeof buf, 1,
+                    "{'descr': '<f4', 'fortran_order': False, 'shape': (1152921504606846976,), }",
+                    four, sizeof four);
+    r = pipe_of(&fd, buf, len);
+    rc = cr_npy_read_stream(r, "pipe", CR_DEFAULT_MAX_STREAM_BYTES, &a, err, sizeof err);
+    close_pipe(&fd, r);
+    CHECK(rc == -2 && a.data == NULL && strstr(err, "limit") != NULL, "2^60 claimed: %d '%s'",
+          rc, err);
+
+    /* Within a generous limit, a claim of 256 GiB with 16 bytes behind it reserves nothing: the
+     * data is read as it comes, and it is short. */
+    len = build_npy(buf, sizeof buf, 1,
+                    "{'descr': '<f4', 'fortran_order': False, 'shape': (68719476736,), }", four,
+                    sizeof four);
+    r = pipe_of(&fd, buf, len);
+    rc = cr_npy_read_stream(r, "pipe", UINT64_C(1) << 40, &a, err, sizeof err);
+    close_pipe(&fd, r);
+    CHECK(rc == -1 && a.data == NULL && strstr(err, "truncated") != NULL &&
+              strstr(err, "after 16") != NULL,
+          "256 GiB claimed, 16 bytes sent: %d '%s'", rc, err);
+
+    /* More data than the header says, from a pipe. */
+    len = build_npy(buf, sizeof buf, 1,
+                    "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", four, sizeof four);
+    r = pipe_of(&fd, buf, len);
+    rc = cr_npy_read_stream(r, "pipe", CR_DEFAULT_MAX_STREAM_BYTES, &a, err, sizeof err);
+    close_pipe(&fd, r);
+    CHECK(rc == -1 && strstr(err, "extra") != NULL, "extra piped data: %d '%s'", rc, err);
+
+    /* Raw data through a pipe: several growth steps, then exactly at and just over the limit. */
+    for (size_t k = 0; k < sizeof buf; k++)
+        buf[k] = (unsigned char)(k * 7 + 1);
+    const size_t raw_len = (size_t)(3 << 20) + 4;
+    r = pipe_of(&fd, buf, raw_len);
+    rc = cr_raw_read_stream(r, "pipe", COOPREDUCE_FLOAT32, CR_DEFAULT_MAX_STREAM_BYTES, &a, err,
+                            sizeof err);
+    close_pipe(&fd, r);
+    CHECK(rc == 0 && a.n == raw_len / 4 && memcmp(a.data, buf, raw_len) == 0 &&
+              (uintptr_t)a.data % 64 == 0,
+          "3 MiB + 4 bytes piped raw: %s", err);
+    cr_npy_free(&a);
+    r = pipe_of(&fd, buf, raw_len);
+    rc = cr_raw_read_stream(r, "pipe", COOPREDUCE_FLOAT32, raw_len, &a, err, sizeof err);
+    close_pipe(&fd, r);
+    CHECK(rc == 0 && a.n == raw_len / 4, "raw exactly at the limit: %s", err);
+    cr_npy_free(&a);
+    r = pipe_of(&fd, buf, raw_len);
+    rc = cr_raw_read_stream(r, "pipe", COOPREDUCE_FLOAT32, raw_len - 4, &a, err, sizeof err);
+    close_pipe(&fd, r);
+    CHECK(rc == -2 && a.data == NULL && strstr(err, "limit") != NULL,
+          "raw 4 bytes over the limit: %d '%s'", rc, err);
+    r = pipe_of(&fd, buf, 6);
+    rc = cr_raw_read_stream(r, "pipe", COOPREDUCE_FLOAT32, 1 << 20, &a, err, sizeof err);
+    close_pipe(&fd, r);
+    CHECK(rc == -1 && strstr(err, "multiple") != NULL, "6 piped bytes of float32: '%s'", err);
+
+    /* A regular file opened by the caller, read from where its position is. */
+    const float f3[3] = {1.0f, 2.0f, 4.0f};
+    write_bytes("offset.raw", "skip", 4);
+    FILE *w = fopen(path_of("offset.raw"), "ab");
+    CHECK(w != NULL && fwrite(f3, sizeof f3, 1, w) == 1 && fclose(w) == 0, "appending");
+    r = fopen(path_of("offset.raw"), "rb");
+    char skip[4];
+    CHECK(r != NULL && fread(skip, 1, 4, r) == 4, "skipping");
+    rc = r ? cr_raw_read_stream(r, "offset.raw", COOPREDUCE_FLOAT32, 0, &a, err, sizeof err) : -1;
+    if (r)
+        fclose(r);
+    CHECK(rc == 0 && a.n == 3 && memcmp(a.data, f3, sizeof f3) == 0,
+          "a regular file from its position, whatever the stream limit: %s", err);
+    cr_npy_free(&a);
+}
+
+/* ---------------------------------------------------------------- writers */
+
+static int count_temp_files(void)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -c '\\.tmp-'", scratch);
+    FILE *p = popen(cmd, "r");
+    int count = -1;
+    if (p != NULL) {
+        if (fscanf(p, "%d", &count) != 1)
+            count = -1;
+        pclose(p);
+    }
+    return count;
+}
+
+static void test_writers(void)
+{
+    const double d[3] = {0.5, -2.0, 8.0};
+    char err[512];
+    cr_npy_array a;
+
+    /* To open streams: the .npy image and raw elements, read back. */
+    FILE *f = fopen(path_of("stream.npy"), "wb");
+    int rc = f ? cr_npy_write_stream(f, "stream.npy", d, 3, COOPREDUCE_FLOAT64, err, sizeof err) : -1;
+    CHECK(f != NULL && rc == 0 && fclose(f) == 0, "npy to a stream: %s", err);
+    rc = cr_npy_read(path_of("stream.npy"), &a, err, sizeof err);
+    CHECK(rc == 0 && a.n == 3 && memcmp(a.data, d, sizeof d) == 0, "read back: %s", err);
+    cr_npy_free(&a);
+    f = fopen(path_of("stream.raw"), "wb");
+    rc = f ? cr_raw_write_stream(f, "stream.raw", d, 3, COOPREDUCE_FLOAT64, err, sizeof err) : -1;
+    CHECK(f != NULL && rc == 0 && fclose(f) == 0, "raw to a stream: %s", err);
+    rc = cr_raw_read(path_of("stream.raw"), COOPREDUCE_FLOAT64, &a, err, sizeof err);
+    CHECK(rc == 0 && a.n == 3 && memcmp(a.data, d, sizeof d) == 0, "raw read back: %s", err);
+    cr_npy_free(&a);
+
+    /* cr_npy_write replaces an existing file whole, and leaves no temporary file. */
+    write_bytes("replaced.npy", "old", 3);
+    rc = cr_npy_write(path_of("replaced.npy"), d, 3, COOPREDUCE_FLOAT64, err, sizeof err);
+    CHECK(rc == 0, "replacing: %s", err);
+    rc = cr_npy_read(path_of("replaced.npy"), &a, err, sizeof err);
+    CHECK(rc == 0 && a.n == 3, "replaced file: %s", err);
+    cr_npy_free(&a);
+
+    /* A failed write removes nothing it did not create: a link to /dev/full stays. */
+    unlink(path_of("full.npy"));
+    if (symlink("/dev/full", path_of("full.npy")) == 0) {
+        rc = cr_npy_write(path_of("full.npy"), d, 3, COOPREDUCE_FLOAT64, err, sizeof err);
+        struct stat st;
+        CHECK(rc == -1 && lstat(path_of("full.npy"), &st) == 0 && S_ISLNK(st.st_mode) &&
+                  stat("/dev/full", &st) == 0 && S_ISCHR(st.st_mode),
+              "write into /dev/full through a link: %d '%s'", rc, err);
+    }
+    /* Nor does a failure to write a .npy of bfloat16 touch the path. */
+    write_bytes("kept.npy", "kept", 4);
+    rc = cr_npy_write(path_of("kept.npy"), d, 3, COOPREDUCE_BFLOAT16, err, sizeof err);
+    FILE *k = fopen(path_of("kept.npy"), "rb");
+    char kept[8] = "";
+    size_t got = k ? fread(kept, 1, sizeof kept, k) : 0;
+    if (k)
+        fclose(k);
+    CHECK(rc == -1 && got == 4 && memcmp(kept, "kept", 4) == 0, "bfloat16 .npy refused, file kept");
+    CHECK(count_temp_files() == 0, "temporary files left in %s", scratch);
+}
+
 /* ---------------------------------------------------------------- errors */
 
 /* Expects a failure with a one-line message naming the file (and `must_contain`, if given). */
@@ -676,6 +885,7 @@ int main(int argc, char **argv)
         return 2;
     }
     scratch = argv[1];
+    signal(SIGPIPE, SIG_IGN); /* a reader that stops early: its feeder sees EPIPE instead */
     if (mkdir_p(scratch) != 0) {
         fprintf(stderr, "test_npy: cannot create %s: %s\n", scratch, strerror(errno));
         return 2;
@@ -690,6 +900,8 @@ int main(int argc, char **argv)
     test_int32();
     test_new_types();
     test_errors();
+    test_streams();
+    test_writers();
     printf("test_npy: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

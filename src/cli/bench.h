@@ -1,6 +1,77 @@
-/* bench.h — `coopreduce bench`: the benchmark (see docs/PERF.md). */
+/* bench.h — `coopreduce bench` (docs/PERF.md): what its parts share. cmd_bench.c parses the
+ * options and prints the tables; bench_cpu.c and bench_gpu.c time; bench_rows.c keeps the rows.
+ *
+ * Method: uniform random data; one warm-up, then B batches of K back-to-back calls between two
+ * CUDA events (K sized so a batch lasts about 2 ms); per-call time = batch time / K; the median
+ * over batches is reported, with the noise (max - min) / median. The input buffer is reused, so
+ * data that fits in L2 is measured hot ("hot-L2", what back-to-back callers see); --cold flushes
+ * L2 before every single call and times each call alone. Latency to a host result is host wall
+ * time per synchronous call, median of many. On the CPU: host wall time against a streaming
+ * read of the same bytes on the same threads.
+ *
+ * Ratios, never absolutes, are what to compare: a lent GPU differs from day to day. */
 #ifndef COOPREDUCE_CLI_BENCH_H
 #define COOPREDUCE_CLI_BENCH_H
-/* argv[0] is "bench". Returns the process exit code. */
-int cli_bench_main(int argc, char **argv);
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "coopreduce.h"
+
+#define BENCH_MAX_N 64
+#define BENCH_MAX_LIST 32  /* items of --dtype, --op, --mode, --method */
+#define BENCH_MAX_STAGES 8
+#define BENCH_MAX_ROWS 4096
+
+typedef struct {
+    uint64_t ns[BENCH_MAX_N];
+    int nn;
+    coopreduce_dtype dtypes[BENCH_MAX_LIST];
+    int nd;
+    coopreduce_op ops[BENCH_MAX_LIST];
+    int nops;                 /* 0: the method sweep, not the operations */
+    coopreduce_mode modes[BENCH_MAX_LIST];
+    int nmodes;
+    coopreduce_method methods[BENCH_MAX_LIST];
+    int nm;
+    int stages[BENCH_MAX_STAGES]; /* --stages: the pipeline method once per count */
+    int nstages;
+    int quick, cold, host_latency, extras, batches, threads;
+} bench_options;
+
+typedef struct {
+    uint64_t n;
+    const char *dtype;
+    const char *method;
+    const char *kind;   /* "gpu_us" (events) or "host_us" (wall clock, result on the host) */
+    double us, noise;   /* median time per call, relative spread */
+    double bytes;       /* bytes the call must read (copy: read + write) */
+    double ceiling_us;  /* the float4 read kernel (or CPU streaming read) on the same bytes */
+    double ref_us;      /* CUB (or, for host latency, launch + sync) */
+    int det;            /* coopreduce methods: 1/0 = deterministic or not; -1: a baseline */
+} bench_row;
+
+/* bench_rows.c */
+bench_row *bench_add_row(uint64_t n, const char *dtype, const char *method, const char *kind,
+                         double us, double noise, double bytes);
+/* "sum" or "sum/exact", kept as long as the rows. */
+const char *bench_op_label(coopreduce_op op, coopreduce_mode mode);
+void bench_set_device_name(const char *name);
+double bench_now_us(void);
+void bench_median_noise(double *v, int k, double *med, double *noise);
+void bench_print_table(FILE *f);
+/* --json and --csv (either may be NULL): opened before the run, written after it, each whole
+ * or not at all. Each prints its own error; 0 or -1. */
+int bench_open_files(const char *json, const char *csv);
+int bench_write_files(const char *device);
+void bench_abort_files(void);
+
+/* bench_cpu.c: 0, or nonzero after printing an error. */
+int bench_cpu(const bench_options *o);
+int bench_ops_cpu(const bench_options *o);
+
+/* bench_gpu.c: 0, or nonzero after printing an error (always, in a build without CUDA). */
+int bench_gpu(int ordinal, const bench_options *o);
+int bench_ops_gpu(int ordinal, const bench_options *o);
+
 #endif

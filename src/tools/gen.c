@@ -14,6 +14,7 @@
 /* The library's 16-bit conversions (header-only, static inline): the generator rounds exactly as
  * the library narrows its results. */
 #include "../core/values.h"
+#include "../core/dtype.h"
 
 /* ---------------------------------------------------------------- hashing */
 
@@ -172,17 +173,6 @@ double cr_gen_from_half(uint16_t bits, coopreduce_dtype dtype)
 
 /* ---------------------------------------------------------------- filling */
 
-static int dtype_is_known(coopreduce_dtype dtype)
-{
-    switch (dtype) {
-    case COOPREDUCE_FLOAT32: case COOPREDUCE_FLOAT64: case COOPREDUCE_INT32:
-    case COOPREDUCE_FLOAT16: case COOPREDUCE_BFLOAT16: case COOPREDUCE_INT64:
-    case COOPREDUCE_UINT32: case COOPREDUCE_UINT64:
-        return 1;
-    }
-    return 0;
-}
-
 /* ones, normal and signed for the integer types: the double times 2^20 (ones: 1), truncated
  * toward zero; the caller clamps it to its type. */
 static double int_value(cr_gen_kind kind, uint64_t seed, uint64_t i)
@@ -279,6 +269,8 @@ static void fill_range(void *out, uint64_t first, uint64_t begin, uint64_t end,
             dst[k] = cr_gen_value(kind, seed, first + k);
         break;
     }
+    default: /* cr_gen_fill checked the dtype */
+        break;
     }
 }
 
@@ -303,7 +295,7 @@ static void *fill_job_run(void *arg)
 int cr_gen_fill(void *out, uint64_t first, uint64_t n, coopreduce_dtype dtype, cr_gen_kind kind,
                 uint64_t seed, int threads)
 {
-    if (!dtype_is_known(dtype) || !kind_is_known(kind))
+    if (cr_dtype(dtype) == NULL || !kind_is_known(kind))
         return -1;
     if (n == 0)
         return 0;

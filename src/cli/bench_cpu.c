@@ -1,0 +1,217 @@
+/* bench_cpu.c — the CPU benchmark: host wall time of coopreduce_reduce against a streaming read
+ * of the same bytes on the same threads. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "device.h"
+#include "gen.h"
+#include "messages.h"
+
+/* The CPU ceiling (the canonical sum, and every --op): every byte read once and added as a
+ * 64-bit integer (no floating point, so no data pattern can slow it down), four independent
+ * vector accumulators. Unsigned: the total is meaningless and wraps, as it is allowed to. */
+typedef uint64_t v8u __attribute__((vector_size(64)));
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static uint64_t stream_read_bytes(const unsigned char *x, uint64_t bytes)
+{
+    v8u a = {0}, b = {0}, c = {0}, d = {0}, t;
+    uint64_t i = 0;
+    for (; i + 256 <= bytes; i += 256) {
+        memcpy(&t, x + i, 64); a += t;
+        memcpy(&t, x + i + 64, 64); b += t;
+        memcpy(&t, x + i + 128, 64); c += t;
+        memcpy(&t, x + i + 192, 64); d += t;
+    }
+    a += b + c + d;
+    uint64_t s = 0;
+    for (int j = 0; j < 8; j++) s += a[j];
+    for (; i < bytes; i++) s += x[i];
+    return s;
+}
+
+typedef struct { const unsigned char *x; uint64_t bytes; uint64_t out; } bytes_job;
+static void *bytes_worker(void *p)
+{
+    bytes_job *j = p;
+    j->out = stream_read_bytes(j->x, j->bytes);
+    return NULL;
+}
+
+#define MAX_READ_THREADS 256
+
+/* Host wall time of reading `bytes` bytes at x on `threads` threads (64-byte aligned splits). */
+static double cpu_bytes_us(const void *x, uint64_t bytes, int threads)
+{
+    bytes_job jobs[MAX_READ_THREADS];
+    pthread_t tid[MAX_READ_THREADS];
+    int started[MAX_READ_THREADS] = {0};
+    if (threads > MAX_READ_THREADS) threads = MAX_READ_THREADS;
+    double t0 = bench_now_us();
+    for (int i = 0; i < threads; i++) {
+        uint64_t a = bytes / 64 * (uint64_t)i / (uint64_t)threads * 64;
+        uint64_t b = i + 1 == threads ? bytes
+                                      : bytes / 64 * (uint64_t)(i + 1) / (uint64_t)threads * 64;
+        jobs[i] = (bytes_job){(const unsigned char *)x + a, b - a, 0};
+        /* A thread that cannot start: its share is read here instead. */
+        if (i) started[i] = pthread_create(&tid[i], NULL, bytes_worker, &jobs[i]) == 0;
+    }
+    bytes_worker(&jobs[0]);
+    for (int i = 1; i < threads; i++) {
+        if (started[i]) pthread_join(tid[i], NULL);
+        else bytes_worker(&jobs[i]);
+    }
+    double t = bench_now_us() - t0;
+    volatile uint64_t sink = jobs[0].out;
+    (void)sink;
+    return t;
+}
+
+/* Host wall time of coopreduce_reduce(op, ...) and of the streaming read of the same `bytes`
+ * on the same threads, `reps` (<= 64) of each after one warm-up, alternating which goes first so
+ * that neither inherits the other's cache state; medians and noise. Returns nonzero when a call
+ * fails. */
+static int time_cpu_call(coopreduce_handle *h, coopreduce_op op, const void *x, const void *y,
+                         uint64_t n, coopreduce_dtype dt, uint64_t bytes, int nthreads, int reps,
+                         double *med_s, double *noise_s, double *med_r, double *noise_r)
+{
+    double ts[64], tr[64];
+    unsigned char result[16];
+    if (reps > 64) reps = 64;
+    if (coopreduce_reduce(op, x, y, result, n, dt, h, NULL)) return 1; /* warm-up */
+    cpu_bytes_us(x, bytes, nthreads);
+    for (int j = 0; j < reps; j++) {
+        if (j % 2) tr[j] = cpu_bytes_us(x, bytes, nthreads);
+        double t0 = bench_now_us();
+        if (coopreduce_reduce(op, x, y, result, n, dt, h, NULL)) return 1;
+        ts[j] = bench_now_us() - t0;
+        if (j % 2 == 0) tr[j] = cpu_bytes_us(x, bytes, nthreads);
+    }
+    bench_median_noise(ts, reps, med_s, noise_s);
+    bench_median_noise(tr, reps, med_r, noise_r);
+    return 0;
+}
+
+static uint64_t largest(const uint64_t *ns, int nn)
+{
+    uint64_t nmax = 1;
+    for (int i = 0; i < nn; i++) if (ns[i] > nmax) nmax = ns[i];
+    return nmax;
+}
+
+/* An aligned buffer of `count` elements of `elem` bytes; prints its own error. */
+static void *alloc_data(uint64_t count, size_t elem)
+{
+    void *p = NULL;
+    if (count > SIZE_MAX / elem || posix_memalign(&p, 64, (size_t)(count * elem)) != 0) {
+        cli_error("bench: cannot allocate %llu elements of %zu bytes", (unsigned long long)count,
+                  elem);
+        return NULL;
+    }
+    return p;
+}
+
+int bench_cpu(const bench_options *o)
+{
+    uint64_t nmax = largest(o->ns, o->nn);
+    int nthreads = o->threads > 0 ? o->threads : cli_online_cpus();
+    int reps = o->quick ? 5 : 9;
+    float *x = alloc_data(nmax, sizeof(float));
+    if (x == NULL) return 1;
+    cr_gen_fill(x, 0, nmax, COOPREDUCE_FLOAT32, CR_GEN_UNIFORM, 1, nthreads);
+    coopreduce_handle *h = NULL;
+    if (coopreduce_create_cpu(&h, o->threads)) {
+        cli_error("%s", coopreduce_last_error(NULL));
+        free(x);
+        return 1;
+    }
+    for (int i = 0; i < o->nn; i++) {
+        uint64_t n = o->ns[i];
+        double med_s, med_r, noise_s, noise_r;
+        if (time_cpu_call(h, COOPREDUCE_OP_SUM, x, NULL, n, COOPREDUCE_FLOAT32, n * sizeof *x,
+                          nthreads, reps, &med_s, &noise_s, &med_r, &noise_r)) {
+            cli_error("bench: %s", coopreduce_last_error(h));
+            coopreduce_destroy(h);
+            free(x);
+            return 1;
+        }
+        bench_row *a = bench_add_row(n, "float32", "stream_read", "host_us", med_r, noise_r,
+                                     (double)n * 4.0);
+        bench_row *b = bench_add_row(n, "float32", "canonical", "host_us", med_s, noise_s,
+                                     (double)n * 4.0);
+        if (a) a->ceiling_us = med_r;
+        if (b) b->ceiling_us = med_r;
+        fprintf(stderr, "  cpu n=%llu done\n", (unsigned long long)n);
+    }
+    coopreduce_destroy(h);
+    free(x);
+    return 0;
+}
+
+/* --op on the CPU: each operation (in each --mode) over each dtype and n, host wall time of
+ * coopreduce_reduce against the integer streaming read of the same bytes (both arrays for DOT),
+ * the two alternating which goes first; medians of 5 (--quick) or 9. */
+int bench_ops_cpu(const bench_options *o)
+{
+    uint64_t nmax = largest(o->ns, o->nn);
+    const int nthreads = o->threads > 0 ? o->threads : cli_online_cpus();
+    const int reps = o->quick ? 5 : 9;
+    unsigned char *x = alloc_data(2 * nmax, 8); /* x, then y for DOT */
+    if (x == NULL) return 1;
+    coopreduce_handle *h = NULL;
+    if (coopreduce_create_cpu(&h, o->threads)) {
+        cli_error("%s", coopreduce_last_error(NULL));
+        free(x);
+        return 1;
+    }
+    int rc = 1;
+    unsigned char result[16];
+    for (int d = 0; d < o->nd; d++) {
+        const coopreduce_dtype dt = o->dtypes[d];
+        const size_t es = coopreduce_dtype_size(dt);
+        const char *dname = coopreduce_dtype_name(dt);
+        if (cr_gen_fill(x, 0, 2 * nmax, dt, CR_GEN_UNIFORM, 1, nthreads)) {
+            cli_error("bench: cannot generate %s data", dname);
+            goto out;
+        }
+        for (int i = 0; i < o->nn; i++) {
+            const uint64_t n = o->ns[i];
+            for (int m = 0; m < o->nmodes; m++) {
+                if (coopreduce_set_mode(h, o->modes[m])) goto out;
+                for (int k = 0; k < o->nops; k++) {
+                    const coopreduce_op op = o->ops[k];
+                    if (!coopreduce_op_result_size(op, dt, 0, NULL)) continue; /* sumsq of ints */
+                    const int dot = op == COOPREDUCE_OP_DOT;
+                    const void *y = x + n * es;
+                    if (coopreduce_reduce(op, x, y, result, n, dt, h, NULL) != COOPREDUCE_SUCCESS) {
+                        fprintf(stderr, "bench: %s %s (%s): %s\n", coopreduce_op_name(op), dname,
+                                coopreduce_mode_name(o->modes[m]), coopreduce_last_error(h));
+                        continue;
+                    }
+                    const uint64_t bytes = n * es * (dot ? 2 : 1);
+                    double med_s, med_r, noise_s, noise_r;
+                    if (time_cpu_call(h, op, x, y, n, dt, bytes, nthreads, reps, &med_s,
+                                      &noise_s, &med_r, &noise_r))
+                        goto out;
+                    const char *name = bench_op_label(op, o->modes[m]);
+                    bench_row *r = bench_add_row(n, dname, name, "host_us", med_s, noise_s,
+                                                 (double)bytes);
+                    if (r) {
+                        r->ceiling_us = med_r;
+                        r->det = 1;
+                    }
+                }
+            }
+            fprintf(stderr, "  cpu %s n=%llu done\n", dname, (unsigned long long)n);
+        }
+    }
+    rc = 0;
+out:
+    if (rc) cli_error("bench: %s", coopreduce_last_error(h));
+    coopreduce_destroy(h);
+    free(x);
+    return rc;
+}

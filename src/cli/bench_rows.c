@@ -1,0 +1,163 @@
+/* bench_rows.c — the benchmark's rows: collected as the timings come, printed as a Markdown
+ * table, written as JSON and CSV files. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+#include "format.h"
+#include "messages.h"
+#include "outfile.h"
+
+static bench_row rows[BENCH_MAX_ROWS];
+static int nrows;
+static char device_name[300]; /* the GPU's name, for the JSON file */
+static char op_labels[BENCH_MAX_ROWS][24];
+
+bench_row *bench_add_row(uint64_t n, const char *dtype, const char *method, const char *kind,
+                         double us, double noise, double bytes)
+{
+    if (nrows >= BENCH_MAX_ROWS)
+        return NULL;
+    bench_row *r = &rows[nrows++];
+    *r = (bench_row){n, dtype, method, kind, us, noise, bytes, 0, 0, -1};
+    return r;
+}
+
+const char *bench_op_label(coopreduce_op op, coopreduce_mode mode)
+{
+    /* One label per row at most, so the slot of the next row is free. */
+    char *label = op_labels[nrows % BENCH_MAX_ROWS];
+    snprintf(label, sizeof op_labels[0], "%s%s", coopreduce_op_name(op),
+             mode == COOPREDUCE_MODE_EXACT ? "/exact" : "");
+    return label;
+}
+
+void bench_set_device_name(const char *name)
+{
+    snprintf(device_name, sizeof device_name, "%s", name);
+}
+
+double bench_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void bench_median_noise(double *v, int k, double *med, double *noise)
+{
+    qsort(v, (size_t)k, sizeof *v, cmp_double);
+    *med = k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+    *noise = *med > 0 ? (v[k - 1] - v[0]) / *med : 0;
+}
+
+void bench_print_table(FILE *f)
+{
+    fprintf(f, "| N | bytes | dtype | method | deterministic | timing | median us | noise %% | "
+               "GB/s | %% of ceiling | x CUB |\n");
+    fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int i = 0; i < nrows; i++) {
+        bench_row *r = &rows[i];
+        char ceil_s[32] = "", ref_s[32] = "", gbs[32] = "";
+        if (r->bytes > 0)
+            snprintf(gbs, sizeof gbs, "%.0f", r->bytes / (r->us * 1e3));
+        if (r->ceiling_us > 0)
+            snprintf(ceil_s, sizeof ceil_s, "%.1f", 100.0 * r->ceiling_us / r->us);
+        if (r->ref_us > 0)
+            snprintf(ref_s, sizeof ref_s, "%.2f", r->ref_us / r->us);
+        fprintf(f, "| %llu | %.0f | %s | %s | %s | %s | %.2f | %.1f | %s | %s | %s |\n",
+                (unsigned long long)r->n, r->bytes, r->dtype, r->method,
+                r->det < 0 ? "" : r->det ? "yes" : "no", r->kind, r->us, 100 * r->noise, gbs,
+                ceil_s, ref_s);
+    }
+}
+
+static void write_json(FILE *f, const char *device)
+{
+    fprintf(f, "{\"device\": ");
+    cli_print_json_string(f, device);
+    fprintf(f, ", \"device_name\": ");
+    cli_print_json_string(f, device_name);
+    fprintf(f, ", \"rows\": [\n");
+    for (int i = 0; i < nrows; i++) {
+        bench_row *r = &rows[i];
+        fprintf(f, "  {\"n\": %llu, \"dtype\": \"%s\", \"method\": \"%s\", \"timing\": \"%s\", "
+                   "\"median_us\": %.4f, \"noise\": %.4f, \"bytes\": %.0f, \"ceiling_us\": %.4f, "
+                   "\"ref_us\": %.4f, \"deterministic\": %s}%s\n",
+                (unsigned long long)r->n, r->dtype, r->method, r->kind, r->us, r->noise,
+                r->bytes, r->ceiling_us, r->ref_us,
+                r->det < 0 ? "null" : r->det ? "true" : "false", i + 1 < nrows ? "," : "");
+    }
+    fprintf(f, "]}\n");
+}
+
+static void write_csv(FILE *f)
+{
+    fprintf(f, "n,dtype,method,deterministic,timing,median_us,noise,bytes,ceiling_us,ref_us\n");
+    for (int i = 0; i < nrows; i++) {
+        bench_row *r = &rows[i];
+        fprintf(f, "%llu,%s,%s,%s,%s,%.4f,%.4f,%.0f,%.4f,%.4f\n", (unsigned long long)r->n,
+                r->dtype, r->method, r->det < 0 ? "" : r->det ? "yes" : "no", r->kind, r->us,
+                r->noise, r->bytes, r->ceiling_us, r->ref_us);
+    }
+}
+
+/* The result files, opened before the benchmark runs, so that a path that cannot be written
+ * fails at once rather than after minutes of timing. */
+static const char *out_paths[2];
+static cr_outfile outs[2];
+static int opened[2];
+
+int bench_open_files(const char *json, const char *csv)
+{
+    char err[ERRLEN];
+    out_paths[0] = json;
+    out_paths[1] = csv;
+    for (int k = 0; k < 2; k++) {
+        if (out_paths[k] == NULL)
+            continue;
+        if (cr_outfile_open(&outs[k], out_paths[k], 1, err, sizeof err) != 0) {
+            cli_error("%s", err);
+            bench_abort_files();
+            return -1;
+        }
+        opened[k] = 1;
+    }
+    return 0;
+}
+
+void bench_abort_files(void)
+{
+    for (int k = 0; k < 2; k++)
+        if (opened[k]) {
+            cr_outfile_abort(&outs[k]);
+            opened[k] = 0;
+        }
+}
+
+int bench_write_files(const char *device)
+{
+    char err[ERRLEN];
+    for (int k = 0; k < 2; k++) {
+        if (!opened[k])
+            continue;
+        if (k == 0)
+            write_json(outs[k].f, device);
+        else
+            write_csv(outs[k].f);
+        opened[k] = 0;
+        if (cr_outfile_commit(&outs[k], out_paths[k], err, sizeof err) != 0) {
+            cli_error("%s", err);
+            bench_abort_files();
+            return -1;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,160 @@
+/* cmd_bench.c — `coopreduce bench`: its options, the device, the tables (bench.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "args.h"
+#include "bench.h"
+#include "commands.h"
+#include "device.h"
+#include "help.h"
+#include "messages.h"
+#include "outfile.h"
+
+/* Options and defaults into *o; EXIT_OK or a printed usage error. */
+static int parse_bench_options(int argc, char **argv, bench_options *o, cli_device_kind *device,
+                               int *ordinal, const char **json, const char **csv)
+{
+    static const cli_option specs[] = {
+        {"device", 1}, {"quick", 0}, {"cold", 0}, {"no-host-latency", 0}, {"no-extras", 0},
+        {"n", 1}, {"method", 1}, {"stages", 1}, {"dtype", 1}, {"op", 1}, {"mode", 1},
+        {"batches", 1}, {"threads", 1}, {"json", 1}, {"csv", 1}, {NULL, 0},
+    };
+    memset(o, 0, sizeof *o);
+    o->host_latency = 1;
+    o->extras = 1;
+    o->batches = 7;
+    o->dtypes[0] = COOPREDUCE_FLOAT32;
+    o->dtypes[1] = COOPREDUCE_FLOAT64;
+    o->nd = 2;
+    o->modes[0] = COOPREDUCE_MODE_DETERMINISTIC;
+    o->nmodes = 1;
+    cli_parse_method_list("method", "all", o->methods, BENCH_MAX_LIST, &o->nm);
+    *device = CLI_DEVICE_AUTO;
+    *ordinal = 0;
+    int have_dtype = 0;
+
+    cli_args args;
+    cli_args_init(&args, argc, argv, specs);
+    const cli_option *spec;
+    const char *v;
+    int kind;
+    while ((kind = cli_args_next(&args, &spec, &v)) != CLI_ARG_END) {
+        if (kind == CLI_ARG_ERROR)
+            return EXIT_USAGE;
+        if (kind == CLI_ARG_POSITIONAL)
+            return cli_usage_error("bench takes no argument '%s' (see coopreduce bench --help)",
+                                   v);
+        const char *name = spec->name;
+        int bad = 0;
+        if (strcmp(name, "quick") == 0) o->quick = 1;
+        else if (strcmp(name, "cold") == 0) o->cold = 1;
+        else if (strcmp(name, "no-host-latency") == 0) o->host_latency = 0;
+        else if (strcmp(name, "no-extras") == 0) o->extras = 0;
+        else if (strcmp(name, "n") == 0)
+            bad = cli_parse_count_list(name, v, o->ns, BENCH_MAX_N, &o->nn);
+        else if (strcmp(name, "method") == 0)
+            bad = cli_parse_method_list(name, v, o->methods, BENCH_MAX_LIST, &o->nm);
+        else if (strcmp(name, "stages") == 0)
+            bad = cli_parse_int_list(name, v, 1, 8, o->stages, BENCH_MAX_STAGES, &o->nstages);
+        else if (strcmp(name, "dtype") == 0) {
+            bad = cli_parse_dtype_list(name, v, o->dtypes, BENCH_MAX_LIST, &o->nd);
+            have_dtype = 1;
+        } else if (strcmp(name, "op") == 0)
+            bad = cli_parse_op_list(name, v, o->ops, BENCH_MAX_LIST, &o->nops);
+        else if (strcmp(name, "mode") == 0)
+            bad = cli_parse_mode_list(name, v, o->modes, BENCH_MAX_LIST, &o->nmodes);
+        else if (strcmp(name, "batches") == 0) {
+            if (cli_parse_int(v, 3, 64, &o->batches) != 0)
+                return cli_usage_error("--batches '%s': expected 3 .. 64", v);
+        } else if (strcmp(name, "threads") == 0) {
+            if (cli_parse_int(v, 0, 1 << 16, &o->threads) != 0)
+                return cli_usage_error("--threads '%s': expected 0 (every CPU) .. 65536", v);
+        } else if (strcmp(name, "json") == 0) *json = v;
+        else if (strcmp(name, "csv") == 0) *csv = v;
+        else if (strcmp(name, "device") == 0) {
+            if (cli_parse_device(v, device, ordinal) != 0)
+                return cli_usage_error("--device '%s': expected auto, cpu, gpu or gpu:K", v);
+        }
+        if (bad)
+            return EXIT_USAGE;
+    }
+    if (o->nops == 0) {
+        /* The method sweep holds each method against CUB, which it runs on these three. */
+        for (int d = 0; d < o->nd; d++)
+            if (o->dtypes[d] != COOPREDUCE_FLOAT32 && o->dtypes[d] != COOPREDUCE_FLOAT64 &&
+                o->dtypes[d] != COOPREDUCE_INT32)
+                return cli_usage_error("--dtype %s: the method sweep takes f32, f64 and i32 "
+                                       "(--op takes every dtype)",
+                                       coopreduce_dtype_name(o->dtypes[d]));
+    } else if (!have_dtype) {
+        o->nd = 2; /* f32, f64 */
+    }
+    if (o->nmodes > 1 || o->modes[0] != COOPREDUCE_MODE_DETERMINISTIC) {
+        if (o->nops == 0)
+            return cli_usage_error("--mode applies to --op only");
+    }
+    return EXIT_OK;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv))
+        return cli_print_help("bench");
+    bench_options o;
+    cli_device_kind device;
+    int ordinal;
+    const char *json = NULL, *csv = NULL;
+    int rc = parse_bench_options(argc, argv, &o, &device, &ordinal, &json, &csv);
+    if (rc != EXIT_OK)
+        return rc;
+
+    int gpus = 0;
+    coopreduce_gpu_count(&gpus);
+    cr_outfile_remove_on_signals();
+    if (bench_open_files(json, csv) != 0)
+        return EXIT_ERROR;
+    int cpu = device == CLI_DEVICE_CPU;
+    if (device == CLI_DEVICE_AUTO && gpus == 0) {
+        cpu = 1;
+        fprintf(stderr, "bench: no GPU found, benchmarking the CPU path\n");
+    }
+    char device_id[64];
+    if (cpu) {
+        if (o.nn == 0) {
+            static const uint64_t d[] = {UINT64_C(1) << 20, UINT64_C(1) << 24, UINT64_C(1) << 28};
+            o.nn = o.quick ? 2 : 3;
+            memcpy(o.ns, d, sizeof d);
+        }
+        snprintf(device_id, sizeof device_id, "cpu");
+        rc = o.nops ? bench_ops_cpu(&o) : bench_cpu(&o);
+    } else {
+        if (!CLI_BUILT_WITH_CUDA || ordinal >= gpus) {
+            if (!CLI_BUILT_WITH_CUDA)
+                cli_error("this build has no GPU path (built without CUDA)");
+            else
+                cli_error("no GPU with ordinal %d (%d found)", ordinal, gpus);
+            bench_abort_files();
+            return EXIT_ERROR;
+        }
+        if (o.nn == 0) {
+            if (o.quick) {
+                for (int e = 16; e <= 28; e += 4)
+                    o.ns[o.nn++] = UINT64_C(1) << e;
+            } else {
+                for (int e = 10; e <= 28; e += 2)
+                    o.ns[o.nn++] = UINT64_C(1) << e;
+            }
+        }
+        snprintf(device_id, sizeof device_id, "gpu:%d", ordinal);
+        rc = o.nops ? bench_ops_gpu(ordinal, &o) : bench_gpu(ordinal, &o);
+    }
+    if (rc) {
+        bench_abort_files();
+        return EXIT_ERROR;
+    }
+    printf("### Sweep\n\n");
+    bench_print_table(stdout);
+    if (bench_write_files(device_id) != 0)
+        return EXIT_ERROR;
+    return cli_finish_stdout();
+}
