@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# tune.sh — builds the GPU kernel under several tuning-knob settings (src/gpu/canonical.cu,
-# CR_TUNE_*) and benchmarks each in the same run, so their ratios compare. No knob changes a
-# result bit; tests/test_gpu checks the default build. Prints canonical time / CUB time per N.
+# tune.sh — builds the GPU kernels under several tuning-knob settings (CR_TUNE_* in
+# src/gpu/canonical.cu and src/gpu/kernel/) and benchmarks each in the same run, so their ratios
+# compare. No knob changes a result bit; tests/test_gpu checks the default build. Prints
+# canonical time / CUB time per N. scripts/bench_compare.py puts two variants' --bench tables
+# side by side, round by round.
 # usage: scripts/tune.sh [--n LIST] [--bench "ARGS"] ["NAME=-DCR_TUNE_X=v ..." ...] ["NAME=@DIR" ...]
 #   NAME=@DIR builds another source tree (say, the last commit: git archive HEAD | tar -x -C DIR)
 #   with default flags, to compare versions of the code in one run.
@@ -20,8 +22,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 if [ $# -eq 0 ]; then
-  set -- "default=" "blockrange=-DCR_TUNE_INTERLEAVE=0" "ldcs=-DCR_TUNE_LOAD=1" \
-         "ldlu=-DCR_TUNE_LOAD=2" "fence_sc=-DCR_TUNE_FENCE=0"
+  set -- "default=" "blockrange=-DCR_TUNE_INTERLEAVE=0" "ldg=-DCR_TUNE_LOAD=0" \
+         "ldcs=-DCR_TUNE_LOAD=1" "quad0=-DCR_TUNE_QUAD=0"
 fi
 LOG=$PWD/gpu-check-out/tune; mkdir -p "$LOG"
 arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)

@@ -46,6 +46,7 @@ typedef struct {
 #define SCAN CR_FAMILY_SCAN
 
 /* One row per coopreduce_op, in the enum's order. */
+// clang-format off
 static const op_row ops[COOPREDUCE_OP_COUNT] = {
     /* name     in el  float32/64, 16-bit, integer  leaf          results                          exact mode */
     {"sum",     1, 0, {CANON, ORD, SCAN},  CR_LEAF_VALUE,   {R_ACCUM, R_ACCUM, R_INT_SUM},     {X_EXACT, X_EXACT, X_SAME}},
@@ -59,6 +60,7 @@ static const op_row ops[COOPREDUCE_OP_COUNT] = {
     {"argmin",  1, 1, {SCAN, SCAN, SCAN},  CR_LEAF_VALUE,   {R_INDEX, R_INDEX, R_INDEX},       {X_SAME, X_SAME, X_SAME}},
     {"argmax",  1, 1, {SCAN, SCAN, SCAN},  CR_LEAF_VALUE,   {R_INDEX, R_INDEX, R_INDEX},       {X_SAME, X_SAME, X_SAME}},
 };
+// clang-format on
 
 #undef NO
 #undef CANON
