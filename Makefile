@@ -16,6 +16,8 @@ CLI = $(BUILD)/coopreduce
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 ifneq ($(NVCC),)
 CMAKE_FLAGS += -DCMAKE_CUDA_COMPILER=$(NVCC)
+else
+CMAKE_FLAGS += -DCOOPREDUCE_ENABLE_CUDA=OFF
 endif
 
 .PHONY: all build run test check bench install clean
