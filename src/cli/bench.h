@@ -1,7 +1,7 @@
 /* bench.h — `coopreduce bench` (docs/PERF.md): what its parts share. cmd_bench.c parses the
  * options and prints the tables; bench_cpu.c and bench_gpu.c time; bench_rows.c keeps the rows.
  *
- * Method: uniform random data; one warm-up, then B batches of K back-to-back calls between two
+ * Method: uniform random data; three warm-up calls, then B batches of K back-to-back calls between two
  * CUDA events (K sized so a batch lasts about 2 ms); per-call time = batch time / K; the median
  * over batches is reported, with the noise (max - min) / median. The input buffer is reused, so
  * data that fits in L2 is measured hot ("hot-L2", what back-to-back callers see); --cold flushes
@@ -9,7 +9,8 @@
  * time per synchronous call, median of many. On the CPU: host wall time against a streaming
  * read of the same bytes on the same threads.
  *
- * Ratios, never absolutes, are what to compare: a lent GPU differs from day to day. */
+ * Compare ratios measured in one run, never absolute times across runs or machines (docs/PERF.md,
+ * "Method"). */
 #ifndef COOPREDUCE_CLI_BENCH_H
 #define COOPREDUCE_CLI_BENCH_H
 

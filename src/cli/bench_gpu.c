@@ -150,9 +150,9 @@ static int select_method(coopreduce_handle *h, coopreduce_method m, uint64_t nma
     return s ? -1 : 0;
 }
 
-/* The tutorials' headline (seed 000): the sum of 1,048,576 ones, block-level (partials added on
- * the host) against grid-level (cooperative launch, atomics). The tutorial reports 0.123 ms and
- * 0.098 ms per iteration on its GPU. Also the float4-read and canonical times, for scale. */
+/* The tutorials' headline: the sum of 1,048,576 ones, block-level (partials added on the host)
+ * against grid-level (cooperative launch, atomics), whose times the first tutorial quotes
+ * (docs/METHODS.md). Also the float4-read and canonical times, for scale. */
 static int headline(gpu_ctx *c, void *hx, int batches)
 {
     const uint64_t n = 1048576;
@@ -162,7 +162,7 @@ static int headline(gpu_ctx *c, void *hx, int batches)
     gpu_ctx h1 = *c;
     h1.dtype = COOPREDUCE_FLOAT32;
     h1.n = n;
-    printf("### The tutorials' headline: 1,048,576 float32 ones (seed 000 reports block 0.123 ms, grid 0.098 ms)\n\n");
+    printf("### The tutorials' headline: 1,048,576 float32 ones (the tutorial reports block 0.123 ms, grid 0.098 ms)\n\n");
     printf("| method | sum | gpu_us (back-to-back) | host_us (result on the host) | launches | cooperative |\n");
     printf("|---|---|---|---|---|---|\n");
     for (int i = 0; i < 3; i++) {
