@@ -10,7 +10,7 @@
  *   f. error handling and the small API functions.
  *   g. more than 2^31 elements.
  *
- * Seeds: a fresh seed base per run, printed; COOPREDUCE_TEST_SEED=<base> reproduces a run.
+ * Seeds: a fresh seed per run, printed; COOPREDUCE_TEST_SEED=<seed> reproduces a run.
  * COOPREDUCE_TEST_SKIP_BIG=1 skips part g (prints a SKIP line). */
 #include <fenv.h>
 #include <float.h>
@@ -26,6 +26,7 @@
 #include "coopreduce.h"
 #include "gen.h"
 #include "check.h"
+#include "util.h"
 #include "ref_exact.h"
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -37,62 +38,6 @@
 #define C64 2048u
 #define W64 64u
 #define ROWS 32u
-
-static uint64_t g_seed_base;
-static uint64_t g_seed_counter;
-static int g_gen_threads = 1;
-static uint64_t g_rng_state;
-
-static uint64_t next_seed(void)
-{
-    return g_seed_base + g_seed_counter++;
-}
-
-/* splitmix64: the test's own randomness (sizes, positions, special values). */
-static uint64_t rng_next(void)
-{
-    uint64_t z = (g_rng_state += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
-}
-
-static uint64_t rng_below(uint64_t n)
-{
-    return n ? rng_next() % n : 0;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p) {
-        fprintf(stdout, "FATAL: out of memory allocating %zu bytes\n", bytes);
-        exit(1);
-    }
-    return p;
-}
-
-static size_t dsize(coopreduce_dtype dt)
-{
-    return dt == COOPREDUCE_FLOAT32 ? 4 : 8;
-}
-
-static const char *dname(coopreduce_dtype dt)
-{
-    return dt == COOPREDUCE_FLOAT32 ? "f32" : "f64";
-}
-
-static uint64_t canonical_nan_bits(coopreduce_dtype dt)
-{
-    return dt == COOPREDUCE_FLOAT32 ? 0x7fc00000u : UINT64_C(0x7ff8000000000000);
-}
 
 /* ================================================================================================
  * The independent implementation of canonical order v1 (docs/DETERMINISM.md), written to be
@@ -162,10 +107,10 @@ static uint64_t canon_bits(const void *x, uint64_t n, coopreduce_dtype dt)
 {
     if (dt == COOPREDUCE_FLOAT32) {
         float r = canon_sum_f32((const float *)x, n);
-        return r != r ? canonical_nan_bits(dt) : f32_bits(r);
+        return r != r ? nan_bits(dt) : f32_bits(r);
     }
     double r = canon_sum_f64((const double *)x, n);
-    return r != r ? canonical_nan_bits(dt) : f64_bits(r);
+    return r != r ? nan_bits(dt) : f64_bits(r);
 }
 
 static unsigned levels_of(uint64_t n, uint64_t C)
@@ -203,18 +148,13 @@ static coopreduce_status lib_bits(coopreduce_handle *h, const void *x, uint64_t 
 
 static void *gen_data(coopreduce_dtype dt, cr_gen_kind kind, uint64_t seed, uint64_t n)
 {
-    void *p = xmalloc((size_t)n * dsize(dt));
-    int rc = cr_gen_fill(p, 0, n, dt, kind, seed, g_gen_threads);
+    void *p = xmalloc((size_t)n * dt_size(dt));
+    int rc = cr_gen_fill(p, 0, n, dt, kind, seed, gen_threads());
     if (rc != 0) {
-        fprintf(stdout, "FATAL: cr_gen_fill(%s, %s) failed\n", dname(dt), cr_gen_name(kind));
+        fprintf(stdout, "FATAL: cr_gen_fill(%s, %s) failed\n", dt_code(dt), cr_gen_name(kind));
         exit(1);
     }
     return p;
-}
-
-static double value_at(const void *x, uint64_t i, coopreduce_dtype dt)
-{
-    return dt == COOPREDUCE_FLOAT32 ? (double)((const float *)x)[i] : ((const double *)x)[i];
 }
 
 /* ================================================================================================
@@ -237,7 +177,7 @@ static int check_error_bound(const void *x, uint64_t n, coopreduce_dtype dt, uin
     ref_exact_init(&ex);
     ref_exact_init(&ab);
     for (uint64_t i = 0; i < n; i++) {
-        double v = value_at(x, i, dt);
+        double v = load_value(x, i, dt);
         ref_exact_add(&ex, v);
         ref_exact_add(&ab, fabs(v));
     }
@@ -310,7 +250,7 @@ static float sum_f(const double *v, int n)
 static double random_double_any(void)
 {
     for (;;) {
-        uint64_t u = rng_next();
+        uint64_t u = rnd();
         unsigned e = (unsigned)((u >> 52) & 0x7ff);
         if (e == 0x7ff)
             continue;
@@ -321,7 +261,7 @@ static double random_double_any(void)
 static float random_float_any(void)
 {
     for (;;) {
-        uint32_t u = (uint32_t)rng_next();
+        uint32_t u = (uint32_t)rnd();
         if (((u >> 23) & 0xff) == 0xff)
             continue;
         return f32_from_bits(u);
@@ -332,10 +272,10 @@ static float random_float_any(void)
  * biased exponent e (1..254) or subnormal when e == 0. */
 static float random_float_exp(int e)
 {
-    uint32_t m = (uint32_t)rng_next() & 0x7fffffu;
-    unsigned tz = (unsigned)rng_below(24);
+    uint32_t m = (uint32_t)rnd() & 0x7fffffu;
+    unsigned tz = (unsigned)rnd_below(24);
     m &= ~((1u << tz) - 1u) & 0x7fffffu;
-    uint32_t s = (uint32_t)(rng_next() & 1u) << 31;
+    uint32_t s = (uint32_t)(rnd() & 1u) << 31;
     return f32_from_bits(s | ((uint32_t)e << 23) | m);
 }
 
@@ -481,9 +421,9 @@ static void test_ref_exact(void)
             double a = random_double_any(), b;
             switch (t % 4) {
             case 0: b = random_double_any(); break;
-            case 1: b = -a * (1.0 + ldexp((double)(int)rng_below(64) - 32.0, -50)); break;
-            case 2: b = ldexp(a, -(int)rng_below(60)) * ((rng_next() & 1) ? 1.0 : -1.0); break;
-            default: b = (rng_next() & 1) ? -a : -f64_from_bits(f64_bits(a) ^ 1u); break;
+            case 1: b = -a * (1.0 + ldexp((double)(int)rnd_below(64) - 32.0, -50)); break;
+            case 2: b = ldexp(a, -(int)rnd_below(60)) * ((rnd() & 1) ? 1.0 : -1.0); break;
+            default: b = (rnd() & 1) ? -a : -f64_from_bits(f64_bits(a) ^ 1u); break;
             }
             if (!isfinite(b))
                 b = 1.0;
@@ -507,9 +447,9 @@ static void test_ref_exact(void)
                 a = random_float_any();
                 b = random_float_any();
             } else {
-                int e = (int)rng_below(255); /* 0 (subnormal) .. 254 */
+                int e = (int)rnd_below(255); /* 0 (subnormal) .. 254 */
                 a = random_float_exp(e);
-                int e2 = e - (int)rng_below(30);
+                int e2 = e - (int)rnd_below(30);
                 b = random_float_exp(e2 < 0 ? 0 : e2);
             }
             volatile float va = a, vb = b;
@@ -530,10 +470,10 @@ static void test_ref_exact(void)
     {
         int bad = 0;
         for (int t = 0; t < 200000; t++) {
-            int e = 1 + (int)rng_below(225);
+            int e = 1 + (int)rnd_below(225);
             float a = random_float_exp(e + 25);
-            float b = random_float_exp(e + (int)rng_below(26));
-            float c = random_float_exp(e + (int)rng_below(26));
+            float b = random_float_exp(e + (int)rnd_below(26));
+            float c = random_float_exp(e + (int)rnd_below(26));
             double exact = (double)a + (double)b + (double)c; /* exact, see above */
             float want = (float)exact;
             ref_exact r;
@@ -556,12 +496,12 @@ static void test_ref_exact(void)
     /* Agreement with long double Neumaier summation on random data. */
     for (int rep = 0; rep < 4; rep++) {
         const uint64_t n = 100000;
-        uint64_t seed = next_seed();
+        uint64_t seed = rnd();
         cr_gen_kind kind = rep % 2 ? CR_GEN_NORMAL : CR_GEN_UNIFORM;
         double *x = gen_data(COOPREDUCE_FLOAT64, kind, seed, n);
         if (rep >= 2)
             for (uint64_t i = 0; i < n; i++)
-                x[i] = ldexp(x[i], (int)rng_below(80) - 40);
+                x[i] = ldexp(x[i], (int)rnd_below(80) - 40);
         long double s = 0.0L, comp = 0.0L;
         ref_exact r;
         ref_exact_init(&r);
@@ -593,9 +533,9 @@ static int g_case_counter;
 
 static void run_case(coopreduce_dtype dt, cr_gen_kind kind, uint64_t n, int bound)
 {
-    uint64_t seed = next_seed();
+    uint64_t seed = rnd();
     char label[160];
-    snprintf(label, sizeof label, "%s %s n=%" PRIu64 " seed=%" PRIu64, dname(dt),
+    snprintf(label, sizeof label, "%s %s n=%" PRIu64 " seed=%" PRIu64, dt_code(dt),
              cr_gen_name(kind), n, seed);
     void *x = gen_data(dt, kind, seed, n);
     uint64_t lib = 0;
@@ -648,8 +588,8 @@ static void test_sizes(void)
                 add_size(sizes, &ns, 160, p);
         }
         for (int i = 0; i < 24; i++) { /* random sizes, log-uniform up to 2^22 */
-            unsigned bits = 1 + (unsigned)rng_below(22);
-            add_size(sizes, &ns, 160, (UINT64_C(1) << (bits - 1)) + rng_below(UINT64_C(1) << (bits - 1)));
+            unsigned bits = 1 + (unsigned)rnd_below(22);
+            add_size(sizes, &ns, 160, (UINT64_C(1) << (bits - 1)) + rnd_below(UINT64_C(1) << (bits - 1)));
         }
         int big_rot = 0;
         for (int i = 0; i < ns; i++) {
@@ -664,7 +604,7 @@ static void test_sizes(void)
                 big_rot += 2;
             }
         }
-        fprintf(stdout, "   %s: %d sizes; worst |lib - exact| / bound = %.3g (%s)\n", dname(dt), ns,
+        fprintf(stdout, "   %s: %d sizes; worst |lib - exact| / bound = %.3g (%s)\n", dt_code(dt), ns,
                 g_worst_ratio[di], g_worst_case[di]);
     }
 }
@@ -680,7 +620,7 @@ static void test_threads(void)
     for (int di = 0; di < 2; di++) {
         coopreduce_dtype dt = di == 0 ? COOPREDUCE_FLOAT32 : COOPREDUCE_FLOAT64;
         for (int si = 0; si < 2; si++) {
-            uint64_t n = sizes[si], seed = next_seed();
+            uint64_t n = sizes[si], seed = rnd();
             cr_gen_kind kind = si == 0 ? CR_GEN_NORMAL : CR_GEN_SIGNED;
             void *x = gen_data(dt, kind, seed, n);
             uint64_t ref = canon_bits(x, n, dt);
@@ -697,7 +637,7 @@ static void test_threads(void)
                 s = lib_bits(h, x, n, dt, &b1, (int)(t & 1));
                 CHECK(s == COOPREDUCE_SUCCESS && b1 == ref,
                       "%s %s n=%" PRIu64 " seed=%" PRIu64 " set_threads(%d): status %d bits 0x%"
-                      PRIx64 " expected 0x%" PRIx64, dname(dt), cr_gen_name(kind), n, seed,
+                      PRIx64 " expected 0x%" PRIx64, dt_code(dt), cr_gen_name(kind), n, seed,
                       threads[t], (int)s, b1, ref);
                 coopreduce_handle *h2 = NULL;
                 s = coopreduce_create_cpu(&h2, threads[t]);
@@ -705,7 +645,7 @@ static void test_threads(void)
                     s = lib_bits(h2, x, n, dt, &b2, (int)!(t & 1));
                     CHECK(s == COOPREDUCE_SUCCESS && b2 == ref,
                           "%s %s n=%" PRIu64 " seed=%" PRIu64 " create_cpu(%d): status %d bits 0x%"
-                          PRIx64 " expected 0x%" PRIx64, dname(dt), cr_gen_name(kind), n, seed,
+                          PRIx64 " expected 0x%" PRIx64, dt_code(dt), cr_gen_name(kind), n, seed,
                           threads[t], (int)s, b2, ref);
                     coopreduce_destroy(h2);
                 }
@@ -752,7 +692,7 @@ static void test_concurrent_handles(void)
     for (int i = 0; i < NJ; i++) {
         coopreduce_dtype dt = i % 2 ? COOPREDUCE_FLOAT64 : COOPREDUCE_FLOAT32;
         uint64_t n = 1500000 + 4099 * (uint64_t)i;
-        seeds[i] = next_seed();
+        seeds[i] = rnd();
         data[i] = gen_data(dt, CR_GEN_SIGNED, seeds[i], n);
         ref[i] = canon_bits(data[i], n, dt);
         jobs[i] = (concurrent_job){.dt = dt, .x = data[i], .n = n, .reps = 4, .threads = i};
@@ -770,7 +710,7 @@ static void test_concurrent_handles(void)
             for (int r = 0; r < jobs[i].reps; r++)
                 CHECK(jobs[i].status[r] == COOPREDUCE_SUCCESS && jobs[i].bits[r] == ref[i],
                       "concurrent job %d (%s n=%" PRIu64 " seed=%" PRIu64 ") rep %d: status %d bits 0x%"
-                      PRIx64 " expected 0x%" PRIx64, i, dname(jobs[i].dt), jobs[i].n, seeds[i], r,
+                      PRIx64 " expected 0x%" PRIx64, i, dt_code(jobs[i].dt), jobs[i].n, seeds[i], r,
                       (int)jobs[i].status[r], jobs[i].bits[r], ref[i]);
         free(data[i]);
     }
@@ -779,24 +719,6 @@ static void test_concurrent_handles(void)
 /* ================================================================================================
  * Part d: special values and hand-computed trees
  * ============================================================================================= */
-static void store(void *x, uint64_t i, coopreduce_dtype dt, double v)
-{
-    if (dt == COOPREDUCE_FLOAT32)
-        ((float *)x)[i] = (float)v;
-    else
-        ((double *)x)[i] = v;
-}
-
-static void store_bits(void *x, uint64_t i, coopreduce_dtype dt, uint64_t bits)
-{
-    if (dt == COOPREDUCE_FLOAT32) {
-        uint32_t b = (uint32_t)bits;
-        memcpy((float *)x + i, &b, 4);
-    } else {
-        memcpy((double *)x + i, &bits, 8);
-    }
-}
-
 static uint64_t bits_of_value(coopreduce_dtype dt, double v)
 {
     return dt == COOPREDUCE_FLOAT32 ? f32_bits((float)v) : f64_bits(v);
@@ -804,9 +726,9 @@ static uint64_t bits_of_value(coopreduce_dtype dt, double v)
 
 static void *filled(coopreduce_dtype dt, uint64_t n, double v)
 {
-    void *x = xmalloc((size_t)n * dsize(dt));
+    void *x = xmalloc((size_t)n * dt_size(dt));
     for (uint64_t i = 0; i < n; i++)
-        store(x, i, dt, v);
+        store_value(x, i, dt, v);
     return x;
 }
 
@@ -817,15 +739,15 @@ static void expect_bits(const void *x, uint64_t n, coopreduce_dtype dt, uint64_t
     uint64_t got = 0;
     coopreduce_status s = lib_bits(g_h, x, n, dt, &got, 0);
     CHECK(s == COOPREDUCE_SUCCESS && got == want,
-          "%s %s (n=%" PRIu64 "): status %d, bits 0x%" PRIx64 ", expected 0x%" PRIx64, dname(dt),
+          "%s %s (n=%" PRIu64 "): status %d, bits 0x%" PRIx64 ", expected 0x%" PRIx64, dt_code(dt),
           what, n, (int)s, got, want);
     s = lib_bits(g_h, x, n, dt, &got, 1);
     CHECK(s == COOPREDUCE_SUCCESS && got == want,
           "%s %s (n=%" PRIu64 ", sum_to_host): status %d, bits 0x%" PRIx64 ", expected 0x%" PRIx64,
-          dname(dt), what, n, (int)s, got, want);
+          dt_code(dt), what, n, (int)s, got, want);
     uint64_t ref = canon_bits(x, n, dt);
     CHECK(ref == want, "%s %s: independent implementation gives 0x%" PRIx64 " (test bug?)",
-          dname(dt), what, ref);
+          dt_code(dt), what, ref);
 }
 
 static void test_special(void)
@@ -835,7 +757,7 @@ static void test_special(void)
         coopreduce_dtype dt = di == 0 ? COOPREDUCE_FLOAT32 : COOPREDUCE_FLOAT64;
         uint64_t C = di == 0 ? C32 : C64, W = di == 0 ? W32 : W64;
         uint64_t negzero = di == 0 ? 0x80000000u : UINT64_C(0x8000000000000000);
-        uint64_t qnan = canonical_nan_bits(dt);
+        uint64_t qnan = nan_bits(dt);
         uint64_t pinf = bits_of_value(dt, INFINITY), ninf = bits_of_value(dt, -INFINITY);
         double maxv = di == 0 ? (double)FLT_MAX : DBL_MAX;
         void *x;
@@ -843,19 +765,19 @@ static void test_special(void)
         /* Zeros. */
         x = filled(dt, 8, 0.0);
         expect_bits(x, 0, dt, 0, "empty");
-        store(x, 0, dt, -0.0);
+        store_value(x, 0, dt, -0.0);
         expect_bits(x, 1, dt, negzero, "[-0]");
-        store(x, 1, dt, -0.0);
+        store_value(x, 1, dt, -0.0);
         expect_bits(x, 2, dt, negzero, "[-0,-0]");
-        store(x, 0, dt, 0.0);
+        store_value(x, 0, dt, 0.0);
         expect_bits(x, 2, dt, 0, "[+0,-0]");
-        store(x, 0, dt, -0.0);
-        store(x, 1, dt, 0.0);
+        store_value(x, 0, dt, -0.0);
+        store_value(x, 1, dt, 0.0);
         expect_bits(x, 2, dt, 0, "[-0,+0]");
-        store(x, 0, dt, 1.0);
-        store(x, 1, dt, -1.0);
+        store_value(x, 0, dt, 1.0);
+        store_value(x, 1, dt, -1.0);
         expect_bits(x, 2, dt, 0, "[1,-1]");
-        store(x, 0, dt, 0.0);
+        store_value(x, 0, dt, 0.0);
         expect_bits(x, 1, dt, 0, "[+0]");
         free(x);
         const uint64_t zn[] = {5000, 3 * C + 7, C * C + 1};
@@ -864,11 +786,11 @@ static void test_special(void)
             x = filled(dt, zn[k], -0.0);
             snprintf(what, sizeof what, "%" PRIu64 " x -0.0", zn[k]);
             expect_bits(x, zn[k], dt, negzero, what);
-            store(x, zn[k] - 1, dt, 0.0);
+            store_value(x, zn[k] - 1, dt, 0.0);
             snprintf(what, sizeof what, "%" PRIu64 " x -0.0 then +0.0", zn[k]);
             expect_bits(x, zn[k], dt, 0, what);
-            store(x, zn[k] - 1, dt, -0.0);
-            store(x, zn[k] / 2, dt, 0.0);
+            store_value(x, zn[k] - 1, dt, -0.0);
+            store_value(x, zn[k] / 2, dt, 0.0);
             snprintf(what, sizeof what, "%" PRIu64 " x -0.0 with +0.0 in the middle", zn[k]);
             expect_bits(x, zn[k], dt, 0, what);
             free(x);
@@ -877,7 +799,7 @@ static void test_special(void)
         /* NaN: various payloads and signs, various places; the rest random normal data. */
         {
             const uint64_t n = 10 * C + 3;
-            uint64_t seed = next_seed();
+            uint64_t seed = rnd();
             void *base = gen_data(dt, CR_GEN_NORMAL, seed, n);
             const uint64_t nans32[] = {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0xff812345u,
                                        0x7fffffffu, 0x7fc00001u, 0xffffffffu};
@@ -887,12 +809,12 @@ static void test_special(void)
                                        UINT64_C(0xffffffffffffffff)};
             const uint64_t *nans = di == 0 ? nans32 : nans64;
             const uint64_t pos[] = {0, n - 1, n / 2, C + 5, 3 * C, 2 * C - 1, W, 7 * C + W + 3};
-            x = xmalloc((size_t)n * dsize(dt));
+            x = xmalloc((size_t)n * dt_size(dt));
             for (size_t p = 0; p < sizeof pos / sizeof pos[0]; p++) {
                 for (size_t q = 0; q < 7; q++) {
                     char what[96];
-                    memcpy(x, base, (size_t)n * dsize(dt));
-                    store_bits(x, pos[p], dt, nans[q]);
+                    memcpy(x, base, (size_t)n * dt_size(dt));
+                    store_bits(x, pos[p], dt_size(dt), nans[q]);
                     snprintf(what, sizeof what, "NaN 0x%" PRIx64 " at %" PRIu64 " (seed %" PRIu64 ")",
                              nans[q], pos[p], seed);
                     expect_bits(x, n, dt, qnan, what);
@@ -901,35 +823,35 @@ static void test_special(void)
             /* Single NaN element: still canonicalised. */
             for (size_t q = 0; q < 7; q++) {
                 char what[64];
-                store_bits(x, 0, dt, nans[q]);
+                store_bits(x, 0, dt_size(dt), nans[q]);
                 snprintf(what, sizeof what, "[NaN 0x%" PRIx64 "]", nans[q]);
                 expect_bits(x, 1, dt, qnan, what);
             }
             /* Two NaNs with different payloads, a NaN with infinities. */
-            memcpy(x, base, (size_t)n * dsize(dt));
-            store_bits(x, 3, dt, nans[3]);
-            store_bits(x, 9 * C, dt, nans[4]);
+            memcpy(x, base, (size_t)n * dt_size(dt));
+            store_bits(x, 3, dt_size(dt), nans[3]);
+            store_bits(x, 9 * C, dt_size(dt), nans[4]);
             expect_bits(x, n, dt, qnan, "two NaNs, different payloads and chunks");
-            store(x, 5, dt, INFINITY);
-            store(x, 6 * C, dt, -INFINITY);
+            store_value(x, 5, dt, INFINITY);
+            store_value(x, 6 * C, dt, -INFINITY);
             expect_bits(x, n, dt, qnan, "NaN with +inf and -inf");
 
             /* Infinities. */
-            memcpy(x, base, (size_t)n * dsize(dt));
-            store(x, 4 * C + 17, dt, INFINITY);
+            memcpy(x, base, (size_t)n * dt_size(dt));
+            store_value(x, 4 * C + 17, dt, INFINITY);
             expect_bits(x, n, dt, pinf, "+inf among finite values");
-            store(x, 8 * C + 1, dt, INFINITY);
+            store_value(x, 8 * C + 1, dt, INFINITY);
             expect_bits(x, n, dt, pinf, "two +inf in different chunks");
-            store(x, 8 * C + 1, dt, -INFINITY);
+            store_value(x, 8 * C + 1, dt, -INFINITY);
             expect_bits(x, n, dt, qnan, "+inf and -inf in different chunks");
-            memcpy(x, base, (size_t)n * dsize(dt));
-            store(x, 2, dt, -INFINITY);
+            memcpy(x, base, (size_t)n * dt_size(dt));
+            store_value(x, 2, dt, -INFINITY);
             expect_bits(x, n, dt, ninf, "-inf among finite values");
-            store(x, W + 2, dt, INFINITY);
+            store_value(x, W + 2, dt, INFINITY);
             expect_bits(x, n, dt, qnan, "+inf and -inf in the same chunk");
-            store(x, 0, dt, INFINITY);
+            store_value(x, 0, dt, INFINITY);
             expect_bits(x, 1, dt, pinf, "[+inf]");
-            store(x, 0, dt, -INFINITY);
+            store_value(x, 0, dt, -INFINITY);
             expect_bits(x, 1, dt, ninf, "[-inf]");
             free(x);
             free(base);
@@ -937,19 +859,19 @@ static void test_special(void)
 
         /* Overflow at a node (per the tree: lanes (0+1) + (2+3)). */
         x = filled(dt, 4, 0.0);
-        store(x, 0, dt, maxv);
-        store(x, 1, dt, maxv);
+        store_value(x, 0, dt, maxv);
+        store_value(x, 1, dt, maxv);
         expect_bits(x, 2, dt, pinf, "MAX + MAX");
-        store(x, 0, dt, -maxv);
-        store(x, 1, dt, -maxv);
+        store_value(x, 0, dt, -maxv);
+        store_value(x, 1, dt, -maxv);
         expect_bits(x, 2, dt, ninf, "-MAX - MAX");
-        store(x, 0, dt, maxv);
-        store(x, 1, dt, maxv);
-        store(x, 2, dt, -maxv);
-        store(x, 3, dt, -maxv);
+        store_value(x, 0, dt, maxv);
+        store_value(x, 1, dt, maxv);
+        store_value(x, 2, dt, -maxv);
+        store_value(x, 3, dt, -maxv);
         expect_bits(x, 4, dt, qnan, "[MAX, MAX, -MAX, -MAX] (inf + -inf at the root)");
-        store(x, 1, dt, -maxv);
-        store(x, 2, dt, maxv);
+        store_value(x, 1, dt, -maxv);
+        store_value(x, 2, dt, maxv);
         expect_bits(x, 4, dt, 0, "[MAX, -MAX, MAX, -MAX]");
         expect_bits(x, 3, dt, bits_of_value(dt, maxv), "[MAX, -MAX, MAX]");
         free(x);
@@ -973,14 +895,14 @@ static void test_special(void)
             };
             for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
                 x = filled(dt, cases[k].n, 0.0);
-                store(x, 0, dt, B);
-                store(x, cases[k].a, dt, 1.0);
-                store(x, cases[k].b, dt, 1.0);
+                store_value(x, 0, dt, B);
+                store_value(x, cases[k].a, dt, 1.0);
+                store_value(x, cases[k].b, dt, 1.0);
                 expect_bits(x, cases[k].n, dt, want, cases[k].what);
                 free(x);
             }
             x = filled(dt, 3, 1.0);
-            store(x, 1, dt, B);
+            store_value(x, 1, dt, B);
             expect_bits(x, 3, dt, bits_of_value(dt, B), "[1, B, 1] = (1+B)+1 = B");
             free(x);
         }
@@ -993,24 +915,24 @@ static void test_special(void)
             int64_t kmax = di == 0 ? 80 : (INT64_C(1) << 20);
             ref_exact ex;
             ref_exact_init(&ex);
-            x = xmalloc((size_t)n * dsize(dt));
+            x = xmalloc((size_t)n * dt_size(dt));
             for (uint64_t i = 0; i < n; i++) {
-                int64_t k = (int64_t)rng_below((uint64_t)(2 * kmax + 1)) - kmax;
-                store(x, i, dt, (double)k * tiny);
+                int64_t k = (int64_t)rnd_below((uint64_t)(2 * kmax + 1)) - kmax;
+                store_value(x, i, dt, (double)k * tiny);
                 ref_exact_add(&ex, (double)k * tiny);
             }
             uint64_t want = dt == COOPREDUCE_FLOAT32 ? f32_bits(ref_exact_to_float(&ex))
                                                      : f64_bits(ref_exact_to_double(&ex));
             expect_bits(x, n, dt, want, "random subnormals (exact)");
             for (uint64_t i = 0; i < n; i++)
-                store(x, i, dt, tiny);
+                store_value(x, i, dt, tiny);
             expect_bits(x, 5000, dt, 5000, "5000 x smallest subnormal");
             expect_bits(x, n, dt, n, "100003 x smallest subnormal");
             /* Subnormal + subnormal crossing into the normal range: exact (multiples of tiny,
              * sum < 2^(p+1) tiny). */
             double big_sub = di == 0 ? 0x1.fffffcp-127 : 0x1.ffffffffffffep-1023;
-            store(x, 0, dt, big_sub);
-            store(x, 1, dt, big_sub);
+            store_value(x, 0, dt, big_sub);
+            store_value(x, 1, dt, big_sub);
             expect_bits(x, 2, dt, bits_of_value(dt, 2.0 * big_sub), "two large subnormals");
             free(x);
         }
@@ -1026,9 +948,9 @@ static void test_unaligned(void)
     const uint64_t sizes[] = {1, 3, 129, 4097, 65521, 1000003};
     for (int di = 0; di < 2; di++) {
         coopreduce_dtype dt = di == 0 ? COOPREDUCE_FLOAT32 : COOPREDUCE_FLOAT64;
-        size_t es = dsize(dt);
+        size_t es = dt_size(dt);
         for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
-            uint64_t n = sizes[si], seed = next_seed();
+            uint64_t n = sizes[si], seed = rnd();
             void *a = gen_data(dt, CR_GEN_SIGNED, seed, n);
             unsigned char *raw = xmalloc((size_t)(n + 4) * es + 64);
             unsigned char *al = (unsigned char *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
@@ -1041,9 +963,9 @@ static void test_unaligned(void)
                 s = lib_bits(g_h, al + off * es, n, dt, &got, off & 1);
                 CHECK(s == COOPREDUCE_SUCCESS && got == ref,
                       "%s n=%" PRIu64 " seed=%" PRIu64 " offset %u elements: status %d bits 0x%"
-                      PRIx64 " vs aligned 0x%" PRIx64, dname(dt), n, seed, off, (int)s, got, ref);
+                      PRIx64 " vs aligned 0x%" PRIx64, dt_code(dt), n, seed, off, (int)s, got, ref);
                 CHECK(memcmp(al + off * es, a, (size_t)n * es) == 0,
-                      "%s n=%" PRIu64 ": the library modified its input", dname(dt), n);
+                      "%s n=%" PRIu64 ": the library modified its input", dt_code(dt), n);
             }
             free(raw);
             free(a);
@@ -1054,8 +976,6 @@ static void test_unaligned(void)
 /* ================================================================================================
  * Part f: errors and small API functions
  * ============================================================================================= */
-#define POISON32 0x5a5a5a5au
-#define POISON64 UINT64_C(0x5a5a5a5a5a5a5a5a)
 
 typedef coopreduce_status (*sum_fn)(const void *, void *, uint64_t, coopreduce_dtype,
                                     coopreduce_handle *, void *);
@@ -1095,10 +1015,10 @@ static void test_errors(void)
                 double d;
             } res;
             coopreduce_status s;
-#define POISON() (res.u64 = POISON64)
+#define POISON_RESULT() (res.u64 = POISON64)
 #define UNTOUCHED() (res.u64 == POISON64)
 
-            POISON();
+            POISON_RESULT();
             s = fns[f](data, &res, 4, dt, NULL, NULL);
             CHECK(s == COOPREDUCE_ERROR_INVALID_ARGUMENT, "%s NULL handle: %d", fn, (int)s);
             CHECK(UNTOUCHED(), "%s NULL handle wrote the result", fn);
@@ -1108,13 +1028,13 @@ static void test_errors(void)
             CHECK(s == COOPREDUCE_ERROR_INVALID_ARGUMENT, "%s NULL result: %d", fn, (int)s);
             CHECK(coopreduce_last_error(g_h)[0] != '\0', "%s NULL result: no message", fn);
 
-            POISON();
+            POISON_RESULT();
             s = fns[f](NULL, &res, 5, dt, g_h, NULL);
             CHECK(s == COOPREDUCE_ERROR_INVALID_ARGUMENT, "%s NULL x, n = 5: %d", fn, (int)s);
             CHECK(UNTOUCHED(), "%s NULL x wrote the result", fn);
             CHECK(coopreduce_last_error(g_h)[0] != '\0', "%s NULL x: no message", fn);
 
-            POISON();
+            POISON_RESULT();
             s = fns[f](NULL, &res, 0, dt, g_h, NULL);
             CHECK(s == COOPREDUCE_SUCCESS, "%s NULL x, n = 0: %d (%s)", fn, (int)s,
                   coopreduce_last_error(g_h));
@@ -1125,13 +1045,13 @@ static void test_errors(void)
             else
                 CHECK(res.u64 == 0, "%s NULL x, n = 0 (f64): result 0x%016" PRIx64, fn, res.u64);
 
-            POISON();
+            POISON_RESULT();
             s = fns[f](data, &res, 4, (coopreduce_dtype)99, g_h, NULL);
             CHECK(s == COOPREDUCE_ERROR_UNSUPPORTED_DTYPE, "%s dtype 99: %d", fn, (int)s);
             CHECK(UNTOUCHED(), "%s dtype 99 wrote the result", fn);
             CHECK(coopreduce_last_error(g_h)[0] != '\0', "%s dtype 99: no message", fn);
 
-            POISON();
+            POISON_RESULT();
             s = fns[f](data, &res, 4, (coopreduce_dtype)-1, g_h, NULL);
             CHECK(s == COOPREDUCE_ERROR_UNSUPPORTED_DTYPE, "%s dtype -1: %d", fn, (int)s);
             CHECK(UNTOUCHED(), "%s dtype -1 wrote the result", fn);
@@ -1139,11 +1059,11 @@ static void test_errors(void)
             /* x misaligned by one byte (and, for f64, by 4 bytes). */
             const unsigned offs[] = {1, 2, 3, 4};
             for (size_t k = 0; k < 4; k++) {
-                if (offs[k] % dsize(dt) == 0)
+                if (offs[k] % dt_size(dt) == 0)
                     continue;
-                POISON();
+                POISON_RESULT();
                 s = fns[f]((const unsigned char *)data + offs[k], &res, 4, dt, g_h, NULL);
-                CHECK(s == COOPREDUCE_ERROR_MISALIGNED, "%s %s x + %u bytes: %d", fn, dname(dt),
+                CHECK(s == COOPREDUCE_ERROR_MISALIGNED, "%s %s x + %u bytes: %d", fn, dt_code(dt),
                       offs[k], (int)s);
                 CHECK(UNTOUCHED(), "%s misaligned x wrote the result", fn);
                 CHECK(coopreduce_last_error(g_h)[0] != '\0', "%s misaligned x: no message", fn);
@@ -1155,13 +1075,13 @@ static void test_errors(void)
                 unsigned char *base = (unsigned char *)al8;
                 memset(base, 0x5a, sizeof al8);
                 s = fns[f](data, base + 1, 4, dt, g_h, NULL);
-                CHECK(s == COOPREDUCE_ERROR_MISALIGNED, "%s %s result + 1 byte: %d", fn, dname(dt),
+                CHECK(s == COOPREDUCE_ERROR_MISALIGNED, "%s %s result + 1 byte: %d", fn, dt_code(dt),
                       (int)s);
                 memset(rb, 0x5a, sizeof rb);
                 CHECK(memcmp(base, rb, sizeof al8) == 0, "%s misaligned result was written", fn);
             }
             /* The handle still works after errors. */
-            POISON();
+            POISON_RESULT();
             s = fns[f](data, &res, 4, dt, g_h, NULL);
             CHECK(s == COOPREDUCE_SUCCESS, "%s after errors: %d", fn, (int)s);
             if (dt == COOPREDUCE_FLOAT32)
@@ -1169,7 +1089,7 @@ static void test_errors(void)
                       (double)f32_from_bits(res.u32[0]));
             else
                 CHECK(res.d == 10.0, "%s [1,2,3,4] (f64) = %a", fn, res.d);
-#undef POISON
+#undef POISON_RESULT
 #undef UNTOUCHED
         }
     }
@@ -1294,7 +1214,7 @@ static void test_big(void)
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         add_size(pos, &np, 64, fixed[i]);
     while (np < 52)
-        add_size(pos, &np, 64, rng_below(n));
+        add_size(pos, &np, 64, rnd_below(n));
 
     /* Pass 1: nonzero integers in [-1000, 1000]: every node is exact (integers, all partial sums
      * bounded by sum |x_i| < 2^24), so the result must equal the exact sum, correctly rounded. */
@@ -1302,7 +1222,7 @@ static void test_big(void)
     ref_exact_init(&ex);
     ref_exact_add(&ex, 0.0); /* the zeros */
     for (int i = 0; i < np; i++) {
-        int64_t k = (int64_t)rng_below(2000) - 1000;
+        int64_t k = (int64_t)rnd_below(2000) - 1000;
         if (k >= 0)
             k++;
         x[pos[i]] = (float)k;
@@ -1326,8 +1246,8 @@ static void test_big(void)
     ref_exact_init(&ab);
     ref_exact_add(&ex, 0.0);
     for (int i = 0; i < np; i++) {
-        int64_t m = (int64_t)rng_below(UINT64_C(1) << 24) - (INT64_C(1) << 23);
-        float v = (float)ldexp((double)m, (int)rng_below(41) - 20 - 23);
+        int64_t m = (int64_t)rnd_below(UINT64_C(1) << 24) - (INT64_C(1) << 23);
+        float v = (float)ldexp((double)m, (int)rnd_below(41) - 20 - 23);
         x[pos[i]] = v;
         ref_exact_add(&ex, v);
         ref_exact_add(&ab, fabs((double)v));
@@ -1337,8 +1257,8 @@ static void test_big(void)
     double t2 = now_s();
     uint64_t ref = canon_bits(x, n, COOPREDUCE_FLOAT32);
     double t3 = now_s();
-    CHECK(lib == ref, "2^31+4099 (wide, rng seed base %" PRIu64 "): library 0x%08" PRIx64
-          " != canonical reference 0x%08" PRIx64, g_seed_base, lib, ref);
+    CHECK(lib == ref, "2^31+4099 (wide, seed %" PRIu64 "): library 0x%08" PRIx64
+          " != canonical reference 0x%08" PRIx64, test_seed(), lib, ref);
     {
         float lf = f32_from_bits((uint32_t)lib);
         ref_exact_add(&ex, -(double)lf);
@@ -1374,7 +1294,7 @@ static void test_fp_environment(void)
     enum { N = 1000003 };
     float *x = malloc(N * sizeof *x);
     if (!CHECK(x != NULL, "malloc")) return;
-    cr_gen_fill(x, 0, N, COOPREDUCE_FLOAT32, CR_GEN_SIGNED, next_seed(), g_gen_threads);
+    cr_gen_fill(x, 0, N, COOPREDUCE_FLOAT32, CR_GEN_SIGNED, rnd(), gen_threads());
     uint32_t ref = 0, got = 0;
     coopreduce_sum(x, &ref, N, COOPREDUCE_FLOAT32, g_h, NULL);
 
@@ -1414,21 +1334,7 @@ static void test_fp_environment(void)
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0); /* progress survives a crash */
-    const char *env = getenv("COOPREDUCE_TEST_SEED");
-    if (env && env[0]) {
-        g_seed_base = strtoull(env, NULL, 0);
-    } else {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        g_seed_base = ((uint64_t)ts.tv_sec * UINT64_C(1000003)) ^ ((uint64_t)ts.tv_nsec << 20) ^
-                      ((uint64_t)getpid() << 40);
-        g_seed_base &= UINT64_C(0xffffffffffff); /* short enough to retype */
-    }
-    g_rng_state = g_seed_base ^ UINT64_C(0x5851f42d4c957f2d);
-    fprintf(stdout, "seed base %" PRIu64 " (COOPREDUCE_TEST_SEED=%" PRIu64
-            " reproduces this run)\n", g_seed_base, g_seed_base);
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    g_gen_threads = ncpu > 1 ? (int)ncpu : 1;
+    test_seed_init("test_cpu");
 
     double t0 = now_s();
     test_ref_exact();

@@ -18,15 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "check.h"
 #include "coopreduce.h"
 #include "gen.h"
-
-#define POISON_BYTE 0xA5
-#define POISON64 0xA5A5A5A5A5A5A5A5ull
+#include "util.h"
 
 /* The methods, with the enum identifier they were declared with: the expected CLI name is the
  * identifier in lower case (the header's "canonical", "block", ...), the expected value its
@@ -42,15 +38,6 @@ static const struct {
     METHOD_ENTRY(ASYNC),     METHOD_ENTRY(BARRIER),  METHOD_ENTRY(PIPELINE),
 };
 #define NMETHODS (int)(sizeof methods / sizeof methods[0])
-
-static uint64_t rng_state;
-static int gen_threads = 1;
-
-static uint64_t rnd(void)
-{
-    rng_state += 0x9e3779b97f4a7c15ull;
-    return cr_gen_hash(rng_state, 0);
-}
 
 static void lower(char *dst, const char *src, size_t cap)
 {
@@ -359,7 +346,7 @@ static void test_int_sums(int32_t *buf, uint64_t cap)
         for (int rep = 0; rep < 2; rep++) {
             cr_gen_kind kind = rep == 0 ? gen_kinds[i % 4] : gen_kinds[rnd() % 4];
             uint64_t seed = rnd();
-            if (cr_gen_fill(buf, 0, n, COOPREDUCE_INT32, kind, seed, gen_threads) != 0) {
+            if (cr_gen_fill(buf, 0, n, COOPREDUCE_INT32, kind, seed, gen_threads()) != 0) {
                 CHECK(0, "cr_gen_fill(INT32, %s) failed", cr_gen_name(kind));
                 return;
             }
@@ -522,7 +509,7 @@ static void test_int_errors(int32_t *buf)
         uint64_t n = (1u << 21) + 5, seed = rnd();
         int32_t *big = malloc(n * sizeof *big);
         if (CHECK(big != NULL, "malloc")) {
-            cr_gen_fill(big, 0, n, COOPREDUCE_INT32, CR_GEN_UNIFORM, seed, gen_threads);
+            cr_gen_fill(big, 0, n, COOPREDUCE_INT32, CR_GEN_UNIFORM, seed, gen_threads());
             __int128 want = ref_sum(big, n);
             coopreduce_handle *t = NULL;
             coopreduce_create_cpu(&t, 1);
@@ -542,13 +529,7 @@ static void test_int_errors(int32_t *buf)
 
 int main(void)
 {
-    const char *env = getenv("COOPREDUCE_TEST_SEED");
-    rng_state = env ? strtoull(env, NULL, 0)
-                    : ((uint64_t)time(NULL) * 0x2545F4914F6CDD1Dull) ^ (uint64_t)getpid();
-    printf("test_methods_cpu: seed %llu (COOPREDUCE_TEST_SEED replays)\n",
-           (unsigned long long)rng_state);
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    gen_threads = ncpu > 0 ? (int)(ncpu < 16 ? ncpu : 16) : 1;
+    test_seed_init("test_methods_cpu");
 
     test_names();
     test_deterministic_table();

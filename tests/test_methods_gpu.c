@@ -36,25 +36,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 #include "check.h"
 #include "coopreduce.h"
 #include "gen.h"
+#include "gpu_util.h"
 #include "ref_exact.h"
+#include "util.h"
 
 #ifndef COOPREDUCE_HAVE_CUDA
-int main(void)
-{
-    printf("SKIP: test_methods_gpu: coopreduce was built without CUDA; GPU tests skipped\n");
-    return 77;
-}
+GPU_TEST_MAIN_WITHOUT_CUDA("test_methods_gpu")
 #else
-#include <cuda_runtime_api.h>
 
 #define NMETHODS 12
-#define POISON 0xA5
-#define POISON64 0xA5A5A5A5A5A5A5A5ull
 #define NDTYPES 3
 
 static const coopreduce_dtype dtypes[NDTYPES] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64,
@@ -67,7 +60,6 @@ static void *dout;                /* device result, 64 bytes */
 static void *hx;                  /* host copy of the input, same size */
 static uint64_t cap_elems;
 static int quick;
-static int host_threads = 1;
 static unsigned int disabled;     /* the COOPREDUCE_FEATURE_* flags currently disabled */
 static uint64_t max_n;            /* largest sweep size */
 static int repeats;               /* determinism runs */
@@ -76,35 +68,10 @@ static int repeats;               /* determinism runs */
  * leaves (printed at the end; 0 when every result was exact). */
 static double worst_ratio[NMETHODS][2];
 
-static uint64_t rng_state;
-static uint64_t rnd(void)
-{
-    rng_state += 0x9e3779b97f4a7c15ull;
-    return cr_gen_hash(rng_state, 0);
-}
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cuda_ok(cudaError_t e, const char *what)
-{
-    return CHECK(e == cudaSuccess, "%s: %s", what, cudaGetErrorString(e));
-}
-
 static const char *mname(int m)
 {
     const char *s = coopreduce_method_name((coopreduce_method)m);
     return s ? s : "(unknown method)";
-}
-
-static const char *dname(coopreduce_dtype dt)
-{
-    const char *s = coopreduce_dtype_name(dt);
-    return s ? s : "(unknown dtype)";
 }
 
 /* The cluster method needs thread-block clusters: elsewhere it must refuse (checked in
@@ -183,8 +150,6 @@ typedef struct {
     int64_t isum;         /* int32: the exact sum */
 } dataset;
 
-static size_t esize(coopreduce_dtype dt) { return coopreduce_dtype_size(dt); }
-
 /* Writes element values of `kind` to p[0..n) and fills in the references. */
 static void fill_and_reference(dataset *ds, void *p)
 {
@@ -194,8 +159,8 @@ static void fill_and_reference(dataset *ds, void *p)
     ds->exact = 0;
     if (kind <= K_ONES) {
         static const cr_gen_kind gk[] = {CR_GEN_UNIFORM, CR_GEN_NORMAL, CR_GEN_SIGNED, CR_GEN_ONES};
-        if (cr_gen_fill(p, 0, n, dt, gk[kind], ds->seed, host_threads) != 0)
-            CHECK(0, "cr_gen_fill(%s, %s) failed", dname(dt), kind_names[kind]);
+        if (cr_gen_fill(p, 0, n, dt, gk[kind], ds->seed, gen_threads()) != 0)
+            CHECK(0, "cr_gen_fill(%s, %s) failed", dt_name(dt), kind_names[kind]);
         if (kind == K_ONES) ds->exact = dt == COOPREDUCE_FLOAT64 || n <= (1u << 24);
     } else if (kind == K_SMALLINT) {
         uint64_t M = dt == COOPREDUCE_FLOAT32 ? (1u << 24) / n : 8;
@@ -244,10 +209,10 @@ static int load(dataset *ds, coopreduce_dtype dt, uint64_t n, int kind, uint64_t
     ds->off = off;
     ds->kind = kind;
     ds->seed = rnd();
-    if (!CHECK((n + off) * esize(dt) <= cap_elems * 8, "data set too large")) return -1;
-    void *h = (char *)hx + off * esize(dt);
+    if (!CHECK((n + off) * dt_size(dt) <= cap_elems * 8, "data set too large")) return -1;
+    void *h = (char *)hx + off * dt_size(dt);
     fill_and_reference(ds, h);
-    return cuda_ok(cudaMemcpy((char *)dx + off * esize(dt), h, n * esize(dt),
+    return cuda_ok(cudaMemcpy((char *)dx + off * dt_size(dt), h, n * dt_size(dt),
                               cudaMemcpyHostToDevice), "upload") ? 0 : -1;
 }
 
@@ -275,7 +240,7 @@ typedef struct {
 
 static void describe(char *buf, size_t cap, const dataset *ds, int m)
 {
-    snprintf(buf, cap, "%s %s n=%llu off=%llu %s seed=%llu", mname(m), dname(ds->dt),
+    snprintf(buf, cap, "%s %s n=%llu off=%llu %s seed=%llu", mname(m), dt_name(ds->dt),
              (unsigned long long)ds->n, (unsigned long long)ds->off, kind_names[ds->kind],
              (unsigned long long)ds->seed);
 }
@@ -284,7 +249,7 @@ static void describe(char *buf, size_t cap, const dataset *ds, int m)
  * poisoned host variable. On success *o holds the result and the launch info. */
 static coopreduce_status run(const dataset *ds, int to_host, outcome *o)
 {
-    size_t es = esize(ds->dt), rs = coopreduce_result_size(ds->dt);
+    size_t es = dt_size(ds->dt), rs = coopreduce_result_size(ds->dt);
     const void *x = (const char *)dx + ds->off * es;
     uint64_t buf[2] = {POISON64, POISON64};
     coopreduce_status s;
@@ -306,17 +271,12 @@ static coopreduce_status run(const dataset *ds, int to_host, outcome *o)
     const unsigned char *b = (const unsigned char *)buf;
     int tail_ok = 1;
     for (size_t i = rs; i < 16; i++) tail_ok &= b[i] == POISON;
-    CHECK(tail_ok, "%s n=%llu: bytes past the %zu-byte result were written", dname(ds->dt),
+    CHECK(tail_ok, "%s n=%llu: bytes past the %zu-byte result were written", dt_name(ds->dt),
           (unsigned long long)ds->n, rs);
     memcpy(&o->bits, buf, rs);
     coopreduce_status li = coopreduce_last_launch(gpu, &o->info);
     CHECK(li == COOPREDUCE_SUCCESS, "last_launch: status %d", (int)li);
     return s;
-}
-
-static double value_of(coopreduce_dtype dt, uint64_t bits)
-{
-    return dt == COOPREDUCE_FLOAT32 ? (double)f32_from_bits((uint32_t)bits) : f64_from_bits(bits);
 }
 
 /* The rounding-error bound of the launch that produced o (see the top of the file). */
@@ -381,7 +341,7 @@ static int verify(const dataset *ds, int m, const outcome *o, int to_host)
                     (long long)got, (long long)ds->isum, (long long)(got - ds->isum));
         return ok;
     }
-    double v = value_of(ds->dt, o->bits);
+    double v = value_of_bits(o->bits, ds->dt);
     double exact = ref_exact_to_double(&ds->ref);
     if (!CHECK(isfinite(v), "%s %s: result %g (bits 0x%llx)", ctx, via, v,
                (unsigned long long)o->bits))
@@ -411,7 +371,7 @@ static int sum_ok(const dataset *ds, int m, int to_host, outcome *o_out)
     coopreduce_status s = run(ds, to_host, &o);
     if (o_out) *o_out = o;
     if (!CHECK(s == COOPREDUCE_SUCCESS, "%s %s n=%llu off=%llu %s: status %d: %s", mname(m),
-               dname(ds->dt), (unsigned long long)ds->n, (unsigned long long)ds->off,
+               dt_name(ds->dt), (unsigned long long)ds->n, (unsigned long long)ds->off,
                to_host ? "to_host" : "device", (int)s, coopreduce_last_error(gpu)))
         return 0;
     return verify(ds, m, &o, to_host);
@@ -431,7 +391,7 @@ static int all_methods(const dataset *ds, int to_host)
             ok &= sum_ok(ds, m, 1, &host);
             if (ok && coopreduce_method_deterministic((coopreduce_method)m, ds->dt) == 1)
                 ok &= CHECK(host.bits == dev.bits, "%s %s n=%llu: to_host 0x%llx != device 0x%llx",
-                            mname(m), dname(ds->dt), (unsigned long long)ds->n,
+                            mname(m), dt_name(ds->dt), (unsigned long long)ds->n,
                             (unsigned long long)host.bits, (unsigned long long)dev.bits);
         }
         failed += !ok;
@@ -501,7 +461,7 @@ static void empty_sums(void)
                 ok = ok && (rs == 8 || memcmp((char *)buf + 4, &want_tail, 4) == 0) &&
                      buf[1] == POISON64;
                 CHECK(ok, "%s %s n=0 (%s): status %d, result 0x%016llx 0x%016llx", mname(m),
-                      dname(dt), variant == 0 ? "x valid" : variant == 1 ? "x NULL" : "to_host",
+                      dt_name(dt), variant == 0 ? "x valid" : variant == 1 ? "x NULL" : "to_host",
                       (int)s, (unsigned long long)buf[0], (unsigned long long)buf[1]);
             }
         }
@@ -596,7 +556,7 @@ static void forced_grids(void)
                     want_max = (want_max + o.info.cluster_size - 1) / o.info.cluster_size *
                                o.info.cluster_size;
                 CHECK(b >= 1 && b <= want_max, "%s %s grid forced to %d: launched %d blocks",
-                      mname(m), dname(dtypes[d]), grids[g], b);
+                      mname(m), dt_name(dtypes[d]), grids[g], b);
             }
         }
         set_grid(0);
@@ -623,7 +583,7 @@ static void determinism(void)
         for (int m = 0; m < NMETHODS; m++) {
             if (!runs_here(m) || !set_method(m)) continue;
             int det = coopreduce_method_deterministic((coopreduce_method)m, dt);
-            CHECK(det == 0 || det == 1, "method_deterministic(%s, %s) = %d", mname(m), dname(dt),
+            CHECK(det == 0 || det == 1, "method_deterministic(%s, %s) = %d", mname(m), dt_name(dt),
                   det);
             int distinct = 0, differ = 0, ran = 0;
             for (int r = 0; r < repeats; r++) {
@@ -637,11 +597,11 @@ static void determinism(void)
             }
             if (det == 1)
                 CHECK(differ == 0, "%s %s n=%llu seed=%llu: deterministic, but %d of %d runs "
-                      "differ from the first (%d distinct results)", mname(m), dname(dt),
+                      "differ from the first (%d distinct results)", mname(m), dt_name(dt),
                       (unsigned long long)n, (unsigned long long)ds.seed, differ, ran, distinct);
             else
                 printf("determinism: %s %s n=%llu: %d distinct result%s in %d runs (documented "
-                       "as not deterministic)\n", mname(m), dname(dt), (unsigned long long)n,
+                       "as not deterministic)\n", mname(m), dt_name(dt), (unsigned long long)n,
                        distinct, distinct == 1 ? "" : "s", ran);
         }
     }
@@ -653,7 +613,7 @@ static void determinism(void)
 static void expect_cluster_refused(const dataset *ds, const char *why)
 {
     char ctx[160];
-    snprintf(ctx, sizeof ctx, "cluster %s n=%llu (%s)", dname(ds->dt), (unsigned long long)ds->n,
+    snprintf(ctx, sizeof ctx, "cluster %s n=%llu (%s)", dt_name(ds->dt), (unsigned long long)ds->n,
              why);
     for (int to_host = 0; to_host < 2; to_host++) {
         outcome o;
@@ -726,25 +686,25 @@ static void cooperative(void)
             CHECK(gs_fb.info.cooperative == 0 && gs_fb.info.fell_back == 1 &&
                       gs_fb.info.notice[0] != '\0' && gs_fb.info.launches >= 2,
                   "gridsync %s without cooperative launch: cooperative %d, fell_back %d, "
-                  "launches %d, notice \"%s\"", dname(dt), gs_fb.info.cooperative,
+                  "launches %d, notice \"%s\"", dt_name(dt), gs_fb.info.cooperative,
                   gs_fb.info.fell_back, gs_fb.info.launches, gs_fb.info.notice);
             if (have) {
                 CHECK(gs_fb.info.blocks == gs_coop.info.blocks, "gridsync %s forced to %d: %d "
-                      "blocks cooperatively, %d in the fallback", dname(dt), forced,
+                      "blocks cooperatively, %d in the fallback", dt_name(dt), forced,
                       gs_coop.info.blocks, gs_fb.info.blocks);
                 CHECK(gs_fb.bits == gs_coop.bits, "gridsync %s n=%llu seed=%llu grid %d: "
-                      "fallback 0x%llx != cooperative 0x%llx", dname(dt), (unsigned long long)n,
+                      "fallback 0x%llx != cooperative 0x%llx", dt_name(dt), (unsigned long long)n,
                       (unsigned long long)ds.seed, forced, (unsigned long long)gs_fb.bits,
                       (unsigned long long)gs_coop.bits);
                 if (gs_coop.info.cooperative)
                     CHECK(gs_fb.info.launches > gs_coop.info.launches, "gridsync %s: the "
                           "two-kernel fallback reports %d launches, the cooperative kernel %d",
-                          dname(dt), gs_fb.info.launches, gs_coop.info.launches);
+                          dt_name(dt), gs_fb.info.launches, gs_coop.info.launches);
             }
         }
         /* The fallback is deterministic too. */
         if (sum_ok(&ds, COOPREDUCE_METHOD_GRIDSYNC, 0, &o))
-            CHECK(o.bits == gs_fb.bits, "gridsync fallback %s: two runs differ", dname(dt));
+            CHECK(o.bits == gs_fb.bits, "gridsync fallback %s: two runs differ", dt_name(dt));
         for (int g = 0; g < 2; g++) {
             set_grid(g ? forced : 0);
             set_method(COOPREDUCE_METHOD_GRIDSYNC);
@@ -755,7 +715,7 @@ static void cooperative(void)
                     CHECK(o.info.cooperative == 0 && o.info.fell_back == 1 &&
                               o.info.notice[0] != '\0',
                           "grid %s (grid %d, %s) without cooperative launch: cooperative %d, "
-                          "fell_back %d, notice \"%s\"", dname(dt), g ? forced : 0,
+                          "fell_back %d, notice \"%s\"", dt_name(dt), g ? forced : 0,
                           to_host ? "to_host" : "device", o.info.cooperative, o.info.fell_back,
                           o.info.notice);
         }
@@ -829,7 +789,7 @@ static void bad_input(void)
             coopreduce_dtype dt = dtypes[d];
             char ctx[96];
             uint64_t buf[2];
-            snprintf(ctx, sizeof ctx, "%s %s", mname(m), dname(dt));
+            snprintf(ctx, sizeof ctx, "%s %s", mname(m), dt_name(dt));
             /* Plain host memory as x. */
             cudaMemset(dout, POISON, 64);
             mark_error();
@@ -948,7 +908,7 @@ static int check_pattern(const void *d, uint64_t n, coopreduce_dtype dt)
             } else {
                 bad = buf[i] != huge_i32_value(g);
             }
-            if (bad) CHECK(0, "the > 2^31 %s data is wrong at %llu", dname(dt), (unsigned long long)g);
+            if (bad) CHECK(0, "the > 2^31 %s data is wrong at %llu", dt_name(dt), (unsigned long long)g);
         }
     }
     return bad ? -1 : 0;
@@ -984,13 +944,7 @@ static void huge(void)
 {
     const uint64_t n = (1ull << 31) + 12345;
     const size_t bytes = n * 4;
-    size_t free_b = 0, total_b = 0;
-    cudaMemGetInfo(&free_b, &total_b);
-    if (free_b < bytes + (1ull << 30)) {
-        printf("SKIP: > 2^31 case needs %.1f GB of free device memory, %.1f GB free\n",
-               bytes / 1e9, free_b / 1e9);
-        return;
-    }
+    if (!gpu_room_for(bytes)) return;
     void *d = NULL;
     if (!cuda_ok(cudaMalloc(&d, bytes), "cudaMalloc 8.6 GB")) return;
     const uint64_t block_elems = 15ull * 7 << 16; /* a multiple of both periods (7 and 15) */
@@ -1031,15 +985,15 @@ static void huge(void)
             }
             for (int m = 0; m < NMETHODS; m++) {
                 if (!runs_here(m) || !set_method(m)) continue;
-                double t0 = now();
+                double t0 = now_s();
                 outcome o;
                 if (sum_ok(&ds, m, 0, &o)) {
                     if (d32)
                         printf("  %-10s %lld (%d blocks, %.1f ms)\n", mname(m),
-                               (long long)o.bits, o.info.blocks, 1e3 * (now() - t0));
+                               (long long)o.bits, o.info.blocks, 1e3 * (now_s() - t0));
                     else
                         printf("  %-10s %.17g (%d blocks, %.1f ms)\n", mname(m),
-                               value_of(dt, o.bits), o.info.blocks, 1e3 * (now() - t0));
+                               value_of_bits(o.bits, dt), o.info.blocks, 1e3 * (now_s() - t0));
                 }
             }
         }
@@ -1061,26 +1015,9 @@ int main(int argc, char **argv)
     }
     max_n = quick ? 70000 : (1u << 24) + 1;
     repeats = quick ? 3 : 50;
-    int count = 0;
-    coopreduce_gpu_count(&count);
-    if (count == 0) {
-        printf("SKIP: test_methods_gpu: no CUDA GPU on this machine; GPU tests skipped\n");
-        return 77;
-    }
-    if (coopreduce_create_gpu(&gpu, 0) != COOPREDUCE_SUCCESS) {
-        printf("SKIP: test_methods_gpu: GPU 0 not usable: %s\n", coopreduce_last_error(NULL));
-        return 77;
-    }
-    coopreduce_gpu_props_get(0, &props);
-    const char *env = getenv("COOPREDUCE_TEST_SEED");
-    rng_state = env ? strtoull(env, NULL, 0)
-                    : ((uint64_t)time(NULL) * 0x2545F4914F6CDD1Dull) ^ (uint64_t)getpid();
-    printf("test_methods_gpu on %s (sm_%d%d, %d SMs, cooperative launch %d, clusters %d)%s; "
-           "seed %llu (COOPREDUCE_TEST_SEED replays)\n", props.name, props.cc_major,
-           props.cc_minor, props.sm_count, props.cooperative_launch, props.cluster_launch,
-           quick ? ", --quick" : "", (unsigned long long)rng_state);
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    host_threads = ncpu > 0 ? (int)(ncpu < 32 ? ncpu : 32) : 1;
+    if (gpu_test_open("test_methods_gpu", &gpu, &props)) return 77;
+    if (quick) printf("test_methods_gpu: --quick\n");
+    test_seed_init("test_methods_gpu");
     cap_elems = max_n + 64;
     hx = malloc(cap_elems * 8);
     if (!CHECK(hx != NULL, "malloc") ||
@@ -1088,24 +1025,13 @@ int main(int argc, char **argv)
         !cuda_ok(cudaMalloc(&dout, 64), "cudaMalloc result"))
         return check_summary("test_methods_gpu");
 
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } sections[] = {
+    static const test_section sections[] = {
         {"api", api_basics},         {"empty", empty_sums},     {"bad input", bad_input},
         {"clusters", clusters},      {"cooperative", cooperative}, {"pipeline", pipeline},
         {"sweep", sweep},            {"misaligned", misaligned}, {"forced grids", forced_grids},
         {"determinism", determinism}, {"huge", huge},
     };
-    for (size_t k = 0; k < sizeof sections / sizeof sections[0]; k++) {
-        if (quick && sections[k].fn == huge) continue;
-        unsigned long long before = check_failed_count();
-        double t0 = now();
-        sections[k].fn();
-        printf("section %-13s %7.2f s, %llu failure%s\n", sections[k].name, now() - t0,
-               check_failed_count() - before, check_failed_count() - before == 1 ? "" : "s");
-        fflush(stdout);
-    }
+    run_sections(sections, sizeof sections / sizeof sections[0], quick ? huge : NULL);
     printf("largest error / bound seen (float32, float64):\n");
     for (int m = 0; m < NMETHODS; m++)
         printf("  %-10s %.3g  %.3g\n", mname(m), worst_ratio[m][0], worst_ratio[m][1]);

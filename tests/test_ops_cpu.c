@@ -20,63 +20,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "check.h"
 #include "coopreduce.h"
 #include "ref_exact.h"
-#include "../src/core/values.h" /* the mean's quotient helper, tested against 128-bit division */
-
-static uint64_t rng_state;
-static uint64_t rnd(void)
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static double unif(void) { return (double)(rnd() >> 11) * 0x1p-53; }
+#include "util.h"
+#include "core/values.h" /* the mean's quotient helper, tested against 128-bit division */
 
 static coopreduce_handle *cpu;
-
-/* ---- This file's own 16-bit decoders (independent of src/core/values.h) ------------------- */
-static double f16_value(uint16_t h)
-{
-    int e = (h >> 10) & 31, m = h & 1023;
-    double s = (h & 0x8000) ? -1.0 : 1.0;
-    if (e == 31) return m ? NAN : s * INFINITY;
-    if (e == 0) return s * ldexp(m, -24);
-    return s * ldexp(1024 + m, e - 25);
-}
-static double bf16_value(uint16_t b)
-{
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-static int is_half(coopreduce_dtype dt) { return dt == COOPREDUCE_FLOAT16 || dt == COOPREDUCE_BFLOAT16; }
-static int is_float(coopreduce_dtype dt) { return dt == COOPREDUCE_FLOAT32 || dt == COOPREDUCE_FLOAT64 || is_half(dt); }
-
-/* Element i of a float array of any type, as a double (exact). */
-static double fval(const void *x, uint64_t i, coopreduce_dtype dt)
-{
-    switch (dt) {
-    case COOPREDUCE_FLOAT32: return ((const float *)x)[i];
-    case COOPREDUCE_FLOAT64: return ((const double *)x)[i];
-    case COOPREDUCE_FLOAT16: return f16_value(((const uint16_t *)x)[i]);
-    default: return bf16_value(((const uint16_t *)x)[i]);
-    }
-}
-static __int128 ival(const void *x, uint64_t i, coopreduce_dtype dt)
-{
-    switch (dt) {
-    case COOPREDUCE_INT32: return ((const int32_t *)x)[i];
-    case COOPREDUCE_UINT32: return ((const uint32_t *)x)[i];
-    case COOPREDUCE_INT64: return ((const int64_t *)x)[i];
-    default: return ((const uint64_t *)x)[i];
-    }
-}
 
 /* A random finite value of the type: mixed magnitudes, both signs, some zeros and ties. */
 static void fill(void *x, uint64_t n, coopreduce_dtype dt, int kind)
@@ -246,11 +197,11 @@ static void ordered_ops(int rounds, uint64_t max_n)
         ref_exact ex;
         for (int op = 0; op < 3; op++) { /* sum, sumsq, dot */
             coopreduce_op o = op == 0 ? COOPREDUCE_OP_SUM : op == 1 ? COOPREDUCE_OP_SUMSQ : COOPREDUCE_OP_DOT;
-            if (o == COOPREDUCE_OP_SUM && !is_half(dt)) continue; /* test_cpu.c covers these */
+            if (o == COOPREDUCE_OP_SUM && !dt_is_half(dt)) continue; /* test_cpu.c covers these */
             ref_exact_init(&ex);
             double abs_sum = 0;
             for (uint64_t i = 0; i < n; i++) {
-                double a = fval(x, i, dt), b = fval(y, i, dt), v;
+                double a = load_value(x, i, dt), b = load_value(y, i, dt), v;
                 if (f64) v = o == COOPREDUCE_OP_SUM ? a : o == COOPREDUCE_OP_SUMSQ ? a * a : a * b;
                 else v = o == COOPREDUCE_OP_SUM ? (float)a : o == COOPREDUCE_OP_SUMSQ ? (float)((float)a * (float)a) : (float)((float)a * (float)b);
                 if (f64) ((double *)leaf)[i] = v; else ((float *)leaf)[i] = (float)v;
@@ -276,7 +227,7 @@ static void ordered_ops(int rounds, uint64_t max_n)
                   (unsigned long long)n, m, s);
         /* NORM2 against long double */
         long double ss = 0;
-        for (uint64_t i = 0; i < n; i++) ss += (long double)fval(x, i, dt) * fval(x, i, dt);
+        for (uint64_t i = 0; i < n; i++) ss += (long double)load_value(x, i, dt) * load_value(x, i, dt);
         double nr;
         if (!result_f(COOPREDUCE_OP_NORM2, x, NULL, n, dt, &nr)) {
             long double want = sqrtl(ss);
@@ -327,15 +278,15 @@ static size_t reference(coopreduce_op op, const void *x, uint64_t n, coopreduce_
 {
     size_t es = coopreduce_dtype_size(dt);
     memset(out, 0, 16);
-    if (is_float(dt)) {
+    if (dt_is_float(dt)) {
         uint64_t first_nan = UINT64_MAX;
-        for (uint64_t i = 0; i < n; i++) if (fval(x, i, dt) != fval(x, i, dt)) { first_nan = i; break; }
+        for (uint64_t i = 0; i < n; i++) if (load_value(x, i, dt) != load_value(x, i, dt)) { first_nan = i; break; }
         if (op == COOPREDUCE_OP_ARGMIN || op == COOPREDUCE_OP_ARGMAX) {
             uint64_t best = 0;
             if (first_nan != UINT64_MAX) best = first_nan;
             else
                 for (uint64_t i = 1; i < n; i++) {
-                    double v = fval(x, i, dt), b = fval(x, best, dt);
+                    double v = load_value(x, i, dt), b = load_value(x, best, dt);
                     if (op == COOPREDUCE_OP_ARGMIN ? v < b : v > b) best = i;
                 }
             memcpy(out, &best, 8);
@@ -349,7 +300,7 @@ static size_t reference(coopreduce_op op, const void *x, uint64_t n, coopreduce_
         }
         uint64_t best = 0;
         for (uint64_t i = 1; i < n; i++) {
-            double v = fval(x, i, dt), b = fval(x, best, dt);
+            double v = load_value(x, i, dt), b = load_value(x, best, dt);
             int better;
             if (op == COOPREDUCE_OP_ABSMAX) better = fabs(v) > fabs(b);
             else if (v == b) better = op == COOPREDUCE_OP_MIN ? signbit(v) && !signbit(b) : !signbit(v) && signbit(b);
@@ -360,9 +311,9 @@ static size_t reference(coopreduce_op op, const void *x, uint64_t n, coopreduce_
         if (op == COOPREDUCE_OP_ABSMAX) out[es - 1] &= 0x7f; /* clear the sign (little-endian) */
         return es;
     }
-    __int128 s = 0, bv = ival(x, 0, dt);
+    __int128 s = 0, bv = load_int(x, 0, dt);
     uint64_t bi = 0;
-    for (uint64_t i = 0; i < n; i++) s += ival(x, i, dt);
+    for (uint64_t i = 0; i < n; i++) s += load_int(x, i, dt);
     if (op == COOPREDUCE_OP_SUM) {
         if (es == 4) { int64_t v = (int64_t)s; memcpy(out, &v, 8); return 8; }
         memcpy(out, &s, 16);
@@ -372,7 +323,7 @@ static size_t reference(coopreduce_op op, const void *x, uint64_t n, coopreduce_
         return 0;
     }
     for (uint64_t i = 1; i < n; i++) {
-        __int128 v = ival(x, i, dt);
+        __int128 v = load_int(x, i, dt);
         __int128 av = v < 0 ? -v : v, ab = bv < 0 ? -bv : bv;
         int better = op == COOPREDUCE_OP_MIN || op == COOPREDUCE_OP_ARGMIN ? v < bv
                    : op == COOPREDUCE_OP_ABSMAX ? av > ab : v > bv;
@@ -386,7 +337,7 @@ static size_t reference(coopreduce_op op, const void *x, uint64_t n, coopreduce_
 
 static void plant_specials(void *x, uint64_t n, coopreduce_dtype dt)
 {
-    if (!is_float(dt) || n < 2) return;
+    if (!dt_is_float(dt) || n < 2) return;
     int what = (int)(rnd() % 5);
     uint64_t i = rnd() % n, j = rnd() % n;
     double v = what == 0 ? NAN : what == 1 ? INFINITY : what == 2 ? -INFINITY : what == 3 ? -0.0 : 0.0;
@@ -409,31 +360,7 @@ static void plant_specials(void *x, uint64_t n, coopreduce_dtype dt)
  * reference fold, byte for byte. */
 static void put(void *x, uint64_t i, coopreduce_dtype dt, double v)
 {
-    switch (dt) {
-    case COOPREDUCE_FLOAT32: ((float *)x)[i] = (float)v; break;
-    case COOPREDUCE_FLOAT64: ((double *)x)[i] = v; break;
-    case COOPREDUCE_FLOAT16: { /* exact for the small halves and integers used here */
-        if (v != v) { ((uint16_t *)x)[i] = 0x7e00; break; }
-        float f = (float)v;
-        uint32_t u;
-        memcpy(&u, &f, 4);
-        const uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
-        int e = (int)((u >> 23) & 255);
-        ((uint16_t *)x)[i] = (uint16_t)(sign | (e ? ((e - 112) << 10 | ((u >> 13) & 0x3ff)) : 0));
-        break;
-    }
-    case COOPREDUCE_BFLOAT16: {
-        float f = (float)v;
-        uint32_t u;
-        memcpy(&u, &f, 4);
-        ((uint16_t *)x)[i] = (uint16_t)(u >> 16);
-        break;
-    }
-    case COOPREDUCE_INT32: ((int32_t *)x)[i] = (int32_t)v; break;
-    case COOPREDUCE_UINT32: ((uint32_t *)x)[i] = (uint32_t)(v < 0 ? -v : v); break;
-    case COOPREDUCE_INT64: ((int64_t *)x)[i] = (int64_t)v; break;
-    default: ((uint64_t *)x)[i] = (uint64_t)(v < 0 ? -v : v); break;
-    }
+    store_value(x, i, dt, dt_is_unsigned(dt) ? fabs(v) : v); /* exact for the values used here */
 }
 
 static void block_skipping(int rounds)
@@ -456,10 +383,10 @@ static void block_skipping(int rounds)
             case 0: put(x, at, dt, (rnd() & 1) ? 3.0 : -3.0); break;      /* a new extreme */
             case 1: /* every zero +0.0, then one -0.0 late: MIN's -0.0 and MAX's +0.0 */
                 for (uint64_t i = 0; i < n; i++) put(x, i, dt, 0.0);
-                if (is_float(dt)) put(x, at, dt, -0.0);
+                if (dt_is_float(dt)) put(x, at, dt, -0.0);
                 break;
             case 2: put(x, at, dt, -2.0); put(x, at2, dt, 2.0); break;   /* repeats of the extremes */
-            default: if (is_float(dt)) put(x, at, dt, NAN); break;        /* a NaN late */
+            default: if (dt_is_float(dt)) put(x, at, dt, NAN); break;        /* a NaN late */
             }
         }
         for (int k = 0; k < 5; k++) {
@@ -492,7 +419,7 @@ static void unordered_ops(int rounds, uint64_t max_n)
             for (uint64_t i = 0; i < n; i++) ((int64_t *)x)[i] = (rnd() & 1) ? INT64_MAX - (int64_t)(rnd() % 3) : INT64_MIN;
         for (int k = 0; k < 7; k++) {
             coopreduce_op op = ops[k];
-            if (is_float(dt) && (op == COOPREDUCE_OP_SUM || op == COOPREDUCE_OP_MEAN)) continue;
+            if (dt_is_float(dt) && (op == COOPREDUCE_OP_SUM || op == COOPREDUCE_OP_MEAN)) continue;
             unsigned char want[16], got[16];
             size_t rs = reference(op, x, n, dt, want);
             memset(got, 0xA5, 16);
@@ -509,7 +436,7 @@ static void unordered_ops(int rounds, uint64_t max_n)
             }
             if (op == COOPREDUCE_OP_MEAN) {
                 __int128 S = 0;
-                for (uint64_t i = 0; i < n; i++) S += ival(x, i, dt);
+                for (uint64_t i = 0; i < n; i++) S += load_int(x, i, dt);
                 double m;
                 memcpy(&m, got, 8);
                 /* S as an exact sum of three doubles, then the exact quotient check */
@@ -805,10 +732,7 @@ static void narrowing(void)
 
 int main(int argc, char **argv)
 {
-    const char *env = getenv("COOPREDUCE_TEST_SEED");
-    uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL) * 2654435761u ^ (uint64_t)clock();
-    rng_state = seed;
-    printf("test_ops_cpu: seed %llu (COOPREDUCE_TEST_SEED replays)\n", (unsigned long long)seed);
+    test_seed_init("test_ops_cpu");
     if (coopreduce_create_cpu(&cpu, 0) != COOPREDUCE_SUCCESS) {
         printf("cannot create a CPU handle: %s\n", coopreduce_last_error(NULL));
         return 1;

@@ -29,24 +29,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 #include "check.h"
 #include "coopreduce.h"
+#include "gpu_util.h"
+#include "util.h"
 
 #ifndef COOPREDUCE_HAVE_CUDA
-int main(void)
-{
-    printf("SKIP: test_ops_gpu: coopreduce was built without CUDA; GPU tests skipped\n");
-    return 77;
-}
+GPU_TEST_MAIN_WITHOUT_CUDA("test_ops_gpu")
 #else
-#include <cuda_runtime_api.h>
 
-typedef unsigned __int128 u128;
-typedef __int128 i128;
-
-#define POISON 0xA5
 #define NDT 8
 #define NOPS 7
 
@@ -65,44 +56,8 @@ static size_t cap_bytes;
 static uint64_t max_n;
 static int quick;
 
-static uint64_t rng_state;
-static uint64_t rnd(void)
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+/* ---------------------------------------------------------------- scope and result sizes */
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cuda_ok(cudaError_t e, const char *what)
-{
-    return CHECK(e == cudaSuccess, "%s: %s", what, cudaGetErrorString(e));
-}
-
-/* ---------------------------------------------------------------- types, this file's own rules */
-
-static size_t esz(coopreduce_dtype dt) { return coopreduce_dtype_size(dt); }
-static int is_half(coopreduce_dtype dt) { return dt == COOPREDUCE_FLOAT16 || dt == COOPREDUCE_BFLOAT16; }
-static int is_float(coopreduce_dtype dt)
-{
-    return dt == COOPREDUCE_FLOAT32 || dt == COOPREDUCE_FLOAT64 || is_half(dt);
-}
-static int is_signed_int(coopreduce_dtype dt)
-{
-    return dt == COOPREDUCE_INT32 || dt == COOPREDUCE_INT64;
-}
-static const char *dname(coopreduce_dtype dt)
-{
-    const char *s = coopreduce_dtype_name(dt);
-    return s ? s : "?";
-}
 static const char *oname(coopreduce_op op)
 {
     const char *s = coopreduce_op_name(op);
@@ -113,7 +68,7 @@ static const char *oname(coopreduce_op op)
  * (another file's kernel) but must give the same bits, so it is checked too. */
 static int in_scope(coopreduce_op op, coopreduce_dtype dt)
 {
-    if (op == COOPREDUCE_OP_SUM || op == COOPREDUCE_OP_MEAN) return !is_float(dt);
+    if (op == COOPREDUCE_OP_SUM || op == COOPREDUCE_OP_MEAN) return !dt_is_float(dt);
     return 1;
 }
 
@@ -124,72 +79,8 @@ static size_t rsize(coopreduce_op op, coopreduce_dtype dt)
     case COOPREDUCE_OP_ARGMIN:
     case COOPREDUCE_OP_ARGMAX:
     case COOPREDUCE_OP_MEAN: return 8;
-    case COOPREDUCE_OP_SUM: return esz(dt) == 8 ? 16 : 8;
-    default: return esz(dt);
-    }
-}
-
-static uint64_t raw(const void *x, uint64_t i, coopreduce_dtype dt)
-{
-    switch (esz(dt)) {
-    case 2: return ((const uint16_t *)x)[i];
-    case 4: return ((const uint32_t *)x)[i];
-    default: return ((const uint64_t *)x)[i];
-    }
-}
-static void put(void *x, uint64_t i, coopreduce_dtype dt, uint64_t bits)
-{
-    switch (esz(dt)) {
-    case 2: ((uint16_t *)x)[i] = (uint16_t)bits; break;
-    case 4: ((uint32_t *)x)[i] = (uint32_t)bits; break;
-    default: ((uint64_t *)x)[i] = bits; break;
-    }
-}
-static uint64_t sign_bit(coopreduce_dtype dt) { return 1ull << (8 * esz(dt) - 1); }
-
-/* This file's own decoders (not src/core/values.h). */
-static double f16_value(uint16_t h)
-{
-    int e = (h >> 10) & 31, m = h & 1023;
-    double s = (h & 0x8000) ? -1.0 : 1.0;
-    if (e == 31) return m ? NAN : s * INFINITY;
-    if (e == 0) return s * ldexp(m, -24);
-    return s * ldexp(1024 + m, e - 25);
-}
-static double fval(uint64_t bits, coopreduce_dtype dt)
-{
-    switch (dt) {
-    case COOPREDUCE_FLOAT32: return (double)f32_from_bits((uint32_t)bits);
-    case COOPREDUCE_FLOAT64: return f64_from_bits(bits);
-    case COOPREDUCE_FLOAT16: return f16_value((uint16_t)bits);
-    default: return (double)f32_from_bits((uint32_t)bits << 16);
-    }
-}
-static i128 ival(uint64_t bits, coopreduce_dtype dt)
-{
-    switch (dt) {
-    case COOPREDUCE_INT32: return (int32_t)(uint32_t)bits;
-    case COOPREDUCE_INT64: return (int64_t)bits;
-    default: return bits; /* unsigned */
-    }
-}
-static uint64_t canon_nan(coopreduce_dtype dt)
-{
-    switch (dt) {
-    case COOPREDUCE_FLOAT32: return 0x7fc00000u;
-    case COOPREDUCE_FLOAT64: return 0x7ff8000000000000ull;
-    case COOPREDUCE_FLOAT16: return 0x7e00u;
-    default: return 0x7fc0u;
-    }
-}
-/* Bits of +inf; exponent mask. */
-static uint64_t inf_bits(coopreduce_dtype dt)
-{
-    switch (dt) {
-    case COOPREDUCE_FLOAT32: return 0x7f800000u;
-    case COOPREDUCE_FLOAT64: return 0x7ff0000000000000ull;
-    case COOPREDUCE_FLOAT16: return 0x7c00u;
-    default: return 0x7f80u;
+    case COOPREDUCE_OP_SUM: return dt_size(dt) == 8 ? 16 : 8;
+    default: return dt_size(dt);
     }
 }
 
@@ -200,11 +91,11 @@ static uint64_t inf_bits(coopreduce_dtype dt)
 static void reference(coopreduce_op op, coopreduce_dtype dt, const void *x, uint64_t n,
                       unsigned char out[16])
 {
-    const size_t es = esz(dt);
+    const size_t es = dt_size(dt);
     memset(out, 0, 16);
     if (op == COOPREDUCE_OP_SUM || op == COOPREDUCE_OP_MEAN) {
         i128 s = 0;
-        for (uint64_t i = 0; i < n; i++) s += ival(raw(x, i, dt), dt);
+        for (uint64_t i = 0; i < n; i++) s += int_of_bits(load_bits(x, i, dt_size(dt)), dt);
         if (op == COOPREDUCE_OP_MEAN) {
             uint64_t nanb = 0x7ff8000000000000ull;
             if (n == 0) memcpy(out, &nanb, 8);
@@ -214,24 +105,24 @@ static void reference(coopreduce_op op, coopreduce_dtype dt, const void *x, uint
         return;
     }
     const int argop = op == COOPREDUCE_OP_ARGMIN || op == COOPREDUCE_OP_ARGMAX;
-    uint64_t idx = 0, best_bits = raw(x, 0, dt);
-    if (is_float(dt)) {
+    uint64_t idx = 0, best_bits = load_bits(x, 0, dt_size(dt));
+    if (dt_is_float(dt)) {
         uint64_t first_nan = UINT64_MAX;
         for (uint64_t i = 0; i < n && first_nan == UINT64_MAX; i++)
-            if (isnan(fval(raw(x, i, dt), dt))) first_nan = i;
+            if (isnan(value_of_bits(load_bits(x, i, dt_size(dt)), dt))) first_nan = i;
         if (first_nan != UINT64_MAX) {
             if (argop) memcpy(out, &first_nan, 8);
             else {
-                uint64_t b = canon_nan(dt);
+                uint64_t b = nan_bits(dt);
                 memcpy(out, &b, es);
             }
             return;
         }
-        const uint64_t sb = sign_bit(dt);
-        double bv = fval(best_bits, dt);
+        const uint64_t sb = sign_bits(dt);
+        double bv = value_of_bits(best_bits, dt);
         for (uint64_t i = 1; i < n; i++) {
-            const uint64_t b = raw(x, i, dt);
-            const double v = fval(b, dt);
+            const uint64_t b = load_bits(x, i, dt_size(dt));
+            const double v = value_of_bits(b, dt);
             int take;
             switch (op) {
             case COOPREDUCE_OP_MIN: take = v < bv || (v == bv && (b & sb) && !(best_bits & sb)); break;
@@ -253,11 +144,11 @@ static void reference(coopreduce_op op, coopreduce_dtype dt, const void *x, uint
         }
         return;
     }
-    i128 bv = ival(best_bits, dt);
+    i128 bv = int_of_bits(best_bits, dt);
     u128 bm = bv < 0 ? (u128)(-bv) : (u128)bv;
     for (uint64_t i = 1; i < n; i++) {
-        const uint64_t b = raw(x, i, dt);
-        const i128 v = ival(b, dt);
+        const uint64_t b = load_bits(x, i, dt_size(dt));
+        const i128 v = int_of_bits(b, dt);
         const u128 m = v < 0 ? (u128)(-v) : (u128)v;
         int take;
         switch (op) {
@@ -282,31 +173,21 @@ static void reference(coopreduce_op op, coopreduce_dtype dt, const void *x, uint
 static void exact_sum(coopreduce_dtype dt, const void *x, uint64_t n, int *neg, u128 *mag)
 {
     i128 s = 0;
-    for (uint64_t i = 0; i < n; i++) s += ival(raw(x, i, dt), dt);
+    for (uint64_t i = 0; i < n; i++) s += int_of_bits(load_bits(x, i, dt_size(dt)), dt);
     *neg = s < 0;
     *mag = s < 0 ? (u128)0 - (u128)s : (u128)s;
-}
-
-static int bitlen(u128 v)
-{
-    int b = 0;
-    while (v) {
-        b++;
-        v >>= 1;
-    }
-    return b;
 }
 
 /* Sign of mag / n - K * 2^F, exactly; 2 when the comparison does not fit in 128 bits. */
 static int cmp_quotient(u128 mag, uint64_t n, u128 K, int F)
 {
-    if (bitlen(K) + bitlen(n) > 127) return 2;
+    if (bit_length(K) + bit_length(n) > 127) return 2;
     u128 lhs = mag, rhs = K * n;
     if (F < 0) {
-        if (bitlen(lhs) - F > 127) return 2;
+        if (bit_length(lhs) - F > 127) return 2;
         lhs <<= -F;
     } else {
-        if (bitlen(rhs) + F > 127) return 2;
+        if (bit_length(rhs) + F > 127) return 2;
         rhs <<= F;
     }
     return lhs < rhs ? -1 : lhs > rhs;
@@ -351,6 +232,19 @@ static int is_rounded_quotient(int neg, u128 mag, uint64_t n, double d, char *wh
     return 1;
 }
 
+/* 1 when the double at `result` is the mean of the integers x[0..n) (n >= 1) rounded to
+ * nearest even; else `why` says what is wrong. */
+static int mean_ok(coopreduce_dtype dt, const void *x, uint64_t n, const void *result, char *why,
+                   size_t wl)
+{
+    int neg;
+    u128 mag;
+    double d;
+    exact_sum(dt, x, n, &neg, &mag);
+    memcpy(&d, result, 8);
+    return is_rounded_quotient(neg, mag, n, d, why, wl);
+}
+
 /* ---------------------------------------------------------------- data */
 
 enum { K_WIDE, K_TIES, K_NEG, K_SPECIAL, K_NAN, K_EXTREME, K_EQUAL, K_COUNT };
@@ -362,7 +256,7 @@ static uint64_t finite_bits(coopreduce_dtype dt)
 {
     for (;;) {
         uint64_t b = rnd();
-        if (esz(dt) < 8) b &= (1ull << (8 * esz(dt))) - 1;
+        if (dt_size(dt) < 8) b &= (1ull << (8 * dt_size(dt))) - 1;
         if (!((b & inf_bits(dt)) == inf_bits(dt))) return b;
     }
 }
@@ -385,7 +279,7 @@ static uint64_t tie_bits(coopreduce_dtype dt, unsigned k)
 /* Specials: +-0, +-inf, +-smallest subnormal, +-largest finite, +-1, or a random finite. */
 static uint64_t special_bits(coopreduce_dtype dt)
 {
-    const uint64_t sb = sign_bit(dt), inf = inf_bits(dt);
+    const uint64_t sb = sign_bits(dt), inf = inf_bits(dt);
     const uint64_t s = (rnd() & 1) ? sb : 0;
     switch (rnd() % 6) {
     case 0: return s;
@@ -404,15 +298,15 @@ static uint64_t nan_pattern(coopreduce_dtype dt)
     if (!(m & man)) m = 1;
     /* any payload, quiet or signalling, either sign */
     uint64_t b = inf | m;
-    if (rnd() & 1) b |= sign_bit(dt);
+    if (rnd() & 1) b |= sign_bits(dt);
     return b;
 }
 
 static uint64_t int_bits(coopreduce_dtype dt, int kind, uint64_t eq)
 {
-    const size_t es = esz(dt);
+    const size_t es = dt_size(dt);
     const uint64_t mask = es == 8 ? ~0ull : (1ull << (8 * es)) - 1;
-    const int sgn = is_signed_int(dt);
+    const int sgn = dt_is_signed(dt);
     switch (kind) {
     case K_TIES: return (uint64_t)(int64_t)((int)(rnd() % 5) - (sgn ? 2 : 0)) & mask;
     case K_EXTREME: {
@@ -430,8 +324,8 @@ static uint64_t int_bits(coopreduce_dtype dt, int kind, uint64_t eq)
 static void fill(void *x, uint64_t n, coopreduce_dtype dt, int kind)
 {
     const uint64_t eq = rnd();
-    if (!is_float(dt)) {
-        for (uint64_t i = 0; i < n; i++) put(x, i, dt, int_bits(dt, kind, eq));
+    if (!dt_is_float(dt)) {
+        for (uint64_t i = 0; i < n; i++) store_bits(x, i, dt_size(dt), int_bits(dt, kind, eq));
         return;
     }
     const uint64_t eqf = finite_bits(dt);
@@ -439,16 +333,16 @@ static void fill(void *x, uint64_t n, coopreduce_dtype dt, int kind)
         uint64_t b;
         switch (kind) {
         case K_TIES: b = tie_bits(dt, (unsigned)rnd()); break;
-        case K_NEG: b = finite_bits(dt) | sign_bit(dt); break;
+        case K_NEG: b = finite_bits(dt) | sign_bits(dt); break;
         case K_SPECIAL: b = special_bits(dt); break;
         case K_EQUAL: b = eqf; break;
         default: b = finite_bits(dt); break;
         }
-        put(x, i, dt, b);
+        store_bits(x, i, dt_size(dt), b);
     }
     if (kind == K_NAN) {
         int k = 1 + (int)(rnd() % 3);
-        for (int j = 0; j < k; j++) put(x, rnd() % n, dt, nan_pattern(dt));
+        for (int j = 0; j < k; j++) store_bits(x, rnd() % n, dt_size(dt), nan_pattern(dt));
     }
 }
 
@@ -456,16 +350,10 @@ static int pick_kind(coopreduce_dtype dt)
 {
     static const int fk[] = {K_WIDE, K_TIES, K_NEG, K_SPECIAL, K_NAN, K_EQUAL};
     static const int ik[] = {K_WIDE, K_TIES, K_EXTREME, K_EQUAL};
-    return is_float(dt) ? fk[rnd() % 6] : ik[rnd() % 4];
+    return dt_is_float(dt) ? fk[rnd() % 6] : ik[rnd() % 4];
 }
 
 /* ---------------------------------------------------------------- one operation, checked */
-
-static void hex(char *buf, size_t cap, const unsigned char *b, size_t len)
-{
-    size_t o = 0;
-    for (size_t i = len; i-- > 0 && o + 3 < cap;) o += (size_t)snprintf(buf + o, cap - o, "%02x", b[i]);
-}
 
 static int fits_64(coopreduce_dtype dt, const unsigned char r[16])
 {
@@ -483,7 +371,7 @@ static int check_op(coopreduce_op op, coopreduce_dtype dt, const void *d_x, cons
 {
     const size_t rs = rsize(op, dt);
     char c[300];
-    snprintf(c, sizeof c, "%s %s n=%llu %s", oname(op), dname(dt), (unsigned long long)n, ctx);
+    snprintf(c, sizeof c, "%s %s n=%llu %s", oname(op), dt_name(dt), (unsigned long long)n, ctx);
     unsigned char want[16], got[32], cres[32];
     reference(op, dt, h_x, n, want);
     int ok = 1;
@@ -501,18 +389,15 @@ static int check_op(coopreduce_op op, coopreduce_dtype dt, const void *d_x, cons
 
     char a[40], b[40];
     if (op == COOPREDUCE_OP_MEAN && n > 0) {
-        int neg;
-        u128 mag;
         double d;
         char why[120];
-        exact_sum(dt, h_x, n, &neg, &mag);
         memcpy(&d, got, 8);
-        ok &= CHECK(is_rounded_quotient(neg, mag, n, d, why, sizeof why),
+        ok &= CHECK(mean_ok(dt, h_x, n, got, why, sizeof why),
                     "%s: GPU mean %.17g (0x%016llx): %s", c, d, (unsigned long long)f64_bits(d),
                     why);
     } else {
-        hex(a, sizeof a, got, rs);
-        hex(b, sizeof b, want, rs);
+        hex_bytes(a, sizeof a, got, rs);
+        hex_bytes(b, sizeof b, want, rs);
         ok &= CHECK(memcmp(got, want, rs) == 0, "%s: GPU 0x%s, reference 0x%s", c, a, b);
     }
 
@@ -533,12 +418,12 @@ static int check_op(coopreduce_op op, coopreduce_dtype dt, const void *d_x, cons
     /* CPU */
     memset(cres, POISON, sizeof cres);
     s = coopreduce_reduce(op, h_x, NULL, cres, n, dt, cpu, NULL);
-    const int overflow_ok = op == COOPREDUCE_OP_SUM && esz(dt) == 8 && !fits_64(dt, want);
+    const int overflow_ok = op == COOPREDUCE_OP_SUM && dt_size(dt) == 8 && !fits_64(dt, want);
     ok &= CHECK(s == COOPREDUCE_SUCCESS || (s == COOPREDUCE_ERROR_OVERFLOW && overflow_ok),
                 "%s: CPU status %d: %s", c, (int)s, coopreduce_last_error(cpu));
     if (s == COOPREDUCE_SUCCESS || s == COOPREDUCE_ERROR_OVERFLOW) {
-        hex(a, sizeof a, got, rs);
-        hex(b, sizeof b, cres, rs);
+        hex_bytes(a, sizeof a, got, rs);
+        hex_bytes(b, sizeof b, cres, rs);
         ok &= CHECK(memcmp(got, cres, rs) == 0, "%s: GPU 0x%s, CPU 0x%s", c, a, b);
         if (overflow_ok) CHECK(s == COOPREDUCE_ERROR_OVERFLOW, "%s: CPU did not report the overflow", c);
     }
@@ -548,7 +433,7 @@ static int check_op(coopreduce_op op, coopreduce_dtype dt, const void *d_x, cons
 /* Uploads h[0..n) of dt to dx + off elements; returns the device pointer, or NULL. */
 static void *upload(const void *h, uint64_t n, coopreduce_dtype dt, uint64_t off)
 {
-    const size_t es = esz(dt);
+    const size_t es = dt_size(dt);
     if (!CHECK((n + off) * es <= cap_bytes, "data set too large")) return NULL;
     void *d = (char *)dx + off * es;
     if (n && !cuda_ok(cudaMemcpy(d, h, n * es, cudaMemcpyHostToDevice), "upload")) return NULL;
@@ -577,7 +462,7 @@ static void api_basics(void)
             if (!in_scope(all_ops[k], all_dt[d])) continue;
             size_t api = coopreduce_op_result_size(all_ops[k], all_dt[d], 0, NULL);
             CHECK(api == rsize(all_ops[k], all_dt[d]), "%s %s: result size %zu, this test says %zu",
-                  oname(all_ops[k]), dname(all_dt[d]), api, rsize(all_ops[k], all_dt[d]));
+                  oname(all_ops[k]), dt_name(all_dt[d]), api, rsize(all_ops[k], all_dt[d]));
         }
 }
 
@@ -593,7 +478,7 @@ static void sweep(void)
                                : sizeof sizes / sizeof sizes[0];
     for (int di = 0; di < NDT; di++) {
         const coopreduce_dtype dt = all_dt[di];
-        const size_t es = esz(dt);
+        const size_t es = dt_size(dt);
         for (size_t si = 0; si < count; si++) {
             const uint64_t n = sz[si];
             if (n > max_n) continue;
@@ -603,7 +488,7 @@ static void sweep(void)
             const int nk = every ? K_COUNT : (quick ? 2 : 1);
             for (int kk = 0; kk < nk; kk++) {
                 int kind = every ? kk : pick_kind(dt);
-                if (every && (is_float(dt) ? kind == K_EXTREME : (kind == K_NEG || kind == K_SPECIAL || kind == K_NAN)))
+                if (every && (dt_is_float(dt) ? kind == K_EXTREME : (kind == K_NEG || kind == K_SPECIAL || kind == K_NAN)))
                     continue;
                 fill(hx, n, dt, kind);
                 const uint64_t lanes = 16 / es;
@@ -635,7 +520,7 @@ static void sweep(void)
 /* Sets x[0..n) of dt from explicit bit patterns, uploads, runs every op. */
 static void run_bits(coopreduce_dtype dt, const uint64_t *bits, uint64_t n, const char *what)
 {
-    for (uint64_t i = 0; i < n; i++) put(hx, i, dt, bits[i]);
+    for (uint64_t i = 0; i < n; i++) store_bits(hx, i, dt_size(dt), bits[i]);
     for (uint64_t off = 0; off < 2; off++) {
         const void *d = upload(hx, n, dt, off);
         if (!d) return;
@@ -652,7 +537,7 @@ static int gpu_result(coopreduce_op op, coopreduce_dtype dt, const void *d, uint
     if (!cuda_ok(cudaMemset(dout, POISON, 64), "poison")) return 0;
     coopreduce_status s = coopreduce_reduce(op, d, NULL, dout, n, dt, gpu, NULL);
     if (!cuda_ok(cudaMemcpy(r, dout, 16, cudaMemcpyDeviceToHost), "copy")) return 0;
-    return CHECK(s == COOPREDUCE_SUCCESS, "%s %s %s: status %d: %s", oname(op), dname(dt), ctx,
+    return CHECK(s == COOPREDUCE_SUCCESS, "%s %s %s: status %d: %s", oname(op), dt_name(dt), ctx,
                  (int)s, coopreduce_last_error(gpu));
 }
 
@@ -663,7 +548,7 @@ static void expect_u64(coopreduce_op op, coopreduce_dtype dt, const void *d, uin
     if (!gpu_result(op, dt, d, n, r, ctx)) return;
     uint64_t v = 0;
     memcpy(&v, r, rsize(op, dt) < 8 ? rsize(op, dt) : 8);
-    CHECK(v == want, "%s %s %s: 0x%llx, expected 0x%llx", oname(op), dname(dt), ctx,
+    CHECK(v == want, "%s %s %s: 0x%llx, expected 0x%llx", oname(op), dt_name(dt), ctx,
           (unsigned long long)v, (unsigned long long)want);
 }
 
@@ -673,7 +558,7 @@ static void nans(void)
     static const uint64_t sizes[] = {1, 2, 9, 1000, 100003, 1000003};
     for (int di = 0; di < NDT; di++) {
         const coopreduce_dtype dt = all_dt[di];
-        if (!is_float(dt)) continue;
+        if (!dt_is_float(dt)) continue;
         for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
             const uint64_t n = sizes[si];
             if (n > max_n) continue;
@@ -686,10 +571,10 @@ static void nans(void)
                 case 2: p = n - 1; break;
                 default: p = rnd() % n; break;
                 }
-                put(hx, p, dt, nan_pattern(dt));
+                store_bits(hx, p, dt_size(dt), nan_pattern(dt));
                 if (where == 4 && p + 1 < n) {
                     /* more NaNs after the first, some in other threads' vectors */
-                    for (int j = 0; j < 4; j++) put(hx, p + 1 + rnd() % (n - p - 1), dt, nan_pattern(dt));
+                    for (int j = 0; j < 4; j++) store_bits(hx, p + 1 + rnd() % (n - p - 1), dt_size(dt), nan_pattern(dt));
                 }
                 for (uint64_t off = quick ? rnd() % 2 : 0; off < 2; off++) {
                     const void *d = upload(hx, n, dt, off);
@@ -701,9 +586,9 @@ static void nans(void)
                     /* the rules, stated directly */
                     expect_u64(COOPREDUCE_OP_ARGMIN, dt, d, n, p, ctx);
                     expect_u64(COOPREDUCE_OP_ARGMAX, dt, d, n, p, ctx);
-                    expect_u64(COOPREDUCE_OP_MIN, dt, d, n, canon_nan(dt), ctx);
-                    expect_u64(COOPREDUCE_OP_MAX, dt, d, n, canon_nan(dt), ctx);
-                    expect_u64(COOPREDUCE_OP_ABSMAX, dt, d, n, canon_nan(dt), ctx);
+                    expect_u64(COOPREDUCE_OP_MIN, dt, d, n, nan_bits(dt), ctx);
+                    expect_u64(COOPREDUCE_OP_MAX, dt, d, n, nan_bits(dt), ctx);
+                    expect_u64(COOPREDUCE_OP_ABSMAX, dt, d, n, nan_bits(dt), ctx);
                 }
             }
         }
@@ -715,8 +600,8 @@ static void zeros_and_infs(void)
 {
     for (int di = 0; di < NDT; di++) {
         const coopreduce_dtype dt = all_dt[di];
-        if (!is_float(dt)) continue;
-        const uint64_t pz = 0, nz = sign_bit(dt), inf = inf_bits(dt), ninf = inf | sign_bit(dt);
+        if (!dt_is_float(dt)) continue;
+        const uint64_t pz = 0, nz = sign_bits(dt), inf = inf_bits(dt), ninf = inf | sign_bits(dt);
         const uint64_t a[2] = {pz, nz}, b[2] = {nz, pz};
         run_bits(dt, a, 2, "[+0, -0]");
         run_bits(dt, b, 2, "[-0, +0]");
@@ -728,7 +613,7 @@ static void zeros_and_infs(void)
             expect_u64(COOPREDUCE_OP_ARGMIN, dt, d, 2, 0, "[-0, +0]");
             expect_u64(COOPREDUCE_OP_ARGMAX, dt, d, 2, 0, "[-0, +0]");
         }
-        for (uint64_t i = 0; i < 2; i++) put(hx, i, dt, a[i]);
+        for (uint64_t i = 0; i < 2; i++) store_bits(hx, i, dt_size(dt), a[i]);
         d = upload(hx, 2, dt, 0);
         if (d) {
             expect_u64(COOPREDUCE_OP_MIN, dt, d, 2, nz, "[+0, -0]");
@@ -740,9 +625,9 @@ static void zeros_and_infs(void)
         const uint64_t n = max_n < 70001 ? max_n : 70001;
         for (int v = 0; v < 4; v++) {
             uint64_t base = (v & 1) ? nz : pz, other = (v & 1) ? pz : nz;
-            for (uint64_t i = 0; i < n; i++) put(hx, i, dt, base);
+            for (uint64_t i = 0; i < n; i++) store_bits(hx, i, dt_size(dt), base);
             uint64_t p = v < 2 ? n - 1 - rnd() % 100 : rnd() % n;
-            put(hx, p, dt, other);
+            store_bits(hx, p, dt_size(dt), other);
             d = upload(hx, n, dt, v & 1);
             if (!d) return;
             char ctx[96];
@@ -763,7 +648,7 @@ static void zeros_and_infs(void)
         for (int rep = 0; rep < 3; rep++) {
             const uint64_t m = 1 + rnd() % (n < 5000 ? n : 5000);
             fill(hx, m, dt, K_WIDE);
-            for (int j = 0; j < 3; j++) put(hx, rnd() % m, dt, (rnd() & 1) ? inf : ninf);
+            for (int j = 0; j < 3; j++) store_bits(hx, rnd() % m, dt_size(dt), (rnd() & 1) ? inf : ninf);
             d = upload(hx, m, dt, rnd() % 2);
             if (!d) return;
             run_all_ops(dt, d, m, "infs among finite", 0);
@@ -777,18 +662,18 @@ static void int_extremes(void)
     static const uint64_t sizes[] = {1, 3, 1000, 65537, 1000003};
     for (int di = 0; di < NDT; di++) {
         const coopreduce_dtype dt = all_dt[di];
-        if (is_float(dt)) continue;
-        const size_t es = esz(dt);
+        if (dt_is_float(dt)) continue;
+        const size_t es = dt_size(dt);
         const uint64_t mask = es == 8 ? ~0ull : (1ull << (8 * es)) - 1;
-        const uint64_t vmax = is_signed_int(dt) ? mask >> 1 : mask;
-        const uint64_t vmin = is_signed_int(dt) ? (mask >> 1) + 1 : 0;
-        const uint64_t vals[3] = {vmax, vmin, is_signed_int(dt) ? mask : 1}; /* MAX, MIN, -1 / 1 */
+        const uint64_t vmax = dt_is_signed(dt) ? mask >> 1 : mask;
+        const uint64_t vmin = dt_is_signed(dt) ? (mask >> 1) + 1 : 0;
+        const uint64_t vals[3] = {vmax, vmin, dt_is_signed(dt) ? mask : 1}; /* MAX, MIN, -1 / 1 */
         for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
             const uint64_t n = sizes[si];
             if (n > max_n) continue;
             for (int v = 0; v < 4; v++) {
                 for (uint64_t i = 0; i < n; i++)
-                    put(hx, i, dt, v < 3 ? vals[v] : ((i % 3) ? vmin : vmax));
+                    store_bits(hx, i, dt_size(dt), v < 3 ? vals[v] : ((i % 3) ? vmin : vmax));
                 const void *d = upload(hx, n, dt, v & 1);
                 if (!d) return;
                 char ctx[96];
@@ -798,7 +683,7 @@ static void int_extremes(void)
                     expect_u64(COOPREDUCE_OP_ARGMIN, dt, d, n, 0, ctx);
                     expect_u64(COOPREDUCE_OP_ARGMAX, dt, d, n, 0, ctx);
                 }
-                if (v == 1 && is_signed_int(dt))
+                if (v == 1 && dt_is_signed(dt))
                     expect_u64(COOPREDUCE_OP_ABSMAX, dt, d, n, vmin, "|MIN| = 2^(w-1)");
             }
         }
@@ -806,7 +691,7 @@ static void int_extremes(void)
         if (es == 8) {
             const uint64_t n = max_n < 1000003 ? max_n : 1000003;
             for (int v = 0; v < 2; v++) {
-                for (uint64_t i = 0; i < n; i++) put(hx, i, dt, v ? vmin : vmax);
+                for (uint64_t i = 0; i < n; i++) store_bits(hx, i, dt_size(dt), v ? vmin : vmax);
                 const void *d = upload(hx, n, dt, 0);
                 unsigned char r[16];
                 if (!d || !gpu_result(COOPREDUCE_OP_SUM, dt, d, n, r, "n * extreme")) continue;
@@ -816,7 +701,7 @@ static void int_extremes(void)
                 memcpy(w, &want, 16);
                 memcpy(g, r, 16);
                 CHECK(g[0] == w[0] && g[1] == w[1],
-                      "%s sum of %llu x %s: %016llx%016llx, expected %016llx%016llx", dname(dt),
+                      "%s sum of %llu x %s: %016llx%016llx, expected %016llx%016llx", dt_name(dt),
                       (unsigned long long)n, v ? "MIN" : "MAX", (unsigned long long)g[1],
                       (unsigned long long)g[0], (unsigned long long)w[1], (unsigned long long)w[0]);
             }
@@ -844,7 +729,7 @@ static void empty(void)
                     for (int i = 0; i < 32; i++) untouched &= r[i] == POISON;
                     CHECK(s == COOPREDUCE_ERROR_EMPTY && untouched,
                           "%s %s n=0: status %d (expected EMPTY), output %s", oname(op),
-                          dname(dt), (int)s, untouched ? "untouched" : "written");
+                          dt_name(dt), (int)s, untouched ? "untouched" : "written");
                     continue;
                 }
                 unsigned char want[16];
@@ -853,14 +738,14 @@ static void empty(void)
                 int tail = 1;
                 for (size_t i = rs; i < 32; i++) tail &= r[i] == POISON;
                 CHECK(s == COOPREDUCE_SUCCESS && memcmp(r, want, rs) == 0 && tail,
-                      "%s %s n=0 x=%s: status %d (%s), result %s", oname(op), dname(dt),
+                      "%s %s n=0 x=%s: status %d (%s), result %s", oname(op), dt_name(dt),
                       px ? "dx" : "NULL", (int)s, coopreduce_last_error(gpu),
                       memcmp(r, want, rs) == 0 ? "right" : "wrong");
                 /* to_host */
                 memset(r, POISON, sizeof r);
                 s = coopreduce_reduce_to_host(op, x, NULL, r, 0, dt, gpu, NULL);
                 CHECK(s == COOPREDUCE_SUCCESS && memcmp(r, want, rs) == 0 && r[rs] == POISON,
-                      "%s %s n=0 to_host: status %d (%s)", oname(op), dname(dt), (int)s,
+                      "%s %s n=0 to_host: status %d (%s)", oname(op), dt_name(dt), (int)s,
                       coopreduce_last_error(gpu));
             }
         }
@@ -875,7 +760,7 @@ static void to_host(void)
         const coopreduce_dtype dt = all_dt[di];
         for (int rep = 0; rep < 3; rep++) {
             const uint64_t n = 1 + rnd() % (max_n < 300000 ? max_n : 300000);
-            const int kind = rep == 0 && !is_float(dt) ? K_EXTREME : pick_kind(dt);
+            const int kind = rep == 0 && !dt_is_float(dt) ? K_EXTREME : pick_kind(dt);
             fill(hx, n, dt, kind);
             const void *d = upload(hx, n, dt, rnd() % 2);
             if (!d) return;
@@ -887,9 +772,9 @@ static void to_host(void)
                 memset(r, POISON, sizeof r);
                 coopreduce_status s = coopreduce_reduce_to_host(op, d, NULL, r, n, dt, gpu, NULL);
                 reference(op, dt, hx, n, want);
-                const int overflow = op == COOPREDUCE_OP_SUM && esz(dt) == 8 && !fits_64(dt, want);
+                const int overflow = op == COOPREDUCE_OP_SUM && dt_size(dt) == 8 && !fits_64(dt, want);
                 char c[160];
-                snprintf(c, sizeof c, "to_host %s %s n=%llu %s", oname(op), dname(dt),
+                snprintf(c, sizeof c, "to_host %s %s n=%llu %s", oname(op), dt_name(dt),
                          (unsigned long long)n, kind_names[kind]);
                 if (!CHECK(s == (overflow ? COOPREDUCE_ERROR_OVERFLOW : COOPREDUCE_SUCCESS),
                            "%s: status %d: %s", c, (int)s, coopreduce_last_error(gpu)))
@@ -954,19 +839,14 @@ static void streams_and_pointers(void)
             cudaMemcpyAsync(r, dout, 16, cudaMemcpyDeviceToHost, st);
             cuda_ok(cudaStreamSynchronize(st), "stream sync");
             if (op == COOPREDUCE_OP_MEAN) {
-                int neg;
-                u128 mag;
-                double v;
                 char why[120];
-                exact_sum(dt, hx, n, &neg, &mag);
-                memcpy(&v, r, 8);
-                CHECK(s == COOPREDUCE_SUCCESS && is_rounded_quotient(neg, mag, n, v, why, sizeof why),
-                      "stream: %s %s: status %d", oname(op), dname(dt), (int)s);
+                CHECK(s == COOPREDUCE_SUCCESS && mean_ok(dt, hx, n, r, why, sizeof why),
+                      "stream: %s %s: status %d", oname(op), dt_name(dt), (int)s);
                 continue;
             }
             reference(op, dt, hx, n, want);
             CHECK(s == COOPREDUCE_SUCCESS && memcmp(r, want, rsize(op, dt)) == 0,
-                  "stream: %s %s: status %d (%s)", oname(op), dname(dt), (int)s,
+                  "stream: %s %s: status %d (%s)", oname(op), dt_name(dt), (int)s,
                   coopreduce_last_error(gpu));
         }
     }
@@ -986,11 +866,11 @@ static void streams_and_pointers(void)
         cuda_ok(cudaMemcpy(buf, dout, 32, cudaMemcpyDeviceToHost), "copy");
         CHECK(s == COOPREDUCE_ERROR_NOT_DEVICE_MEMORY && buf[0] == 0xA5A5A5A5A5A5A5A5ull &&
                   buf[1] == 0xA5A5A5A5A5A5A5A5ull,
-              "%s %s: host x: status %d", oname(op), dname(dt), (int)s);
+              "%s %s: host x: status %d", oname(op), dt_name(dt), (int)s);
         memset(buf, POISON, sizeof buf);
         s = coopreduce_reduce(op, dx, NULL, buf, n, dt, gpu, NULL);
         CHECK(s == COOPREDUCE_ERROR_NOT_DEVICE_MEMORY && buf[0] == 0xA5A5A5A5A5A5A5A5ull,
-              "%s %s: host result: status %d", oname(op), dname(dt), (int)s);
+              "%s %s: host result: status %d", oname(op), dt_name(dt), (int)s);
     }
     free(host);
 }
@@ -1005,13 +885,7 @@ static void plant(void *d, uint64_t i, uint16_t v)
 static void huge(void)
 {
     const uint64_t n = (1ull << 31) + 12345, bytes = n * 2;
-    size_t free_b = 0, total_b = 0;
-    cudaMemGetInfo(&free_b, &total_b);
-    if (free_b < bytes + (1ull << 30)) {
-        printf("SKIP: > 2^31 case needs %.1f GB of free device memory, %.1f GB free\n",
-               bytes / 1e9, free_b / 1e9);
-        return;
-    }
+    if (!gpu_room_for(bytes)) return;
     void *d = NULL;
     if (cudaMalloc(&d, bytes) != cudaSuccess) {
         (void)cudaGetLastError();
@@ -1029,7 +903,7 @@ static void huge(void)
     plant(d, big + 100, 0xfbff);
     for (int h = 0; h < 2; h++) {
         const coopreduce_dtype dt = h ? COOPREDUCE_BFLOAT16 : COOPREDUCE_FLOAT16;
-        double t0 = now();
+        double t0 = now_s();
         expect_u64(COOPREDUCE_OP_ARGMAX, dt, d, n, n - 7, "n > 2^31");
         expect_u64(COOPREDUCE_OP_ARGMIN, dt, d, n, big + 5, "n > 2^31");
         expect_u64(COOPREDUCE_OP_MAX, dt, d, n, 0x7bff, "n > 2^31");
@@ -1039,8 +913,8 @@ static void huge(void)
         const void *d1 = (const uint16_t *)d + 1;
         expect_u64(COOPREDUCE_OP_ARGMAX, dt, d1, n - 1, n - 8, "n > 2^31, x + 1");
         expect_u64(COOPREDUCE_OP_ARGMIN, dt, d1, n - 1, big + 4, "n > 2^31, x + 1");
-        printf("  > 2^31 %s: 7 reductions of %.2f GB in %.1f ms\n", dname(dt), bytes / 1e9,
-               1e3 * (now() - t0));
+        printf("  > 2^31 %s: 7 reductions of %.2f GB in %.1f ms\n", dt_name(dt), bytes / 1e9,
+               1e3 * (now_s() - t0));
     }
     plant(d, n - 1, 0xffc1);      /* a negative NaN last (NaN as float16 and as bfloat16) */
     plant(d, big + 3, 0x7fff);    /* the first NaN (both types) */
@@ -1107,7 +981,7 @@ static void timing(void)
            "x f32sum");
     for (int di = 0; di < NDT; di++) {
         const coopreduce_dtype dt = all_dt[di];
-        const uint64_t bytes = n * esz(dt);
+        const uint64_t bytes = n * dt_size(dt);
         const double t_i32 = time_calls(COOPREDUCE_OP_SUM, COOPREDUCE_INT32, d, bytes / 4);
         const double t_f32 = time_calls(COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT32, d, bytes / 4);
         for (int k = 0; k < NOPS; k++) {
@@ -1115,10 +989,10 @@ static void timing(void)
             if (!in_scope(op, dt)) continue;
             const double t = time_calls(op, dt, d, n);
             if (t <= 0) {
-                printf("  %-8s %-8s failed: %s\n", dname(dt), oname(op), coopreduce_last_error(gpu));
+                printf("  %-8s %-8s failed: %s\n", dt_name(dt), oname(op), coopreduce_last_error(gpu));
                 continue;
             }
-            printf("  %-8s %-8s %10.1f %8.0f %10.3f %10.3f\n", dname(dt), oname(op), t,
+            printf("  %-8s %-8s %10.1f %8.0f %10.3f %10.3f\n", dt_name(dt), oname(op), t,
                    bytes / (t * 1e3), t_i32 / t, t_f32 / t);
         }
     }
@@ -1137,28 +1011,14 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    int count = 0;
-    coopreduce_gpu_count(&count);
-    if (count == 0) {
-        printf("SKIP: test_ops_gpu: no CUDA GPU on this machine; GPU tests skipped\n");
-        return 77;
-    }
-    if (coopreduce_create_gpu(&gpu, 0) != COOPREDUCE_SUCCESS) {
-        printf("SKIP: test_ops_gpu: GPU 0 not usable: %s\n", coopreduce_last_error(NULL));
-        return 77;
-    }
+    coopreduce_gpu_props props;
+    if (gpu_test_open("test_ops_gpu", &gpu, &props)) return 77;
     if (coopreduce_create_cpu(&cpu, 0) != COOPREDUCE_SUCCESS) {
         CHECK(0, "create_cpu: %s", coopreduce_last_error(NULL));
         return check_summary("test_ops_gpu");
     }
-    coopreduce_gpu_props props;
-    coopreduce_gpu_props_get(0, &props);
-    const char *env = getenv("COOPREDUCE_TEST_SEED");
-    rng_state = env ? strtoull(env, NULL, 0)
-                    : ((uint64_t)time(NULL) * 0x2545F4914F6CDD1Dull) ^ (uint64_t)getpid();
-    printf("test_ops_gpu on %s (sm_%d%d, %d SMs)%s; seed %llu (COOPREDUCE_TEST_SEED replays)\n",
-           props.name, props.cc_major, props.cc_minor, props.sm_count, quick ? ", --quick" : "",
-           (unsigned long long)rng_state);
+    if (quick) printf("test_ops_gpu: --quick\n");
+    test_seed_init("test_ops_gpu");
     max_n = quick ? 70001 : (1u << 24) + 1;
     cap_bytes = (size_t)(max_n + 64) * 8;
     hx = malloc(cap_bytes);
@@ -1167,27 +1027,13 @@ int main(int argc, char **argv)
         !cuda_ok(cudaMalloc(&dout, 64), "cudaMalloc result"))
         return check_summary("test_ops_gpu");
 
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } sections[] = {
+    static const test_section sections[] = {
         {"api", api_basics},     {"empty", empty},         {"sweep", sweep},
         {"nans", nans},          {"zeros, infs", zeros_and_infs}, {"int extremes", int_extremes},
         {"to_host", to_host},    {"grids", grids},         {"streams, pointers", streams_and_pointers},
         {"huge", huge},
     };
-    for (size_t k = 0; k < sizeof sections / sizeof sections[0]; k++) {
-        if (quick && sections[k].fn == huge) {
-            printf("SKIP: section huge (n > 2^31) under --quick\n");
-            continue;
-        }
-        unsigned long long before = check_failed_count();
-        double t0 = now();
-        sections[k].fn();
-        printf("section %-18s %7.2f s, %llu failure%s\n", sections[k].name, now() - t0,
-               check_failed_count() - before, check_failed_count() - before == 1 ? "" : "s");
-        fflush(stdout);
-    }
+    run_sections(sections, sizeof sections / sizeof sections[0], quick ? huge : NULL);
     if (do_timing) timing();
     cudaFree(dx);
     cudaFree(dout);
