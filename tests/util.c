@@ -102,6 +102,32 @@ void run_sections(const test_section *list, size_t count, void (*skip)(void))
     }
 }
 
+coopreduce_handle *g_cpu;
+int test_quick;
+
+int cpu_test_main(const char *prog, int argc, char **argv, const test_section *sections,
+                  size_t count)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            test_quick = 1;
+        } else {
+            printf("usage: %s [--quick]\n", prog);
+            return 2;
+        }
+    }
+    test_seed_init(prog);
+    coopreduce_status s = coopreduce_create_cpu(&g_cpu, 0);
+    if (CHECK(s == COOPREDUCE_SUCCESS && g_cpu, "create_cpu(0): %d (%s)", (int)s,
+              coopreduce_last_error(NULL))) {
+        run_sections(sections, count, NULL);
+        CHECK(coopreduce_destroy(g_cpu) == COOPREDUCE_SUCCESS, "destroy: %s",
+              coopreduce_last_error(NULL));
+    }
+    return check_summary(prog);
+}
+
 /* ---- float layouts and patterns ----------------------------------------------------------- */
 
 void float_layout(coopreduce_dtype dt, int *exp_bits, int *man_bits)

@@ -68,6 +68,15 @@ typedef struct {
     void (*fn)(void);
 } test_section;
 void run_sections(const test_section *list, size_t count, void (*skip)(void));
+/* The main of a CPU test program: line-buffered output (progress survives a crash), --quick
+ * (sets test_quick; any other argument: usage, exit code 2), the seed, g_cpu, each section
+ * timed, the summary line; returns the exit code. */
+int cpu_test_main(const char *prog, int argc, char **argv, const test_section *sections,
+                  size_t count);
+/* A CPU handle of every online CPU (threads = 0), created by cpu_test_main. */
+extern coopreduce_handle *g_cpu;
+/* 1 under --quick: fewer and smaller cases. */
+extern int test_quick;
 /* The number of significant bits of v (0 for 0). */
 int bit_length(u128 v);
 
