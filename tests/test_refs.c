@@ -1,8 +1,15 @@
-/* test_refs.c — the tests' own references tested in their own right: ref_exact (the exact
- * big-integer sum of ref_exact.c, the oracle of the CPU and EXACT mode tests) on hand-computed
- * cases (cancellation, ties, overflow, subnormal results, signed zeros, NaN and infinities, lazy
- * carries), against IEEE addition of two and three terms, and against long double Neumaier
- * summation. No library code is under test here but the generator.
+/* test_refs.c — the tests' own references tested in their own right.
+ *
+ *   - ref_exact (the exact big-integer sum of ref_exact.c, the oracle of the CPU and EXACT mode
+ *     tests) on hand-computed cases (cancellation, ties, overflow, subnormal results, signed
+ *     zeros, NaN and infinities, lazy carries), against IEEE addition of two and three terms, and
+ *     against long double Neumaier summation.
+ *   - util.h's conversions (ref_decode, ref_encode: integer arithmetic, the float16 and bfloat16
+ *     references of the operation and EXACT tests): fixed values, every 16-bit pattern, its
+ *     neighbours' midpoints and the doubles next to them, binary32 against the hardware's
+ *     conversion, bfloat16 against an integer rounding formula.
+ *
+ * No library code is under test here but the generator.
  *
  * Seeds: a fresh seed per run, printed; COOPREDUCE_TEST_SEED=<seed> reproduces a run. */
 #include <float.h>
@@ -331,10 +338,114 @@ static void test_ref_exact(void)
     }
 }
 
+/* For every finite positive pattern h of a binary format narrower than binary64 (and its
+ * negative): h round-trips; the midpoint to the next pattern rounds to the even one of the two,
+ * and the doubles on either side of the midpoint to the nearer. Beyond the largest finite
+ * value, the midpoint to 2^(emax+1) overflows. Returns the number of failures. */
+static unsigned long encode_every_pattern(int eb, int mb, const char *name)
+{
+    const uint64_t inf = ((1ull << eb) - 1) << mb, sign = 1ull << (eb + mb);
+    unsigned long bad = 0;
+    for (uint64_t h = 0; h < inf; h++) {
+        for (int neg = 0; neg < 2; neg++) {
+            const uint64_t s = neg ? sign : 0;
+            const double a = ref_decode(s | h, eb, mb);
+            /* the next pattern up in magnitude; past the largest finite, 2^(emax+1) */
+            const double b = h + 1 < inf ? ref_decode(s | (h + 1), eb, mb)
+                                         : (neg ? -2.0 : 2.0) * ldexp(1.0, (1 << (eb - 1)) - 1);
+            const uint64_t even = (h & 1) ? h + 1 : h; /* h + 1 == inf when it overflows: even */
+            const double mid = a / 2 + b / 2;         /* exact: no underflow below 2^-1022 */
+            const uint64_t got_a = ref_encode(a, eb, mb), got_mid = ref_encode(mid, eb, mb);
+            const uint64_t got_lo = ref_encode(nextafter(mid, a), eb, mb);
+            const uint64_t got_hi = ref_encode(nextafter(mid, b), eb, mb);
+            if (got_a != (s | h) || got_mid != (s | even) || got_lo != (s | h) ||
+                got_hi != (s | (h + 1))) {
+                if (bad++ < 5)
+                    CHECK(0, "%s 0x%llx: encode %llx, midpoint %llx (want %llx), below %llx, above "
+                          "%llx", name, (unsigned long long)(s | h), (unsigned long long)got_a,
+                          (unsigned long long)got_mid, (unsigned long long)(s | even),
+                          (unsigned long long)got_lo, (unsigned long long)got_hi);
+            }
+        }
+    }
+    return bad;
+}
+
+static void test_conversions(void)
+{
+    /* Decoding: fixed values, and bfloat16 as the high half of a binary32 (for every pattern). */
+    static const struct {
+        uint16_t bits;
+        double value;
+    } f16[] = {{0x0000, 0.0}, {0x3c00, 1.0}, {0xc000, -2.0}, {0x3555, 0x1.554p-2},
+               {0x7bff, 65504.0}, {0x0400, 0x1p-14}, {0x03ff, 0x1.ff8p-15}, {0x0001, 0x1p-24},
+               {0x8001, -0x1p-24}, {0x7c00, INFINITY}, {0xfc00, -INFINITY}};
+    for (size_t i = 0; i < sizeof f16 / sizeof f16[0]; i++) {
+        const double v = ref_f16_to_double(f16[i].bits);
+        CHECK(v == f16[i].value && !signbit(v) == !(f16[i].bits & 0x8000),
+              "f16 0x%04x decodes to %a, want %a", f16[i].bits, v, f16[i].value);
+        CHECK(ref_f16_from_double(f16[i].value) == f16[i].bits, "f16 of %a: 0x%04x, want 0x%04x",
+              f16[i].value, ref_f16_from_double(f16[i].value), f16[i].bits);
+    }
+    CHECK(signbit(ref_f16_to_double(0x8000)) && ref_f16_to_double(0x8000) == 0, "f16 -0");
+    CHECK(isnan(ref_f16_to_double(0x7e00)) && isnan(ref_f16_to_double(0xfc01)), "f16 NaN");
+    unsigned long bad = 0;
+    for (uint32_t b = 0; b < 0x10000u; b++) {
+        const double want = f32_from_bits(b << 16), got = ref_bf16_to_double((uint16_t)b);
+        if (!(got == want && !signbit(got) == !signbit(want)) && !(got != got && want != want))
+            bad++;
+    }
+    CHECK(bad == 0, "%lu bfloat16 patterns decode unlike binary32's high half", bad);
+
+    /* Encoding: every pattern and its midpoints. */
+    CHECK(encode_every_pattern(5, 10, "f16") == 0, "float16 encoding");
+    CHECK(encode_every_pattern(8, 7, "bf16") == 0, "bfloat16 encoding");
+    CHECK(ref_f16_from_double(0x1p-25) == 0 && ref_f16_from_double(-0x1p-25) == 0x8000 &&
+              ref_f16_from_double(nextafter(0x1p-25, 1)) == 1 && ref_f16_from_double(1e-300) == 0,
+          "float16 below half the smallest subnormal");
+    CHECK(ref_f16_from_double(NAN) == 0x7e00 && ref_bf16_from_double(-NAN) == 0x7fc0 &&
+              ref_encode(NAN, 8, 23) == 0x7fc00000u,
+          "NaN encodes as the canonical NaN");
+    CHECK(ref_f16_from_double(1e300) == 0x7c00 && ref_bf16_from_double(-1e300) == 0xff80 &&
+              ref_f16_from_double(-INFINITY) == 0xfc00 && ref_f16_from_double(-0.0) == 0x8000,
+          "infinities, overflow, -0");
+
+    /* binary32 against the hardware conversion, binary64 against itself, bfloat16 against the
+     * integer formula on binary32 values: random doubles of every kind. */
+    unsigned long bad32 = 0, bad64 = 0, badbf = 0;
+    for (int t = 0; t < 1000000; t++) {
+        double v;
+        switch (t % 4) {
+        case 0: v = f64_from_bits(rnd()); break;                      /* any double */
+        case 1: v = ldexp((double)(rnd() >> 11), (int)rnd_below(320) - 213); break; /* float's range */
+        case 2: {                                                     /* next to a float midpoint */
+            const float f = f32_from_bits((uint32_t)rnd() & 0x7f7fffffu);
+            v = (double)f + ((double)nextafterf(f, INFINITY) - (double)f) / 2;
+            if (rnd() & 1) v = nextafter(v, (rnd() & 1) ? INFINITY : 0);
+            if (rnd() & 1) v = -v;
+            break;
+        }
+        default: v = (double)f32_from_bits((uint32_t)rnd()); break;   /* a float */
+        }
+        if (v != v) continue;
+        bad32 += ref_encode(v, 8, 23) != f32_bits((float)v);
+        bad64 += ref_encode(v, 11, 52) != f64_bits(v);
+        if (t % 4 == 3 && !isinf(v)) {
+            const uint32_t u = f32_bits((float)v);
+            const uint16_t want = (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+            badbf += ref_bf16_from_double(v) != want;
+        }
+    }
+    CHECK(bad32 == 0, "%lu doubles encode to binary32 unlike the hardware", bad32);
+    CHECK(bad64 == 0, "%lu doubles do not encode to themselves", bad64);
+    CHECK(badbf == 0, "%lu floats encode to bfloat16 unlike the integer formula", badbf);
+}
+
 int main(int argc, char **argv)
 {
     static const test_section sections[] = {
         {"ref_exact", test_ref_exact},
+        {"conversions", test_conversions},
     };
     return cpu_test_main("test_refs", argc, argv, sections,
                          sizeof sections / sizeof sections[0]);
