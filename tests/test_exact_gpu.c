@@ -32,8 +32,9 @@ static coopreduce_handle *gpu, *cpu;
 static unsigned char *dx, *dy, *dout;
 static int quick;
 
-static const coopreduce_dtype dts[4] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64,
-                                        COOPREDUCE_FLOAT16, COOPREDUCE_BFLOAT16};
+/* EXACT mode sums every float dtype (float_dtypes), DOT float32 and float64. */
+static coopreduce_dtype dts[COOPREDUCE_DTYPE_COUNT];
+static int ndts;
 
 /* x (and y) host arrays of n elements; the GPU's bits against the CPU's. */
 static void check_case(const char *what, coopreduce_op op, coopreduce_dtype dt, const void *x,
@@ -199,7 +200,8 @@ int main(int argc, char **argv)
     }
     void *x = malloc(max_n * 8), *y = malloc(max_n * 8);
 
-    for (int d = 0; d < 4; d++) {
+    ndts = float_dtypes(dts);
+    for (int d = 0; d < ndts; d++) {
         const coopreduce_dtype dt = dts[d];
         const double H = dt == COOPREDUCE_FLOAT16 ? 60000.0 : 1e30;
         const double c1[] = {H, 1, -H}, z1[] = {-0.0, -0.0}, z2[] = {-0.0, 0.0};
@@ -231,14 +233,14 @@ int main(int argc, char **argv)
     for (int si = 0; si < 12; si++) {
         const uint64_t n = sizes[si];
         if (n > max_n) continue;
-        for (int d = 0; d < 4; d++)
+        for (int d = 0; d < ndts; d++)
             for (int kind = 0; kind < ND; kind++) {
                 if (n > 70001 && kind != D_CANCEL && kind != D_FULL && kind != D_SIGNED) continue;
                 sum_and_dot(check_case, kind, dts[d], x, y, n);
             }
     }
     /* one NaN / infinity somewhere in a long array */
-    for (int d = 0; d < 4; d++) {
+    for (int d = 0; d < ndts; d++) {
         const uint64_t n = quick ? 5000 : 300007;
         gen(D_SIGNED, dts[d], x, n);
         store(dts[d], x, n / 3, INFINITY);

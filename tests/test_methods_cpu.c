@@ -1,6 +1,6 @@
 /* test_methods_cpu.c — the method API and the int32 dtype, through the public API, on the CPU.
  *
- *   a. coopreduce_method_name / _from_name for all 12 methods, the pinned enum values, unknown
+ *   a. coopreduce_method_name / _from_name for every method, the pinned enum values, unknown
  *      names and NULLs rejected; coopreduce_method_deterministic's table.
  *   b. A CPU handle: set_method accepts CANONICAL only (NOT_SUPPORTED, with a message, for the
  *      GPU methods; INVALID_ARGUMENT for unknown values); set_stages, disable_features and
@@ -50,7 +50,8 @@ static void lower(char *dst, const char *src, size_t cap)
 
 static void test_names(void)
 {
-    CHECK(NMETHODS == 12, "the header declares 12 methods, the test lists %d", NMETHODS);
+    CHECK(NMETHODS == COOPREDUCE_METHOD_COUNT, "the header counts %d methods, the test lists %d",
+          (int)COOPREDUCE_METHOD_COUNT, NMETHODS);
     for (int i = 0; i < NMETHODS; i++) {
         char want[32];
         lower(want, methods[i].ident, sizeof want);
@@ -121,7 +122,8 @@ static void test_names(void)
     CHECK(coopreduce_method_from_name(NULL, NULL) == COOPREDUCE_ERROR_INVALID_ARGUMENT,
           "from_name(NULL, NULL) accepted");
 
-    static const int bad_methods[] = {-1, 12, 13, 100, -1000, 0x7fffffff};
+    static const int bad_methods[] = {-1, COOPREDUCE_METHOD_COUNT, COOPREDUCE_METHOD_COUNT + 1, 100,
+                                      -1000, 0x7fffffff};
     for (size_t k = 0; k < sizeof bad_methods / sizeof bad_methods[0]; k++)
         CHECK(coopreduce_method_name((coopreduce_method)bad_methods[k]) == NULL,
               "method_name(%d) is not NULL", bad_methods[k]);
@@ -142,8 +144,8 @@ static void test_deterministic_table(void)
             CHECK(got == want, "method_deterministic(%s, %s) = %d, expected %d",
                   methods[i].ident, coopreduce_dtype_name(dtypes[d]), got, want);
         }
-    static const int bad_methods[] = {-1, 12, 99};
-    static const int bad_dtypes[] = {-1, 8, 42};
+    static const int bad_methods[] = {-1, COOPREDUCE_METHOD_COUNT, 99};
+    static const int bad_dtypes[] = {-1, COOPREDUCE_DTYPE_COUNT, 42};
     for (size_t k = 0; k < 3; k++)
         for (size_t d = 0; d < 3; d++) {
             int got = coopreduce_method_deterministic((coopreduce_method)bad_methods[k], dtypes[d]);
@@ -157,10 +159,11 @@ static void test_deterministic_table(void)
             CHECK(got == -1, "method_deterministic(%s, dtype %d) = %d, expected -1",
                   methods[i].ident, bad_dtypes[d], got);
         }
-    /* The types only the canonical method computes (float16 .. uint64): 1 for it, -1 (not
-     * computed) for the tutorial methods. */
+    /* The types only the canonical method computes (every dtype but the three above): 1 for it,
+     * -1 (not computed) for the tutorial methods. */
     for (int i = 0; i < NMETHODS; i++)
-        for (int d = 3; d <= 7; d++) {
+        for (int d = 0; d < COOPREDUCE_DTYPE_COUNT; d++) {
+            if (d == COOPREDUCE_FLOAT32 || d == COOPREDUCE_FLOAT64 || d == COOPREDUCE_INT32) continue;
             int got = coopreduce_method_deterministic(methods[i].value, (coopreduce_dtype)d);
             int want = methods[i].value == COOPREDUCE_METHOD_CANONICAL ? 1 : -1;
             CHECK(got == want, "method_deterministic(%s, dtype %d) = %d, expected %d",
@@ -208,7 +211,7 @@ static void test_cpu_handle_methods(void)
 
     coopreduce_handle *h = NULL;
     if (!CHECK(coopreduce_create_cpu(&h, 0) == COOPREDUCE_SUCCESS, "create_cpu(0)")) return;
-    static const int bad_methods[] = {-1, 12, 1000};
+    static const int bad_methods[] = {-1, COOPREDUCE_METHOD_COUNT, 1000};
     for (size_t k = 0; k < 3; k++) {
         coopreduce_status s = coopreduce_set_method(h, (coopreduce_method)bad_methods[k]);
         CHECK(s == COOPREDUCE_ERROR_INVALID_ARGUMENT, "set_method(cpu, %d): status %d",
@@ -261,7 +264,7 @@ static void test_dtype_info(void)
           "result_size(FLOAT32) = %zu", coopreduce_result_size(COOPREDUCE_FLOAT32));
     CHECK(coopreduce_result_size(COOPREDUCE_FLOAT64) == sizeof(double),
           "result_size(FLOAT64) = %zu", coopreduce_result_size(COOPREDUCE_FLOAT64));
-    static const int bad[] = {-1, 8, 42};
+    static const int bad[] = {-1, COOPREDUCE_DTYPE_COUNT, 42};
     for (size_t k = 0; k < 3; k++) {
         CHECK(coopreduce_result_size((coopreduce_dtype)bad[k]) == 0, "result_size(%d) = %zu",
               bad[k], coopreduce_result_size((coopreduce_dtype)bad[k]));
@@ -490,8 +493,9 @@ static void test_int_errors(int32_t *buf)
                   COOPREDUCE_ERROR_INVALID_ARGUMENT, "result NULL accepted");
         CHECK(coopreduce_sum(buf, &r, 3, COOPREDUCE_INT32, NULL, NULL) ==
                   COOPREDUCE_ERROR_INVALID_ARGUMENT, "NULL handle accepted");
-        CHECK(coopreduce_sum(buf, &r, 3, (coopreduce_dtype)8, h, NULL) ==
-                  COOPREDUCE_ERROR_UNSUPPORTED_DTYPE, "dtype 8 accepted");
+        CHECK(coopreduce_sum(buf, &r, 3, COOPREDUCE_DTYPE_COUNT, h, NULL) ==
+                  COOPREDUCE_ERROR_UNSUPPORTED_DTYPE, "dtype %d (the count) accepted",
+              (int)COOPREDUCE_DTYPE_COUNT);
         CHECK(r == (int64_t)POISON64, "result written by a failed call");
     }
     /* reserve accepts int32; a sum of one element is the element. */

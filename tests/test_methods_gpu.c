@@ -4,7 +4,7 @@
  *   test_methods_gpu           all checks; exits 77 (ctest: skipped) without CUDA or a GPU
  *   test_methods_gpu --quick   sizes <= 70000, 3 repeats, no > 2^31 case (compute-sanitizer)
  *
- * What is checked, for all 12 methods (canonical included) and the three dtypes:
+ * What is checked, for every method (canonical included) and the three dtypes:
  *  - correctness on many sizes and data kinds, fresh seeds. int32: the exact value of an int64
  *    loop in this file. Floats: |result - exact| <= gamma(d) * sum|x|, with the exact sum from
  *    ref_exact and d from the launch coopreduce_last_launch reports:
@@ -47,7 +47,7 @@
 GPU_TEST_MAIN_WITHOUT_CUDA("test_methods_gpu")
 #else
 
-#define NMETHODS 12
+#define NMETHODS COOPREDUCE_METHOD_COUNT
 #define NDTYPES 3
 
 static const coopreduce_dtype dtypes[NDTYPES] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64,
@@ -415,7 +415,7 @@ static void api_basics(void)
           "zero (blocks %d, launches %d)", info.blocks, info.launches);
     CHECK(coopreduce_last_launch(h, NULL) == COOPREDUCE_ERROR_INVALID_ARGUMENT,
           "last_launch(h, NULL) accepted");
-    static const int bad_methods[] = {-1, 12, 1000};
+    static const int bad_methods[] = {-1, COOPREDUCE_METHOD_COUNT, 1000};
     for (size_t k = 0; k < 3; k++)
         CHECK(coopreduce_set_method(h, (coopreduce_method)bad_methods[k]) ==
                   COOPREDUCE_ERROR_INVALID_ARGUMENT, "set_method(gpu, %d) accepted", bad_methods[k]);
@@ -837,8 +837,9 @@ static void bad_input(void)
         }
         {
             cudaMemset(dout, POISON, 64);
-            coopreduce_status s = coopreduce_sum(dx, dout, n, (coopreduce_dtype)8, gpu, NULL);
-            CHECK(s == COOPREDUCE_ERROR_UNSUPPORTED_DTYPE, "%s dtype 8: status %d", mname(m),
+            coopreduce_status s = coopreduce_sum(dx, dout, n, COOPREDUCE_DTYPE_COUNT, gpu, NULL);
+            CHECK(s == COOPREDUCE_ERROR_UNSUPPORTED_DTYPE, "%s dtype %d (the count): status %d",
+                  mname(m), (int)COOPREDUCE_DTYPE_COUNT,
                   (int)s);
         }
         coopreduce_last_launch(gpu, &after);

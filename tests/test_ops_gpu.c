@@ -38,12 +38,8 @@
 GPU_TEST_MAIN_WITHOUT_CUDA("test_ops_gpu")
 #else
 
-#define NDT 8
 #define NOPS 7
 
-static const coopreduce_dtype all_dt[NDT] = {
-    COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64, COOPREDUCE_INT32,  COOPREDUCE_FLOAT16,
-    COOPREDUCE_BFLOAT16, COOPREDUCE_INT64,  COOPREDUCE_UINT32, COOPREDUCE_UINT64};
 static const coopreduce_op all_ops[NOPS] = {
     COOPREDUCE_OP_MIN,    COOPREDUCE_OP_MAX,    COOPREDUCE_OP_ABSMAX, COOPREDUCE_OP_ARGMIN,
     COOPREDUCE_OP_ARGMAX, COOPREDUCE_OP_SUM,    COOPREDUCE_OP_MEAN};
@@ -457,12 +453,13 @@ static void run_all_ops(coopreduce_dtype dt, const void *d, uint64_t n, const ch
 
 static void api_basics(void)
 {
-    for (int d = 0; d < NDT; d++)
+    for (int d = 0; d < COOPREDUCE_DTYPE_COUNT; d++)
         for (int k = 0; k < NOPS; k++) {
-            if (!in_scope(all_ops[k], all_dt[d])) continue;
-            size_t api = coopreduce_op_result_size(all_ops[k], all_dt[d], 0, NULL);
-            CHECK(api == rsize(all_ops[k], all_dt[d]), "%s %s: result size %zu, this test says %zu",
-                  oname(all_ops[k]), dt_name(all_dt[d]), api, rsize(all_ops[k], all_dt[d]));
+            const coopreduce_dtype dt = (coopreduce_dtype)d;
+            if (!in_scope(all_ops[k], dt)) continue;
+            size_t api = coopreduce_op_result_size(all_ops[k], dt, 0, NULL);
+            CHECK(api == rsize(all_ops[k], dt), "%s %s: result size %zu, this test says %zu",
+                  oname(all_ops[k]), dt_name(dt), api, rsize(all_ops[k], dt));
         }
 }
 
@@ -476,8 +473,8 @@ static void sweep(void)
     const uint64_t *sz = quick ? quick_sizes : sizes;
     const size_t count = quick ? sizeof quick_sizes / sizeof quick_sizes[0]
                                : sizeof sizes / sizeof sizes[0];
-    for (int di = 0; di < NDT; di++) {
-        const coopreduce_dtype dt = all_dt[di];
+    for (int di = 0; di < COOPREDUCE_DTYPE_COUNT; di++) {
+        const coopreduce_dtype dt = (coopreduce_dtype)di;
         const size_t es = dt_size(dt);
         for (size_t si = 0; si < count; si++) {
             const uint64_t n = sz[si];
@@ -556,8 +553,8 @@ static void expect_u64(coopreduce_op op, coopreduce_dtype dt, const void *d, uin
 static void nans(void)
 {
     static const uint64_t sizes[] = {1, 2, 9, 1000, 100003, 1000003};
-    for (int di = 0; di < NDT; di++) {
-        const coopreduce_dtype dt = all_dt[di];
+    for (int di = 0; di < COOPREDUCE_DTYPE_COUNT; di++) {
+        const coopreduce_dtype dt = (coopreduce_dtype)di;
         if (!dt_is_float(dt)) continue;
         for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
             const uint64_t n = sizes[si];
@@ -598,8 +595,8 @@ static void nans(void)
 /* Only +-0.0; +-inf among numbers. */
 static void zeros_and_infs(void)
 {
-    for (int di = 0; di < NDT; di++) {
-        const coopreduce_dtype dt = all_dt[di];
+    for (int di = 0; di < COOPREDUCE_DTYPE_COUNT; di++) {
+        const coopreduce_dtype dt = (coopreduce_dtype)di;
         if (!dt_is_float(dt)) continue;
         const uint64_t pz = 0, nz = sign_bits(dt), inf = inf_bits(dt), ninf = inf | sign_bits(dt);
         const uint64_t a[2] = {pz, nz}, b[2] = {nz, pz};
@@ -660,8 +657,8 @@ static void zeros_and_infs(void)
 static void int_extremes(void)
 {
     static const uint64_t sizes[] = {1, 3, 1000, 65537, 1000003};
-    for (int di = 0; di < NDT; di++) {
-        const coopreduce_dtype dt = all_dt[di];
+    for (int di = 0; di < COOPREDUCE_DTYPE_COUNT; di++) {
+        const coopreduce_dtype dt = (coopreduce_dtype)di;
         if (dt_is_float(dt)) continue;
         const size_t es = dt_size(dt);
         const uint64_t mask = es == 8 ? ~0ull : (1ull << (8 * es)) - 1;
@@ -712,8 +709,8 @@ static void int_extremes(void)
 /* n = 0: SUM 0, MEAN NaN, MIN and the others COOPREDUCE_ERROR_EMPTY with nothing written. */
 static void empty(void)
 {
-    for (int di = 0; di < NDT; di++) {
-        const coopreduce_dtype dt = all_dt[di];
+    for (int di = 0; di < COOPREDUCE_DTYPE_COUNT; di++) {
+        const coopreduce_dtype dt = (coopreduce_dtype)di;
         for (int k = 0; k < NOPS; k++) {
             const coopreduce_op op = all_ops[k];
             if (!in_scope(op, dt)) continue;
@@ -756,8 +753,8 @@ static void empty(void)
  * COOPREDUCE_ERROR_OVERFLOW with the 16 bytes written. */
 static void to_host(void)
 {
-    for (int di = 0; di < NDT; di++) {
-        const coopreduce_dtype dt = all_dt[di];
+    for (int di = 0; di < COOPREDUCE_DTYPE_COUNT; di++) {
+        const coopreduce_dtype dt = (coopreduce_dtype)di;
         for (int rep = 0; rep < 3; rep++) {
             const uint64_t n = 1 + rnd() % (max_n < 300000 ? max_n : 300000);
             const int kind = rep == 0 && !dt_is_float(dt) ? K_EXTREME : pick_kind(dt);
@@ -800,8 +797,8 @@ static void to_host(void)
 static void grids(void)
 {
     static const int g[] = {1, 2, 5, 64, 1000, 4096, 0};
-    for (int di = 0; di < NDT; di++) {
-        const coopreduce_dtype dt = all_dt[di];
+    for (int di = 0; di < COOPREDUCE_DTYPE_COUNT; di++) {
+        const coopreduce_dtype dt = (coopreduce_dtype)di;
         const uint64_t n = max_n < 200003 ? max_n : 200003;
         fill(hx, n, dt, (rnd() & 1) ? K_TIES : pick_kind(dt));
         const void *d = upload(hx, n, dt, 1);
@@ -821,8 +818,8 @@ static void streams_and_pointers(void)
 {
     cudaStream_t st = NULL;
     if (!cuda_ok(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream")) return;
-    for (int di = 0; di < NDT; di++) {
-        const coopreduce_dtype dt = all_dt[di];
+    for (int di = 0; di < COOPREDUCE_DTYPE_COUNT; di++) {
+        const coopreduce_dtype dt = (coopreduce_dtype)di;
         const uint64_t n = max_n < 100000 ? max_n : 100000;
         fill(hx, n, dt, pick_kind(dt));
         const void *d = upload(hx, n, dt, 0);
@@ -979,8 +976,8 @@ static void timing(void)
            "ceiling in docs/PERF.md):\n");
     printf("  %-8s %-8s %10s %8s %10s %10s\n", "dtype", "op", "us", "GB/s", "x int32sum",
            "x f32sum");
-    for (int di = 0; di < NDT; di++) {
-        const coopreduce_dtype dt = all_dt[di];
+    for (int di = 0; di < COOPREDUCE_DTYPE_COUNT; di++) {
+        const coopreduce_dtype dt = (coopreduce_dtype)di;
         const uint64_t bytes = n * dt_size(dt);
         const double t_i32 = time_calls(COOPREDUCE_OP_SUM, COOPREDUCE_INT32, d, bytes / 4);
         const double t_f32 = time_calls(COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT32, d, bytes / 4);

@@ -81,13 +81,14 @@ static void ordered_ops(void)
 {
     const int rounds = test_quick ? 80 : 200;
     const uint64_t max_n = test_quick ? 70000 : 3000000;
-    static const coopreduce_dtype fdt[] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64, COOPREDUCE_FLOAT16, COOPREDUCE_BFLOAT16};
+    coopreduce_dtype fdt[COOPREDUCE_DTYPE_COUNT];
+    const int nf = float_dtypes(fdt);
     static const uint64_t sizes[] = {1, 2, 3, 127, 128, 129, 2047, 2048, 2049, 4095, 4096, 4097, 8193, 65537, 1000003};
     void *x = malloc(max_n * 8), *y = malloc(max_n * 8), *leaf = malloc(max_n * 8);
     for (int r = 0; r < rounds; r++) {
-        coopreduce_dtype dt = fdt[r % 4];
+        coopreduce_dtype dt = fdt[r % nf];
         int f64 = dt == COOPREDUCE_FLOAT64;
-        uint64_t n = r < 15 * 4 ? sizes[(r / 4) % 15] : 1 + rnd() % max_n;
+        uint64_t n = r < 15 * nf ? sizes[(r / nf) % 15] : 1 + rnd() % max_n;
         if (n > max_n) n = max_n;
         int kind = (int)(rnd() % 3);
         fill_values(x, n, dt, kind);
@@ -185,13 +186,14 @@ static void ordered_definition(void)
     double *ld[3];
     for (int k = 0; k < 3; k++) { lf[k] = malloc(max_n * 4); ld[k] = malloc(max_n * 8); }
     unsigned char *x = malloc(max_n * 8), *y = malloc(max_n * 8);
-    static const coopreduce_dtype dts[] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64, COOPREDUCE_FLOAT16, COOPREDUCE_BFLOAT16};
+    coopreduce_dtype dts[COOPREDUCE_DTYPE_COUNT];
+    const int nf = float_dtypes(dts);
     const float ef[] = {CR_TBIG_F32, nextafterf(CR_TBIG_F32, INFINITY), nextafterf(CR_TBIG_F32, 0), CR_TSML_F32,
                         nextafterf(CR_TSML_F32, 0), nextafterf(CR_TSML_F32, INFINITY), 0x1p-149f, -0.0f, 0.0f, 3e38f};
     const double ed[] = {CR_TBIG_F64, nextafter(CR_TBIG_F64, INFINITY), nextafter(CR_TBIG_F64, 0), CR_TSML_F64,
                          nextafter(CR_TSML_F64, 0), nextafter(CR_TSML_F64, INFINITY), 0x1p-1074, -0.0, 0.0, 1e308};
     for (int r = 0; r < rounds; r++) {
-        const coopreduce_dtype dt = dts[r % 4];
+        const coopreduce_dtype dt = dts[r % nf];
         const int f64 = dt == COOPREDUCE_FLOAT64, half = !f64 && dt != COOPREDUCE_FLOAT32;
         const uint64_t n = 1 + rnd() % max_n, C = f64 ? 2048 : 4096;
         const size_t es = coopreduce_dtype_size(dt);

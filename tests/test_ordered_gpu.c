@@ -33,8 +33,9 @@ static void *dx, *dy, *dout;    /* device data (cap + 16 bytes each), device res
 static size_t cap_bytes;
 static int quick;
 
-static const coopreduce_dtype floats[4] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64,
-                                           COOPREDUCE_FLOAT16, COOPREDUCE_BFLOAT16};
+/* Every float dtype (float_dtypes, set in main). */
+static coopreduce_dtype floats[COOPREDUCE_DTYPE_COUNT];
+static int nfloats;
 /* The ordered (op, dtype) pairs: SUM of the 16-bit types, the rest of every float type. */
 static const coopreduce_op ops[5] = {COOPREDUCE_OP_SUM, COOPREDUCE_OP_MEAN, COOPREDUCE_OP_SUMSQ,
                                      COOPREDUCE_OP_NORM2, COOPREDUCE_OP_DOT};
@@ -161,7 +162,7 @@ static void sweep(void)
         (1u << 20) - 1, (1u << 20) + 1, 1000003, (1u << 22) + 3, (1u << 24) - 1, (1u << 24) + 1};
     static const int grids[] = {1, 2, 3, 7, 64, 333};
     const size_t count = sizeof sizes / sizeof sizes[0];
-    for (int di = 0; di < 4; di++) {
+    for (int di = 0; di < nfloats; di++) {
         const coopreduce_dtype dt = floats[di];
         const uint64_t lanes = 16 / coopreduce_dtype_size(dt);
         for (size_t si = 0; si < count; si++) {
@@ -196,7 +197,7 @@ static void sweep(void)
 static void grids(void)
 {
     const uint64_t n = quick ? 40000 : 300007;
-    for (int di = 0; di < 4; di++) {
+    for (int di = 0; di < nfloats; di++) {
         const coopreduce_dtype dt = floats[di];
         fill(hx, n, dt, K_MODERATE);
         fill(hy, n, dt, K_MODERATE);
@@ -216,7 +217,7 @@ static void grids(void)
 /* n == 0 and n == 1, special cases by hand, and narrowing. */
 static void edges(void)
 {
-    for (int di = 0; di < 4; di++) {
+    for (int di = 0; di < nfloats; di++) {
         const coopreduce_dtype dt = floats[di];
         for (int k = 0; k < 5; k++)
             if (in_scope(ops[k], dt)) check_one(ops[k], dt, dx, dy, hx, hy, 0, "empty");
@@ -244,8 +245,9 @@ static void edges(void)
     /* Narrowing, on both handles. */
     CHECK(coopreduce_set_narrow_result(gpu, 1) == COOPREDUCE_SUCCESS, "narrow gpu");
     CHECK(coopreduce_set_narrow_result(cpu, 1) == COOPREDUCE_SUCCESS, "narrow cpu");
-    for (int di = 2; di < 4; di++) {
+    for (int di = 0; di < nfloats; di++) {
         const coopreduce_dtype dt = floats[di];
+        if (!dt_is_half(dt)) continue;
         for (int kind = 0; kind < K_COUNT; kind++) {
             const uint64_t n = 5000 + rnd() % 5000;
             fill(hx, n, dt, kind);
@@ -284,10 +286,11 @@ static void norm2_classes(void)
                                     0x0000000100000000ull, 0x7ff0000000000000ull, 0x7ff8000000000000ull};
     static const uint64_t f16v[] = {0x7bff, 0x7c00, 0x7e00, 0x0001, 0x0400, 0x3c00};
     static const uint64_t bf16v[] = {0x5980, 0x5981, 0x597f, 0x2000, 0x1fff, 0x0001, 0x0080, 0x7f80, 0x7fc0, 0x7f7f};
-    const struct { const uint64_t *v; size_t count; } vals[4] = {
-        {f32v, sizeof f32v / 8}, {f64v, sizeof f64v / 8}, {f16v, sizeof f16v / 8}, {bf16v, sizeof bf16v / 8}};
+    const struct { coopreduce_dtype dt; const uint64_t *v; size_t count; } vals[4] = {
+        {COOPREDUCE_FLOAT32, f32v, sizeof f32v / 8}, {COOPREDUCE_FLOAT64, f64v, sizeof f64v / 8},
+        {COOPREDUCE_FLOAT16, f16v, sizeof f16v / 8}, {COOPREDUCE_BFLOAT16, bf16v, sizeof bf16v / 8}};
     for (int di = 0; di < 4; di++) {
-        const coopreduce_dtype dt = floats[di];
+        const coopreduce_dtype dt = vals[di].dt;
         const size_t es = coopreduce_dtype_size(dt);
         const uint64_t chunk = dt == COOPREDUCE_FLOAT64 ? 2048 : 4096;
         int eb, mb;
@@ -379,6 +382,7 @@ int main(int argc, char **argv)
         return check_summary("test_ordered_gpu");
     if (quick) printf("test_ordered_gpu: --quick\n");
     test_seed_init("test_ordered_gpu");
+    nfloats = float_dtypes(floats);
     cap_bytes = ((1u << 24) + 64) * 8;
     hx = malloc(cap_bytes);
     hy = malloc(cap_bytes);

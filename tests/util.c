@@ -128,7 +128,23 @@ int cpu_test_main(const char *prog, int argc, char **argv, const test_section *s
     return check_summary(prog);
 }
 
+void unknown_dtype(coopreduce_dtype dt, const char *where)
+{
+    printf("FATAL: %s: dtype %d (%s) is not known to tests/util.c; add its layout and values\n",
+           where, (int)dt, dt_name(dt));
+    fflush(stdout);
+    exit(1);
+}
+
 /* ---- float layouts and patterns ----------------------------------------------------------- */
+
+int float_dtypes(coopreduce_dtype out[COOPREDUCE_DTYPE_COUNT])
+{
+    int n = 0;
+    for (int d = 0; d < COOPREDUCE_DTYPE_COUNT; d++)
+        if (dt_is_float((coopreduce_dtype)d)) out[n++] = (coopreduce_dtype)d;
+    return n;
+}
 
 void float_layout(coopreduce_dtype dt, int *exp_bits, int *man_bits)
 {
@@ -138,7 +154,7 @@ void float_layout(coopreduce_dtype dt, int *exp_bits, int *man_bits)
     case COOPREDUCE_FLOAT64: e = 11, m = 52; break;
     case COOPREDUCE_FLOAT16: e = 5, m = 10; break;
     case COOPREDUCE_BFLOAT16: e = 8, m = 7; break;
-    default: break;
+    default: unknown_dtype(dt, "float_layout");
     }
     *exp_bits = e;
     *man_bits = m;
@@ -211,7 +227,8 @@ void store_value(void *x, uint64_t i, coopreduce_dtype dt, double v)
     case COOPREDUCE_INT32: ((int32_t *)x)[i] = (int32_t)v; break;
     case COOPREDUCE_UINT32: ((uint32_t *)x)[i] = (uint32_t)v; break;
     case COOPREDUCE_INT64: ((int64_t *)x)[i] = (int64_t)v; break;
-    default: ((uint64_t *)x)[i] = (uint64_t)v; break;
+    case COOPREDUCE_UINT64: ((uint64_t *)x)[i] = (uint64_t)v; break;
+    default: unknown_dtype(dt, "store_value");
     }
 }
 

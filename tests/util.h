@@ -108,8 +108,11 @@ static inline int dt_is_unsigned(coopreduce_dtype dt)
     return d && d->cls == CR_CLASS_UNSIGNED;
 }
 
+/* The float dtypes (class FLOAT in dtype.h) in the enum's order, into out; returns how many. */
+int float_dtypes(coopreduce_dtype out[COOPREDUCE_DTYPE_COUNT]);
+
 /* The bit layout of a float dtype (IEEE binary formats; bfloat16 is binary32's high half):
- * exponent and stored-significand widths. 0 and 0 for a type that is not a float. */
+ * exponent and stored-significand widths; exits (unknown_dtype) for any other type. */
 void float_layout(coopreduce_dtype dt, int *exp_bits, int *man_bits);
 
 /* ---- bit patterns -------------------------------------------------------------------------- */
@@ -198,6 +201,10 @@ uint64_t ref_encode(double v, int exp_bits, int man_bits);
 static inline uint16_t ref_f16_from_double(double v) { return (uint16_t)ref_encode(v, 5, 10); }
 static inline uint16_t ref_bf16_from_double(double v) { return (uint16_t)ref_encode(v, 8, 7); }
 
+/* Prints that the helpers do not know dtype dt (a dtype added to the library, not yet here) and
+ * exits: a test must not run on values it cannot read. */
+_Noreturn void unknown_dtype(coopreduce_dtype dt, const char *where);
+
 /* The bits of an element of an integer dtype as its value, exactly. */
 static inline i128 int_of_bits(uint64_t bits, coopreduce_dtype dt)
 {
@@ -205,7 +212,8 @@ static inline i128 int_of_bits(uint64_t bits, coopreduce_dtype dt)
     case COOPREDUCE_INT32: return (int32_t)(uint32_t)bits;
     case COOPREDUCE_UINT32: return (uint32_t)bits;
     case COOPREDUCE_INT64: return (int64_t)bits;
-    default: return bits; /* UINT64 */
+    case COOPREDUCE_UINT64: return bits;
+    default: unknown_dtype(dt, "int_of_bits");
     }
 }
 /* The bits of an element of dt as a double: exact for the float types (the tests' own 16-bit
@@ -217,7 +225,7 @@ static inline double value_of_bits(uint64_t bits, coopreduce_dtype dt)
     case COOPREDUCE_FLOAT64: return f64_from_bits(bits);
     case COOPREDUCE_FLOAT16: return ref_f16_to_double((uint16_t)bits);
     case COOPREDUCE_BFLOAT16: return ref_bf16_to_double((uint16_t)bits);
-    default: return (double)int_of_bits(bits, dt);
+    default: return (double)int_of_bits(bits, dt); /* integers; unknown_dtype otherwise */
     }
 }
 /* Element i of an array of dt, as above. */
