@@ -150,12 +150,6 @@ static void every_pair(void)
     coopreduce_set_narrow_result(g_cpu, 0);
 }
 
-int main(int argc, char **argv)
-{
-    static const test_section sections[] = {
-        {"names, sizes, errors", api_table},
-        {"every op and dtype", every_pair},
-    };
-    return cpu_test_main("test_ops_api", argc, argv, sections,
-                         sizeof sections / sizeof sections[0]);
-}
+CPU_TEST_MAIN("test_ops_api",
+              {"names, sizes, errors", api_table},
+              {"every op and dtype", every_pair})

@@ -332,15 +332,9 @@ static void narrowing(void)
     free(x);
 }
 
-int main(int argc, char **argv)
-{
-    static const test_section sections[] = {
-        {"ordered operations", ordered_ops},
-        {"norm2 edges", norm2_edges},
-        {"thread counts", thread_counts},
-        {"narrowing", narrowing},
-        {"definition", ordered_definition},
-    };
-    return cpu_test_main("test_ops_ordered", argc, argv, sections,
-                         sizeof sections / sizeof sections[0]);
-}
+CPU_TEST_MAIN("test_ops_ordered",
+              {"ordered operations", ordered_ops},
+              {"norm2 edges", norm2_edges},
+              {"thread counts", thread_counts},
+              {"narrowing", narrowing},
+              {"definition", ordered_definition})

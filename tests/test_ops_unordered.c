@@ -253,12 +253,6 @@ static void unordered_ops(void)
     CHECK(ua == 0x80000000u, "absmax(INT32_MIN) = 2^31, got %u", ua);
 }
 
-int main(int argc, char **argv)
-{
-    static const test_section sections[] = {
-        {"unordered operations", unordered_ops},
-        {"block skipping", block_skipping},
-    };
-    return cpu_test_main("test_ops_unordered", argc, argv, sections,
-                         sizeof sections / sizeof sections[0]);
-}
+CPU_TEST_MAIN("test_ops_unordered",
+              {"unordered operations", unordered_ops},
+              {"block skipping", block_skipping})

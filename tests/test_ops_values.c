@@ -77,13 +77,7 @@ static void f16_widening(void)
               cr_f32_bits(cr_f16_to_f32((uint16_t)b)));
 }
 
-int main(int argc, char **argv)
-{
-    static const test_section sections[] = {
-        {"quotient helper", quotient_helper},
-        {"norm2 class bits", norm2_class_bits},
-        {"f16 widening", f16_widening},
-    };
-    return cpu_test_main("test_ops_values", argc, argv, sections,
-                         sizeof sections / sizeof sections[0]);
-}
+CPU_TEST_MAIN("test_ops_values",
+              {"quotient helper", quotient_helper},
+              {"norm2 class bits", norm2_class_bits},
+              {"f16 widening", f16_widening})

@@ -441,12 +441,6 @@ static void test_conversions(void)
     CHECK(badbf == 0, "%lu floats encode to bfloat16 unlike the integer formula", badbf);
 }
 
-int main(int argc, char **argv)
-{
-    static const test_section sections[] = {
-        {"ref_exact", test_ref_exact},
-        {"conversions", test_conversions},
-    };
-    return cpu_test_main("test_refs", argc, argv, sections,
-                         sizeof sections / sizeof sections[0]);
-}
+CPU_TEST_MAIN("test_refs",
+              {"ref_exact", test_ref_exact},
+              {"conversions", test_conversions})

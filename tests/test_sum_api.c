@@ -226,11 +226,5 @@ static void test_errors(void)
     }
 }
 
-int main(int argc, char **argv)
-{
-    static const test_section sections[] = {
-        {"errors and API", test_errors},
-    };
-    return cpu_test_main("test_sum_api", argc, argv, sections,
-                         sizeof sections / sizeof sections[0]);
-}
+CPU_TEST_MAIN("test_sum_api",
+              {"errors and API", test_errors})

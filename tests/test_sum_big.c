@@ -113,11 +113,5 @@ static void test_big(void)
     free(x);
 }
 
-int main(int argc, char **argv)
-{
-    static const test_section sections[] = {
-        {"more than 2^31 elements", test_big},
-    };
-    return cpu_test_main("test_sum_big", argc, argv, sections,
-                         sizeof sections / sizeof sections[0]);
-}
+CPU_TEST_MAIN("test_sum_big",
+              {"more than 2^31 elements", test_big})

@@ -62,11 +62,5 @@ static void test_fp_environment(void)
     free(x);
 }
 
-int main(int argc, char **argv)
-{
-    static const test_section sections[] = {
-        {"floating-point environment", test_fp_environment},
-    };
-    return cpu_test_main("test_sum_fpenv", argc, argv, sections,
-                         sizeof sections / sizeof sections[0]);
-}
+CPU_TEST_MAIN("test_sum_fpenv",
+              {"floating-point environment", test_fp_environment})

@@ -130,11 +130,5 @@ static void test_sizes(void)
     }
 }
 
-int main(int argc, char **argv)
-{
-    static const test_section sections[] = {
-        {"sizes and error bound", test_sizes},
-    };
-    return cpu_test_main("test_sum_reference", argc, argv, sections,
-                         sizeof sections / sizeof sections[0]);
-}
+CPU_TEST_MAIN("test_sum_reference",
+              {"sizes and error bound", test_sizes})

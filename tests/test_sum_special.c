@@ -271,12 +271,6 @@ static void test_unaligned(void)
     }
 }
 
-int main(int argc, char **argv)
-{
-    static const test_section sections[] = {
-        {"special values", test_special},
-        {"unaligned input", test_unaligned},
-    };
-    return cpu_test_main("test_sum_special", argc, argv, sections,
-                         sizeof sections / sizeof sections[0]);
-}
+CPU_TEST_MAIN("test_sum_special",
+              {"special values", test_special},
+              {"unaligned input", test_unaligned})

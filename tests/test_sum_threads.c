@@ -117,12 +117,6 @@ static void test_concurrent_handles(void)
     }
 }
 
-int main(int argc, char **argv)
-{
-    static const test_section sections[] = {
-        {"thread counts", test_threads},
-        {"concurrent handles", test_concurrent_handles},
-    };
-    return cpu_test_main("test_sum_threads", argc, argv, sections,
-                         sizeof sections / sizeof sections[0]);
-}
+CPU_TEST_MAIN("test_sum_threads",
+              {"thread counts", test_threads},
+              {"concurrent handles", test_concurrent_handles})

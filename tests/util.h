@@ -73,6 +73,13 @@ void run_sections(const test_section *list, size_t count, void (*skip)(void));
  * timed, the summary line; returns the exit code. */
 int cpu_test_main(const char *prog, int argc, char **argv, const test_section *sections,
                   size_t count);
+/* The whole main of a CPU test program: CPU_TEST_MAIN("test_x", {"one", one}, {"two", two}). */
+#define CPU_TEST_MAIN(prog, ...)                                                                \
+    int main(int argc, char **argv)                                                             \
+    {                                                                                           \
+        static const test_section sections_[] = {__VA_ARGS__};                                  \
+        return cpu_test_main(prog, argc, argv, sections_, sizeof sections_ / sizeof sections_[0]); \
+    }
 /* A CPU handle of every online CPU (threads = 0), created by cpu_test_main. */
 extern coopreduce_handle *g_cpu;
 /* 1 under --quick: fewer and smaller cases. */
