@@ -10,8 +10,9 @@
 #include "coopreduce.h"
 #include "util.h"
 
-/* Stores v as element i of dt: bfloat16 as the high half of the float32 (truncated, so that
- * the widest values stay finite), the other types as util.h's store_value rounds them. */
+/* Stores v as element i of dt: bfloat16 as the high half of the float32 (truncated toward
+ * zero, any bfloat16 being as good a test value), the other types as util.h's store_value
+ * rounds them. */
 static __attribute__((unused)) void store(coopreduce_dtype dt, void *buf, uint64_t i, double v)
 {
     if (dt == COOPREDUCE_BFLOAT16) store_bits(buf, i, 2, f32_bits((float)v) >> 16);

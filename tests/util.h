@@ -4,7 +4,9 @@
  *   Randomness   rnd() (splitmix64), rnd_below(), unif(), for sizes, positions and data.
  *   Seeds        test_seed_init("prog"): a fresh seed per run, or COOPREDUCE_TEST_SEED=S to
  *                replay one; printed as "prog: seed S (COOPREDUCE_TEST_SEED=S replays this run)".
- *   Memory, time xmalloc() (exits on failure), now_s(), gen_threads(), run_section().
+ *   Programs     CPU_TEST_MAIN / cpu_test_main (--quick, seed, the CPU handle g_cpu, timed
+ *                sections, summary); run_section(s).
+ *   Memory, time xmalloc() (exits on failure), now_s(), gen_threads().
  *   dtypes       dt_name(), dt_size() and the classes, from the library's one table
  *                (src/core/dtype.h); the float formats' bit layout (exponent, significand
  *                widths) for the tests' own references.
