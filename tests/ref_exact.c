@@ -250,7 +250,7 @@ static int zero_is_negative(const ref_exact *r)
     return r->neg_zeros > 0 && r->others == 0;
 }
 
-double ref_exact_to_double(const ref_exact *r)
+double ref_exact_round(const ref_exact *r, int prec, int emin)
 {
     switch (special_kind(r)) {
     case 1: return canonical_nan_d();
@@ -262,26 +262,20 @@ double ref_exact_to_double(const ref_exact *r)
     get_magnitude(r, &mg);
     if (mg.zero)
         return zero_is_negative(r) ? -0.0 : 0.0;
-    double v = round_magnitude(&mg, 53, 0, 1024); /* base -1074: the subnormal lsb is bit 0 */
+    /* smallest subnormal 2^(emin - prec + 1); overflow at 2^(emax + 1) = 2^(2 - emin) */
+    double v = round_magnitude(&mg, prec, emin - prec + 1 + 1074, 2 - emin);
     return mg.neg ? -v : v;
+}
+
+double ref_exact_to_double(const ref_exact *r)
+{
+    return ref_exact_round(r, 53, -1022);
 }
 
 float ref_exact_to_float(const ref_exact *r)
 {
-    switch (special_kind(r)) {
-    case 1: return canonical_nan_f();
-    case 2: return INFINITY;
-    case 3: return -INFINITY;
-    default: break;
-    }
-    magnitude mg;
-    get_magnitude(r, &mg);
-    if (mg.zero)
-        return zero_is_negative(r) ? -0.0f : 0.0f;
-    /* float's smallest subnormal 2^-149 is fixed-point bit 1074 - 149 = 925. */
-    double v = round_magnitude(&mg, 24, 925, 128);
-    float f = (float)v; /* exact: v is a float value or inf */
-    return mg.neg ? -f : f;
+    const double v = ref_exact_round(r, 24, -126); /* a float value or an infinity: exact */
+    return v != v ? canonical_nan_f() : (float)v;
 }
 
 long double ref_exact_to_long_double(const ref_exact *r)
@@ -323,22 +317,6 @@ int ref_exact_has_special(const ref_exact *r)
 
 /* ---- any binary format ------------------------------------------------------------------ */
 
-double ref_exact_round(const ref_exact *r, int prec, int emin)
-{
-    switch (special_kind(r)) {
-    case 1: return canonical_nan_d();
-    case 2: return INFINITY;
-    case 3: return -INFINITY;
-    default: break;
-    }
-    magnitude mg;
-    get_magnitude(r, &mg);
-    if (mg.zero)
-        return zero_is_negative(r) ? -0.0 : 0.0;
-    /* smallest subnormal 2^(emin - prec + 1); overflow at 2^(emax + 1) = 2^(2 - emin) */
-    double v = round_magnitude(&mg, prec, emin - prec + 1 + 1074, 2 - emin);
-    return mg.neg ? -v : v;
-}
 
 /* ---- exact products of doubles ------------------------------------------------------------ */
 

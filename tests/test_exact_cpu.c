@@ -17,10 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "check.h"
 #include "coopreduce.h"
 #include "ref_exact.h"
+#include "util.h"
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -46,31 +46,26 @@ static size_t oracle(coopreduce_op op, coopreduce_dtype dt, int narrow, const vo
     static ref_exact r;
     ref_exact_init(&r);
     for (uint64_t i = 0; i < n; i++)
-        ref_exact_add(&r, op == COOPREDUCE_OP_DOT ? load(dt, x, i) * load(dt, y, i)
-                                                  : load(dt, x, i));
+        ref_exact_add(&r, op == COOPREDUCE_OP_DOT ? load_value(x, i, dt) * load_value(y, i, dt)
+                                                  : load_value(x, i, dt));
     if (dt == COOPREDUCE_FLOAT64) {
         double v = ref_exact_to_double(&r);
         memcpy(out, &v, 8);
         return 8;
     }
     if (narrow && dt == COOPREDUCE_FLOAT16) {
-        uint16_t b = f16_enc(ref_exact_round(&r, 11, -14));
+        uint16_t b = ref_f16_from_double(ref_exact_round(&r, 11, -14));
         memcpy(out, &b, 2);
         return 2;
     }
     if (narrow && dt == COOPREDUCE_BFLOAT16) {
-        uint16_t b = bf16_enc(ref_exact_round(&r, 8, -126));
+        uint16_t b = ref_bf16_from_double(ref_exact_round(&r, 8, -126));
         memcpy(out, &b, 2);
         return 2;
     }
     float f = ref_exact_to_float(&r);
     memcpy(out, &f, 4);
     return 4;
-}
-
-static void hex(const unsigned char *b, size_t n, char *s)
-{
-    for (size_t i = 0; i < n; i++) sprintf(s + 2 * i, "%02x", b[n - 1 - i]);
 }
 
 static const int thread_counts[] = {1, 2, 13, 0};
@@ -89,8 +84,8 @@ static void check_case(const char *what, coopreduce_op op, coopreduce_dtype dt, 
             memset(got, 0xA5, sizeof got);
             coopreduce_status s = coopreduce_reduce(op, x, y, got, n, dt, cpu, NULL);
             char a[40], b[40];
-            hex(want, rs, a);
-            hex(got, rs, b);
+            hex_bytes(a, sizeof a, want, rs);
+            hex_bytes(b, sizeof b, got, rs);
             CHECK(s == COOPREDUCE_SUCCESS && memcmp(want, got, rs) == 0 && got[rs] == 0xA5,
                   "%s %s %s n=%llu narrow=%d threads=%d: status %d, got %s, want %s", what,
                   coopreduce_op_name(op), coopreduce_dtype_name(dt), (unsigned long long)n,
@@ -101,8 +96,11 @@ static void check_case(const char *what, coopreduce_op op, coopreduce_dtype dt, 
     coopreduce_set_threads(cpu, 0);
 }
 
-static const coopreduce_dtype dts[4] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64,
-                                        COOPREDUCE_FLOAT16, COOPREDUCE_BFLOAT16};
+/* EXACT mode sums every float dtype (float_dtypes: a new one is swept too); the permutations
+ * and the longest cases are float32 and float64, by name. */
+static coopreduce_dtype dts[COOPREDUCE_DTYPE_COUNT];
+static int ndts;
+static const coopreduce_dtype f32_f64[2] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64};
 
 static void sum_list(coopreduce_dtype dt, const char *what, const double *v, uint64_t n)
 {
@@ -120,10 +118,7 @@ static int cmp_abs(const void *a, const void *b)
 
 int main(void)
 {
-    const char *env = getenv("COOPREDUCE_TEST_SEED");
-    uint64_t seed = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL);
-    printf("test_exact_cpu: seed %llu\n", (unsigned long long)seed);
-    rng_state = seed;
+    test_seed_init("test_exact_cpu");
     if (coopreduce_create_cpu(&cpu, 0) != COOPREDUCE_SUCCESS) {
         printf("cannot create a CPU handle\n");
         return 1;
@@ -132,7 +127,8 @@ int main(void)
 
     /* ---- hand-made cases ---- */
     const double M = 1e30, T32 = 0x1p-24, T64 = 0x1p-53;
-    for (int d = 0; d < 4; d++) {
+    ndts = float_dtypes(dts);
+    for (int d = 0; d < ndts; d++) {
         coopreduce_dtype dt = dts[d];
         int big = dt == COOPREDUCE_FLOAT16 ? 0 : 1;
         double H = big ? M : 60000.0;
@@ -242,20 +238,15 @@ int main(void)
                                      131073, 1048577};
     const int nsizes = (int)(sizeof sizes / sizeof sizes[0]);
     void *x = malloc((1u << 24) * 8), *y = malloc((1u << 24) * 8);
-    for (int d = 0; d < 4; d++)
+    for (int d = 0; d < ndts; d++)
         for (int kind = 0; kind < ND; kind++)
             for (int si = 0; si < nsizes; si++) {
                 uint64_t n = sizes[si];
                 if (n > 131073 && kind != D_CANCEL && kind != D_FULL) continue;
-                gen(kind, dts[d], x, n);
-                check_case(dnames[kind], COOPREDUCE_OP_SUM, dts[d], x, NULL, n);
-                if (d < 2) {
-                    gen(kind == D_CANCEL ? D_SIGNED : kind, dts[d], y, n);
-                    check_case(dnames[kind], COOPREDUCE_OP_DOT, dts[d], x, y, n);
-                }
+                sum_and_dot(check_case, kind, dts[d], x, y, n);
             }
     /* a NaN / an infinity in a long array, at the start, middle and end */
-    for (int d = 0; d < 4; d++) {
+    for (int d = 0; d < ndts; d++) {
         uint64_t n = 300007;
         for (int pos = 0; pos < 3; pos++) {
             gen(D_SIGNED, dts[d], x, n);
@@ -276,7 +267,7 @@ int main(void)
         if (d == 0)
             for (uint64_t i = 0; i < n; i++) v[i] = (float)v[i];
         unsigned char first[8], got[8];
-        const coopreduce_dtype dt = dts[d];
+        const coopreduce_dtype dt = f32_f64[d];
         for (int perm = 0; perm < 4; perm++) {
             if (perm == 1) qsort(v, n, 8, cmp_abs);
             if (perm == 2)
@@ -295,7 +286,7 @@ int main(void)
             for (uint64_t i = 0; i < n; i++) store(dt, x, i, v[i]);
             coopreduce_reduce(COOPREDUCE_OP_SUM, x, NULL, got, n, dt, cpu, NULL);
             if (perm == 0) memcpy(first, got, 8);
-            CHECK(memcmp(first, got, esize(dt)) == 0, "permutation %d of %s changed the bits",
+            CHECK(memcmp(first, got, dt_size(dt)) == 0, "permutation %d of %s changed the bits",
                   perm, coopreduce_dtype_name(dt));
             check_case("permutation", COOPREDUCE_OP_SUM, dt, x, NULL, n);
         }
@@ -305,8 +296,8 @@ int main(void)
     for (int d = 0; d < 2; d++) {
         const uint64_t ns[] = {(1u << 24) - 1, 1u << 24, (1u << 20) + 1};
         for (int k = 0; k < 3; k++) {
-            gen(d == 0 ? D_SIGNED : D_CANCEL, dts[d], x, ns[k]);
-            check_case("large", COOPREDUCE_OP_SUM, dts[d], x, NULL, ns[k]);
+            gen(d == 0 ? D_SIGNED : D_CANCEL, f32_f64[d], x, ns[k]);
+            check_case("large", COOPREDUCE_OP_SUM, f32_f64[d], x, NULL, ns[k]);
         }
     }
     /* the caller's floating-point environment does not matter and is restored */

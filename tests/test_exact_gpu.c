@@ -16,39 +16,31 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "check.h"
 #include "coopreduce.h"
 #include "ref_exact.h"
+#include "util.h"
+
+#include "gpu_util.h"
 
 #ifndef COOPREDUCE_HAVE_CUDA
-int main(void)
-{
-    printf("SKIP: test_exact_gpu: coopreduce was built without CUDA; GPU tests skipped\n");
-    return 77;
-}
+GPU_TEST_MAIN_WITHOUT_CUDA("test_exact_gpu")
 #else
-#include <cuda_runtime_api.h>
 #include "exact_data.h"
 
-#define POISON 0xA5
 static coopreduce_handle *gpu, *cpu;
 static unsigned char *dx, *dy, *dout;
 static int quick;
 
-static const coopreduce_dtype dts[4] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64,
-                                        COOPREDUCE_FLOAT16, COOPREDUCE_BFLOAT16};
-
-static void hex(const unsigned char *b, size_t n, char *s)
-{
-    for (size_t i = 0; i < n; i++) sprintf(s + 2 * i, "%02x", b[n - 1 - i]);
-}
+/* EXACT mode sums every float dtype (float_dtypes), DOT float32 and float64. */
+static coopreduce_dtype dts[COOPREDUCE_DTYPE_COUNT];
+static int ndts;
 
 /* x (and y) host arrays of n elements; the GPU's bits against the CPU's. */
 static void check_case(const char *what, coopreduce_op op, coopreduce_dtype dt, const void *x,
                        const void *y, uint64_t n)
 {
-    const size_t es = esize(dt);
+    const size_t es = dt_size(dt);
     const int dot = op == COOPREDUCE_OP_DOT;
     for (int narrow = 0; narrow <= (dt == COOPREDUCE_FLOAT16 || dt == COOPREDUCE_BFLOAT16);
          narrow++) {
@@ -78,8 +70,8 @@ static void check_case(const char *what, coopreduce_op op, coopreduce_dtype dt, 
                         cudaMemcpy(got, dout, 16, cudaMemcpyDeviceToHost);
                     }
                     char a[40], b[40];
-                    hex(want, rs, a);
-                    hex(got, rs, b);
+                    hex_bytes(a, sizeof a, want, rs);
+                    hex_bytes(b, sizeof b, got, rs);
                     CHECK(s == COOPREDUCE_SUCCESS && memcmp(want, got, rs) == 0 &&
                               (rep == 1 && gi == 0 ? 1 : got[rs] == POISON),
                           "%s %s %s n=%llu narrow=%d off=%d grid=%d rep=%d: status %d (%s), "
@@ -192,15 +184,10 @@ static void timing(void)
 int main(int argc, char **argv)
 {
     quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-    const char *env = getenv("COOPREDUCE_TEST_SEED");
-    uint64_t seed = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL);
-    coopreduce_status s = coopreduce_create_gpu(&gpu, 0);
-    if (s != COOPREDUCE_SUCCESS) {
-        printf("SKIP: test_exact_gpu: no usable GPU (%s)\n", coopreduce_status_string(s));
-        return 77;
-    }
-    printf("test_exact_gpu: seed %llu%s\n", (unsigned long long)seed, quick ? " (quick)" : "");
-    rng_state = seed;
+    coopreduce_gpu_props props;
+    if (gpu_test_open("test_exact_gpu", &gpu, &props)) return 77;
+    if (quick) printf("test_exact_gpu: --quick\n");
+    test_seed_init("test_exact_gpu");
     coopreduce_create_cpu(&cpu, 0);
     coopreduce_set_mode(gpu, COOPREDUCE_MODE_EXACT);
     coopreduce_set_mode(cpu, COOPREDUCE_MODE_EXACT);
@@ -213,7 +200,8 @@ int main(int argc, char **argv)
     }
     void *x = malloc(max_n * 8), *y = malloc(max_n * 8);
 
-    for (int d = 0; d < 4; d++) {
+    ndts = float_dtypes(dts);
+    for (int d = 0; d < ndts; d++) {
         const coopreduce_dtype dt = dts[d];
         const double H = dt == COOPREDUCE_FLOAT16 ? 60000.0 : 1e30;
         const double c1[] = {H, 1, -H}, z1[] = {-0.0, -0.0}, z2[] = {-0.0, 0.0};
@@ -245,19 +233,14 @@ int main(int argc, char **argv)
     for (int si = 0; si < 12; si++) {
         const uint64_t n = sizes[si];
         if (n > max_n) continue;
-        for (int d = 0; d < 4; d++)
+        for (int d = 0; d < ndts; d++)
             for (int kind = 0; kind < ND; kind++) {
                 if (n > 70001 && kind != D_CANCEL && kind != D_FULL && kind != D_SIGNED) continue;
-                gen(kind, dts[d], x, n);
-                check_case(dnames[kind], COOPREDUCE_OP_SUM, dts[d], x, NULL, n);
-                if (d < 2) {
-                    gen(kind == D_CANCEL ? D_SIGNED : kind, dts[d], y, n);
-                    check_case(dnames[kind], COOPREDUCE_OP_DOT, dts[d], x, y, n);
-                }
+                sum_and_dot(check_case, kind, dts[d], x, y, n);
             }
     }
     /* one NaN / infinity somewhere in a long array */
-    for (int d = 0; d < 4; d++) {
+    for (int d = 0; d < ndts; d++) {
         const uint64_t n = quick ? 5000 : 300007;
         gen(D_SIGNED, dts[d], x, n);
         store(dts[d], x, n / 3, INFINITY);

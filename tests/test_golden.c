@@ -20,11 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "coopreduce.h"
 #include "gen.h"
 #include "check.h"
+#include "util.h"
 
 /* Parses an unsigned 64-bit integer that must span the whole token. */
 static int parse_u64(const char *tok, uint64_t *out)
@@ -51,8 +51,6 @@ int main(int argc, char **argv)
     if (!CHECK(f != NULL, "cannot open %s: %s", argv[1], strerror(errno)))
         return check_summary("test_golden");
 
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int gen_threads = ncpu > 1 ? (int)ncpu : 1;
     coopreduce_handle *h = NULL;
     coopreduce_status s = coopreduce_create_cpu(&h, 0);
     if (!CHECK(s == COOPREDUCE_SUCCESS && h, "create_cpu(0): %d (%s)", (int)s,
@@ -119,13 +117,13 @@ int main(int argc, char **argv)
             continue;
         cases++;
 
-        size_t es = dt == COOPREDUCE_FLOAT32 ? 4 : 8;
+        size_t es = dt_size(dt);
         if (!CHECK(n <= (uint64_t)(SIZE_MAX / es), "%s:%lu: n too large", argv[1], lineno))
             continue;
         void *x = malloc(n ? (size_t)n * es : 1);
         if (!CHECK(x != NULL, "%s:%lu: cannot allocate %" PRIu64 " elements", argv[1], lineno, n))
             continue;
-        if (!CHECK(cr_gen_fill(x, 0, n, dt, kind, seed, gen_threads) == 0,
+        if (!CHECK(cr_gen_fill(x, 0, n, dt, kind, seed, gen_threads()) == 0,
                    "%s:%lu: cr_gen_fill failed", argv[1], lineno)) {
             free(x);
             continue;

@@ -11,42 +11,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 #include "check.h"
 #include "coopreduce.h"
 #include "gen.h"
+#include "gpu_util.h"
+#include "util.h"
 
 #ifndef COOPREDUCE_HAVE_CUDA
-int main(void)
-{
-    printf("SKIP: test_gpu: coopreduce was built without CUDA; GPU tests skipped\n");
-    return 77;
-}
+GPU_TEST_MAIN_WITHOUT_CUDA("test_gpu")
 #else
-#include <cuda_runtime_api.h>
-
-#define POISON 0xA5
 
 static coopreduce_handle *gpu, *cpu;
 static void *dx, *dout;           /* device input (max size + 16 bytes), device result */
 static void *hx;                  /* host copy of the input */
 static uint64_t cap;              /* elements of float64 the buffers hold */
-static int host_threads;
 static int quick_mode;            /* --quick: what the sanitizers run */
 static uint64_t max_n = 33554467;  /* --quick lowers it: sanitizers are slow */
-
-static uint64_t rng_state;
-static uint64_t rnd(void)
-{
-    rng_state += 0x9e3779b97f4a7c15ull;
-    return cr_gen_hash(rng_state, 0);
-}
-
-static int cuda_ok(cudaError_t e, const char *what)
-{
-    return CHECK(e == cudaSuccess, "%s: %s", what, cudaGetErrorString(e));
-}
 
 /* GPU result bits (result poisoned first) of x = dx + offset_elems, n elements. */
 static int gpu_sum_bits(uint64_t n, coopreduce_dtype dt, uint64_t offset_elems, uint64_t *bits)
@@ -74,7 +54,7 @@ static uint64_t cpu_sum_bits(const void *x, uint64_t n, coopreduce_dtype dt)
 static int load(uint64_t n, coopreduce_dtype dt, cr_gen_kind kind, uint64_t seed, uint64_t off)
 {
     size_t es = coopreduce_dtype_size(dt);
-    cr_gen_fill((char *)hx + off * es, 0, n, dt, kind, seed, host_threads);
+    cr_gen_fill((char *)hx + off * es, 0, n, dt, kind, seed, gen_threads());
     return cuda_ok(cudaMemcpy((char *)dx + off * es, (char *)hx + off * es, n * es,
                               cudaMemcpyHostToDevice), "upload") ? 0 : -1;
 }
@@ -279,7 +259,7 @@ static void other_memory(void)
     uint64_t bits = 0;
     if (cuda_ok(cudaMallocManaged((void **)&m, n * sizeof(float), cudaMemAttachGlobal),
                 "cudaMallocManaged")) {
-        cr_gen_fill(m, 0, n, COOPREDUCE_FLOAT32, CR_GEN_NORMAL, rnd(), host_threads);
+        cr_gen_fill(m, 0, n, COOPREDUCE_FLOAT32, CR_GEN_NORMAL, rnd(), gen_threads());
         uint64_t c = cpu_sum_bits(m, n, COOPREDUCE_FLOAT32);
         cudaMemset(dout, POISON, 16);
         coopreduce_status s = coopreduce_sum(m, dout, n, COOPREDUCE_FLOAT32, gpu, NULL);
@@ -291,7 +271,7 @@ static void other_memory(void)
     }
     if (cuda_ok(cudaHostAlloc((void **)&pinned, n * sizeof(float), cudaHostAllocMapped),
                 "cudaHostAlloc")) {
-        cr_gen_fill(pinned, 0, n, COOPREDUCE_FLOAT32, CR_GEN_SIGNED, rnd(), host_threads);
+        cr_gen_fill(pinned, 0, n, COOPREDUCE_FLOAT32, CR_GEN_SIGNED, rnd(), gen_threads());
         uint64_t c = cpu_sum_bits(pinned, n, COOPREDUCE_FLOAT32);
         bits = 0;
         coopreduce_status s = coopreduce_sum_to_host(pinned, &bits, n, COOPREDUCE_FLOAT32, gpu, NULL);
@@ -383,7 +363,7 @@ static void two_streams(void)
         uint64_t c1 = cpu_sum_bits(hx, n1, COOPREDUCE_FLOAT32);
         double *h2x = malloc(n2 * sizeof(double));
         if (h2x) {
-            cr_gen_fill(h2x, 0, n2, COOPREDUCE_FLOAT64, CR_GEN_SIGNED, rnd(), host_threads);
+            cr_gen_fill(h2x, 0, n2, COOPREDUCE_FLOAT64, CR_GEN_SIGNED, rnd(), gen_threads());
             uint64_t c2 = cpu_sum_bits(h2x, n2, COOPREDUCE_FLOAT64);
             cudaMemcpy(x2, h2x, n2 * sizeof(double), cudaMemcpyHostToDevice);
             cudaMemset(dout, POISON, 16);
@@ -422,13 +402,7 @@ static void huge(void)
     uint64_t n = (1ull << 31) + 12345;
     size_t bytes = n * 4;
     void *d = NULL, *h = NULL;
-    size_t free_b = 0, total_b = 0;
-    cudaMemGetInfo(&free_b, &total_b);
-    if (free_b < bytes + (1ull << 30)) {
-        printf("SKIP: > 2^31 case needs %.1f GB of free device memory, %.1f GB free\n", bytes / 1e9,
-               free_b / 1e9);
-        return;
-    }
+    if (!gpu_room_for(bytes)) return;
     h = malloc(bytes);
     if (!h) {
         printf("SKIP: > 2^31 case: cannot allocate %.1f GB of host memory\n", bytes / 1e9);
@@ -436,7 +410,7 @@ static void huge(void)
     }
     if (cuda_ok(cudaMalloc(&d, bytes), "cudaMalloc 8.6 GB")) {
         uint64_t seed = rnd(), g = 0, c;
-        cr_gen_fill(h, 0, n, COOPREDUCE_FLOAT32, CR_GEN_SIGNED, seed, host_threads);
+        cr_gen_fill(h, 0, n, COOPREDUCE_FLOAT32, CR_GEN_SIGNED, seed, gen_threads());
         if (cuda_ok(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice), "upload 8.6 GB")) {
             cudaMemset(dout, POISON, 16);
             coopreduce_status s = coopreduce_sum(d, dout, n, COOPREDUCE_FLOAT32, gpu, NULL);
@@ -500,24 +474,9 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    int count = 0;
-    coopreduce_gpu_count(&count);
-    if (count == 0) {
-        printf("SKIP: test_gpu: no CUDA GPU on this machine; GPU tests skipped\n");
-        return 77;
-    }
-    if (coopreduce_create_gpu(&gpu, 0) != COOPREDUCE_SUCCESS) {
-        printf("SKIP: test_gpu: GPU 0 not usable: %s\n", coopreduce_last_error(NULL));
-        return 77;
-    }
     coopreduce_gpu_props p;
-    coopreduce_gpu_props_get(0, &p);
-    const char *env = getenv("COOPREDUCE_TEST_SEED");
-    rng_state = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) * 0x2545F4914F6CDD1Dull ^ (uint64_t)getpid();
-    printf("test_gpu on %s (sm_%d%d, %d SMs); seed %llu (COOPREDUCE_TEST_SEED replays)\n", p.name,
-           p.cc_major, p.cc_minor, p.sm_count, (unsigned long long)rng_state);
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    host_threads = ncpu > 0 ? (int)ncpu : 1;
+    if (gpu_test_open("test_gpu", &gpu, &p)) return 77;
+    test_seed_init("test_gpu");
     coopreduce_create_cpu(&cpu, 0);
     cap = 33554467 + 16;
     hx = malloc(cap * 8);

@@ -1,6 +1,6 @@
 /* test_methods_cpu.c — the method API and the int32 dtype, through the public API, on the CPU.
  *
- *   a. coopreduce_method_name / _from_name for all 12 methods, the pinned enum values, unknown
+ *   a. coopreduce_method_name / _from_name for every method, the pinned enum values, unknown
  *      names and NULLs rejected; coopreduce_method_deterministic's table.
  *   b. A CPU handle: set_method accepts CANONICAL only (NOT_SUPPORTED, with a message, for the
  *      GPU methods; INVALID_ARGUMENT for unknown values); set_stages, disable_features and
@@ -18,15 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "check.h"
 #include "coopreduce.h"
 #include "gen.h"
-
-#define POISON_BYTE 0xA5
-#define POISON64 0xA5A5A5A5A5A5A5A5ull
+#include "util.h"
 
 /* The methods, with the enum identifier they were declared with: the expected CLI name is the
  * identifier in lower case (the header's "canonical", "block", ...), the expected value its
@@ -43,15 +39,6 @@ static const struct {
 };
 #define NMETHODS (int)(sizeof methods / sizeof methods[0])
 
-static uint64_t rng_state;
-static int gen_threads = 1;
-
-static uint64_t rnd(void)
-{
-    rng_state += 0x9e3779b97f4a7c15ull;
-    return cr_gen_hash(rng_state, 0);
-}
-
 static void lower(char *dst, const char *src, size_t cap)
 {
     size_t i = 0;
@@ -63,7 +50,8 @@ static void lower(char *dst, const char *src, size_t cap)
 
 static void test_names(void)
 {
-    CHECK(NMETHODS == 12, "the header declares 12 methods, the test lists %d", NMETHODS);
+    CHECK(NMETHODS == COOPREDUCE_METHOD_COUNT, "the header counts %d methods, the test lists %d",
+          (int)COOPREDUCE_METHOD_COUNT, NMETHODS);
     for (int i = 0; i < NMETHODS; i++) {
         char want[32];
         lower(want, methods[i].ident, sizeof want);
@@ -134,7 +122,8 @@ static void test_names(void)
     CHECK(coopreduce_method_from_name(NULL, NULL) == COOPREDUCE_ERROR_INVALID_ARGUMENT,
           "from_name(NULL, NULL) accepted");
 
-    static const int bad_methods[] = {-1, 12, 13, 100, -1000, 0x7fffffff};
+    static const int bad_methods[] = {-1, COOPREDUCE_METHOD_COUNT, COOPREDUCE_METHOD_COUNT + 1, 100,
+                                      -1000, 0x7fffffff};
     for (size_t k = 0; k < sizeof bad_methods / sizeof bad_methods[0]; k++)
         CHECK(coopreduce_method_name((coopreduce_method)bad_methods[k]) == NULL,
               "method_name(%d) is not NULL", bad_methods[k]);
@@ -155,8 +144,8 @@ static void test_deterministic_table(void)
             CHECK(got == want, "method_deterministic(%s, %s) = %d, expected %d",
                   methods[i].ident, coopreduce_dtype_name(dtypes[d]), got, want);
         }
-    static const int bad_methods[] = {-1, 12, 99};
-    static const int bad_dtypes[] = {-1, 8, 42};
+    static const int bad_methods[] = {-1, COOPREDUCE_METHOD_COUNT, 99};
+    static const int bad_dtypes[] = {-1, COOPREDUCE_DTYPE_COUNT, 42};
     for (size_t k = 0; k < 3; k++)
         for (size_t d = 0; d < 3; d++) {
             int got = coopreduce_method_deterministic((coopreduce_method)bad_methods[k], dtypes[d]);
@@ -170,10 +159,11 @@ static void test_deterministic_table(void)
             CHECK(got == -1, "method_deterministic(%s, dtype %d) = %d, expected -1",
                   methods[i].ident, bad_dtypes[d], got);
         }
-    /* The types only the canonical method computes (float16 .. uint64): 1 for it, -1 (not
-     * computed) for the tutorial methods. */
+    /* The types only the canonical method computes (every dtype but the three above): 1 for it,
+     * -1 (not computed) for the tutorial methods. */
     for (int i = 0; i < NMETHODS; i++)
-        for (int d = 3; d <= 7; d++) {
+        for (int d = 0; d < COOPREDUCE_DTYPE_COUNT; d++) {
+            if (d == COOPREDUCE_FLOAT32 || d == COOPREDUCE_FLOAT64 || d == COOPREDUCE_INT32) continue;
             int got = coopreduce_method_deterministic(methods[i].value, (coopreduce_dtype)d);
             int want = methods[i].value == COOPREDUCE_METHOD_CANONICAL ? 1 : -1;
             CHECK(got == want, "method_deterministic(%s, dtype %d) = %d, expected %d",
@@ -221,7 +211,7 @@ static void test_cpu_handle_methods(void)
 
     coopreduce_handle *h = NULL;
     if (!CHECK(coopreduce_create_cpu(&h, 0) == COOPREDUCE_SUCCESS, "create_cpu(0)")) return;
-    static const int bad_methods[] = {-1, 12, 1000};
+    static const int bad_methods[] = {-1, COOPREDUCE_METHOD_COUNT, 1000};
     for (size_t k = 0; k < 3; k++) {
         coopreduce_status s = coopreduce_set_method(h, (coopreduce_method)bad_methods[k]);
         CHECK(s == COOPREDUCE_ERROR_INVALID_ARGUMENT, "set_method(cpu, %d): status %d",
@@ -274,7 +264,7 @@ static void test_dtype_info(void)
           "result_size(FLOAT32) = %zu", coopreduce_result_size(COOPREDUCE_FLOAT32));
     CHECK(coopreduce_result_size(COOPREDUCE_FLOAT64) == sizeof(double),
           "result_size(FLOAT64) = %zu", coopreduce_result_size(COOPREDUCE_FLOAT64));
-    static const int bad[] = {-1, 8, 42};
+    static const int bad[] = {-1, COOPREDUCE_DTYPE_COUNT, 42};
     for (size_t k = 0; k < 3; k++) {
         CHECK(coopreduce_result_size((coopreduce_dtype)bad[k]) == 0, "result_size(%d) = %zu",
               bad[k], coopreduce_result_size((coopreduce_dtype)bad[k]));
@@ -359,7 +349,7 @@ static void test_int_sums(int32_t *buf, uint64_t cap)
         for (int rep = 0; rep < 2; rep++) {
             cr_gen_kind kind = rep == 0 ? gen_kinds[i % 4] : gen_kinds[rnd() % 4];
             uint64_t seed = rnd();
-            if (cr_gen_fill(buf, 0, n, COOPREDUCE_INT32, kind, seed, gen_threads) != 0) {
+            if (cr_gen_fill(buf, 0, n, COOPREDUCE_INT32, kind, seed, gen_threads()) != 0) {
                 CHECK(0, "cr_gen_fill(INT32, %s) failed", cr_gen_name(kind));
                 return;
             }
@@ -503,8 +493,9 @@ static void test_int_errors(int32_t *buf)
                   COOPREDUCE_ERROR_INVALID_ARGUMENT, "result NULL accepted");
         CHECK(coopreduce_sum(buf, &r, 3, COOPREDUCE_INT32, NULL, NULL) ==
                   COOPREDUCE_ERROR_INVALID_ARGUMENT, "NULL handle accepted");
-        CHECK(coopreduce_sum(buf, &r, 3, (coopreduce_dtype)8, h, NULL) ==
-                  COOPREDUCE_ERROR_UNSUPPORTED_DTYPE, "dtype 8 accepted");
+        CHECK(coopreduce_sum(buf, &r, 3, COOPREDUCE_DTYPE_COUNT, h, NULL) ==
+                  COOPREDUCE_ERROR_UNSUPPORTED_DTYPE, "dtype %d (the count) accepted",
+              (int)COOPREDUCE_DTYPE_COUNT);
         CHECK(r == (int64_t)POISON64, "result written by a failed call");
     }
     /* reserve accepts int32; a sum of one element is the element. */
@@ -522,7 +513,7 @@ static void test_int_errors(int32_t *buf)
         uint64_t n = (1u << 21) + 5, seed = rnd();
         int32_t *big = malloc(n * sizeof *big);
         if (CHECK(big != NULL, "malloc")) {
-            cr_gen_fill(big, 0, n, COOPREDUCE_INT32, CR_GEN_UNIFORM, seed, gen_threads);
+            cr_gen_fill(big, 0, n, COOPREDUCE_INT32, CR_GEN_UNIFORM, seed, gen_threads());
             __int128 want = ref_sum(big, n);
             coopreduce_handle *t = NULL;
             coopreduce_create_cpu(&t, 1);
@@ -542,13 +533,7 @@ static void test_int_errors(int32_t *buf)
 
 int main(void)
 {
-    const char *env = getenv("COOPREDUCE_TEST_SEED");
-    rng_state = env ? strtoull(env, NULL, 0)
-                    : ((uint64_t)time(NULL) * 0x2545F4914F6CDD1Dull) ^ (uint64_t)getpid();
-    printf("test_methods_cpu: seed %llu (COOPREDUCE_TEST_SEED replays)\n",
-           (unsigned long long)rng_state);
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    gen_threads = ncpu > 0 ? (int)(ncpu < 16 ? ncpu : 16) : 1;
+    test_seed_init("test_methods_cpu");
 
     test_names();
     test_deterministic_table();

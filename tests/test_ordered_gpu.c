@@ -18,21 +18,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 #include "check.h"
 #include "coopreduce.h"
+#include "gpu_util.h"
+#include "util.h"
 
 #ifndef COOPREDUCE_HAVE_CUDA
-int main(void)
-{
-    printf("SKIP: test_ordered_gpu: coopreduce was built without CUDA; GPU tests skipped\n");
-    return 77;
-}
+GPU_TEST_MAIN_WITHOUT_CUDA("test_ordered_gpu")
 #else
-#include <cuda_runtime_api.h>
-
-#define POISON 0xA5
 
 static coopreduce_handle *gpu, *cpu;
 static unsigned char *hx, *hy;  /* host data */
@@ -40,39 +33,15 @@ static void *dx, *dy, *dout;    /* device data (cap + 16 bytes each), device res
 static size_t cap_bytes;
 static int quick;
 
-static uint64_t rng_state;
-static uint64_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
-
-static int cuda_ok(cudaError_t e, const char *what)
-{
-    return CHECK(e == cudaSuccess, "%s: %s", what, cudaGetErrorString(e));
-}
-
-static const coopreduce_dtype floats[4] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64,
-                                           COOPREDUCE_FLOAT16, COOPREDUCE_BFLOAT16};
+/* Every float dtype (float_dtypes, set in main). */
+static coopreduce_dtype floats[COOPREDUCE_DTYPE_COUNT];
+static int nfloats;
 /* The ordered (op, dtype) pairs: SUM of the 16-bit types, the rest of every float type. */
 static const coopreduce_op ops[5] = {COOPREDUCE_OP_SUM, COOPREDUCE_OP_MEAN, COOPREDUCE_OP_SUMSQ,
                                      COOPREDUCE_OP_NORM2, COOPREDUCE_OP_DOT};
 static int in_scope(coopreduce_op op, coopreduce_dtype dt)
 {
     return op != COOPREDUCE_OP_SUM || dt == COOPREDUCE_FLOAT16 || dt == COOPREDUCE_BFLOAT16;
-}
-
-/* Bit layout of each float type: exponent bits, mantissa bits. */
-static void layout(coopreduce_dtype dt, int *eb, int *mb)
-{
-    switch (dt) {
-    case COOPREDUCE_FLOAT64: *eb = 11; *mb = 52; break;
-    case COOPREDUCE_FLOAT16: *eb = 5; *mb = 10; break;
-    case COOPREDUCE_BFLOAT16: *eb = 8; *mb = 7; break;
-    default: *eb = 8; *mb = 23; break;
-    }
 }
 
 enum { K_MODERATE, K_WIDE, K_CANCEL, K_SPECIAL, K_COUNT };
@@ -82,7 +51,7 @@ static const char *kind_name[K_COUNT] = {"moderate", "wide", "cancel", "special"
 static uint64_t value_bits(coopreduce_dtype dt, int kind)
 {
     int eb, mb;
-    layout(dt, &eb, &mb);
+    float_layout(dt, &eb, &mb);
     const uint64_t r = rnd(), bias = (1ull << (eb - 1)) - 1, emax = (1ull << eb) - 2;
     const uint64_t sign = (r >> 63) << (eb + mb);
     const uint64_t man = (rnd() >> 1) & ((1ull << mb) - 1);
@@ -106,16 +75,11 @@ static uint64_t value_bits(coopreduce_dtype dt, int kind)
     return sign | e << mb | man;
 }
 
-static void put(unsigned char *p, uint64_t i, size_t es, uint64_t bits)
-{
-    memcpy(p + i * es, &bits, es); /* little-endian: the low bytes */
-}
-
 static void fill(unsigned char *p, uint64_t n, coopreduce_dtype dt, int kind)
 {
     const size_t es = coopreduce_dtype_size(dt);
     int eb, mb;
-    layout(dt, &eb, &mb);
+    float_layout(dt, &eb, &mb);
     for (uint64_t i = 0; i < n; i++) {
         uint64_t b;
         if (kind == K_CANCEL && i % 2 == 1 && rnd() % 4) {
@@ -124,14 +88,8 @@ static void fill(unsigned char *p, uint64_t n, coopreduce_dtype dt, int kind)
         } else {
             b = value_bits(dt, kind == K_CANCEL ? K_MODERATE : kind);
         }
-        put(p, i, es, b);
+        store_bits(p, i, es, b);
     }
-}
-
-static void hex(char *buf, size_t cap, const unsigned char *b, size_t len)
-{
-    size_t o = snprintf(buf, cap, "0x");
-    for (size_t i = len; i-- > 0 && o + 2 < cap;) o += snprintf(buf + o, cap - o, "%02x", b[i]);
 }
 
 /* The GPU result of op over (d_x, d_y) against the CPU's over (h_x, h_y). */
@@ -157,9 +115,9 @@ static void check_one(coopreduce_op op, coopreduce_dtype dt, const void *d_x, co
     if (!cuda_ok(cudaMemcpy(got, dout, sizeof got, cudaMemcpyDeviceToHost), "result")) return;
     (void)rs;
     char a[40], b[40];
-    hex(a, sizeof a, got, wrs);
-    hex(b, sizeof b, want, wrs);
-    CHECK(memcmp(got, want, wrs) == 0, "%s %s n=%llu %s: GPU %s, CPU %s", coopreduce_op_name(op),
+    hex_bytes(a, sizeof a, got, wrs);
+    hex_bytes(b, sizeof b, want, wrs);
+    CHECK(memcmp(got, want, wrs) == 0, "%s %s n=%llu %s: GPU 0x%s, CPU 0x%s", coopreduce_op_name(op),
           coopreduce_dtype_name(dt), (unsigned long long)n, ctx, a, b);
     int tail_ok = 1;
     for (size_t i = wrs; i < sizeof got; i++) tail_ok &= got[i] == POISON;
@@ -171,9 +129,9 @@ static void check_one(coopreduce_op op, coopreduce_dtype dt, const void *d_x, co
         sg = coopreduce_reduce_to_host(op, d_x, d_y, host, n, dt, gpu, NULL);
         if (CHECK(sg == COOPREDUCE_SUCCESS, "to_host %s %s: status %d: %s", coopreduce_op_name(op),
                   coopreduce_dtype_name(dt), (int)sg, coopreduce_last_error(gpu))) {
-            hex(a, sizeof a, host, wrs);
+            hex_bytes(a, sizeof a, host, wrs);
             CHECK(memcmp(host, want, wrs) == 0 && host[wrs] == POISON,
-                  "to_host %s %s n=%llu %s: GPU %s, CPU %s", coopreduce_op_name(op),
+                  "to_host %s %s n=%llu %s: GPU 0x%s, CPU 0x%s", coopreduce_op_name(op),
                   coopreduce_dtype_name(dt), (unsigned long long)n, ctx, a, b);
         }
     }
@@ -204,7 +162,7 @@ static void sweep(void)
         (1u << 20) - 1, (1u << 20) + 1, 1000003, (1u << 22) + 3, (1u << 24) - 1, (1u << 24) + 1};
     static const int grids[] = {1, 2, 3, 7, 64, 333};
     const size_t count = sizeof sizes / sizeof sizes[0];
-    for (int di = 0; di < 4; di++) {
+    for (int di = 0; di < nfloats; di++) {
         const coopreduce_dtype dt = floats[di];
         const uint64_t lanes = 16 / coopreduce_dtype_size(dt);
         for (size_t si = 0; si < count; si++) {
@@ -239,7 +197,7 @@ static void sweep(void)
 static void grids(void)
 {
     const uint64_t n = quick ? 40000 : 300007;
-    for (int di = 0; di < 4; di++) {
+    for (int di = 0; di < nfloats; di++) {
         const coopreduce_dtype dt = floats[di];
         fill(hx, n, dt, K_MODERATE);
         fill(hy, n, dt, K_MODERATE);
@@ -259,13 +217,13 @@ static void grids(void)
 /* n == 0 and n == 1, special cases by hand, and narrowing. */
 static void edges(void)
 {
-    for (int di = 0; di < 4; di++) {
+    for (int di = 0; di < nfloats; di++) {
         const coopreduce_dtype dt = floats[di];
         for (int k = 0; k < 5; k++)
             if (in_scope(ops[k], dt)) check_one(ops[k], dt, dx, dy, hx, hy, 0, "empty");
         /* One element of each special value and a few finite ones. */
         int eb, mb;
-        layout(dt, &eb, &mb);
+        float_layout(dt, &eb, &mb);
         const uint64_t inf = ((1ull << eb) - 1) << mb, sgn = 1ull << (eb + mb);
         const uint64_t one[] = {0, sgn, inf, inf | sgn, inf | 1ull << (mb - 1), 1, sgn | 1,
                                 inf - 1, (inf - 1) | sgn};
@@ -274,8 +232,8 @@ static void edges(void)
                 const size_t es = coopreduce_dtype_size(dt);
                 memset(hx, 0, n * es);
                 memset(hy, 0, n * es);
-                put(hx, n - 1, es, one[i]);
-                put(hy, n - 1, es, one[(i + 2) % (sizeof one / sizeof one[0])]);
+                store_bits(hx, n - 1, es, one[i]);
+                store_bits(hy, n - 1, es, one[(i + 2) % (sizeof one / sizeof one[0])]);
                 void *px, *py;
                 if (!upload(dt, n, 0, 0, &px, &py)) return;
                 char ctx[48];
@@ -287,8 +245,9 @@ static void edges(void)
     /* Narrowing, on both handles. */
     CHECK(coopreduce_set_narrow_result(gpu, 1) == COOPREDUCE_SUCCESS, "narrow gpu");
     CHECK(coopreduce_set_narrow_result(cpu, 1) == COOPREDUCE_SUCCESS, "narrow cpu");
-    for (int di = 2; di < 4; di++) {
+    for (int di = 0; di < nfloats; di++) {
         const coopreduce_dtype dt = floats[di];
+        if (!dt_is_half(dt)) continue;
         for (int kind = 0; kind < K_COUNT; kind++) {
             const uint64_t n = 5000 + rnd() % 5000;
             fill(hx, n, dt, kind);
@@ -327,20 +286,21 @@ static void norm2_classes(void)
                                     0x0000000100000000ull, 0x7ff0000000000000ull, 0x7ff8000000000000ull};
     static const uint64_t f16v[] = {0x7bff, 0x7c00, 0x7e00, 0x0001, 0x0400, 0x3c00};
     static const uint64_t bf16v[] = {0x5980, 0x5981, 0x597f, 0x2000, 0x1fff, 0x0001, 0x0080, 0x7f80, 0x7fc0, 0x7f7f};
-    const struct { const uint64_t *v; size_t count; } vals[4] = {
-        {f32v, sizeof f32v / 8}, {f64v, sizeof f64v / 8}, {f16v, sizeof f16v / 8}, {bf16v, sizeof bf16v / 8}};
+    const struct { coopreduce_dtype dt; const uint64_t *v; size_t count; } vals[4] = {
+        {COOPREDUCE_FLOAT32, f32v, sizeof f32v / 8}, {COOPREDUCE_FLOAT64, f64v, sizeof f64v / 8},
+        {COOPREDUCE_FLOAT16, f16v, sizeof f16v / 8}, {COOPREDUCE_BFLOAT16, bf16v, sizeof bf16v / 8}};
     for (int di = 0; di < 4; di++) {
-        const coopreduce_dtype dt = floats[di];
+        const coopreduce_dtype dt = vals[di].dt;
         const size_t es = coopreduce_dtype_size(dt);
         const uint64_t chunk = dt == COOPREDUCE_FLOAT64 ? 2048 : 4096;
         int eb, mb;
-        layout(dt, &eb, &mb);
+        float_layout(dt, &eb, &mb);
         for (size_t i = 0; i < vals[di].count; i++)
             for (int multi = 0; multi < 2; multi++) {
                 const uint64_t n = multi ? 5 * chunk + 3 : chunk;
                 fill(hx, n, dt, K_MODERATE);
                 const uint64_t at = rnd() % (multi ? 4 * chunk : chunk); /* in a full chunk */
-                put(hx, at, es, vals[di].v[i] | (rnd() & 1) << (eb + mb));
+                store_bits(hx, at, es, vals[di].v[i] | (rnd() & 1) << (eb + mb));
                 void *px, *py;
                 if (!upload(dt, n, 0, 0, &px, &py)) return;
                 char ctx[64];
@@ -394,9 +354,10 @@ static void huge(void)
         free(h);
         return;
     }
+    uint64_t r = 0;
     for (uint64_t i = 0; i < n; i++) {
-        if (i % 4096 == 0) (void)rnd();
-        h[i] = (uint16_t)(0x3000u + ((rng_state >> (i % 48)) & 0xfffu)); /* [0.125, 1) */
+        if (i % 4096 == 0) r = rnd();
+        h[i] = (uint16_t)(0x3000u + ((r >> (i % 48)) & 0xfffu)); /* [0.125, 1) */
     }
     if (cuda_ok(cudaMemcpy(d, h, n * 2, cudaMemcpyHostToDevice), "upload 4 GiB")) {
         check_one(COOPREDUCE_OP_SUM, dt, d, NULL, h, NULL, n, "n > 2^31");
@@ -415,24 +376,13 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    int count = 0;
-    coopreduce_gpu_count(&count);
-    if (count == 0) {
-        printf("SKIP: test_ordered_gpu: no CUDA GPU on this machine; GPU tests skipped\n");
-        return 77;
-    }
-    if (coopreduce_create_gpu(&gpu, 0) != COOPREDUCE_SUCCESS) {
-        printf("SKIP: test_ordered_gpu: GPU 0 not usable: %s\n", coopreduce_last_error(NULL));
-        return 77;
-    }
+    coopreduce_gpu_props props;
+    if (gpu_test_open("test_ordered_gpu", &gpu, &props)) return 77;
     if (!CHECK(coopreduce_create_cpu(&cpu, 0) == COOPREDUCE_SUCCESS, "create_cpu"))
         return check_summary("test_ordered_gpu");
-    const char *env = getenv("COOPREDUCE_TEST_SEED");
-    rng_state = env ? strtoull(env, NULL, 0)
-                    : ((uint64_t)time(NULL) * 0x2545F4914F6CDD1Dull) ^ (uint64_t)getpid();
-    if (!rng_state) rng_state = 1;
-    printf("test_ordered_gpu%s; seed %llu (COOPREDUCE_TEST_SEED replays)\n",
-           quick ? " --quick" : "", (unsigned long long)rng_state);
+    if (quick) printf("test_ordered_gpu: --quick\n");
+    test_seed_init("test_ordered_gpu");
+    nfloats = float_dtypes(floats);
     cap_bytes = ((1u << 24) + 64) * 8;
     hx = malloc(cap_bytes);
     hy = malloc(cap_bytes);
@@ -440,21 +390,10 @@ int main(int argc, char **argv)
         !cuda_ok(cudaMalloc(&dy, cap_bytes + 16), "cudaMalloc y") ||
         !cuda_ok(cudaMalloc(&dout, 32), "cudaMalloc result"))
         return check_summary("test_ordered_gpu");
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } sections[] = {{"edges", edges},   {"norm2 classes", norm2_classes}, {"sweep", sweep}, {"grids", grids},
-                    {"repeats, errors", repeats_and_errors}, {"huge", huge}};
-    for (size_t k = 0; k < sizeof sections / sizeof sections[0]; k++) {
-        if (quick && sections[k].fn == huge) {
-            printf("SKIP: section huge (n > 2^31) under --quick\n");
-            continue;
-        }
-        unsigned long long before = check_failed_count();
-        sections[k].fn();
-        printf("section %-16s %llu failure(s)\n", sections[k].name, check_failed_count() - before);
-        fflush(stdout);
-    }
+    static const test_section sections[] = {
+        {"edges", edges}, {"norm2 classes", norm2_classes}, {"sweep", sweep}, {"grids", grids},
+        {"repeats, errors", repeats_and_errors}, {"huge", huge}};
+    run_sections(sections, sizeof sections / sizeof sections[0], quick ? huge : NULL);
     cudaFree(dx);
     cudaFree(dy);
     cudaFree(dout);
