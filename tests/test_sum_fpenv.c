@@ -38,12 +38,22 @@ static void test_fp_environment(void)
         got = 0;
         coopreduce_sum(x, &got, N, COOPREDUCE_FLOAT32, g_cpu, NULL);
         int mode_after = fegetround();
+#ifdef HAVE_MXCSR
+        /* fegetround() reads the x87 control word alone on glibc/x86-64: the SSE unit, which
+         * the caller's float code runs on, has its own rounding bits (MXCSR 13-14). */
+        const unsigned int sse_rc[] = {0x2000u, 0x4000u, 0x6000u}; /* down, up, toward zero */
+        const unsigned int sse_after = _mm_getcsr() & 0x6000u;
+#endif
         fesetround(FE_TONEAREST);
         CHECK(zero_bits == 0x00000000u, "rounding mode %d: sum of [+0.0] is 0x%08x", modes[i],
               zero_bits);
         CHECK(got == ref, "rounding mode %d: 0x%08x, round-to-nearest gives 0x%08x", modes[i],
               got, ref);
         CHECK(mode_after == modes[i], "rounding mode %d not restored (%d)", modes[i], mode_after);
+#ifdef HAVE_MXCSR
+        CHECK(sse_after == sse_rc[i], "rounding mode %d: MXCSR rounding bits 0x%x after the sum, "
+              "want 0x%x", modes[i], sse_after, sse_rc[i]);
+#endif
     }
 #ifdef HAVE_MXCSR
     unsigned int csr = _mm_getcsr();

@@ -33,10 +33,14 @@ void cr_cpu_run(int t, void *(*worker)(void *), void *jobs, size_t job_size)
  * threads inherit the environment of the thread that creates them (POSIX). */
 void cr_fp_enter(cr_fp_state *st)
 {
+    /* Both control words are saved before either is changed: the caller's SSE rounding bits
+     * must come back too, not the round-to-nearest fesetround() puts there. */
     fegetenv(&st->env);
-    fesetround(FE_TONEAREST);
 #ifdef CR_HAVE_MXCSR
     st->mxcsr = _mm_getcsr();
+#endif
+    fesetround(FE_TONEAREST);
+#ifdef CR_HAVE_MXCSR
     _mm_setcsr(st->mxcsr & ~(0x8000u | 0x0040u) & ~0x6000u); /* FTZ, DAZ off; nearest */
 #endif
 }
