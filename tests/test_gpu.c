@@ -6,7 +6,7 @@
  *
  * Every GPU result is compared bit for bit with the CPU handle's result on the same data; the
  * CPU path is itself checked against an exact reference and an independent implementation in
- * test_cpu.c. Outputs are poisoned before every GPU run. Seeds are fresh each run (printed;
+ * test_sum_*.c. Outputs are poisoned before every GPU run. Seeds are fresh each run (printed;
  * COOPREDUCE_TEST_SEED=S replays). */
 #include <stdio.h>
 #include <stdlib.h>

@@ -96,7 +96,7 @@ static void ordered_ops(void)
         ref_exact ex;
         for (int op = 0; op < 3; op++) { /* sum, sumsq, dot */
             coopreduce_op o = op == 0 ? COOPREDUCE_OP_SUM : op == 1 ? COOPREDUCE_OP_SUMSQ : COOPREDUCE_OP_DOT;
-            if (o == COOPREDUCE_OP_SUM && !dt_is_half(dt)) continue; /* test_cpu.c covers these */
+            if (o == COOPREDUCE_OP_SUM && !dt_is_half(dt)) continue; /* test_sum_*.c cover these */
             ref_exact_init(&ex);
             double abs_sum = 0;
             for (uint64_t i = 0; i < n; i++) {
@@ -173,7 +173,7 @@ static void norm2_edges(void)
 
 /* ---- The ordered operations against their definition (docs/DETERMINISM.md, "Operations"):
  * the canonical sum of the leaves, each leaf computed here element by element with values.h's
- * rules, summed by coopreduce_sum (whose bits tests/test_cpu.c checks against exact references
+ * rules, summed by coopreduce_sum (whose bits tests/test_sum_reference.c checks against exact references
  * and the GPU's golden bits), then the final rule. The library computes the leaves with vector
  * loops and takes NORM2's medium-only chunks without their big and small trees; neither may
  * change a bit. Chunks are seeded with class-boundary values (TBIG, TSML and their neighbours,

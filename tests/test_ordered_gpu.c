@@ -5,7 +5,7 @@
  *   test_ordered_gpu --quick   sizes <= 70001 and no n > 2^31 case (for compute-sanitizer)
  *
  * The contract is that the GPU returns the CPU's bits (docs/DETERMINISM.md, "Operations"); the
- * CPU path is checked against independent references in tests/test_ops_cpu.c. So every GPU
+ * CPU path is checked against independent references in tests/test_ops_*.c. So every GPU
  * result here is compared bit for bit with a CPU handle's result on the same data, and the
  * bytes after the result must stay poisoned. Data: moderate random values, the whole finite
  * range (subnormals to the largest, where sums overflow and norm2's three classes all occur),

@@ -51,7 +51,7 @@ static inline CR_HD float cr_f16_to_f32(uint16_t h)
  * subnormal float32 of the same significand), so one exact multiplication by 2^112 rebiases
  * every finite value; infinities and NaNs keep their significand under an all-ones exponent.
  * Needs subnormals kept (no DAZ / FTZ: cr_fp_enter). Equal to cr_f16_to_f32's bits for all
- * 65536 inputs (tests/test_ops_cpu.c). */
+ * 65536 inputs (tests/test_ops_values.c). */
 static inline CR_HD float cr_f16_to_f32_nobranch(uint16_t h)
 {
     union { uint32_t u; float f; } v; /* a union, not memcpy: GCC vectorizes the loop then */
@@ -129,7 +129,7 @@ static inline CR_HD int cr_less_f64(double a, double b)
  * non-NaN x, |x| > TBIG iff bits > BIG_BITS, and 0 < |x| < TSML iff bits - 1 < SML_BITS - 1 in
  * unsigned arithmetic that wraps (zero's bits - 1 is the largest). inf and NaN have bits above
  * BIG_BITS. float16: the largest finite value (0x7bff) is below TBIG and the smallest
- * subnormal above TSML, so only inf and NaN fail the tests. tests/test_ops_cpu.c checks every
+ * subnormal above TSML, so only inf and NaN fail the tests. tests/test_ops_values.c checks every
  * 16-bit pattern against the float tests, and the float32 and float64 constants. */
 #define CR_NORM2_BIG_BITS_F32 0x59800000u /* TBIG = 2^52 */
 #define CR_NORM2_SML_BITS_F32 0x20000000u /* TSML = 2^-63 */
