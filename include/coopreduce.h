@@ -91,9 +91,9 @@ typedef enum {
 typedef enum {
     COOPREDUCE_FLOAT32 = 0,
     COOPREDUCE_FLOAT64 = 1,
-    COOPREDUCE_INT32 = 2,     /* summed exactly; the result is an int64_t (see coopreduce_sum) */
-    COOPREDUCE_FLOAT16 = 3,   /* IEEE binary16, passed as uint16_t bits */
-    COOPREDUCE_BFLOAT16 = 4,  /* bfloat16 (the high half of a float32), passed as uint16_t bits */
+    COOPREDUCE_INT32 = 2,    /* summed exactly; the result is an int64_t (see coopreduce_sum) */
+    COOPREDUCE_FLOAT16 = 3,  /* IEEE binary16, passed as uint16_t bits */
+    COOPREDUCE_BFLOAT16 = 4, /* bfloat16 (the high half of a float32), passed as uint16_t bits */
     COOPREDUCE_INT64 = 5,
     COOPREDUCE_UINT32 = 6,
     COOPREDUCE_UINT64 = 7,
@@ -106,14 +106,14 @@ typedef enum {
     COOPREDUCE_OP_SUM = 0,
     COOPREDUCE_OP_MIN = 1,
     COOPREDUCE_OP_MAX = 2,
-    COOPREDUCE_OP_ABSMAX = 3,  /* max |x| */
-    COOPREDUCE_OP_MEAN = 4,    /* the sum divided by n, rounded once */
-    COOPREDUCE_OP_SUMSQ = 5,   /* sum of x*x */
-    COOPREDUCE_OP_NORM2 = 6,   /* sqrt(sum of x*x), without overflow or underflow */
-    COOPREDUCE_OP_DOT = 7,     /* sum of x*y over two arrays */
-    COOPREDUCE_OP_ARGMIN = 8,  /* index (uint64_t) of the first minimum */
-    COOPREDUCE_OP_ARGMAX = 9,  /* index (uint64_t) of the first maximum */
-    COOPREDUCE_OP_COUNT = 10   /* the number of operations; not an operation */
+    COOPREDUCE_OP_ABSMAX = 3, /* max |x| */
+    COOPREDUCE_OP_MEAN = 4,   /* the sum divided by n, rounded once */
+    COOPREDUCE_OP_SUMSQ = 5,  /* sum of x*x */
+    COOPREDUCE_OP_NORM2 = 6,  /* sqrt(sum of x*x), without overflow or underflow */
+    COOPREDUCE_OP_DOT = 7,    /* sum of x*y over two arrays */
+    COOPREDUCE_OP_ARGMIN = 8, /* index (uint64_t) of the first minimum */
+    COOPREDUCE_OP_ARGMAX = 9, /* index (uint64_t) of the first maximum */
+    COOPREDUCE_OP_COUNT = 10  /* the number of operations; not an operation */
 } coopreduce_op;
 
 /* Reduction methods: how the GPU computes the sum. The numeric values are pinned: new methods
@@ -247,12 +247,12 @@ typedef struct {
     char name[256];
     int ordinal;
     int sm_count;
-    int cc_major, cc_minor;        /* compute capability */
-    int cooperative_launch;        /* 1 when the GPU supports cooperative launches */
-    int cluster_launch;            /* 1 when the GPU supports thread-block clusters (sm_90+) */
+    int cc_major, cc_minor; /* compute capability */
+    int cooperative_launch; /* 1 when the GPU supports cooperative launches */
+    int cluster_launch;     /* 1 when the GPU supports thread-block clusters (sm_90+) */
     uint64_t total_memory_bytes;
     uint64_t l2_bytes;
-    int usable;                    /* 1 when this library has code for the GPU's architecture */
+    int usable; /* 1 when this library has code for the GPU's architecture */
 } coopreduce_gpu_props;
 
 /* Number of CUDA GPUs. Sets *count = 0 and returns COOPREDUCE_SUCCESS when there is no GPU, no
@@ -322,20 +322,20 @@ coopreduce_status coopreduce_set_stages(coopreduce_handle *handle, int stages);
  * kernel the ordinary way and GRIDSYNC runs as two kernels (same bits); without clusters,
  * CLUSTER fails with COOPREDUCE_ERROR_NOT_SUPPORTED. Fails on a CPU handle. */
 #define COOPREDUCE_FEATURE_COOPERATIVE_LAUNCH 1u
-#define COOPREDUCE_FEATURE_CLUSTERS 2u
+#define COOPREDUCE_FEATURE_CLUSTERS           2u
 coopreduce_status coopreduce_disable_features(coopreduce_handle *handle, unsigned int features);
 
 /* What the last successful sum on a GPU handle launched. */
 typedef struct {
     coopreduce_method method;
-    int blocks;             /* blocks of the main kernel */
-    int threads;            /* threads per block of that kernel */
-    int launches;           /* kernels and memsets enqueued */
-    int cooperative;        /* 1: launched with cudaLaunchCooperativeKernel */
-    int fell_back;          /* 1: the preferred launch was unavailable; notice says why */
-    int cluster_size;       /* blocks per thread-block cluster, 0 without clusters */
-    int host_sync;          /* 1: the call waited for the GPU (BLOCK adds partials on the host) */
-    char notice[240];       /* "" or a sentence about the fallback taken */
+    int blocks;       /* blocks of the main kernel */
+    int threads;      /* threads per block of that kernel */
+    int launches;     /* kernels and memsets enqueued */
+    int cooperative;  /* 1: launched with cudaLaunchCooperativeKernel */
+    int fell_back;    /* 1: the preferred launch was unavailable; notice says why */
+    int cluster_size; /* blocks per thread-block cluster, 0 without clusters */
+    int host_sync;    /* 1: the call waited for the GPU (BLOCK adds partials on the host) */
+    char notice[240]; /* "" or a sentence about the fallback taken */
 } coopreduce_launch_info;
 
 /* Fills *info about the last successful sum made with the GPU handle. Fails on a CPU handle or

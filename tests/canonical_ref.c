@@ -8,57 +8,50 @@
 
 #include "util.h"
 
-#define DEFINE_CANON(T, SUFFIX, W)                                                              \
-    static T canon_chunk_##SUFFIX(const T *v, size_t n)                                         \
-    {                                                                                           \
-        static T bufa[ROWS][W], bufb[ROWS][W];                                                  \
-        T(*cur)[W] = bufa, (*nxt)[W] = bufb, (*swp)[W];                                         \
-        for (size_t i = 0; i < ROWS * (size_t)W; i++)                                          \
-            cur[i / W][i % W] = i < n ? v[i] : (T)-0.0;                                         \
-        for (unsigned rows = ROWS; rows > 1; rows /= 2) {                                       \
-            for (unsigned j = 0; j < rows / 2; j++)                                             \
-                for (unsigned l = 0; l < W; l++)                                                \
-                    nxt[j][l] = cur[2 * j][l] + cur[2 * j + 1][l];                              \
-            swp = cur;                                                                          \
-            cur = nxt;                                                                          \
-            nxt = swp;                                                                          \
-        }                                                                                       \
-        T lane[W], tmp[W];                                                                      \
-        for (unsigned l = 0; l < W; l++)                                                        \
-            lane[l] = cur[0][l];                                                                \
-        for (unsigned lanes = W; lanes > 1; lanes /= 2) {                                       \
-            for (unsigned j = 0; j < lanes / 2; j++)                                            \
-                tmp[j] = lane[2 * j] + lane[2 * j + 1];                                         \
-            for (unsigned j = 0; j < lanes / 2; j++)                                            \
-                lane[j] = tmp[j];                                                               \
-        }                                                                                       \
-        return lane[0];                                                                         \
-    }                                                                                           \
-    static T canon_sum_##SUFFIX(const T *x, uint64_t n)                                         \
-    {                                                                                           \
-        const uint64_t C = ROWS * (uint64_t)W;                                                  \
-        if (n == 0)                                                                             \
-            return (T)0.0;                                                                      \
-        const T *v = x;                                                                         \
-        T *owned = NULL;                                                                        \
-        uint64_t m = n;                                                                         \
-        while (m > C) {                                                                         \
-            uint64_t groups = (m + C - 1) / C;                                                  \
-            T *p = (T *)xmalloc((size_t)groups * sizeof(T));                                    \
-            for (uint64_t g = 0; g < groups; g++) {                                             \
-                uint64_t len = m - g * C < C ? m - g * C : C;                                   \
-                p[g] = canon_chunk_##SUFFIX(v + g * C, (size_t)len);                            \
-            }                                                                                   \
-            free(owned);                                                                        \
-            owned = p;                                                                          \
-            v = p;                                                                              \
-            m = groups;                                                                         \
-        }                                                                                       \
-        T r = canon_chunk_##SUFFIX(v, (size_t)m);                                               \
-        free(owned);                                                                            \
-        if (r != r)                                                                             \
-            r = (T)NAN;                                                                         \
-        return r;                                                                               \
+#define DEFINE_CANON(T, SUFFIX, W)                                                                 \
+    static T canon_chunk_##SUFFIX(const T *v, size_t n)                                            \
+    {                                                                                              \
+        static T bufa[ROWS][W], bufb[ROWS][W];                                                     \
+        T(*cur)[W] = bufa, (*nxt)[W] = bufb, (*swp)[W];                                            \
+        for (size_t i = 0; i < ROWS * (size_t)W; i++) cur[i / W][i % W] = i < n ? v[i] : (T)-0.0;  \
+        for (unsigned rows = ROWS; rows > 1; rows /= 2) {                                          \
+            for (unsigned j = 0; j < rows / 2; j++)                                                \
+                for (unsigned l = 0; l < W; l++) nxt[j][l] = cur[2 * j][l] + cur[2 * j + 1][l];    \
+            swp = cur;                                                                             \
+            cur = nxt;                                                                             \
+            nxt = swp;                                                                             \
+        }                                                                                          \
+        T lane[W], tmp[W];                                                                         \
+        for (unsigned l = 0; l < W; l++) lane[l] = cur[0][l];                                      \
+        for (unsigned lanes = W; lanes > 1; lanes /= 2) {                                          \
+            for (unsigned j = 0; j < lanes / 2; j++) tmp[j] = lane[2 * j] + lane[2 * j + 1];       \
+            for (unsigned j = 0; j < lanes / 2; j++) lane[j] = tmp[j];                             \
+        }                                                                                          \
+        return lane[0];                                                                            \
+    }                                                                                              \
+    static T canon_sum_##SUFFIX(const T *x, uint64_t n)                                            \
+    {                                                                                              \
+        const uint64_t C = ROWS * (uint64_t)W;                                                     \
+        if (n == 0) return (T)0.0;                                                                 \
+        const T *v = x;                                                                            \
+        T *owned = NULL;                                                                           \
+        uint64_t m = n;                                                                            \
+        while (m > C) {                                                                            \
+            uint64_t groups = (m + C - 1) / C;                                                     \
+            T *p = (T *)xmalloc((size_t)groups * sizeof(T));                                       \
+            for (uint64_t g = 0; g < groups; g++) {                                                \
+                uint64_t len = m - g * C < C ? m - g * C : C;                                      \
+                p[g] = canon_chunk_##SUFFIX(v + g * C, (size_t)len);                               \
+            }                                                                                      \
+            free(owned);                                                                           \
+            owned = p;                                                                             \
+            v = p;                                                                                 \
+            m = groups;                                                                            \
+        }                                                                                          \
+        T r = canon_chunk_##SUFFIX(v, (size_t)m);                                                  \
+        free(owned);                                                                               \
+        if (r != r) r = (T)NAN;                                                                    \
+        return r;                                                                                  \
     }
 
 DEFINE_CANON(float, f32, W32)
@@ -121,8 +114,6 @@ void *gen_data(coopreduce_dtype dt, cr_gen_kind kind, uint64_t seed, uint64_t n)
 void add_size(uint64_t *list, int *count, int cap, uint64_t n)
 {
     for (int i = 0; i < *count; i++)
-        if (list[i] == n)
-            return;
-    if (*count < cap)
-        list[(*count)++] = n;
+        if (list[i] == n) return;
+    if (*count < cap) list[(*count)++] = n;
 }

@@ -18,10 +18,10 @@
 #include "util.h"
 
 /* The order's constants: chunk C = ROWS x W elements, per dtype. */
-#define C32 4096u
-#define W32 128u
-#define C64 2048u
-#define W64 64u
+#define C32  4096u
+#define W32  128u
+#define C64  2048u
+#define W64  64u
 #define ROWS 32u
 
 /* Bits of the canonical sum of x[0..n) (float32 or float64), computed here. */

@@ -15,8 +15,10 @@
  * rounds them. */
 static __attribute__((unused)) void store(coopreduce_dtype dt, void *buf, uint64_t i, double v)
 {
-    if (dt == COOPREDUCE_BFLOAT16) store_bits(buf, i, 2, f32_bits((float)v) >> 16);
-    else store_value(buf, i, dt, v);
+    if (dt == COOPREDUCE_BFLOAT16)
+        store_bits(buf, i, 2, f32_bits((float)v) >> 16);
+    else
+        store_value(buf, i, dt, v);
 }
 
 /* exponent limits of the dtype: min subnormal exponent and max exponent */
@@ -35,8 +37,8 @@ static __attribute__((unused)) double wide(coopreduce_dtype dt)
 }
 
 enum { D_UNIFORM, D_SIGNED, D_CANCEL, D_DENORMAL, D_FULL, D_ALTERNATE, D_ZEROS, D_BITS, ND };
-static __attribute__((unused)) const char *const dnames[ND] = {"uniform", "signed", "cancel", "denormal",
-                                 "full-range", "alternate", "zeros", "bits"};
+static __attribute__((unused)) const char *const dnames[ND] = {
+    "uniform", "signed", "cancel", "denormal", "full-range", "alternate", "zeros", "bits"};
 
 static __attribute__((unused)) void gen(int kind, coopreduce_dtype dt, void *buf, uint64_t n)
 {
@@ -48,7 +50,8 @@ static __attribute__((unused)) void gen(int kind, coopreduce_dtype dt, void *buf
         case D_UNIFORM: v = unif(); break;
         case D_SIGNED: v = 2 * unif() - 1; break;
         case D_CANCEL: /* pairs v, -v of wide values (the pair split by the index), small rest */
-            if (i % 8 == 7) v = ldexp(unif(), (lo + hi) / 4);
+            if (i % 8 == 7)
+                v = ldexp(unif(), (lo + hi) / 4);
             else {
                 static double prev;
                 if (i % 2 == 0) prev = wide(dt);
@@ -78,8 +81,8 @@ typedef void (*exact_check_fn)(const char *what, coopreduce_op op, coopreduce_dt
 
 /* Fills x[0..n) with distribution `kind` and checks its SUM; for float32 and float64 also fills
  * y (signed values where x cancels, else the same distribution) and checks the DOT. */
-static __attribute__((unused)) void sum_and_dot(exact_check_fn check, int kind,
-                                                coopreduce_dtype dt, void *x, void *y, uint64_t n)
+static __attribute__((unused)) void sum_and_dot(exact_check_fn check, int kind, coopreduce_dtype dt,
+                                                void *x, void *y, uint64_t n)
 {
     gen(kind, dt, x, n);
     check(dnames[kind], COOPREDUCE_OP_SUM, dt, x, NULL, n);

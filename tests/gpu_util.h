@@ -13,11 +13,11 @@
 #include <stdio.h>
 #include "coopreduce.h"
 
-#define GPU_TEST_MAIN_WITHOUT_CUDA(prog)                                                        \
-    int main(void)                                                                              \
-    {                                                                                           \
-        printf("SKIP: " prog ": coopreduce was built without CUDA; GPU tests skipped\n");       \
-        return 77;                                                                              \
+#define GPU_TEST_MAIN_WITHOUT_CUDA(prog)                                                           \
+    int main(void)                                                                                 \
+    {                                                                                              \
+        printf("SKIP: " prog ": coopreduce was built without CUDA; GPU tests skipped\n");          \
+        return 77;                                                                                 \
     }
 
 #ifdef COOPREDUCE_HAVE_CUDA

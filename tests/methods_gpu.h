@@ -11,15 +11,15 @@
 #include "ref_exact.h"
 
 #define NMETHODS COOPREDUCE_METHOD_COUNT
-#define NDTYPES 3
+#define NDTYPES  3
 
 extern const coopreduce_dtype dtypes[NDTYPES]; /* the tutorial methods' dtypes */
 
 extern coopreduce_handle *gpu;
 extern coopreduce_gpu_props props;
-extern void *dx;            /* device input: cap_elems 8-byte elements + 64 bytes */
-extern void *dout;          /* device result, 64 bytes */
-extern void *hx;            /* host copy of the input, same size */
+extern void *dx;   /* device input: cap_elems 8-byte elements + 64 bytes */
+extern void *dout; /* device result, 64 bytes */
+extern void *hx;   /* host copy of the input, same size */
 extern uint64_t cap_elems;
 extern int quick;
 extern unsigned int disabled; /* the COOPREDUCE_FEATURE_* flags currently disabled */
@@ -40,22 +40,27 @@ int fresh_error(const char *ctx);
 /* ---------------------------------------------------------------- data sets */
 
 enum {
-    K_UNIFORM, K_NORMAL, K_SIGNED, K_ONES, /* the generator's kinds */
-    K_SMALLINT,                            /* integers in [-M, M]: exact in any order (floats) */
-    K_MIN, K_MAX, K_ALT,                   /* int32 extremes: INT32_MIN, INT32_MAX, alternating */
+    K_UNIFORM,
+    K_NORMAL,
+    K_SIGNED,
+    K_ONES,     /* the generator's kinds */
+    K_SMALLINT, /* integers in [-M, M]: exact in any order (floats) */
+    K_MIN,
+    K_MAX,
+    K_ALT, /* int32 extremes: INT32_MIN, INT32_MAX, alternating */
     K_COUNT
 };
 extern const char *const kind_names[K_COUNT];
 
 typedef struct {
     coopreduce_dtype dt;
-    uint64_t n, off;      /* the data lies at dx + off elements (hx + off on the host) */
+    uint64_t n, off; /* the data lies at dx + off elements (hx + off on the host) */
     int kind;
     uint64_t seed;
-    int exact;            /* floats: every partial sum of any order is exact */
-    ref_exact ref;        /* floats: the exact sum */
-    long double abs_sum;  /* floats: sum |x| (rounded up a little) */
-    int64_t isum;         /* int32: the exact sum */
+    int exact;           /* floats: every partial sum of any order is exact */
+    ref_exact ref;       /* floats: the exact sum */
+    long double abs_sum; /* floats: sum |x| (rounded up a little) */
+    int64_t isum;        /* int32: the exact sum */
 } dataset;
 
 /* Generates the data set on the host and uploads it to dx + off. */
@@ -66,7 +71,7 @@ int pick_kind(coopreduce_dtype dt, uint64_t n, int exact);
 /* ---------------------------------------------------------------- one sum, and its checks */
 
 typedef struct {
-    uint64_t bits;               /* the result's bytes (result_size of them), zero-extended */
+    uint64_t bits; /* the result's bytes (result_size of them), zero-extended */
     coopreduce_launch_info info;
 } outcome;
 

@@ -19,14 +19,17 @@ void api_basics(void)
     memset(&info, POISON, sizeof info);
     memset(&zero, 0, sizeof zero);
     CHECK(coopreduce_last_launch(h, &info) == COOPREDUCE_SUCCESS, "last_launch on a new handle");
-    CHECK(memcmp(&info, &zero, sizeof info) == 0, "last_launch before the first sum is not all "
-          "zero (blocks %d, launches %d)", info.blocks, info.launches);
+    CHECK(memcmp(&info, &zero, sizeof info) == 0,
+          "last_launch before the first sum is not all "
+          "zero (blocks %d, launches %d)",
+          info.blocks, info.launches);
     CHECK(coopreduce_last_launch(h, NULL) == COOPREDUCE_ERROR_INVALID_ARGUMENT,
           "last_launch(h, NULL) accepted");
     static const int bad_methods[] = {-1, COOPREDUCE_METHOD_COUNT, 1000};
     for (size_t k = 0; k < 3; k++)
         CHECK(coopreduce_set_method(h, (coopreduce_method)bad_methods[k]) ==
-                  COOPREDUCE_ERROR_INVALID_ARGUMENT, "set_method(gpu, %d) accepted", bad_methods[k]);
+                  COOPREDUCE_ERROR_INVALID_ARGUMENT,
+              "set_method(gpu, %d) accepted", bad_methods[k]);
     for (int m = 0; m < NMETHODS; m++)
         CHECK(coopreduce_set_method(h, (coopreduce_method)m) == COOPREDUCE_SUCCESS,
               "set_method(gpu, %s): %s", mname(m), coopreduce_last_error(h));
@@ -55,16 +58,18 @@ static void expect_cluster_refused(const dataset *ds, const char *why)
         outcome o;
         mark_error();
         coopreduce_status s = run(ds, to_host, &o); /* checks the poison on failure */
-        CHECK(s == COOPREDUCE_ERROR_NOT_SUPPORTED, "%s %s: status %d, expected NOT_SUPPORTED "
-              "(11)", ctx, to_host ? "to_host" : "device", (int)s);
+        CHECK(s == COOPREDUCE_ERROR_NOT_SUPPORTED,
+              "%s %s: status %d, expected NOT_SUPPORTED "
+              "(11)",
+              ctx, to_host ? "to_host" : "device", (int)s);
         if (s != COOPREDUCE_SUCCESS) fresh_error(ctx);
     }
     /* Nothing may have been enqueued either: after the device is idle, still poison. */
     uint64_t buf[2] = {0, 0};
     cuda_ok(cudaDeviceSynchronize(), "synchronise");
     cuda_ok(cudaMemcpy(buf, dout, 16, cudaMemcpyDeviceToHost), "copy");
-    CHECK(buf[0] == POISON64 && buf[1] == POISON64, "%s: the output was written (0x%016llx)",
-          ctx, (unsigned long long)buf[0]);
+    CHECK(buf[0] == POISON64 && buf[1] == POISON64, "%s: the output was written (0x%016llx)", ctx,
+          (unsigned long long)buf[0]);
 }
 
 void clusters(void)
@@ -122,18 +127,22 @@ void cooperative(void)
             CHECK(gs_fb.info.cooperative == 0 && gs_fb.info.fell_back == 1 &&
                       gs_fb.info.notice[0] != '\0' && gs_fb.info.launches >= 2,
                   "gridsync %s without cooperative launch: cooperative %d, fell_back %d, "
-                  "launches %d, notice \"%s\"", dt_name(dt), gs_fb.info.cooperative,
-                  gs_fb.info.fell_back, gs_fb.info.launches, gs_fb.info.notice);
+                  "launches %d, notice \"%s\"",
+                  dt_name(dt), gs_fb.info.cooperative, gs_fb.info.fell_back, gs_fb.info.launches,
+                  gs_fb.info.notice);
             if (have) {
-                CHECK(gs_fb.info.blocks == gs_coop.info.blocks, "gridsync %s forced to %d: %d "
-                      "blocks cooperatively, %d in the fallback", dt_name(dt), forced,
-                      gs_coop.info.blocks, gs_fb.info.blocks);
-                CHECK(gs_fb.bits == gs_coop.bits, "gridsync %s n=%llu seed=%llu grid %d: "
-                      "fallback 0x%llx != cooperative 0x%llx", dt_name(dt), (unsigned long long)n,
-                      (unsigned long long)ds.seed, forced, (unsigned long long)gs_fb.bits,
-                      (unsigned long long)gs_coop.bits);
+                CHECK(gs_fb.info.blocks == gs_coop.info.blocks,
+                      "gridsync %s forced to %d: %d "
+                      "blocks cooperatively, %d in the fallback",
+                      dt_name(dt), forced, gs_coop.info.blocks, gs_fb.info.blocks);
+                CHECK(gs_fb.bits == gs_coop.bits,
+                      "gridsync %s n=%llu seed=%llu grid %d: "
+                      "fallback 0x%llx != cooperative 0x%llx",
+                      dt_name(dt), (unsigned long long)n, (unsigned long long)ds.seed, forced,
+                      (unsigned long long)gs_fb.bits, (unsigned long long)gs_coop.bits);
                 if (gs_coop.info.cooperative)
-                    CHECK(gs_fb.info.launches > gs_coop.info.launches, "gridsync %s: the "
+                    CHECK(gs_fb.info.launches > gs_coop.info.launches,
+                          "gridsync %s: the "
                           "two-kernel fallback reports %d launches, the cooperative kernel %d",
                           dt_name(dt), gs_fb.info.launches, gs_coop.info.launches);
             }
@@ -151,9 +160,9 @@ void cooperative(void)
                     CHECK(o.info.cooperative == 0 && o.info.fell_back == 1 &&
                               o.info.notice[0] != '\0',
                           "grid %s (grid %d, %s) without cooperative launch: cooperative %d, "
-                          "fell_back %d, notice \"%s\"", dt_name(dt), g ? forced : 0,
-                          to_host ? "to_host" : "device", o.info.cooperative, o.info.fell_back,
-                          o.info.notice);
+                          "fell_back %d, notice \"%s\"",
+                          dt_name(dt), g ? forced : 0, to_host ? "to_host" : "device",
+                          o.info.cooperative, o.info.fell_back, o.info.notice);
         }
         /* The flag changes nothing for a method that never launches cooperatively. */
         set_method(COOPREDUCE_METHOD_TWOPASS);
@@ -192,8 +201,7 @@ void pipeline(void)
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         mark_error();
         coopreduce_status s = coopreduce_set_stages(gpu, bad[k]);
-        CHECK(s == COOPREDUCE_ERROR_INVALID_ARGUMENT, "set_stages(%d): status %d", bad[k],
-              (int)s);
+        CHECK(s == COOPREDUCE_ERROR_INVALID_ARGUMENT, "set_stages(%d): status %d", bad[k], (int)s);
     }
     /* A refused value leaves the setting as it was: the pipeline still works. */
     CHECK(coopreduce_set_stages(gpu, 3) == COOPREDUCE_SUCCESS, "set_stages(3)");
@@ -211,7 +219,10 @@ void bad_input(void)
     if (!CHECK(host != NULL, "malloc")) return;
     for (uint64_t i = 0; i < n; i++) host[i] = (int32_t)i;
     dataset ds;
-    if (load(&ds, COOPREDUCE_FLOAT32, n, K_SMALLINT, 0)) { free(host); return; }
+    if (load(&ds, COOPREDUCE_FLOAT32, n, K_SMALLINT, 0)) {
+        free(host);
+        return;
+    }
     for (int m = 0; m < NMETHODS; m++) {
         /* A method that cannot run here may refuse with NOT_SUPPORTED before looking at the
          * pointers (the header does not order the checks): clusters() covers it. */
@@ -263,7 +274,8 @@ void bad_input(void)
             uint64_t buf[2];
             cudaMemset(dout, POISON, 64);
             mark_error();
-            coopreduce_status s = coopreduce_sum(dx, dout, too_many[k], COOPREDUCE_INT32, gpu, NULL);
+            coopreduce_status s =
+                coopreduce_sum(dx, dout, too_many[k], COOPREDUCE_INT32, gpu, NULL);
             CHECK(s == COOPREDUCE_ERROR_INVALID_ARGUMENT, "%s int32 n=%llu: status %d", mname(m),
                   (unsigned long long)too_many[k], (int)s);
             fresh_error("int32 n > 2^32");
@@ -275,19 +287,20 @@ void bad_input(void)
             cudaMemset(dout, POISON, 64);
             coopreduce_status s = coopreduce_sum(dx, dout, n, COOPREDUCE_DTYPE_COUNT, gpu, NULL);
             CHECK(s == COOPREDUCE_ERROR_UNSUPPORTED_DTYPE, "%s dtype %d (the count): status %d",
-                  mname(m), (int)COOPREDUCE_DTYPE_COUNT,
-                  (int)s);
+                  mname(m), (int)COOPREDUCE_DTYPE_COUNT, (int)s);
         }
         coopreduce_last_launch(gpu, &after);
         if (have_good)
-            CHECK(memcmp(&before, &after, sizeof before) == 0, "%s: failed sums changed "
-                  "last_launch (blocks %d -> %d)", mname(m), before.blocks, after.blocks);
+            CHECK(memcmp(&before, &after, sizeof before) == 0,
+                  "%s: failed sums changed "
+                  "last_launch (blocks %d -> %d)",
+                  mname(m), before.blocks, after.blocks);
         /* A float32 result 4 bytes into dout: fine, and only those 4 bytes are written. */
         {
             uint64_t buf[2];
             cudaMemset(dout, POISON, 64);
-            coopreduce_status s = coopreduce_sum(dx, (char *)dout + 4, n, COOPREDUCE_FLOAT32, gpu,
-                                                 NULL);
+            coopreduce_status s =
+                coopreduce_sum(dx, (char *)dout + 4, n, COOPREDUCE_FLOAT32, gpu, NULL);
             cuda_ok(cudaMemcpy(buf, dout, 16, cudaMemcpyDeviceToHost), "copy");
             uint32_t w[4];
             memcpy(w, buf, 16);

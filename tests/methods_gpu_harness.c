@@ -11,19 +11,18 @@
 #include "methods_gpu.h"
 #include "util.h"
 
-const coopreduce_dtype dtypes[NDTYPES] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64,
-                                          COOPREDUCE_INT32};
+const coopreduce_dtype dtypes[NDTYPES] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64, COOPREDUCE_INT32};
 
 coopreduce_handle *gpu;
 coopreduce_gpu_props props;
-void *dx;                  /* device input: cap_elems 8-byte elements + 64 bytes */
-void *dout;                /* device result, 64 bytes */
-void *hx;                  /* host copy of the input, same size */
+void *dx;   /* device input: cap_elems 8-byte elements + 64 bytes */
+void *dout; /* device result, 64 bytes */
+void *hx;   /* host copy of the input, same size */
 uint64_t cap_elems;
 int quick;
-unsigned int disabled;     /* the COOPREDUCE_FEATURE_* flags currently disabled */
-uint64_t max_n;            /* largest sweep size */
-int repeats;               /* determinism runs */
+unsigned int disabled; /* the COOPREDUCE_FEATURE_* flags currently disabled */
+uint64_t max_n;        /* largest sweep size */
+int repeats;           /* determinism runs */
 
 double worst_ratio[NMETHODS][2];
 
@@ -83,14 +82,14 @@ void mark_error(void)
 int fresh_error(const char *ctx)
 {
     const char *e = coopreduce_last_error(gpu);
-    return CHECK(e[0] != '\0' && strcmp(e, marker) != 0, "%s: no message of its own (\"%s\")",
-                 ctx, e);
+    return CHECK(e[0] != '\0' && strcmp(e, marker) != 0, "%s: no message of its own (\"%s\")", ctx,
+                 e);
 }
 
 /* ---------------------------------------------------------------- data sets */
 
-const char *const kind_names[K_COUNT] = {"uniform", "normal", "signed", "ones", "smallint",
-                                         "all-min", "all-max", "alternating"};
+const char *const kind_names[K_COUNT] = {"uniform",  "normal",  "signed",  "ones",
+                                         "smallint", "all-min", "all-max", "alternating"};
 
 /* Writes element values of `kind` to p[0..n) and fills in the references. */
 static void fill_and_reference(dataset *ds, void *p)
@@ -110,16 +109,20 @@ static void fill_and_reference(dataset *ds, void *p)
         if (M == 0) M = 1; /* not exact then; the caller does not ask for this */
         for (uint64_t i = 0; i < n; i++) {
             int v = (int)(cr_gen_hash(ds->seed, i) % (2 * M + 1)) - (int)M;
-            if (dt == COOPREDUCE_FLOAT32) ((float *)p)[i] = (float)v;
-            else if (dt == COOPREDUCE_FLOAT64) ((double *)p)[i] = (double)v;
-            else ((int32_t *)p)[i] = v;
+            if (dt == COOPREDUCE_FLOAT32)
+                ((float *)p)[i] = (float)v;
+            else if (dt == COOPREDUCE_FLOAT64)
+                ((double *)p)[i] = (double)v;
+            else
+                ((int32_t *)p)[i] = v;
         }
         ds->exact = dt == COOPREDUCE_FLOAT64 || n * M <= (1u << 24);
     } else {
         int32_t *q = p;
         for (uint64_t i = 0; i < n; i++)
-            q[i] = kind == K_MIN ? INT32_MIN : kind == K_MAX ? INT32_MAX
-                                                             : ((i & 1) ? INT32_MAX : INT32_MIN);
+            q[i] = kind == K_MIN   ? INT32_MIN
+                   : kind == K_MAX ? INT32_MAX
+                                   : ((i & 1) ? INT32_MAX : INT32_MIN);
     }
     if (dt == COOPREDUCE_INT32) {
         const int32_t *q = p;
@@ -154,14 +157,17 @@ int load(dataset *ds, coopreduce_dtype dt, uint64_t n, int kind, uint64_t off)
     void *h = (char *)hx + off * dt_size(dt);
     fill_and_reference(ds, h);
     return cuda_ok(cudaMemcpy((char *)dx + off * dt_size(dt), h, n * dt_size(dt),
-                              cudaMemcpyHostToDevice), "upload") ? 0 : -1;
+                              cudaMemcpyHostToDevice),
+                   "upload")
+               ? 0
+               : -1;
 }
 
 int pick_kind(coopreduce_dtype dt, uint64_t n, int exact)
 {
     if (dt == COOPREDUCE_INT32) {
-        static const int k[] = {K_UNIFORM, K_NORMAL, K_SIGNED, K_ONES, K_SMALLINT, K_MIN, K_MAX,
-                                K_ALT, K_UNIFORM, K_SIGNED};
+        static const int k[] = {K_UNIFORM, K_NORMAL, K_SIGNED, K_ONES,    K_SMALLINT,
+                                K_MIN,     K_MAX,    K_ALT,    K_UNIFORM, K_SIGNED};
         return k[rnd() % (sizeof k / sizeof k[0])];
     }
     if (exact) {
@@ -197,8 +203,8 @@ coopreduce_status run(const dataset *ds, int to_host, outcome *o)
             return COOPREDUCE_ERROR_CUDA;
     }
     if (s != COOPREDUCE_SUCCESS) {
-        CHECK(buf[0] == POISON64 && buf[1] == POISON64,
-              "a failed sum (status %d) wrote its result", (int)s);
+        CHECK(buf[0] == POISON64 && buf[1] == POISON64, "a failed sum (status %d) wrote its result",
+              (int)s);
         return s;
     }
     const unsigned char *b = (const unsigned char *)buf;
@@ -252,8 +258,8 @@ static int verify(const dataset *ds, int m, const outcome *o, int to_host)
             ok &= CHECK((uint64_t)in->blocks == (ds->n + 255) / 256,
                         "%s %s: %d blocks, not one per 256 elements", ctx, via, in->blocks);
         if (m == COOPREDUCE_METHOD_CLUSTER)
-            ok &= CHECK(in->cluster_size >= 1, "%s %s: cluster_size %d", ctx, via,
-                        in->cluster_size);
+            ok &=
+                CHECK(in->cluster_size >= 1, "%s %s: cluster_size %d", ctx, via, in->cluster_size);
         else
             ok &= CHECK(in->cluster_size == 0, "%s %s: cluster_size %d without clusters", ctx, via,
                         in->cluster_size);
@@ -266,7 +272,8 @@ static int verify(const dataset *ds, int m, const outcome *o, int to_host)
             props.cooperative_launch && !(disabled & COOPREDUCE_FEATURE_COOPERATIVE_LAUNCH))
             ok &= CHECK(in->cooperative == 1 && in->fell_back == 0,
                         "%s %s: cooperative %d, fell_back %d on a GPU that launches "
-                        "cooperatively", ctx, via, in->cooperative, in->fell_back);
+                        "cooperatively",
+                        ctx, via, in->cooperative, in->fell_back);
     }
     if (ds->dt == COOPREDUCE_INT32) {
         int64_t got = (int64_t)o->bits;
@@ -288,12 +295,13 @@ static int verify(const dataset *ds, int m, const outcome *o, int to_host)
         double *w = &worst_ratio[m][ds->dt == COOPREDUCE_FLOAT64];
         if (ratio > *w) *w = ratio;
     }
-    ok &= CHECK(err <= bound, "%s %s: %.17g, exact %.17g: error %Lg > bound %Lg (%d blocks x %d "
-                "threads, sum|x| %Lg)", ctx, via, v, exact, err, bound, in->blocks, in->threads,
-                ds->abs_sum);
+    ok &= CHECK(err <= bound,
+                "%s %s: %.17g, exact %.17g: error %Lg > bound %Lg (%d blocks x %d "
+                "threads, sum|x| %Lg)",
+                ctx, via, v, exact, err, bound, in->blocks, in->threads, ds->abs_sum);
     if (ds->exact)
-        ok &= CHECK(v == exact, "%s %s: %.17g but every partial sum is exact: %.17g", ctx, via,
-                    v, exact);
+        ok &= CHECK(v == exact, "%s %s: %.17g but every partial sum is exact: %.17g", ctx, via, v,
+                    exact);
     return ok;
 }
 
@@ -314,7 +322,10 @@ int all_methods(const dataset *ds, int to_host)
     int failed = 0;
     for (int m = 0; m < NMETHODS; m++) {
         if (!runs_here(m)) continue;
-        if (!set_method(m)) { failed++; continue; }
+        if (!set_method(m)) {
+            failed++;
+            continue;
+        }
         outcome dev, host;
         int ok = sum_ok(ds, m, 0, &dev);
         if (to_host && ok) {

@@ -39,8 +39,9 @@ static int check_pattern(const void *d, uint64_t n, coopreduce_dtype dt)
     int bad = 0;
     for (int k = 0; k < 6 && !bad; k++) {
         uint64_t start = k == 0 ? 0 : k == 1 ? n - W : rnd() % (n - W);
-        if (!cuda_ok(cudaMemcpy(buf, (const char *)d + start * 4, sizeof buf,
-                                cudaMemcpyDeviceToHost), "copy back"))
+        if (!cuda_ok(
+                cudaMemcpy(buf, (const char *)d + start * 4, sizeof buf, cudaMemcpyDeviceToHost),
+                "copy back"))
             return -1;
         for (uint64_t i = 0; i < W && !bad; i++) {
             uint64_t g = start + i;
@@ -51,7 +52,8 @@ static int check_pattern(const void *d, uint64_t n, coopreduce_dtype dt)
             } else {
                 bad = buf[i] != huge_i32_value(g);
             }
-            if (bad) CHECK(0, "the > 2^31 %s data is wrong at %llu", dt_name(dt), (unsigned long long)g);
+            if (bad)
+                CHECK(0, "the > 2^31 %s data is wrong at %llu", dt_name(dt), (unsigned long long)g);
         }
     }
     return bad ? -1 : 0;
@@ -66,7 +68,7 @@ static void huge_prefix_f32(uint64_t k, long double *sum, long double *abs_sum)
         period_abs += fabs(huge_f32_value(j));
         if (j < k % 7) rest += huge_f32_value(j), rest_abs += fabs(huge_f32_value(j));
     }
-    *sum = (long double)(k / 7) * period + rest;           /* exact: multiples of 1/2 < 2^40 */
+    *sum = (long double)(k / 7) * period + rest; /* exact: multiples of 1/2 < 2^40 */
     *abs_sum = (long double)(k / 7) * period_abs + rest_abs;
 }
 
@@ -92,14 +94,21 @@ void huge(void)
     if (!cuda_ok(cudaMalloc(&d, bytes), "cudaMalloc 8.6 GB")) return;
     const uint64_t block_elems = 15ull * 7 << 16; /* a multiple of both periods (7 and 15) */
     void *block = malloc(block_elems * 4);
-    if (!CHECK(block != NULL, "malloc")) { cudaFree(d); return; }
-    static const struct { uint64_t minus, off; } variants[] = {{0, 0}, {1, 0}, {1, 1}};
+    if (!CHECK(block != NULL, "malloc")) {
+        cudaFree(d);
+        return;
+    }
+    static const struct {
+        uint64_t minus, off;
+    } variants[] = {{0, 0}, {1, 0}, {1, 1}};
     void *keep = dx;
     for (int d32 = 0; d32 < 2; d32++) {
         coopreduce_dtype dt = d32 ? COOPREDUCE_INT32 : COOPREDUCE_FLOAT32;
         for (uint64_t i = 0; i < block_elems; i++) {
-            if (d32) ((int32_t *)block)[i] = huge_i32_value(i);
-            else ((float *)block)[i] = (float)huge_f32_value(i);
+            if (d32)
+                ((int32_t *)block)[i] = huge_i32_value(i);
+            else
+                ((float *)block)[i] = (float)huge_f32_value(i);
         }
         if (fill_periodic(d, n, 4, block, block_elems) || check_pattern(d, n, dt)) continue;
         dx = d; /* run() reads dx */
@@ -123,8 +132,8 @@ void huge(void)
                 ref_exact_add(&ds.ref, (double)(sb - sa)); /* small multiple of 1/2: exact */
                 ds.abs_sum = ab - aa;
                 printf("float32 x[%llu .. %llu): exact sum %.17g, sum|x| %.17Lg\n",
-                       (unsigned long long)a, (unsigned long long)b,
-                       ref_exact_to_double(&ds.ref), ds.abs_sum);
+                       (unsigned long long)a, (unsigned long long)b, ref_exact_to_double(&ds.ref),
+                       ds.abs_sum);
             }
             for (int m = 0; m < NMETHODS; m++) {
                 if (!runs_here(m) || !set_method(m)) continue;
@@ -132,8 +141,8 @@ void huge(void)
                 outcome o;
                 if (sum_ok(&ds, m, 0, &o)) {
                     if (d32)
-                        printf("  %-10s %lld (%d blocks, %.1f ms)\n", mname(m),
-                               (long long)o.bits, o.info.blocks, 1e3 * (now_s() - t0));
+                        printf("  %-10s %lld (%d blocks, %.1f ms)\n", mname(m), (long long)o.bits,
+                               o.info.blocks, 1e3 * (now_s() - t0));
                     else
                         printf("  %-10s %.17g (%d blocks, %.1f ms)\n", mname(m),
                                value_of_bits(o.bits, dt), o.info.blocks, 1e3 * (now_s() - t0));

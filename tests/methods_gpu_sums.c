@@ -33,7 +33,10 @@ void empty_sums(void)
                 ok = ok && (rs == 8 || memcmp((char *)buf + 4, &want_tail, 4) == 0) &&
                      buf[1] == POISON64;
                 CHECK(ok, "%s %s n=0 (%s): status %d, result 0x%016llx 0x%016llx", mname(m),
-                      dt_name(dt), variant == 0 ? "x valid" : variant == 1 ? "x NULL" : "to_host",
+                      dt_name(dt),
+                      variant == 0   ? "x valid"
+                      : variant == 1 ? "x NULL"
+                                     : "to_host",
                       (int)s, (unsigned long long)buf[0], (unsigned long long)buf[1]);
             }
         }
@@ -52,8 +55,8 @@ static uint64_t log_uniform(uint64_t hi)
 
 void sweep(void)
 {
-    static const uint64_t full_sizes[] = {1, 2, 3, 31, 255, 256, 257, 1023, 4097, 65537, 1000003,
-                                          1u << 20, (1u << 24) + 1};
+    static const uint64_t full_sizes[] = {1,    2,    3,     31,      255,      256,           257,
+                                          1023, 4097, 65537, 1000003, 1u << 20, (1u << 24) + 1};
     static const uint64_t to_host_sizes[] = {1, 257, 65537, 1000003};
     const size_t nf = sizeof full_sizes / sizeof full_sizes[0];
     const int extra = quick ? 2 : 24;
@@ -168,13 +171,16 @@ void determinism(void)
                 differ += o.bits != seen[0];
             }
             if (det == 1)
-                CHECK(differ == 0, "%s %s n=%llu seed=%llu: deterministic, but %d of %d runs "
-                      "differ from the first (%d distinct results)", mname(m), dt_name(dt),
-                      (unsigned long long)n, (unsigned long long)ds.seed, differ, ran, distinct);
+                CHECK(differ == 0,
+                      "%s %s n=%llu seed=%llu: deterministic, but %d of %d runs "
+                      "differ from the first (%d distinct results)",
+                      mname(m), dt_name(dt), (unsigned long long)n, (unsigned long long)ds.seed,
+                      differ, ran, distinct);
             else
                 printf("determinism: %s %s n=%llu: %d distinct result%s in %d runs (documented "
-                       "as not deterministic)\n", mname(m), dt_name(dt), (unsigned long long)n,
-                       distinct, distinct == 1 ? "" : "s", ran);
+                       "as not deterministic)\n",
+                       mname(m), dt_name(dt), (unsigned long long)n, distinct,
+                       distinct == 1 ? "" : "s", ran);
         }
     }
     free(seen);

@@ -60,8 +60,8 @@ int fits_64(coopreduce_dtype dt, const unsigned char r[16]);
 /* Runs op on the GPU over d_x[0..n) (device) and on the CPU over h_x[0..n) (host, the same
  * values), checks both against the reference, the poison after the result, and the launch
  * report. forced: the grid set on the handle (0 = automatic). Returns 1 when all held. */
-int check_op(coopreduce_op op, coopreduce_dtype dt, const void *d_x, const void *h_x,
-             uint64_t n, const char *ctx, int forced);
+int check_op(coopreduce_op op, coopreduce_dtype dt, const void *d_x, const void *h_x, uint64_t n,
+             const char *ctx, int forced);
 /* Uploads h[0..n) of dt to dx + off elements; returns the device pointer, or NULL. */
 void *upload(const void *h, uint64_t n, coopreduce_dtype dt, uint64_t off);
 void set_grid(int blocks);

@@ -10,8 +10,8 @@
 #include "util.h"
 
 const coopreduce_op all_ops[NOPS] = {
-    COOPREDUCE_OP_MIN,    COOPREDUCE_OP_MAX,    COOPREDUCE_OP_ABSMAX, COOPREDUCE_OP_ARGMIN,
-    COOPREDUCE_OP_ARGMAX, COOPREDUCE_OP_SUM,    COOPREDUCE_OP_MEAN};
+    COOPREDUCE_OP_MIN,    COOPREDUCE_OP_MAX, COOPREDUCE_OP_ABSMAX, COOPREDUCE_OP_ARGMIN,
+    COOPREDUCE_OP_ARGMAX, COOPREDUCE_OP_SUM, COOPREDUCE_OP_MEAN};
 
 coopreduce_handle *gpu, *cpu;
 void *dx, *dout;
@@ -45,8 +45,8 @@ size_t rsize(coopreduce_op op, coopreduce_dtype dt)
 
 /* ---------------------------------------------------------------- data */
 
-const char *const kind_names[K_COUNT] = {"wide", "ties", "negative", "special", "nan",
-                                          "extreme", "equal"};
+const char *const kind_names[K_COUNT] = {"wide", "ties",    "negative", "special",
+                                         "nan",  "extreme", "equal"};
 
 /* A random finite bit pattern of a float type (any magnitude, subnormals and zeros included). */
 static uint64_t finite_bits(coopreduce_dtype dt)
@@ -63,7 +63,8 @@ static uint64_t tie_bits(coopreduce_dtype dt, unsigned k)
 {
     static const double v[8] = {0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 1.5, -1.5};
     static const uint16_t f16[8] = {0x0000, 0x8000, 0x3800, 0xb800, 0x3c00, 0xbc00, 0x3e00, 0xbe00};
-    static const uint16_t bf16[8] = {0x0000, 0x8000, 0x3f00, 0xbf00, 0x3f80, 0xbf80, 0x3fc0, 0xbfc0};
+    static const uint16_t bf16[8] = {0x0000, 0x8000, 0x3f00, 0xbf00,
+                                     0x3f80, 0xbf80, 0x3fc0, 0xbfc0};
     k %= 8;
     switch (dt) {
     case COOPREDUCE_FLOAT32: return f32_bits((float)v[k]);
@@ -108,7 +109,7 @@ static uint64_t int_bits(coopreduce_dtype dt, int kind, uint64_t eq)
     case K_TIES: return (uint64_t)(int64_t)((int)(rnd() % 5) - (sgn ? 2 : 0)) & mask;
     case K_EXTREME: {
         const uint64_t r = rnd() % 3;
-        const uint64_t hi = sgn ? (mask >> 1) - r : mask - r;   /* MAX - r */
+        const uint64_t hi = sgn ? (mask >> 1) - r : mask - r;       /* MAX - r */
         const uint64_t lo = sgn ? ((mask >> 1) + 1 + r) & mask : r; /* MIN + r */
         return (rnd() & 1) ? hi : lo;
     }
@@ -159,8 +160,8 @@ int fits_64(coopreduce_dtype dt, const unsigned char r[16])
     return w[1] == ((w[0] >> 63) ? UINT64_MAX : 0);
 }
 
-int check_op(coopreduce_op op, coopreduce_dtype dt, const void *d_x, const void *h_x,
-             uint64_t n, const char *ctx, int forced)
+int check_op(coopreduce_op op, coopreduce_dtype dt, const void *d_x, const void *h_x, uint64_t n,
+             const char *ctx, int forced)
 {
     const size_t rs = rsize(op, dt);
     char c[300];
@@ -185,9 +186,8 @@ int check_op(coopreduce_op op, coopreduce_dtype dt, const void *d_x, const void 
         double d;
         char why[120];
         memcpy(&d, got, 8);
-        ok &= CHECK(mean_ok(dt, h_x, n, got, why, sizeof why),
-                    "%s: GPU mean %.17g (0x%016llx): %s", c, d, (unsigned long long)f64_bits(d),
-                    why);
+        ok &= CHECK(mean_ok(dt, h_x, n, got, why, sizeof why), "%s: GPU mean %.17g (0x%016llx): %s",
+                    c, d, (unsigned long long)f64_bits(d), why);
     } else {
         hex_bytes(a, sizeof a, got, rs);
         hex_bytes(b, sizeof b, want, rs);
@@ -218,7 +218,8 @@ int check_op(coopreduce_op op, coopreduce_dtype dt, const void *d_x, const void 
         hex_bytes(a, sizeof a, got, rs);
         hex_bytes(b, sizeof b, cres, rs);
         ok &= CHECK(memcmp(got, cres, rs) == 0, "%s: GPU 0x%s, CPU 0x%s", c, a, b);
-        if (overflow_ok) CHECK(s == COOPREDUCE_ERROR_OVERFLOW, "%s: CPU did not report the overflow", c);
+        if (overflow_ok)
+            CHECK(s == COOPREDUCE_ERROR_OVERFLOW, "%s: CPU did not report the overflow", c);
     }
     return ok;
 }
@@ -254,8 +255,8 @@ int gpu_result(coopreduce_op op, coopreduce_dtype dt, const void *d, uint64_t n,
                  (int)s, coopreduce_last_error(gpu));
 }
 
-void expect_u64(coopreduce_op op, coopreduce_dtype dt, const void *d, uint64_t n,
-                uint64_t want, const char *ctx)
+void expect_u64(coopreduce_op op, coopreduce_dtype dt, const void *d, uint64_t n, uint64_t want,
+                const char *ctx)
 {
     unsigned char r[16];
     if (!gpu_result(op, dt, d, n, r, ctx)) return;

@@ -51,7 +51,8 @@ void streams_and_pointers(void)
     if (!CHECK(host != NULL, "calloc")) return;
     for (int k = 0; k < NOPS; k++) {
         const coopreduce_op op = all_ops[k];
-        const coopreduce_dtype dt = k >= 5 ? COOPREDUCE_INT64 : COOPREDUCE_FLOAT32; /* SUM, MEAN: int64 */
+        const coopreduce_dtype dt =
+            k >= 5 ? COOPREDUCE_INT64 : COOPREDUCE_FLOAT32; /* SUM, MEAN: int64 */
         if (!in_scope(op, dt)) continue;
         uint64_t buf[4];
         cudaMemset(dout, POISON, 64);
@@ -109,8 +110,8 @@ void huge(void)
         printf("  > 2^31 %s: 7 reductions of %.2f GB in %.1f ms\n", dt_name(dt), bytes / 1e9,
                1e3 * (now_s() - t0));
     }
-    plant(d, n - 1, 0xffc1);      /* a negative NaN last (NaN as float16 and as bfloat16) */
-    plant(d, big + 3, 0x7fff);    /* the first NaN (both types) */
+    plant(d, n - 1, 0xffc1);   /* a negative NaN last (NaN as float16 and as bfloat16) */
+    plant(d, big + 3, 0x7fff); /* the first NaN (both types) */
     for (int h = 0; h < 2; h++) {
         const coopreduce_dtype dt = h ? COOPREDUCE_BFLOAT16 : COOPREDUCE_FLOAT16;
         const uint64_t nan = h ? 0x7fc0 : 0x7e00;
@@ -182,7 +183,8 @@ void timing(void)
             if (!in_scope(op, dt)) continue;
             const double t = time_calls(op, dt, d, n);
             if (t <= 0) {
-                printf("  %-8s %-8s failed: %s\n", dt_name(dt), oname(op), coopreduce_last_error(gpu));
+                printf("  %-8s %-8s failed: %s\n", dt_name(dt), oname(op),
+                       coopreduce_last_error(gpu));
                 continue;
             }
             printf("  %-8s %-8s %10.1f %8.0f %10.3f %10.3f\n", dt_name(dt), oname(op), t,

@@ -35,7 +35,8 @@ void reference(coopreduce_op op, coopreduce_dtype dt, const void *x, uint64_t n,
         for (uint64_t i = 0; i < n && first_nan == UINT64_MAX; i++)
             if (isnan(value_of_bits(load_bits(x, i, dt_size(dt)), dt))) first_nan = i;
         if (first_nan != UINT64_MAX) {
-            if (argop) memcpy(out, &first_nan, 8);
+            if (argop)
+                memcpy(out, &first_nan, 8);
             else {
                 uint64_t b = nan_bits(dt);
                 memcpy(out, &b, es);
@@ -49,8 +50,12 @@ void reference(coopreduce_op op, coopreduce_dtype dt, const void *x, uint64_t n,
             const double v = value_of_bits(b, dt);
             int take;
             switch (op) {
-            case COOPREDUCE_OP_MIN: take = v < bv || (v == bv && (b & sb) && !(best_bits & sb)); break;
-            case COOPREDUCE_OP_MAX: take = v > bv || (v == bv && !(b & sb) && (best_bits & sb)); break;
+            case COOPREDUCE_OP_MIN:
+                take = v < bv || (v == bv && (b & sb) && !(best_bits & sb));
+                break;
+            case COOPREDUCE_OP_MAX:
+                take = v > bv || (v == bv && !(b & sb) && (best_bits & sb));
+                break;
             case COOPREDUCE_OP_ABSMAX: take = fabs(v) > fabs(bv); break;
             case COOPREDUCE_OP_ARGMIN: take = v < bv; break;
             default: take = v > bv; break;
@@ -61,7 +66,8 @@ void reference(coopreduce_op op, coopreduce_dtype dt, const void *x, uint64_t n,
                 idx = i;
             }
         }
-        if (argop) memcpy(out, &idx, 8);
+        if (argop)
+            memcpy(out, &idx, 8);
         else {
             uint64_t b = op == COOPREDUCE_OP_ABSMAX ? best_bits & (sb - 1) : best_bits;
             memcpy(out, &b, es);
@@ -88,9 +94,12 @@ void reference(coopreduce_op op, coopreduce_dtype dt, const void *x, uint64_t n,
             idx = i;
         }
     }
-    if (argop) memcpy(out, &idx, 8);
-    else if (op == COOPREDUCE_OP_ABSMAX) memcpy(out, &bm, es); /* |x| as the unsigned type */
-    else memcpy(out, &best_bits, es);
+    if (argop)
+        memcpy(out, &idx, 8);
+    else if (op == COOPREDUCE_OP_ABSMAX)
+        memcpy(out, &bm, es); /* |x| as the unsigned type */
+    else
+        memcpy(out, &best_bits, es);
 }
 
 /* The exact sum of an integer array, as sign and magnitude. */

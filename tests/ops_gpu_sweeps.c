@@ -23,14 +23,44 @@ void api_basics(void)
 
 void sweep(void)
 {
-    static const uint64_t sizes[] = {
-        1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 255, 257, 1000, 1021,
-        4093, 4097, 65521, 65537, 70001, 131071, (1u << 20) - 1, (1u << 20) + 1, 1000003,
-        (1u << 22) + 3, (1u << 24) - 1, (1u << 24) + 1};
+    static const uint64_t sizes[] = {1,
+                                     2,
+                                     3,
+                                     4,
+                                     5,
+                                     7,
+                                     8,
+                                     9,
+                                     15,
+                                     16,
+                                     17,
+                                     31,
+                                     32,
+                                     33,
+                                     63,
+                                     64,
+                                     65,
+                                     127,
+                                     255,
+                                     257,
+                                     1000,
+                                     1021,
+                                     4093,
+                                     4097,
+                                     65521,
+                                     65537,
+                                     70001,
+                                     131071,
+                                     (1u << 20) - 1,
+                                     (1u << 20) + 1,
+                                     1000003,
+                                     (1u << 22) + 3,
+                                     (1u << 24) - 1,
+                                     (1u << 24) + 1};
     static const uint64_t quick_sizes[] = {1, 2, 3, 5, 9, 17, 33, 65, 257, 1031, 4099, 70001};
     const uint64_t *sz = quick ? quick_sizes : sizes;
-    const size_t count = quick ? sizeof quick_sizes / sizeof quick_sizes[0]
-                               : sizeof sizes / sizeof sizes[0];
+    const size_t count =
+        quick ? sizeof quick_sizes / sizeof quick_sizes[0] : sizeof sizes / sizeof sizes[0];
     for (int di = 0; di < COOPREDUCE_DTYPE_COUNT; di++) {
         const coopreduce_dtype dt = (coopreduce_dtype)di;
         const size_t es = dt_size(dt);
@@ -43,7 +73,9 @@ void sweep(void)
             const int nk = every ? K_COUNT : (quick ? 2 : 1);
             for (int kk = 0; kk < nk; kk++) {
                 int kind = every ? kk : pick_kind(dt);
-                if (every && (dt_is_float(dt) ? kind == K_EXTREME : (kind == K_NEG || kind == K_SPECIAL || kind == K_NAN)))
+                if (every &&
+                    (dt_is_float(dt) ? kind == K_EXTREME
+                                     : (kind == K_NEG || kind == K_SPECIAL || kind == K_NAN)))
                     continue;
                 fill(hx, n, dt, kind);
                 const uint64_t lanes = 16 / es;
@@ -92,7 +124,8 @@ void to_host(void)
                 memset(r, POISON, sizeof r);
                 coopreduce_status s = coopreduce_reduce_to_host(op, d, NULL, r, n, dt, gpu, NULL);
                 reference(op, dt, hx, n, want);
-                const int overflow = op == COOPREDUCE_OP_SUM && dt_size(dt) == 8 && !fits_64(dt, want);
+                const int overflow =
+                    op == COOPREDUCE_OP_SUM && dt_size(dt) == 8 && !fits_64(dt, want);
                 char c[160];
                 snprintf(c, sizeof c, "to_host %s %s n=%llu %s", oname(op), dt_name(dt),
                          (unsigned long long)n, kind_names[kind]);
@@ -109,8 +142,8 @@ void to_host(void)
                 coopreduce_launch_info li;
                 if (!(op == COOPREDUCE_OP_SUM && dt == COOPREDUCE_INT32) &&
                     coopreduce_last_launch(gpu, &li) == COOPREDUCE_SUCCESS && !overflow)
-                    CHECK(li.launches == 1 && li.blocks >= 1, "%s: last_launch %d launches, %d blocks",
-                          c, li.launches, li.blocks);
+                    CHECK(li.launches == 1 && li.blocks >= 1,
+                          "%s: last_launch %d launches, %d blocks", c, li.launches, li.blocks);
             }
         }
     }

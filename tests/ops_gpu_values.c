@@ -44,7 +44,8 @@ void nans(void)
                 store_bits(hx, p, dt_size(dt), nan_pattern(dt));
                 if (where == 4 && p + 1 < n) {
                     /* more NaNs after the first, some in other threads' vectors */
-                    for (int j = 0; j < 4; j++) store_bits(hx, p + 1 + rnd() % (n - p - 1), dt_size(dt), nan_pattern(dt));
+                    for (int j = 0; j < 4; j++)
+                        store_bits(hx, p + 1 + rnd() % (n - p - 1), dt_size(dt), nan_pattern(dt));
                 }
                 for (uint64_t off = quick ? rnd() % 2 : 0; off < 2; off++) {
                     const void *d = upload(hx, n, dt, off);
@@ -118,7 +119,8 @@ void zeros_and_infs(void)
         for (int rep = 0; rep < 3; rep++) {
             const uint64_t m = 1 + rnd() % (n < 5000 ? n : 5000);
             fill(hx, m, dt, K_WIDE);
-            for (int j = 0; j < 3; j++) store_bits(hx, rnd() % m, dt_size(dt), (rnd() & 1) ? inf : ninf);
+            for (int j = 0; j < 3; j++)
+                store_bits(hx, rnd() % m, dt_size(dt), (rnd() & 1) ? inf : ninf);
             d = upload(hx, m, dt, rnd() % 2);
             if (!d) return;
             run_all_ops(dt, d, m, "infs among finite", 0);

@@ -6,17 +6,11 @@
 #include <string.h>
 
 #define DIGIT_MASK 0xffffffffULL
-#define TWO32 4294967296LL
+#define TWO32      4294967296LL
 
-void ref_exact_init(ref_exact *r)
-{
-    memset(r, 0, sizeof *r);
-}
+void ref_exact_init(ref_exact *r) { memset(r, 0, sizeof *r); }
 
-void ref_exact_reset(ref_exact *r)
-{
-    ref_exact_init(r);
-}
+void ref_exact_reset(ref_exact *r) { ref_exact_init(r); }
 
 /* Carry-propagates so that limb[0..L-2] are digits in [0, 2^32) and limb[L-1] holds the rest
  * (signed). Exact: value unchanged. */
@@ -30,10 +24,7 @@ static void normalize_n(int64_t *limb, int count)
     }
 }
 
-static void normalize(int64_t *limb)
-{
-    normalize_n(limb, REF_EXACT_LIMBS);
-}
+static void normalize(int64_t *limb) { normalize_n(limb, REF_EXACT_LIMBS); }
 
 void ref_exact_add(ref_exact *r, double x)
 {
@@ -88,14 +79,12 @@ void ref_exact_add(ref_exact *r, double x)
 
 void ref_exact_add_f32_array(ref_exact *r, const float *x, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        ref_exact_add(r, (double)x[i]);
+    for (size_t i = 0; i < n; i++) ref_exact_add(r, (double)x[i]);
 }
 
 void ref_exact_add_f64_array(ref_exact *r, const double *x, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        ref_exact_add(r, x[i]);
+    for (size_t i = 0; i < n; i++) ref_exact_add(r, x[i]);
 }
 
 /* ---- magnitude as normalised digits ---------------------------------------------------- */
@@ -117,16 +106,14 @@ static void get_magnitude_n(const int64_t *limb, int count, int base, magnitude 
     mg->base = base;
     mg->neg = t[count - 1] < 0;
     if (mg->neg) {
-        for (int i = 0; i < count; i++)
-            t[i] = -t[i];
+        for (int i = 0; i < count; i++) t[i] = -t[i];
         normalize_n(t, count);
     }
     /* Now every limb is a digit (the top one too: |M| < 2^(32 L) by the headroom argument). */
     mg->zero = 1;
     for (int i = 0; i < count; i++) {
         mg->d[i] = (uint32_t)t[i];
-        if (t[i] != 0)
-            mg->zero = 0;
+        if (t[i] != 0) mg->zero = 0;
     }
 }
 
@@ -141,8 +128,7 @@ static int bit_length(const magnitude *mg)
     for (int i = mg->count - 1; i >= 0; i--) {
         if (mg->d[i]) {
             int b = 31;
-            while (!((mg->d[i] >> b) & 1u))
-                b--;
+            while (!((mg->d[i] >> b) & 1u)) b--;
             return 32 * i + b + 1;
         }
     }
@@ -151,22 +137,18 @@ static int bit_length(const magnitude *mg)
 
 static int get_bit(const magnitude *mg, int pos)
 {
-    if (pos < 0 || pos >= 32 * mg->count)
-        return 0;
+    if (pos < 0 || pos >= 32 * mg->count) return 0;
     return (int)((mg->d[pos / 32] >> (pos % 32)) & 1u);
 }
 
 /* 1 if any bit with index < pos is set. */
 static int any_below(const magnitude *mg, int pos)
 {
-    if (pos <= 0)
-        return 0;
+    if (pos <= 0) return 0;
     int w = pos / 32, b = pos % 32;
     for (int i = 0; i < w && i < mg->count; i++)
-        if (mg->d[i])
-            return 1;
-    if (b && w < mg->count && (mg->d[w] & ((1u << b) - 1u)))
-        return 1;
+        if (mg->d[i]) return 1;
+    if (b && w < mg->count && (mg->d[w] & ((1u << b) - 1u))) return 1;
     return 0;
 }
 
@@ -174,8 +156,7 @@ static int any_below(const magnitude *mg, int pos)
 static uint64_t extract(const magnitude *mg, int lo, int count)
 {
     uint64_t v = 0;
-    for (int k = count - 1; k >= 0; k--)
-        v = (v << 1) | (uint64_t)get_bit(mg, lo + k);
+    for (int k = count - 1; k >= 0; k--) v = (v << 1) | (uint64_t)get_bit(mg, lo + k);
     return v;
 }
 
@@ -186,12 +167,10 @@ static uint64_t extract(const magnitude *mg, int lo, int count)
 static double round_magnitude(const magnitude *mg, int prec, int min_lsb, int max_exp)
 {
     int len = bit_length(mg);
-    if (len == 0)
-        return 0.0;
+    if (len == 0) return 0.0;
     int p = len - 1; /* highest set bit */
     int lsb = p - (prec - 1);
-    if (lsb < min_lsb)
-        lsb = min_lsb;
+    if (lsb < min_lsb) lsb = min_lsb;
     uint64_t mant;
     if (lsb <= 0) {
         mant = extract(mg, 0, len); /* exact */
@@ -200,20 +179,16 @@ static double round_magnitude(const magnitude *mg, int prec, int min_lsb, int ma
         mant = extract(mg, lsb, p - lsb + 1);
         int round = get_bit(mg, lsb - 1);
         int sticky = any_below(mg, lsb - 1);
-        if (round && (sticky || (mant & 1u)))
-            mant++;
+        if (round && (sticky || (mant & 1u))) mant++;
         if (mant == (1ULL << prec)) {
             mant >>= 1;
             lsb++;
         }
     }
-    if (mant == 0)
-        return 0.0;
+    if (mant == 0) return 0.0;
     int mlen = 0;
-    while (mlen < 64 && (mant >> mlen))
-        mlen++;
-    if (mlen + lsb + mg->base > max_exp)
-        return INFINITY;
+    while (mlen < 64 && (mant >> mlen)) mlen++;
+    if (mlen + lsb + mg->base > max_exp) return INFINITY;
     return ldexp((double)mant, lsb + mg->base);
 }
 
@@ -236,19 +211,13 @@ static float canonical_nan_f(void)
 /* 0: finite result; 1: NaN; 2: +inf; 3: -inf. */
 static int special_kind(const ref_exact *r)
 {
-    if (r->nan || (r->pinf && r->ninf))
-        return 1;
-    if (r->pinf)
-        return 2;
-    if (r->ninf)
-        return 3;
+    if (r->nan || (r->pinf && r->ninf)) return 1;
+    if (r->pinf) return 2;
+    if (r->ninf) return 3;
     return 0;
 }
 
-static int zero_is_negative(const ref_exact *r)
-{
-    return r->neg_zeros > 0 && r->others == 0;
-}
+static int zero_is_negative(const ref_exact *r) { return r->neg_zeros > 0 && r->others == 0; }
 
 double ref_exact_round(const ref_exact *r, int prec, int emin)
 {
@@ -260,17 +229,13 @@ double ref_exact_round(const ref_exact *r, int prec, int emin)
     }
     magnitude mg;
     get_magnitude(r, &mg);
-    if (mg.zero)
-        return zero_is_negative(r) ? -0.0 : 0.0;
+    if (mg.zero) return zero_is_negative(r) ? -0.0 : 0.0;
     /* smallest subnormal 2^(emin - prec + 1); overflow at 2^(emax + 1) = 2^(2 - emin) */
     double v = round_magnitude(&mg, prec, emin - prec + 1 + 1074, 2 - emin);
     return mg.neg ? -v : v;
 }
 
-double ref_exact_to_double(const ref_exact *r)
-{
-    return ref_exact_round(r, 53, -1022);
-}
+double ref_exact_to_double(const ref_exact *r) { return ref_exact_round(r, 53, -1022); }
 
 float ref_exact_to_float(const ref_exact *r)
 {
@@ -288,15 +253,12 @@ long double ref_exact_to_long_double(const ref_exact *r)
     }
     magnitude mg;
     get_magnitude(r, &mg);
-    if (mg.zero)
-        return zero_is_negative(r) ? -0.0L : 0.0L;
+    if (mg.zero) return zero_is_negative(r) ? -0.0L : 0.0L;
     int t = REF_EXACT_LIMBS - 1;
-    while (mg.d[t] == 0)
-        t--;
+    while (mg.d[t] == 0) t--;
     long double v = 0.0L;
     int lo = t - 2 < 0 ? 0 : t - 2;
-    for (int i = t; i >= lo; i--)
-        v = v * 4294967296.0L + (long double)mg.d[i];
+    for (int i = t; i >= lo; i--) v = v * 4294967296.0L + (long double)mg.d[i];
     v = ldexpl(v, 32 * lo - 1074);
     return mg.neg ? -v : v;
 }
@@ -305,25 +267,17 @@ int ref_exact_sign(const ref_exact *r)
 {
     magnitude mg;
     get_magnitude(r, &mg);
-    if (mg.zero)
-        return 0;
+    if (mg.zero) return 0;
     return mg.neg ? -1 : 1;
 }
 
-int ref_exact_has_special(const ref_exact *r)
-{
-    return special_kind(r) != 0;
-}
+int ref_exact_has_special(const ref_exact *r) { return special_kind(r) != 0; }
 
 /* ---- any binary format ------------------------------------------------------------------ */
 
-
 /* ---- exact products of doubles ------------------------------------------------------------ */
 
-void ref_wide_init(ref_wide *r)
-{
-    memset(r, 0, sizeof *r);
-}
+void ref_wide_init(ref_wide *r) { memset(r, 0, sizeof *r); }
 
 static void split_double(double x, uint64_t *m, int *e, int *neg)
 {
@@ -369,7 +323,7 @@ void ref_wide_add_product(ref_wide *r, double x, double y)
     split_double(x, &mx, &ex, &nx);
     split_double(y, &my, &ey, &ny);
     unsigned __int128 m = (unsigned __int128)mx * my; /* < 2^106 */
-    int pos = ex + ey + 2148;                          /* >= 0 */
+    int pos = ex + ey + 2148;                         /* >= 0 */
     int w = pos / 32, off = pos % 32;
     for (int k = 0; k < 5 && w + k < REF_WIDE_LIMBS; k++) {
         int lo = 32 * k - off; /* bit of m that lands on bit 0 of limb w + k */
@@ -385,16 +339,12 @@ void ref_wide_add_product(ref_wide *r, double x, double y)
 
 double ref_wide_to_double(const ref_wide *r)
 {
-    if (r->nan || (r->pinf && r->ninf))
-        return canonical_nan_d();
-    if (r->pinf)
-        return INFINITY;
-    if (r->ninf)
-        return -INFINITY;
+    if (r->nan || (r->pinf && r->ninf)) return canonical_nan_d();
+    if (r->pinf) return INFINITY;
+    if (r->ninf) return -INFINITY;
     magnitude mg;
     get_magnitude_n(r->limb, REF_WIDE_LIMBS, -2148, &mg);
-    if (mg.zero)
-        return r->neg_zeros > 0 && r->others == 0 ? -0.0 : 0.0;
+    if (mg.zero) return r->neg_zeros > 0 && r->others == 0 ? -0.0 : 0.0;
     /* double's smallest subnormal 2^-1074 is fixed-point bit 2148 - 1074 = 1074 */
     double v = round_magnitude(&mg, 53, 1074, 1024);
     return mg.neg ? -v : v;

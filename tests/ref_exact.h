@@ -27,9 +27,9 @@
 extern "C" {
 #endif
 
-#define REF_EXACT_LIMBS 72
+#define REF_EXACT_LIMBS           72
 #define REF_EXACT_NORMALIZE_EVERY (1u << 20)
-#define REF_WIDE_LIMBS 140
+#define REF_WIDE_LIMBS            140
 
 typedef struct {
     int64_t limb[REF_EXACT_LIMBS]; /* M = sum limb[i] * 2^(32 i); value = M * 2^-1074 */

@@ -88,8 +88,8 @@ static void check_case(const char *what, coopreduce_op op, coopreduce_dtype dt, 
             hex_bytes(b, sizeof b, got, rs);
             CHECK(s == COOPREDUCE_SUCCESS && memcmp(want, got, rs) == 0 && got[rs] == 0xA5,
                   "%s %s %s n=%llu narrow=%d threads=%d: status %d, got %s, want %s", what,
-                  coopreduce_op_name(op), coopreduce_dtype_name(dt), (unsigned long long)n,
-                  narrow, thread_counts[t], (int)s, b, a);
+                  coopreduce_op_name(op), coopreduce_dtype_name(dt), (unsigned long long)n, narrow,
+                  thread_counts[t], (int)s, b, a);
         }
     }
     coopreduce_set_narrow_result(cpu, 0);
@@ -142,14 +142,22 @@ int main(void)
         {
             double v[203];
             const double B = big ? 0x1p100 : 32768.0, s = big ? 1.0 : 0x1p-24;
-            for (int i = 0; i < 200; i += 2) { v[i] = B; v[i + 1] = -B; }
-            v[200] = s; v[201] = 3 * s; v[202] = -0.0;
+            for (int i = 0; i < 200; i += 2) {
+                v[i] = B;
+                v[i + 1] = -B;
+            }
+            v[200] = s;
+            v[201] = 3 * s;
+            v[202] = -0.0;
             for (int i = 202; i > 0; i--) { /* Fisher-Yates */
                 const int k = (int)(rnd() % (uint64_t)(i + 1));
-                const double t = v[i]; v[i] = v[k]; v[k] = t;
+                const double t = v[i];
+                v[i] = v[k];
+                v[k] = t;
             }
             sum_list(dt, "2^100 pairs around small terms, shuffled", v, 203);
-            for (int i = 0; i < 203; i++) v[i] = (i % 3 == 0 ? B : i % 3 == 1 ? s : -B) * (i % 2 ? 1 : -1);
+            for (int i = 0; i < 203; i++)
+                v[i] = (i % 3 == 0 ? B : i % 3 == 1 ? s : -B) * (i % 2 ? 1 : -1);
             sum_list(dt, "tiled 2^100 1 -2^100", v, 203);
         }
         const double z1[] = {-0.0, -0.0, -0.0};
@@ -214,8 +222,8 @@ int main(void)
         check_case("huge and tiny products", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT64, xd, yd, 6);
         check_case("tiny products only", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT64, xd + 2, yd + 2, 1);
         const double xn[] = {-0x1p-1000}, yn[] = {0x1p-1000};
-        check_case("negative product below 2^-1074", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT64, xn,
-                   yn, 1);
+        check_case("negative product below 2^-1074", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT64, xn, yn,
+                   1);
         const double xz[] = {-0.0, 0.0, 2}, yz[] = {1, -3, -0.0};
         check_case("-0 products", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT64, xz, yz, 3);
         const double xi[] = {INFINITY, 1}, yi[] = {0.0, 1};
@@ -227,15 +235,15 @@ int main(void)
                    yo, 3);
         const float xf[] = {INFINITY, 1, 0x1p-149f, 3e38f}, yf[] = {0.0f, 1, 0x1p-149f, 3e38f};
         check_case("inf * 0", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT32, xf, yf, 2);
-        check_case("tiny and overflowing products", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT32,
-                   xf + 1, yf + 1, 3);
+        check_case("tiny and overflowing products", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT32, xf + 1,
+                   yf + 1, 3);
         const float xg[] = {-0.0f, 3}, yg[] = {1, -0.0f};
         check_case("-0 products", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT32, xg, yg, 2);
     }
 
     /* ---- random sets over sizes ---- */
-    static const uint64_t sizes[] = {1, 2, 3, 31, 32, 33, 97, 1009, 4095, 4097, 65537, 131071,
-                                     131073, 1048577};
+    static const uint64_t sizes[] = {1,    2,    3,    31,    32,     33,     97,
+                                     1009, 4095, 4097, 65537, 131071, 131073, 1048577};
     const int nsizes = (int)(sizeof sizes / sizeof sizes[0]);
     void *x = malloc((1u << 24) * 8), *y = malloc((1u << 24) * 8);
     for (int d = 0; d < ndts; d++)
@@ -315,8 +323,7 @@ int main(void)
 #if defined(__x86_64__)
         /* FTZ and DAZ come back. (MXCSR's rounding field does not yet: cr_fp_enter saves MXCSR
          * after setting round-to-nearest; reported, src/cpu/canonical.c.) */
-        CHECK((_mm_getcsr() & 0x8040u) == 0x8040u, "FTZ/DAZ not restored: MXCSR %#x",
-              _mm_getcsr());
+        CHECK((_mm_getcsr() & 0x8040u) == 0x8040u, "FTZ/DAZ not restored: MXCSR %#x", _mm_getcsr());
         _mm_setcsr(csr);
 #endif
         CHECK(fegetround() == FE_UPWARD, "rounding mode not restored");
@@ -328,7 +335,8 @@ int main(void)
     {
         float r;
         CHECK(coopreduce_reduce(COOPREDUCE_OP_MEAN, x, NULL, &r, 4, COOPREDUCE_FLOAT32, cpu,
-                                NULL) == COOPREDUCE_ERROR_NOT_SUPPORTED, "mean in exact mode");
+                                NULL) == COOPREDUCE_ERROR_NOT_SUPPORTED,
+              "mean in exact mode");
     }
     free(x);
     free(y);

@@ -75,9 +75,10 @@ static void check_case(const char *what, coopreduce_op op, coopreduce_dtype dt, 
                     CHECK(s == COOPREDUCE_SUCCESS && memcmp(want, got, rs) == 0 &&
                               (rep == 1 && gi == 0 ? 1 : got[rs] == POISON),
                           "%s %s %s n=%llu narrow=%d off=%d grid=%d rep=%d: status %d (%s), "
-                          "gpu %s, cpu %s", what, coopreduce_op_name(op),
-                          coopreduce_dtype_name(dt), (unsigned long long)n, narrow, off,
-                          grids[gi], rep, (int)s, s ? coopreduce_last_error(gpu) : "", b, a);
+                          "gpu %s, cpu %s",
+                          what, coopreduce_op_name(op), coopreduce_dtype_name(dt),
+                          (unsigned long long)n, narrow, off, grids[gi], rep, (int)s,
+                          s ? coopreduce_last_error(gpu) : "", b, a);
                 }
             }
             coopreduce_set_grid_blocks(gpu, 0);
@@ -128,8 +129,7 @@ static void big_case(void)
     if (host) {
         cudaMemcpy(host, big, n * 4, cudaMemcpyDeviceToHost);
         s = coopreduce_sum(host, &c, n, COOPREDUCE_FLOAT32, cpu, NULL);
-        CHECK(s == COOPREDUCE_SUCCESS && memcmp(&g, &c, 4) == 0, "n > 2^31: gpu %a, cpu %a", g,
-              c);
+        CHECK(s == COOPREDUCE_SUCCESS && memcmp(&g, &c, 4) == 0, "n > 2^31: gpu %a, cpu %a", g, c);
         free(host);
     }
     cudaFree(big);
@@ -171,9 +171,9 @@ static void timing(void)
         }
         const double bytes = (double)nn * (dt == COOPREDUCE_FLOAT64 ? 8 : 4) * (d == 2 ? 2 : 1);
         printf("timing %s %s n=%llu: canonical %.1f us (%.0f GB/s), exact %.1f us (%.0f GB/s), "
-               "exact/canonical throughput %.3f\n", coopreduce_op_name(op),
-               coopreduce_dtype_name(dt), (unsigned long long)nn, ms[0] * 1e3, bytes / ms[0] / 1e6,
-               ms[1] * 1e3, bytes / ms[1] / 1e6, ms[0] / ms[1]);
+               "exact/canonical throughput %.3f\n",
+               coopreduce_op_name(op), coopreduce_dtype_name(dt), (unsigned long long)nn,
+               ms[0] * 1e3, bytes / ms[0] / 1e6, ms[1] * 1e3, bytes / ms[1] / 1e6, ms[0] / ms[1]);
     }
     coopreduce_set_mode(gpu, COOPREDUCE_MODE_EXACT);
     free(h);
@@ -218,7 +218,8 @@ int main(int argc, char **argv)
     }
     {
         const double t1[] = {1.0, 0x1p-24, 0x1p-149}, t2[] = {1.0, 0x1p-53, 0x1p-1074};
-        const double o1[] = {1.7976931348623157e308, 0x1p970}, o2[] = {3.4028234663852886e38, 0x1p103};
+        const double o1[] = {1.7976931348623157e308, 0x1p970},
+                     o2[] = {3.4028234663852886e38, 0x1p103};
         list(COOPREDUCE_FLOAT32, "tie + subnormal", t1, 3);
         list(COOPREDUCE_FLOAT64, "tie + 2^-1074", t2, 3);
         list(COOPREDUCE_FLOAT64, "overflow on a tie", o1, 2);
@@ -228,8 +229,8 @@ int main(int argc, char **argv)
         check_case("huge and tiny products", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT64, xd, yd, 6);
         check_case("inf * 0", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT64, xd, yd, 7);
     }
-    static const uint64_t sizes[] = {1, 2, 5, 31, 33, 97, 1009, 4097, 65537, 70001, 1048577,
-                                     (1u << 24) + 1};
+    static const uint64_t sizes[] = {1,    2,    5,     31,    33,      97,
+                                     1009, 4097, 65537, 70001, 1048577, (1u << 24) + 1};
     for (int si = 0; si < 12; si++) {
         const uint64_t n = sizes[si];
         if (n > max_n) continue;

@@ -29,13 +29,11 @@
 /* Parses an unsigned 64-bit integer that must span the whole token. */
 static int parse_u64(const char *tok, uint64_t *out)
 {
-    if (!tok || !isdigit((unsigned char)tok[0]))
-        return -1;
+    if (!tok || !isdigit((unsigned char)tok[0])) return -1;
     char *end = NULL;
     errno = 0;
     unsigned long long v = strtoull(tok, &end, 0);
-    if (errno != 0 || end == tok || *end != '\0')
-        return -1;
+    if (errno != 0 || end == tok || *end != '\0') return -1;
     *out = (uint64_t)v;
     return 0;
 }
@@ -73,23 +71,19 @@ int main(int argc, char **argv)
             continue;
         }
         char *p = line;
-        while (isspace((unsigned char)*p))
-            p++;
-        if (*p == '\0' || *p == '#')
-            continue;
+        while (isspace((unsigned char)*p)) p++;
+        if (*p == '\0' || *p == '#') continue;
 
         char *tok[6];
         int nt = 0;
         char *save = NULL;
         for (char *t = strtok_r(p, " \t\r\n", &save); t; t = strtok_r(NULL, " \t\r\n", &save)) {
-            if (t[0] == '#')
-                break; /* trailing comment */
-            if (nt < 6)
-                tok[nt] = t;
+            if (t[0] == '#') break; /* trailing comment */
+            if (nt < 6) tok[nt] = t;
             nt++;
         }
-        if (!CHECK(nt == 5, "%s:%lu: expected 5 fields (dtype kind seed n bits), found %d",
-                   argv[1], lineno, nt))
+        if (!CHECK(nt == 5, "%s:%lu: expected 5 fields (dtype kind seed n bits), found %d", argv[1],
+                   lineno, nt))
             continue;
 
         coopreduce_dtype dt;
@@ -106,8 +100,7 @@ int main(int argc, char **argv)
                    tok[1]))
             continue;
         uint64_t seed, n, bits;
-        if (!CHECK(parse_u64(tok[2], &seed) == 0, "%s:%lu: bad seed '%s'", argv[1], lineno,
-                   tok[2]))
+        if (!CHECK(parse_u64(tok[2], &seed) == 0, "%s:%lu: bad seed '%s'", argv[1], lineno, tok[2]))
             continue;
         if (!CHECK(parse_u64(tok[3], &n) == 0, "%s:%lu: bad n '%s'", argv[1], lineno, tok[3]))
             continue;
@@ -139,14 +132,14 @@ int main(int argc, char **argv)
                         : coopreduce_sum(x, &r, n, dt, h, NULL);
             uint64_t got = dt == COOPREDUCE_FLOAT32 ? (uint64_t)f32_bits(r.f) : f64_bits(r.d);
             CHECK(s == COOPREDUCE_SUCCESS && got == bits,
-                  "%s:%lu: %s %s seed=%" PRIu64 " n=%" PRIu64 " (%s): status %d, CPU bits 0x%0*"
-                  PRIx64 ", golden 0x%0*" PRIx64, argv[1], lineno, tok[0], tok[1], seed, n,
-                  to_host ? "sum_to_host" : "sum", (int)s, (int)(2 * es), got, (int)(2 * es), bits);
+                  "%s:%lu: %s %s seed=%" PRIu64 " n=%" PRIu64
+                  " (%s): status %d, CPU bits 0x%0*" PRIx64 ", golden 0x%0*" PRIx64,
+                  argv[1], lineno, tok[0], tok[1], seed, n, to_host ? "sum_to_host" : "sum", (int)s,
+                  (int)(2 * es), got, (int)(2 * es), bits);
         }
         free(x);
     }
-    if (ferror(f))
-        CHECK(0, "%s: read error", argv[1]);
+    if (ferror(f)) CHECK(0, "%s: read error", argv[1]);
     fclose(f);
     CHECK(cases > 0, "%s holds no case", argv[1]);
     fprintf(stdout, "golden cases: %lu from %s\n", cases, argv[1]);

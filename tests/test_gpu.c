@@ -26,7 +26,7 @@ static void *dx, *dout;           /* device input (max size + 16 bytes), device 
 static void *hx;                  /* host copy of the input */
 static uint64_t cap;              /* elements of float64 the buffers hold */
 static int quick_mode;            /* --quick: what the sanitizers run */
-static uint64_t max_n = 33554467;  /* --quick lowers it: sanitizers are slow */
+static uint64_t max_n = 33554467; /* --quick lowers it: sanitizers are slow */
 
 /* GPU result bits (result poisoned first) of x = dx + offset_elems, n elements. */
 static int gpu_sum_bits(uint64_t n, coopreduce_dtype dt, uint64_t offset_elems, uint64_t *bits)
@@ -56,7 +56,10 @@ static int load(uint64_t n, coopreduce_dtype dt, cr_gen_kind kind, uint64_t seed
     size_t es = coopreduce_dtype_size(dt);
     cr_gen_fill((char *)hx + off * es, 0, n, dt, kind, seed, gen_threads());
     return cuda_ok(cudaMemcpy((char *)dx + off * es, (char *)hx + off * es, n * es,
-                              cudaMemcpyHostToDevice), "upload") ? 0 : -1;
+                              cudaMemcpyHostToDevice),
+                   "upload")
+               ? 0
+               : -1;
 }
 
 static int compare_case(uint64_t n, coopreduce_dtype dt, cr_gen_kind kind, uint64_t seed,
@@ -74,11 +77,40 @@ static int compare_case(uint64_t n, coopreduce_dtype dt, cr_gen_kind kind, uint6
     return g == c ? 0 : -1;
 }
 
-static const uint64_t interesting[] = {
-    1, 2, 3, 31, 32, 33, 127, 128, 129, 2047, 2048, 2049, 4093, 4095, 4096, 4097, 8191, 8192,
-    8193, 65521, 65535, 65536, 65537, 1000003, (1u << 20) - 1, 1u << 20, (1u << 20) + 1,
-    2048ull * 2048 - 1, 2048ull * 2048, 2048ull * 2048 + 1, (1u << 24) - 1, (1u << 24) + 1,
-    4096ull * 4096 + 4096 + 1, 33554467};
+static const uint64_t interesting[] = {1,
+                                       2,
+                                       3,
+                                       31,
+                                       32,
+                                       33,
+                                       127,
+                                       128,
+                                       129,
+                                       2047,
+                                       2048,
+                                       2049,
+                                       4093,
+                                       4095,
+                                       4096,
+                                       4097,
+                                       8191,
+                                       8192,
+                                       8193,
+                                       65521,
+                                       65535,
+                                       65536,
+                                       65537,
+                                       1000003,
+                                       (1u << 20) - 1,
+                                       1u << 20,
+                                       (1u << 20) + 1,
+                                       2048ull * 2048 - 1,
+                                       2048ull * 2048,
+                                       2048ull * 2048 + 1,
+                                       (1u << 24) - 1,
+                                       (1u << 24) + 1,
+                                       4096ull * 4096 + 4096 + 1,
+                                       33554467};
 
 static void random_cases(int count)
 {
@@ -88,8 +120,10 @@ static void random_cases(int count)
         coopreduce_dtype dt = (coopreduce_dtype)(rnd() & 1);
         cr_gen_kind kind = (cr_gen_kind)(1 + rnd() % 3);
         uint64_t n;
-        if (i < 2 * ni) n = interesting[i % ni];
-        else n = 1 + (rnd() >> (64 - 25 + (unsigned)(rnd() % 24)));   /* log-uniform up to 2^25 */
+        if (i < 2 * ni)
+            n = interesting[i % ni];
+        else
+            n = 1 + (rnd() >> (64 - 25 + (unsigned)(rnd() % 24))); /* log-uniform up to 2^25 */
         if (n > max_n) n = max_n;
         if (compare_case(n, dt, kind, rnd(), 0, NULL)) fails++;
     }
@@ -127,8 +161,10 @@ static void repeated_runs(int runs)
         int distinct = 0;
         for (int r = 0; r < runs; r++) {
             if (gpu_sum_bits(n, dt, 0, &bits)) return;
-            if (r == 0) first = bits;
-            else if (bits != first) distinct++;
+            if (r == 0)
+                first = bits;
+            else if (bits != first)
+                distinct++;
         }
         CHECK(distinct == 0, "%s: %d of %d runs differ from the first", coopreduce_dtype_name(dt),
               distinct, runs);
@@ -197,8 +233,8 @@ static void to_host(void)
             CHECK(st == COOPREDUCE_SUCCESS, "sum_to_host: %s", coopreduce_last_error(gpu));
             uint64_t c = cpu_sum_bits(hx, n, dt);
             CHECK(host_bits == c, "sum_to_host %s n=%llu: 0x%llx != cpu 0x%llx",
-                  coopreduce_dtype_name(dt), (unsigned long long)n,
-                  (unsigned long long)host_bits, (unsigned long long)c);
+                  coopreduce_dtype_name(dt), (unsigned long long)n, (unsigned long long)host_bits,
+                  (unsigned long long)c);
         }
 }
 
@@ -274,18 +310,20 @@ static void other_memory(void)
         cr_gen_fill(pinned, 0, n, COOPREDUCE_FLOAT32, CR_GEN_SIGNED, rnd(), gen_threads());
         uint64_t c = cpu_sum_bits(pinned, n, COOPREDUCE_FLOAT32);
         bits = 0;
-        coopreduce_status s = coopreduce_sum_to_host(pinned, &bits, n, COOPREDUCE_FLOAT32, gpu, NULL);
+        coopreduce_status s =
+            coopreduce_sum_to_host(pinned, &bits, n, COOPREDUCE_FLOAT32, gpu, NULL);
         CHECK(s == COOPREDUCE_SUCCESS, "mapped pinned input: %s", coopreduce_last_error(gpu));
-        CHECK(bits == c, "mapped pinned input: gpu 0x%llx != cpu 0x%llx",
-              (unsigned long long)bits, (unsigned long long)c);
+        CHECK(bits == c, "mapped pinned input: gpu 0x%llx != cpu 0x%llx", (unsigned long long)bits,
+              (unsigned long long)c);
         cudaFreeHost(pinned);
         /* The same address, now (probably) plain host memory again: it must be refused if it
          * is not registered, whatever was accepted there before. */
         struct cudaPointerAttributes a;
-        if (cudaPointerGetAttributes(&a, pinned) == cudaSuccess && a.type == cudaMemoryTypeUnregistered) {
+        if (cudaPointerGetAttributes(&a, pinned) == cudaSuccess &&
+            a.type == cudaMemoryTypeUnregistered) {
             s = coopreduce_sum(pinned, dout, 16, COOPREDUCE_FLOAT32, gpu, NULL);
-            CHECK(s == COOPREDUCE_ERROR_NOT_DEVICE_MEMORY, "freed pinned memory accepted: status %d",
-                  (int)s);
+            CHECK(s == COOPREDUCE_ERROR_NOT_DEVICE_MEMORY,
+                  "freed pinned memory accepted: status %d", (int)s);
         }
         (void)cudaGetLastError();
     }
@@ -310,7 +348,8 @@ static void graph_replay(void)
             continue;
         }
         if (load(n, dt, CR_GEN_NORMAL, rnd(), 0)) continue; /* the pointer check, before capture */
-        if (!cuda_ok(cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed), "begin capture")) continue;
+        if (!cuda_ok(cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed), "begin capture"))
+            continue;
         coopreduce_status s = coopreduce_sum(dx, dout, n, dt, gpu, st);
         cudaError_t e = cudaStreamEndCapture(st, &graph);
         if (!CHECK(s == COOPREDUCE_SUCCESS, "captured sum: %s", coopreduce_last_error(gpu)) ||
@@ -359,7 +398,8 @@ static void two_streams(void)
     if (cuda_ok(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking), "stream") &&
         cuda_ok(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking), "stream") &&
         cuda_ok(cudaMalloc(&out2, 16 * 8), "cudaMalloc") &&
-        cuda_ok(cudaMalloc(&x2, n2 * sizeof(double)), "cudaMalloc") && load(n1, COOPREDUCE_FLOAT32, CR_GEN_NORMAL, rnd(), 0) == 0) {
+        cuda_ok(cudaMalloc(&x2, n2 * sizeof(double)), "cudaMalloc") &&
+        load(n1, COOPREDUCE_FLOAT32, CR_GEN_NORMAL, rnd(), 0) == 0) {
         uint64_t c1 = cpu_sum_bits(hx, n1, COOPREDUCE_FLOAT32);
         double *h2x = malloc(n2 * sizeof(double));
         if (h2x) {
@@ -371,10 +411,12 @@ static void two_streams(void)
             /* s1 and s2 do not wait for the legacy stream's upload and poison */
             cuda_ok(cudaDeviceSynchronize(), "sync after upload");
             for (int i = 0; i < 16; i++) {
-                CHECK(coopreduce_sum(dx, dout, n1, COOPREDUCE_FLOAT32, gpu, s1) == COOPREDUCE_SUCCESS,
+                CHECK(coopreduce_sum(dx, dout, n1, COOPREDUCE_FLOAT32, gpu, s1) ==
+                          COOPREDUCE_SUCCESS,
                       "stream 1: %s", coopreduce_last_error(gpu));
                 CHECK(coopreduce_sum(x2, (double *)out2 + i, n2, COOPREDUCE_FLOAT64, h2, s2) ==
-                          COOPREDUCE_SUCCESS, "stream 2: %s", coopreduce_last_error(h2));
+                          COOPREDUCE_SUCCESS,
+                      "stream 2: %s", coopreduce_last_error(h2));
             }
             cuda_ok(cudaDeviceSynchronize(), "synchronise");
             uint64_t g1 = 0, g2[16];
@@ -467,8 +509,10 @@ int main(int argc, char **argv)
     int quick = 0;
     const char *golden = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick")) quick = quick_mode = 1, max_n = (1u << 22) + 17;
-        else if (!strcmp(argv[i], "--write-golden") && i + 1 < argc) golden = argv[++i];
+        if (!strcmp(argv[i], "--quick"))
+            quick = quick_mode = 1, max_n = (1u << 22) + 17;
+        else if (!strcmp(argv[i], "--write-golden") && i + 1 < argc)
+            golden = argv[++i];
         else {
             printf("usage: test_gpu [--quick] [--write-golden FILE]\n");
             return 2;
@@ -499,7 +543,8 @@ int main(int argc, char **argv)
     cudaFree(dout);
     free(hx);
     coopreduce_destroy(cpu);
-    CHECK(coopreduce_destroy(gpu) == COOPREDUCE_SUCCESS, "destroy: %s", coopreduce_last_error(NULL));
+    CHECK(coopreduce_destroy(gpu) == COOPREDUCE_SUCCESS, "destroy: %s",
+          coopreduce_last_error(NULL));
     return check_summary("test_gpu");
 }
 #endif

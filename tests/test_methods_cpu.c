@@ -27,15 +27,17 @@
 /* The methods, with the enum identifier they were declared with: the expected CLI name is the
  * identifier in lower case (the header's "canonical", "block", ...), the expected value its
  * position here, which is the order the header pins (CANONICAL = 0 ... PIPELINE = 11). */
-#define METHOD_ENTRY(x) {COOPREDUCE_METHOD_##x, #x}
+#define METHOD_ENTRY(x)                                                                            \
+    {                                                                                              \
+        COOPREDUCE_METHOD_##x, #x                                                                  \
+    }
 static const struct {
     coopreduce_method value;
     const char *ident;
 } methods[] = {
-    METHOD_ENTRY(CANONICAL), METHOD_ENTRY(BLOCK),    METHOD_ENTRY(GRID),
-    METHOD_ENTRY(GRIDSYNC),  METHOD_ENTRY(TWOPASS),  METHOD_ENTRY(CLUSTER),
-    METHOD_ENTRY(CGREDUCE),  METHOD_ENTRY(VEC4INT),  METHOD_ENTRY(MULTILEVEL),
-    METHOD_ENTRY(ASYNC),     METHOD_ENTRY(BARRIER),  METHOD_ENTRY(PIPELINE),
+    METHOD_ENTRY(CANONICAL),  METHOD_ENTRY(BLOCK),   METHOD_ENTRY(GRID),     METHOD_ENTRY(GRIDSYNC),
+    METHOD_ENTRY(TWOPASS),    METHOD_ENTRY(CLUSTER), METHOD_ENTRY(CGREDUCE), METHOD_ENTRY(VEC4INT),
+    METHOD_ENTRY(MULTILEVEL), METHOD_ENTRY(ASYNC),   METHOD_ENTRY(BARRIER),  METHOD_ENTRY(PIPELINE),
 };
 #define NMETHODS (int)(sizeof methods / sizeof methods[0])
 
@@ -73,8 +75,8 @@ static void test_names(void)
               "from_name(\"%s\") (test's copy): status %d, method %d", want, (int)s, (int)back);
         for (int j = 0; j < i; j++) {
             const char *other = coopreduce_method_name(methods[j].value);
-            CHECK(!other || strcmp(other, name) != 0, "methods %d and %d share the name \"%s\"",
-                  j, i, name);
+            CHECK(!other || strcmp(other, name) != 0, "methods %d and %d share the name \"%s\"", j,
+                  i, name);
         }
         /* Upper case, a trailing blank, a prefix and an extension are all unknown. */
         char upper[32], blank[40], prefix[32], longer[40];
@@ -100,18 +102,17 @@ static void test_names(void)
                   bad[b]);
         }
     }
-    static const char *unknown[] = {"", " ", "Canonical", "CANONICAL", "canon", "grid-sync",
-                                    "grid_sync", "vec4", "cooperative", "default", "none",
-                                    "pipeline2", "async ", "\tblock"};
+    static const char *unknown[] = {"",          " ",         "Canonical", "CANONICAL",   "canon",
+                                    "grid-sync", "grid_sync", "vec4",      "cooperative", "default",
+                                    "none",      "pipeline2", "async ",    "\tblock"};
     for (size_t k = 0; k < sizeof unknown / sizeof unknown[0]; k++) {
         coopreduce_method back = (coopreduce_method)-7;
         coopreduce_status s = coopreduce_method_from_name(unknown[k], &back);
-        CHECK(s == COOPREDUCE_ERROR_INVALID_ARGUMENT, "from_name(\"%s\"): status %d",
-              unknown[k], (int)s);
+        CHECK(s == COOPREDUCE_ERROR_INVALID_ARGUMENT, "from_name(\"%s\"): status %d", unknown[k],
+              (int)s);
         CHECK(back == (coopreduce_method)-7, "from_name(\"%s\") wrote the output on failure",
               unknown[k]);
-        CHECK(coopreduce_last_error(NULL)[0] != '\0', "from_name(\"%s\"): no message",
-              unknown[k]);
+        CHECK(coopreduce_last_error(NULL)[0] != '\0', "from_name(\"%s\"): no message", unknown[k]);
     }
     coopreduce_method back = (coopreduce_method)-7;
     CHECK(coopreduce_method_from_name(NULL, &back) == COOPREDUCE_ERROR_INVALID_ARGUMENT,
@@ -122,8 +123,8 @@ static void test_names(void)
     CHECK(coopreduce_method_from_name(NULL, NULL) == COOPREDUCE_ERROR_INVALID_ARGUMENT,
           "from_name(NULL, NULL) accepted");
 
-    static const int bad_methods[] = {-1, COOPREDUCE_METHOD_COUNT, COOPREDUCE_METHOD_COUNT + 1, 100,
-                                      -1000, 0x7fffffff};
+    static const int bad_methods[] = {
+        -1, COOPREDUCE_METHOD_COUNT, COOPREDUCE_METHOD_COUNT + 1, 100, -1000, 0x7fffffff};
     for (size_t k = 0; k < sizeof bad_methods / sizeof bad_methods[0]; k++)
         CHECK(coopreduce_method_name((coopreduce_method)bad_methods[k]) == NULL,
               "method_name(%d) is not NULL", bad_methods[k]);
@@ -137,12 +138,15 @@ static void test_deterministic_table(void)
         for (size_t d = 0; d < 3; d++) {
             coopreduce_method m = methods[i].value;
             int want;
-            if (dtypes[d] == COOPREDUCE_INT32) want = 1;      /* exact, whatever the order */
-            else if (m == COOPREDUCE_METHOD_GRID || m == COOPREDUCE_METHOD_VEC4INT) want = 0;
-            else want = 1;
+            if (dtypes[d] == COOPREDUCE_INT32)
+                want = 1; /* exact, whatever the order */
+            else if (m == COOPREDUCE_METHOD_GRID || m == COOPREDUCE_METHOD_VEC4INT)
+                want = 0;
+            else
+                want = 1;
             int got = coopreduce_method_deterministic(m, dtypes[d]);
-            CHECK(got == want, "method_deterministic(%s, %s) = %d, expected %d",
-                  methods[i].ident, coopreduce_dtype_name(dtypes[d]), got, want);
+            CHECK(got == want, "method_deterministic(%s, %s) = %d, expected %d", methods[i].ident,
+                  coopreduce_dtype_name(dtypes[d]), got, want);
         }
     static const int bad_methods[] = {-1, COOPREDUCE_METHOD_COUNT, 99};
     static const int bad_dtypes[] = {-1, COOPREDUCE_DTYPE_COUNT, 42};
@@ -154,8 +158,8 @@ static void test_deterministic_table(void)
         }
     for (int i = 0; i < NMETHODS; i++)
         for (size_t d = 0; d < 3; d++) {
-            int got = coopreduce_method_deterministic(methods[i].value,
-                                                      (coopreduce_dtype)bad_dtypes[d]);
+            int got =
+                coopreduce_method_deterministic(methods[i].value, (coopreduce_dtype)bad_dtypes[d]);
             CHECK(got == -1, "method_deterministic(%s, dtype %d) = %d, expected -1",
                   methods[i].ident, bad_dtypes[d], got);
         }
@@ -163,7 +167,8 @@ static void test_deterministic_table(void)
      * -1 (not computed) for the tutorial methods. */
     for (int i = 0; i < NMETHODS; i++)
         for (int d = 0; d < COOPREDUCE_DTYPE_COUNT; d++) {
-            if (d == COOPREDUCE_FLOAT32 || d == COOPREDUCE_FLOAT64 || d == COOPREDUCE_INT32) continue;
+            if (d == COOPREDUCE_FLOAT32 || d == COOPREDUCE_FLOAT64 || d == COOPREDUCE_INT32)
+                continue;
             int got = coopreduce_method_deterministic(methods[i].value, (coopreduce_dtype)d);
             int want = methods[i].value == COOPREDUCE_METHOD_CANONICAL ? 1 : -1;
             CHECK(got == want, "method_deterministic(%s, dtype %d) = %d, expected %d",
@@ -189,19 +194,21 @@ static void test_cpu_handle_methods(void)
             CHECK(s == COOPREDUCE_SUCCESS, "set_method(cpu, CANONICAL): status %d: %s", (int)s,
                   coopreduce_last_error(h));
         } else {
-            CHECK(s == COOPREDUCE_ERROR_NOT_SUPPORTED, "set_method(cpu, %s): status %d, expected "
-                  "NOT_SUPPORTED (11)", methods[i].ident, (int)s);
-            CHECK(coopreduce_last_error(h)[0] != '\0', "set_method(cpu, %s) failed without a "
-                  "message", methods[i].ident);
+            CHECK(s == COOPREDUCE_ERROR_NOT_SUPPORTED,
+                  "set_method(cpu, %s): status %d, expected "
+                  "NOT_SUPPORTED (11)",
+                  methods[i].ident, (int)s);
+            CHECK(coopreduce_last_error(h)[0] != '\0',
+                  "set_method(cpu, %s) failed without a "
+                  "message",
+                  methods[i].ident);
         }
         /* The handle still sums (canonically), whatever was refused. */
         int32_t x[5] = {INT32_MAX, INT32_MAX, -7, INT32_MIN, 3};
         int64_t r = (int64_t)POISON64;
         s = coopreduce_sum(x, &r, 5, COOPREDUCE_INT32, h, NULL);
-        CHECK(s == COOPREDUCE_SUCCESS &&
-                  r == 2 * (int64_t)INT32_MAX - 7 + (int64_t)INT32_MIN + 3,
-              "sum after set_method(%s): status %d, %lld", methods[i].ident, (int)s,
-              (long long)r);
+        CHECK(s == COOPREDUCE_SUCCESS && r == 2 * (int64_t)INT32_MAX - 7 + (int64_t)INT32_MIN + 3,
+              "sum after set_method(%s): status %d, %lld", methods[i].ident, (int)s, (long long)r);
         float f[3] = {1.0f, 2.0f, 4.0f}, fr = -1.0f;
         s = coopreduce_sum(f, &fr, 3, COOPREDUCE_FLOAT32, h, NULL);
         CHECK(s == COOPREDUCE_SUCCESS && fr == 7.0f, "float sum after set_method(%s): %d, %g",
@@ -218,14 +225,14 @@ static void test_cpu_handle_methods(void)
               bad_methods[k], (int)s);
     }
     CHECK(coopreduce_set_method(NULL, COOPREDUCE_METHOD_CANONICAL) ==
-              COOPREDUCE_ERROR_INVALID_ARGUMENT, "set_method(NULL) accepted");
+              COOPREDUCE_ERROR_INVALID_ARGUMENT,
+          "set_method(NULL) accepted");
 
     coopreduce_status s = coopreduce_set_stages(h, 4);
     CHECK(s == COOPREDUCE_ERROR_WRONG_DEVICE, "set_stages(cpu, 4): status %d", (int)s);
     CHECK(coopreduce_last_error(h)[0] != '\0', "set_stages(cpu): no message");
     s = coopreduce_disable_features(h, COOPREDUCE_FEATURE_CLUSTERS);
-    CHECK(s == COOPREDUCE_ERROR_WRONG_DEVICE, "disable_features(cpu, CLUSTERS): status %d",
-          (int)s);
+    CHECK(s == COOPREDUCE_ERROR_WRONG_DEVICE, "disable_features(cpu, CLUSTERS): status %d", (int)s);
     s = coopreduce_disable_features(h, 0);
     CHECK(s == COOPREDUCE_ERROR_WRONG_DEVICE, "disable_features(cpu, 0): status %d", (int)s);
     s = coopreduce_disable_features(h, COOPREDUCE_FEATURE_COOPERATIVE_LAUNCH);
@@ -258,18 +265,18 @@ static void test_dtype_info(void)
 {
     CHECK(coopreduce_dtype_size(COOPREDUCE_INT32) == sizeof(int32_t), "dtype_size(INT32) = %zu",
           coopreduce_dtype_size(COOPREDUCE_INT32));
-    CHECK(coopreduce_result_size(COOPREDUCE_INT32) == sizeof(int64_t),
-          "result_size(INT32) = %zu", coopreduce_result_size(COOPREDUCE_INT32));
-    CHECK(coopreduce_result_size(COOPREDUCE_FLOAT32) == sizeof(float),
-          "result_size(FLOAT32) = %zu", coopreduce_result_size(COOPREDUCE_FLOAT32));
+    CHECK(coopreduce_result_size(COOPREDUCE_INT32) == sizeof(int64_t), "result_size(INT32) = %zu",
+          coopreduce_result_size(COOPREDUCE_INT32));
+    CHECK(coopreduce_result_size(COOPREDUCE_FLOAT32) == sizeof(float), "result_size(FLOAT32) = %zu",
+          coopreduce_result_size(COOPREDUCE_FLOAT32));
     CHECK(coopreduce_result_size(COOPREDUCE_FLOAT64) == sizeof(double),
           "result_size(FLOAT64) = %zu", coopreduce_result_size(COOPREDUCE_FLOAT64));
     static const int bad[] = {-1, COOPREDUCE_DTYPE_COUNT, 42};
     for (size_t k = 0; k < 3; k++) {
         CHECK(coopreduce_result_size((coopreduce_dtype)bad[k]) == 0, "result_size(%d) = %zu",
               bad[k], coopreduce_result_size((coopreduce_dtype)bad[k]));
-        CHECK(coopreduce_dtype_size((coopreduce_dtype)bad[k]) == 0, "dtype_size(%d) = %zu",
-              bad[k], coopreduce_dtype_size((coopreduce_dtype)bad[k]));
+        CHECK(coopreduce_dtype_size((coopreduce_dtype)bad[k]) == 0, "dtype_size(%d) = %zu", bad[k],
+              coopreduce_dtype_size((coopreduce_dtype)bad[k]));
         CHECK(coopreduce_dtype_name((coopreduce_dtype)bad[k]) == NULL, "dtype_name(%d) not NULL",
               bad[k]);
     }
@@ -304,27 +311,30 @@ static int check_int_sum(const int32_t *x, uint64_t n, __int128 want, const char
     for (int k = 0; k < NHANDLES + 1; k++) {
         uint64_t res[2] = {POISON64, POISON64};
         coopreduce_status s;
-        if (k < NHANDLES) s = coopreduce_sum(x, &res[0], n, COOPREDUCE_INT32, handles[k], NULL);
-        else s = coopreduce_sum_to_host(x, &res[0], n, COOPREDUCE_INT32, handles[0], NULL);
+        if (k < NHANDLES)
+            s = coopreduce_sum(x, &res[0], n, COOPREDUCE_INT32, handles[k], NULL);
+        else
+            s = coopreduce_sum_to_host(x, &res[0], n, COOPREDUCE_INT32, handles[0], NULL);
         const char *via = k < NHANDLES ? "sum" : "sum_to_host";
         int t = handle_threads[k < NHANDLES ? k : 0];
-        if (!CHECK(s == COOPREDUCE_SUCCESS, "%s %s n=%llu threads=%d seed=%llu: status %d: %s",
-                   via, what, (unsigned long long)n, t, (unsigned long long)seed, (int)s,
+        if (!CHECK(s == COOPREDUCE_SUCCESS, "%s %s n=%llu threads=%d seed=%llu: status %d: %s", via,
+                   what, (unsigned long long)n, t, (unsigned long long)seed, (int)s,
                    coopreduce_last_error(handles[k < NHANDLES ? k : 0]))) {
             bad++;
             continue;
         }
         int64_t got = (int64_t)res[0];
-        bad += !CHECK((__int128)got == want,
-                      "%s %s n=%llu threads=%d seed=%llu: %lld, reference %lld", via, what,
-                      (unsigned long long)n, t, (unsigned long long)seed, (long long)got,
-                      (long long)(int64_t)want);
-        bad += !CHECK(res[1] == POISON64, "%s %s n=%llu: wrote past the 8-byte result", via,
-                      what, (unsigned long long)n);
-        if (k == 0) first = got;
-        else bad += !CHECK(got == first, "%s %s n=%llu: threads=%d gives %lld, threads=1 %lld",
-                           via, what, (unsigned long long)n, t, (long long)got,
-                           (long long)first);
+        bad +=
+            !CHECK((__int128)got == want, "%s %s n=%llu threads=%d seed=%llu: %lld, reference %lld",
+                   via, what, (unsigned long long)n, t, (unsigned long long)seed, (long long)got,
+                   (long long)(int64_t)want);
+        bad += !CHECK(res[1] == POISON64, "%s %s n=%llu: wrote past the 8-byte result", via, what,
+                      (unsigned long long)n);
+        if (k == 0)
+            first = got;
+        else
+            bad += !CHECK(got == first, "%s %s n=%llu: threads=%d gives %lld, threads=1 %lld", via,
+                          what, (unsigned long long)n, t, (long long)got, (long long)first);
     }
     return bad;
 }
@@ -333,17 +343,59 @@ static const cr_gen_kind gen_kinds[] = {CR_GEN_UNIFORM, CR_GEN_NORMAL, CR_GEN_SI
 
 static void test_int_sums(int32_t *buf, uint64_t cap)
 {
-    static const uint64_t sizes[] = {
-        1, 2, 3, 4, 5, 7, 8, 13, 31, 32, 33, 97, 127, 128, 129, 255, 256, 257, 1021, 1023, 1024,
-        1025, 4093, 4095, 4096, 4097, 65521, 65535, 65536, 65537, (1u << 18) - 1, 1u << 18,
-        (1u << 18) + 1, (1u << 19) + 1, 786433, 1000003, (1u << 20) - 1, 1u << 20, (1u << 20) + 1,
-        (1u << 21) + 1, 4194301, (1u << 23) + 9, (1u << 24) - 1, (1u << 24), (1u << 24) + 1};
+    static const uint64_t sizes[] = {1,
+                                     2,
+                                     3,
+                                     4,
+                                     5,
+                                     7,
+                                     8,
+                                     13,
+                                     31,
+                                     32,
+                                     33,
+                                     97,
+                                     127,
+                                     128,
+                                     129,
+                                     255,
+                                     256,
+                                     257,
+                                     1021,
+                                     1023,
+                                     1024,
+                                     1025,
+                                     4093,
+                                     4095,
+                                     4096,
+                                     4097,
+                                     65521,
+                                     65535,
+                                     65536,
+                                     65537,
+                                     (1u << 18) - 1,
+                                     1u << 18,
+                                     (1u << 18) + 1,
+                                     (1u << 19) + 1,
+                                     786433,
+                                     1000003,
+                                     (1u << 20) - 1,
+                                     1u << 20,
+                                     (1u << 20) + 1,
+                                     (1u << 21) + 1,
+                                     4194301,
+                                     (1u << 23) + 9,
+                                     (1u << 24) - 1,
+                                     (1u << 24),
+                                     (1u << 24) + 1};
     const size_t ns = sizeof sizes / sizeof sizes[0];
     int fails = 0;
     for (size_t i = 0; i < ns + 24 && fails < 10; i++) {
         uint64_t n;
-        if (i < ns) n = sizes[i];
-        else n = 1 + (rnd() >> (64 - 24 + (unsigned)(rnd() % 24)));   /* log-uniform to 2^24 */
+        if (i < ns)
+            n = sizes[i];
+        else
+            n = 1 + (rnd() >> (64 - 24 + (unsigned)(rnd() % 24))); /* log-uniform to 2^24 */
         if (n > cap) n = cap;
         /* Two kinds per size: one in turn, one at random. */
         for (int rep = 0; rep < 2; rep++) {
@@ -370,8 +422,8 @@ static void test_int_sums(int32_t *buf, uint64_t cap)
 
 static void test_int_extremes(int32_t *buf, uint64_t cap)
 {
-    static const uint64_t sizes[] = {1, 2, 3, 4, 7, 1000, 4097, 65537, (1u << 20) + 1, 3000017,
-                                     (1u << 24) + 1};
+    static const uint64_t sizes[] = {
+        1, 2, 3, 4, 7, 1000, 4097, 65537, (1u << 20) + 1, 3000017, (1u << 24) + 1};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         uint64_t n = sizes[i] <= cap ? sizes[i] : cap;
         /* Expected values by formula, and by the reference loop. */
@@ -450,8 +502,7 @@ static void test_int_errors(int32_t *buf)
         float *fres = (float *)((char *)store + 4);
         float f[2] = {1.5f, 2.0f};
         s = coopreduce_sum(f, fres, 2, COOPREDUCE_FLOAT32, h, NULL);
-        CHECK(s == COOPREDUCE_SUCCESS && *fres == 3.5f, "float32 result at +4: status %d",
-              (int)s);
+        CHECK(s == COOPREDUCE_SUCCESS && *fres == 3.5f, "float32 result at +4: status %d", (int)s);
     }
     /* x aligned to 2 bytes only. */
     {
@@ -488,14 +539,17 @@ static void test_int_errors(int32_t *buf)
     {
         int64_t r = (int64_t)POISON64;
         CHECK(coopreduce_sum(NULL, &r, 3, COOPREDUCE_INT32, h, NULL) ==
-                  COOPREDUCE_ERROR_INVALID_ARGUMENT, "x NULL with n = 3 accepted");
+                  COOPREDUCE_ERROR_INVALID_ARGUMENT,
+              "x NULL with n = 3 accepted");
         CHECK(coopreduce_sum(buf, NULL, 3, COOPREDUCE_INT32, h, NULL) ==
-                  COOPREDUCE_ERROR_INVALID_ARGUMENT, "result NULL accepted");
+                  COOPREDUCE_ERROR_INVALID_ARGUMENT,
+              "result NULL accepted");
         CHECK(coopreduce_sum(buf, &r, 3, COOPREDUCE_INT32, NULL, NULL) ==
-                  COOPREDUCE_ERROR_INVALID_ARGUMENT, "NULL handle accepted");
+                  COOPREDUCE_ERROR_INVALID_ARGUMENT,
+              "NULL handle accepted");
         CHECK(coopreduce_sum(buf, &r, 3, COOPREDUCE_DTYPE_COUNT, h, NULL) ==
-                  COOPREDUCE_ERROR_UNSUPPORTED_DTYPE, "dtype %d (the count) accepted",
-              (int)COOPREDUCE_DTYPE_COUNT);
+                  COOPREDUCE_ERROR_UNSUPPORTED_DTYPE,
+              "dtype %d (the count) accepted", (int)COOPREDUCE_DTYPE_COUNT);
         CHECK(r == (int64_t)POISON64, "result written by a failed call");
     }
     /* reserve accepts int32; a sum of one element is the element. */

@@ -48,7 +48,8 @@ GPU_TEST_MAIN_WITHOUT_CUDA("test_methods_gpu")
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick")) quick = 1;
+        if (!strcmp(argv[i], "--quick"))
+            quick = 1;
         else {
             printf("usage: test_methods_gpu [--quick]\n");
             return 2;
@@ -67,10 +68,17 @@ int main(int argc, char **argv)
         return check_summary("test_methods_gpu");
 
     static const test_section sections[] = {
-        {"api", api_basics},         {"empty", empty_sums},     {"bad input", bad_input},
-        {"clusters", clusters},      {"cooperative", cooperative}, {"pipeline", pipeline},
-        {"sweep", sweep},            {"misaligned", misaligned}, {"forced grids", forced_grids},
-        {"determinism", determinism}, {"huge", huge},
+        {"api", api_basics},
+        {"empty", empty_sums},
+        {"bad input", bad_input},
+        {"clusters", clusters},
+        {"cooperative", cooperative},
+        {"pipeline", pipeline},
+        {"sweep", sweep},
+        {"misaligned", misaligned},
+        {"forced grids", forced_grids},
+        {"determinism", determinism},
+        {"huge", huge},
     };
     run_sections(sections, sizeof sections / sizeof sections[0], quick ? huge : NULL);
     printf("largest error / bound seen (float32, float64):\n");
@@ -79,7 +87,8 @@ int main(int argc, char **argv)
     cudaFree(dx);
     cudaFree(dout);
     free(hx);
-    CHECK(coopreduce_destroy(gpu) == COOPREDUCE_SUCCESS, "destroy: %s", coopreduce_last_error(NULL));
+    CHECK(coopreduce_destroy(gpu) == COOPREDUCE_SUCCESS, "destroy: %s",
+          coopreduce_last_error(NULL));
     return check_summary("test_methods_gpu");
 }
 #endif

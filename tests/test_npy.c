@@ -21,16 +21,16 @@
 
 static int passed, failed;
 
-#define CHECK(cond, ...)                                                                          \
-    do {                                                                                          \
-        if (cond) {                                                                               \
-            passed++;                                                                             \
-        } else {                                                                                  \
-            failed++;                                                                             \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                       \
-            fprintf(stderr, __VA_ARGS__);                                                         \
-            fputc('\n', stderr);                                                                  \
-        }                                                                                         \
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (cond) {                                                                                \
+            passed++;                                                                              \
+        } else {                                                                                   \
+            failed++;                                                                              \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                        \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+        }                                                                                          \
     } while (0)
 
 static const char *scratch;
@@ -49,15 +49,12 @@ static int mkdir_p(const char *dir)
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s", dir);
     for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
-            continue;
+        if (*p != '/') continue;
         *p = '\0';
-        if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
-            return -1;
+        if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -1;
         *p = '/';
     }
-    if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
-        return -1;
+    if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -1;
     return 0;
 }
 
@@ -87,13 +84,11 @@ static size_t build_npy(unsigned char *buf, size_t cap, int major, const char *d
     memcpy(buf, "\x93NUMPY", 6);
     buf[6] = (unsigned char)major;
     buf[7] = 0;
-    for (size_t k = 0; k < len_bytes; k++)
-        buf[8 + k] = (unsigned char)(header_len >> (8 * k));
+    for (size_t k = 0; k < len_bytes; k++) buf[8 + k] = (unsigned char)(header_len >> (8 * k));
     memcpy(buf + preamble, dict, strlen(dict));
     memset(buf + preamble + strlen(dict), ' ', header_len - strlen(dict) - 1);
     buf[total_header - 1] = '\n';
-    if (data_len > 0)
-        memcpy(buf + total_header, data, data_len);
+    if (data_len > 0) memcpy(buf + total_header, data, data_len);
     return total_header + data_len;
 }
 
@@ -109,8 +104,7 @@ static void to_big_endian(unsigned char *dst, const void *src, size_t elem, size
 {
     const unsigned char *s = src;
     for (size_t k = 0; k < n; k++)
-        for (size_t b = 0; b < elem; b++)
-            dst[k * elem + b] = s[k * elem + elem - 1 - b];
+        for (size_t b = 0; b < elem; b++) dst[k * elem + b] = s[k * elem + elem - 1 - b];
 }
 
 /* ---------------------------------------------------------------- reading good files */
@@ -118,14 +112,13 @@ static void to_big_endian(unsigned char *dst, const void *src, size_t elem, size
 static void test_v1_f32(void)
 {
     const float values[3] = {1.5f, -2.25f, 3.0f};
-    write_npy("v1_f32.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }",
-              values, sizeof values);
+    write_npy("v1_f32.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", values,
+              sizeof values);
     cr_npy_array a;
     char err[512];
     int rc = cr_npy_read(path_of("v1_f32.npy"), &a, err, sizeof err);
     CHECK(rc == 0, "%s", err);
-    if (rc != 0)
-        return;
+    if (rc != 0) return;
     CHECK(a.dtype == COOPREDUCE_FLOAT32 && a.n == 3 && a.ndim == 1 && a.shape[0] == 3,
           "dtype %d n %llu ndim %d", (int)a.dtype, (unsigned long long)a.n, a.ndim);
     CHECK(memcmp(a.data, values, sizeof values) == 0, "values differ");
@@ -146,8 +139,7 @@ static void test_v2_f64_any_key_order(void)
     char err[512];
     int rc = cr_npy_read(path_of("v2_f64.npy"), &a, err, sizeof err);
     CHECK(rc == 0, "%s", err);
-    if (rc != 0)
-        return;
+    if (rc != 0) return;
     CHECK(a.dtype == COOPREDUCE_FLOAT64 && a.n == 2, "dtype %d n %llu", (int)a.dtype,
           (unsigned long long)a.n);
     CHECK(memcmp(a.data, values, sizeof values) == 0, "values differ");
@@ -157,8 +149,8 @@ static void test_v2_f64_any_key_order(void)
 static void test_v3_f32(void)
 {
     const float values[4] = {1, 2, 3, 4};
-    write_npy("v3_f32.npy", 3, "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }",
-              values, sizeof values);
+    write_npy("v3_f32.npy", 3, "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", values,
+              sizeof values);
     cr_npy_array a;
     char err[512];
     int rc = cr_npy_read(path_of("v3_f32.npy"), &a, err, sizeof err);
@@ -188,8 +180,8 @@ static void test_big_endian(void)
           "'>f8': %s", err);
     cr_npy_free(&a);
 
-    write_npy("native_f4.npy", 1, "{'descr': '=f4', 'fortran_order': False, 'shape': (3,), }",
-              f, 12);
+    write_npy("native_f4.npy", 1, "{'descr': '=f4', 'fortran_order': False, 'shape': (3,), }", f,
+              12);
     rc = cr_npy_read(path_of("native_f4.npy"), &a, err, sizeof err);
     CHECK(rc == 0 && a.n == 3 && memcmp(a.data, f, 12) == 0, "'=f4': %s", err);
     cr_npy_free(&a);
@@ -201,16 +193,16 @@ static void test_shapes(void)
     cr_npy_array a;
     char err[512];
 
-    write_npy("fortran.npy", 1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }",
-              six, sizeof six);
+    write_npy("fortran.npy", 1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", six,
+              sizeof six);
     int rc = cr_npy_read(path_of("fortran.npy"), &a, err, sizeof err);
     CHECK(rc == 0 && a.n == 6 && a.ndim == 2 && a.shape[0] == 2 && a.shape[1] == 3 &&
               a.fortran_order == 1 && memcmp(a.data, six, sizeof six) == 0,
           "Fortran (2, 3): %s", err);
     cr_npy_free(&a);
 
-    write_npy("c2d.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 2,), }",
-              six, sizeof six);
+    write_npy("c2d.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 2,), }", six,
+              sizeof six);
     rc = cr_npy_read(path_of("c2d.npy"), &a, err, sizeof err);
     CHECK(rc == 0 && a.n == 6 && a.ndim == 2 && a.shape[0] == 3 && a.shape[1] == 2 &&
               a.fortran_order == 0,
@@ -218,21 +210,19 @@ static void test_shapes(void)
     cr_npy_free(&a);
 
     const double scalar = 42.0;
-    write_npy("scalar.npy", 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (), }",
-              &scalar, sizeof scalar);
+    write_npy("scalar.npy", 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (), }", &scalar,
+              sizeof scalar);
     rc = cr_npy_read(path_of("scalar.npy"), &a, err, sizeof err);
-    CHECK(rc == 0 && a.n == 1 && a.ndim == 0 && ((double *)a.data)[0] == 42.0,
-          "shape (): %s", err);
+    CHECK(rc == 0 && a.n == 1 && a.ndim == 0 && ((double *)a.data)[0] == 42.0, "shape (): %s", err);
     cr_npy_free(&a);
 
-    write_npy("empty.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (0,), }",
-              NULL, 0);
+    write_npy("empty.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (0,), }", NULL, 0);
     rc = cr_npy_read(path_of("empty.npy"), &a, err, sizeof err);
     CHECK(rc == 0 && a.n == 0 && a.ndim == 1 && a.data != NULL, "shape (0,): %s", err);
     cr_npy_free(&a);
 
-    write_npy("empty2d.npy", 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (5, 0), }",
-              NULL, 0);
+    write_npy("empty2d.npy", 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (5, 0), }", NULL,
+              0);
     rc = cr_npy_read(path_of("empty2d.npy"), &a, err, sizeof err);
     CHECK(rc == 0 && a.n == 0 && a.ndim == 2, "shape (5, 0): %s", err);
     cr_npy_free(&a);
@@ -275,8 +265,8 @@ static void test_int32(void)
           "'<i4' (3, 2,): %s", err);
     cr_npy_free(&a);
 
-    write_npy("i4_f2d.npy", 1, "{'descr': '<i4', 'fortran_order': True, 'shape': (2, 3), }",
-              values, sizeof values);
+    write_npy("i4_f2d.npy", 1, "{'descr': '<i4', 'fortran_order': True, 'shape': (2, 3), }", values,
+              sizeof values);
     rc = cr_npy_read(path_of("i4_f2d.npy"), &a, err, sizeof err);
     CHECK(rc == 0 && a.dtype == COOPREDUCE_INT32 && a.n == 6 && a.ndim == 2 &&
               a.fortran_order == 1 && memcmp(a.data, values, sizeof values) == 0,
@@ -291,8 +281,8 @@ static void test_int32(void)
           "'<i4' shape (): %s", err);
     cr_npy_free(&a);
 
-    write_npy("i4_empty.npy", 1, "{'descr': '<i4', 'fortran_order': False, 'shape': (0,), }",
-              NULL, 0);
+    write_npy("i4_empty.npy", 1, "{'descr': '<i4', 'fortran_order': False, 'shape': (0,), }", NULL,
+              0);
     rc = cr_npy_read(path_of("i4_empty.npy"), &a, err, sizeof err);
     CHECK(rc == 0 && a.dtype == COOPREDUCE_INT32 && a.n == 0 && a.data != NULL,
           "'<i4' shape (0,): %s", err);
@@ -319,8 +309,8 @@ static void test_int32(void)
     write_npy("i4_be.npy", 1, "{'descr': '>i4', 'fortran_order': False, 'shape': (6,), }", be,
               sizeof be);
     expect_npy_error("i4_be.npy", "'>i4'", "big-endian int32");
-    write_npy("i4_pipe.npy", 1, "{'descr': '|i4', 'fortran_order': False, 'shape': (6,), }",
-              values, sizeof values);
+    write_npy("i4_pipe.npy", 1, "{'descr': '|i4', 'fortran_order': False, 'shape': (6,), }", values,
+              sizeof values);
     expect_npy_error("i4_pipe.npy", "'|i4'", "'|i4' descr");
     write_npy("u2.npy", 1, "{'descr': '<u2', 'fortran_order': False, 'shape': (12,), }", values,
               sizeof values);
@@ -341,8 +331,7 @@ static void test_int32(void)
     /* Writing '<i4' and reading it back. */
     enum { N = 1001 };
     int32_t w[N];
-    for (int k = 0; k < N; k++)
-        w[k] = (int32_t)((uint32_t)k * 2654435761u);
+    for (int k = 0; k < N; k++) w[k] = (int32_t)((uint32_t)k * 2654435761u);
     rc = cr_npy_write(path_of("written_i4.npy"), w, N, COOPREDUCE_INT32, err, sizeof err);
     CHECK(rc == 0, "write int32: %s", err);
     rc = cr_npy_read(path_of("written_i4.npy"), &a, err, sizeof err);
@@ -352,8 +341,7 @@ static void test_int32(void)
     FILE *fp = fopen(path_of("written_i4.npy"), "rb");
     char head[128] = {0};
     size_t got = fp ? fread(head, 1, sizeof head - 1, fp) : 0;
-    if (fp != NULL)
-        fclose(fp);
+    if (fp != NULL) fclose(fp);
     CHECK(got > 20 && strstr(head + 10, "'descr': '<i4'") != NULL, "written header lacks '<i4'");
 
     /* Raw int32: the size must be a multiple of 4. */
@@ -394,7 +382,8 @@ static void test_new_types(void)
         for (int order = 0; order < 2; order++) {
             /* '<' and '=' (native, taken as little-endian) read the same. */
             snprintf(name, sizeof name, "new_%s_%d.npy", code, order);
-            snprintf(dict, sizeof dict, "{'descr': '%c%s', 'fortran_order': False, 'shape': (%zu,), }",
+            snprintf(dict, sizeof dict,
+                     "{'descr': '%c%s', 'fortran_order': False, 'shape': (%zu,), }",
                      order ? '=' : '<', code, n);
             write_npy(name, 1, dict, bytes, sizeof bytes);
             int rc = cr_npy_read(path_of(name), &a, err, sizeof err);
@@ -449,8 +438,7 @@ static void test_new_types(void)
         FILE *fp = fopen(path_of(name), "rb");
         char head[129] = {0};
         size_t got = fp ? fread(head, 1, sizeof head - 1, fp) : 0;
-        if (fp != NULL)
-            fclose(fp);
+        if (fp != NULL) fclose(fp);
         snprintf(msg, sizeof msg, "'descr': '<%s'", code);
         CHECK(got > 20 && strstr(head + 10, msg) != NULL, "written header lacks %s", msg);
 
@@ -478,8 +466,8 @@ static void test_new_types(void)
     rc = cr_npy_write(path_of("bf16.npy"), bytes, 8, COOPREDUCE_BFLOAT16, err, sizeof err);
     CHECK(rc == -1 && strstr(err, "bfloat16") != NULL, "bfloat16 .npy written: '%s'", err);
     /* float16 in a 2-D Fortran-order array and a version 3.0 header. */
-    write_npy("f2_f2d.npy", 3, "{'descr': '<f2', 'fortran_order': True, 'shape': (2, 4), }",
-              bytes, sizeof bytes);
+    write_npy("f2_f2d.npy", 3, "{'descr': '<f2', 'fortran_order': True, 'shape': (2, 4), }", bytes,
+              sizeof bytes);
     rc = cr_npy_read(path_of("f2_f2d.npy"), &a, err, sizeof err);
     CHECK(rc == 0 && a.dtype == COOPREDUCE_FLOAT16 && a.n == 8 && a.ndim == 2 &&
               a.fortran_order == 1 && memcmp(a.data, bytes, sizeof bytes) == 0,
@@ -520,8 +508,7 @@ static void test_write_round_trip(void)
     }
     long data_offset = size - (long)sizeof f;
     CHECK(got >= 64 && head[6] == 1 && head[7] == 0 && data_offset % 64 == 0 &&
-              data_offset == 10 + (long)(head[8] | head[9] << 8) &&
-              head[data_offset - 1] == '\n',
+              data_offset == 10 + (long)(head[8] | head[9] << 8) && head[data_offset - 1] == '\n',
           "layout: size %ld, data at %ld", size, data_offset);
 
     rc = cr_npy_write(path_of("written_f64.npy"), d, N, COOPREDUCE_FLOAT64, err, sizeof err);
@@ -582,8 +569,7 @@ static void *feed(void *arg)
     size_t done = 0;
     while (done < f->len) {
         ssize_t n = write(f->fd, f->bytes + done, f->len - done);
-        if (n <= 0)
-            break;
+        if (n <= 0) break;
         done += (size_t)n;
     }
     close(f->fd);
@@ -622,9 +608,9 @@ static void test_streams(void)
     const float four[4] = {1, 2, 3, 4};
 
     /* A .npy through a pipe reads as it does from a file. */
-    size_t len = build_npy(buf, sizeof buf, 1,
-                           "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", four,
-                           sizeof four);
+    size_t len =
+        build_npy(buf, sizeof buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }",
+                  four, sizeof four);
     FILE *r = pipe_of(&fd, buf, len);
     int rc = cr_npy_read_stream(r, "pipe", CR_DEFAULT_MAX_STREAM_BYTES, &a, err, sizeof err);
     close_pipe(&fd, r);
@@ -638,8 +624,8 @@ static void test_streams(void)
     r = pipe_of(&fd, buf, len);
     rc = cr_npy_read_stream(r, "pipe", CR_DEFAULT_MAX_STREAM_BYTES, &a, err, sizeof err);
     close_pipe(&fd, r);
-    CHECK(rc == -2 && a.data == NULL && strstr(err, "limit") != NULL, "2^60 claimed: %d '%s'",
-          rc, err);
+    CHECK(rc == -2 && a.data == NULL && strstr(err, "limit") != NULL, "2^60 claimed: %d '%s'", rc,
+          err);
 
     /* Within a generous limit, a claim of 256 GiB with 16 bytes behind it reserves nothing: the
      * data is read as it comes, and it is short. */
@@ -654,16 +640,15 @@ static void test_streams(void)
           "256 GiB claimed, 16 bytes sent: %d '%s'", rc, err);
 
     /* More data than the header says, from a pipe. */
-    len = build_npy(buf, sizeof buf, 1,
-                    "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", four, sizeof four);
+    len = build_npy(buf, sizeof buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }",
+                    four, sizeof four);
     r = pipe_of(&fd, buf, len);
     rc = cr_npy_read_stream(r, "pipe", CR_DEFAULT_MAX_STREAM_BYTES, &a, err, sizeof err);
     close_pipe(&fd, r);
     CHECK(rc == -1 && strstr(err, "extra") != NULL, "extra piped data: %d '%s'", rc, err);
 
     /* Raw data through a pipe: several growth steps, then exactly at and just over the limit. */
-    for (size_t k = 0; k < sizeof buf; k++)
-        buf[k] = (unsigned char)(k * 7 + 1);
+    for (size_t k = 0; k < sizeof buf; k++) buf[k] = (unsigned char)(k * 7 + 1);
     const size_t raw_len = (size_t)(3 << 20) + 4;
     r = pipe_of(&fd, buf, raw_len);
     rc = cr_raw_read_stream(r, "pipe", COOPREDUCE_FLOAT32, CR_DEFAULT_MAX_STREAM_BYTES, &a, err,
@@ -697,8 +682,7 @@ static void test_streams(void)
     char skip[4];
     CHECK(r != NULL && fread(skip, 1, 4, r) == 4, "skipping");
     rc = r ? cr_raw_read_stream(r, "offset.raw", COOPREDUCE_FLOAT32, 0, &a, err, sizeof err) : -1;
-    if (r)
-        fclose(r);
+    if (r) fclose(r);
     CHECK(rc == 0 && a.n == 3 && memcmp(a.data, f3, sizeof f3) == 0,
           "a regular file from its position, whatever the stream limit: %s", err);
     cr_npy_free(&a);
@@ -713,8 +697,7 @@ static int count_temp_files(void)
     FILE *p = popen(cmd, "r");
     int count = -1;
     if (p != NULL) {
-        if (fscanf(p, "%d", &count) != 1)
-            count = -1;
+        if (fscanf(p, "%d", &count) != 1) count = -1;
         pclose(p);
     }
     return count;
@@ -728,7 +711,8 @@ static void test_writers(void)
 
     /* To open streams: the .npy image and raw elements, read back. */
     FILE *f = fopen(path_of("stream.npy"), "wb");
-    int rc = f ? cr_npy_write_stream(f, "stream.npy", d, 3, COOPREDUCE_FLOAT64, err, sizeof err) : -1;
+    int rc =
+        f ? cr_npy_write_stream(f, "stream.npy", d, 3, COOPREDUCE_FLOAT64, err, sizeof err) : -1;
     CHECK(f != NULL && rc == 0 && fclose(f) == 0, "npy to a stream: %s", err);
     rc = cr_npy_read(path_of("stream.npy"), &a, err, sizeof err);
     CHECK(rc == 0 && a.n == 3 && memcmp(a.data, d, sizeof d) == 0, "read back: %s", err);
@@ -763,8 +747,7 @@ static void test_writers(void)
     FILE *k = fopen(path_of("kept.npy"), "rb");
     char kept[8] = "";
     size_t got = k ? fread(kept, 1, sizeof kept, k) : 0;
-    if (k)
-        fclose(k);
+    if (k) fclose(k);
     CHECK(rc == -1 && got == 4 && memcmp(kept, "kept", 4) == 0, "bfloat16 .npy refused, file kept");
     CHECK(count_temp_files() == 0, "temporary files left in %s", scratch);
 }
@@ -782,8 +765,7 @@ static void expect_npy_error(const char *name, const char *must_contain, const c
     CHECK(rc == -1 && a.data == NULL && err[0] != '\0' && strchr(err, '\n') == NULL &&
               strstr(err, name) != NULL && (must_contain == NULL || strstr(err, must_contain)),
           "%s: rc %d, message '%s'", what, rc, err);
-    if (rc == 0)
-        cr_npy_free(&a);
+    if (rc == 0) cr_npy_free(&a);
 }
 
 static void test_errors(void)
@@ -822,8 +804,8 @@ static void test_errors(void)
               sizeof four);
     expect_npy_error("object.npy", "'|O'", "object dtype");
 
-    write_npy("complex64.npy", 1, "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }",
-              four, sizeof four);
+    write_npy("complex64.npy", 1, "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", four,
+              sizeof four);
     expect_npy_error("complex64.npy", "'<c8'", "complex64 dtype");
 
     write_npy("structured.npy", 1,

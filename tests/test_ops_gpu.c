@@ -42,8 +42,10 @@ int main(int argc, char **argv)
 {
     int do_timing = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick")) quick = 1;
-        else if (!strcmp(argv[i], "--timing")) do_timing = 1;
+        if (!strcmp(argv[i], "--quick"))
+            quick = 1;
+        else if (!strcmp(argv[i], "--timing"))
+            do_timing = 1;
         else {
             printf("usage: test_ops_gpu [--quick] [--timing]\n");
             return 2;
@@ -66,9 +68,15 @@ int main(int argc, char **argv)
         return check_summary("test_ops_gpu");
 
     static const test_section sections[] = {
-        {"api", api_basics},     {"empty", empty},         {"sweep", sweep},
-        {"nans", nans},          {"zeros, infs", zeros_and_infs}, {"int extremes", int_extremes},
-        {"to_host", to_host},    {"grids", grids},         {"streams, pointers", streams_and_pointers},
+        {"api", api_basics},
+        {"empty", empty},
+        {"sweep", sweep},
+        {"nans", nans},
+        {"zeros, infs", zeros_and_infs},
+        {"int extremes", int_extremes},
+        {"to_host", to_host},
+        {"grids", grids},
+        {"streams, pointers", streams_and_pointers},
         {"huge", huge},
     };
     run_sections(sections, sizeof sections / sizeof sections[0], quick ? huge : NULL);
@@ -77,7 +85,8 @@ int main(int argc, char **argv)
     cudaFree(dout);
     free(hx);
     CHECK(coopreduce_destroy(cpu) == COOPREDUCE_SUCCESS, "destroy cpu");
-    CHECK(coopreduce_destroy(gpu) == COOPREDUCE_SUCCESS, "destroy gpu: %s", coopreduce_last_error(NULL));
+    CHECK(coopreduce_destroy(gpu) == COOPREDUCE_SUCCESS, "destroy gpu: %s",
+          coopreduce_last_error(NULL));
     return check_summary("test_ops_gpu");
 }
 #endif

@@ -28,13 +28,15 @@
 #include "core/values.h" /* the rules of the leaves and of NORM2's combination */
 
 /* ---- b. Ordered float operations -------------------------------------------------------------- */
-static int result_f(coopreduce_op op, const void *x, const void *y, uint64_t n, coopreduce_dtype dt, double *out)
+static int result_f(coopreduce_op op, const void *x, const void *y, uint64_t n, coopreduce_dtype dt,
+                    double *out)
 {
     double d = 0;
     float f = 0;
-    coopreduce_status s = coopreduce_reduce(op, x, y, dt == COOPREDUCE_FLOAT64 ? (void *)&d : (void *)&f, n, dt, g_cpu, NULL);
-    if (!CHECK(s == COOPREDUCE_SUCCESS, "%s %s n=%llu: %s", coopreduce_op_name(op), coopreduce_dtype_name(dt),
-               (unsigned long long)n, coopreduce_last_error(g_cpu)))
+    coopreduce_status s = coopreduce_reduce(
+        op, x, y, dt == COOPREDUCE_FLOAT64 ? (void *)&d : (void *)&f, n, dt, g_cpu, NULL);
+    if (!CHECK(s == COOPREDUCE_SUCCESS, "%s %s n=%llu: %s", coopreduce_op_name(op),
+               coopreduce_dtype_name(dt), (unsigned long long)n, coopreduce_last_error(g_cpu)))
         return -1;
     *out = dt == COOPREDUCE_FLOAT64 ? d : f;
     return 0;
@@ -46,7 +48,8 @@ static double canonical_of(const void *leaves, uint64_t n, int f64)
 {
     double d = 0;
     float f = 0;
-    coopreduce_sum(leaves, f64 ? (void *)&d : (void *)&f, n, f64 ? COOPREDUCE_FLOAT64 : COOPREDUCE_FLOAT32, g_cpu, NULL);
+    coopreduce_sum(leaves, f64 ? (void *)&d : (void *)&f, n,
+                   f64 ? COOPREDUCE_FLOAT64 : COOPREDUCE_FLOAT32, g_cpu, NULL);
     return f64 ? d : f;
 }
 
@@ -83,7 +86,8 @@ static void ordered_ops(void)
     const uint64_t max_n = test_quick ? 70000 : 3000000;
     coopreduce_dtype fdt[COOPREDUCE_DTYPE_COUNT];
     const int nf = float_dtypes(fdt);
-    static const uint64_t sizes[] = {1, 2, 3, 127, 128, 129, 2047, 2048, 2049, 4095, 4096, 4097, 8193, 65537, 1000003};
+    static const uint64_t sizes[] = {1,    2,    3,    127,  128,  129,   2047,   2048,
+                                     2049, 4095, 4096, 4097, 8193, 65537, 1000003};
     void *x = malloc(max_n * 8), *y = malloc(max_n * 8), *leaf = malloc(max_n * 8);
     for (int r = 0; r < rounds; r++) {
         coopreduce_dtype dt = fdt[r % nf];
@@ -95,44 +99,60 @@ static void ordered_ops(void)
         fill_values(y, n, dt, (kind + 1) % 3);
         ref_exact ex;
         for (int op = 0; op < 3; op++) { /* sum, sumsq, dot */
-            coopreduce_op o = op == 0 ? COOPREDUCE_OP_SUM : op == 1 ? COOPREDUCE_OP_SUMSQ : COOPREDUCE_OP_DOT;
+            coopreduce_op o = op == 0   ? COOPREDUCE_OP_SUM
+                              : op == 1 ? COOPREDUCE_OP_SUMSQ
+                                        : COOPREDUCE_OP_DOT;
             if (o == COOPREDUCE_OP_SUM && !dt_is_half(dt)) continue; /* test_sum_*.c cover these */
             ref_exact_init(&ex);
             double abs_sum = 0;
             for (uint64_t i = 0; i < n; i++) {
                 double a = load_value(x, i, dt), b = load_value(y, i, dt), v;
-                if (f64) v = o == COOPREDUCE_OP_SUM ? a : o == COOPREDUCE_OP_SUMSQ ? a * a : a * b;
-                else v = o == COOPREDUCE_OP_SUM ? (float)a : o == COOPREDUCE_OP_SUMSQ ? (float)((float)a * (float)a) : (float)((float)a * (float)b);
-                if (f64) ((double *)leaf)[i] = v; else ((float *)leaf)[i] = (float)v;
+                if (f64)
+                    v = o == COOPREDUCE_OP_SUM ? a : o == COOPREDUCE_OP_SUMSQ ? a * a : a * b;
+                else
+                    v = o == COOPREDUCE_OP_SUM     ? (float)a
+                        : o == COOPREDUCE_OP_SUMSQ ? (float)((float)a * (float)a)
+                                                   : (float)((float)a * (float)b);
+                if (f64)
+                    ((double *)leaf)[i] = v;
+                else
+                    ((float *)leaf)[i] = (float)v;
                 ref_exact_add(&ex, v);
                 abs_sum += fabs(v);
             }
             double got;
             if (result_f(o, x, y, n, dt, &got)) continue;
             double want = canonical_of(leaf, n, f64);
-            CHECK(same_bits(got, want), "%s %s n=%llu: %a != canonical of the leaves %a", coopreduce_op_name(o),
-                  coopreduce_dtype_name(dt), (unsigned long long)n, got, want);
+            CHECK(same_bits(got, want), "%s %s n=%llu: %a != canonical of the leaves %a",
+                  coopreduce_op_name(o), coopreduce_dtype_name(dt), (unsigned long long)n, got,
+                  want);
             /* the documented bound: 12 (11) roundings per level */
-            int levels = n <= (f64 ? 2048u : 4096u) ? 1 : n <= (f64 ? 2048ull * 2048 : 4096ull * 4096) ? 2 : 3;
+            int levels = n <= (f64 ? 2048u : 4096u)                     ? 1
+                         : n <= (f64 ? 2048ull * 2048 : 4096ull * 4096) ? 2
+                                                                        : 3;
             double k = (f64 ? 11.0 : 12.0) * levels, u = f64 ? 0x1p-53 : 0x1p-24;
             long double err = fabsl((long double)got - ref_exact_to_long_double(&ex));
             CHECK(err <= k * u / (1 - k * u) * abs_sum * (1 + 1e-12) + (f64 ? 0 : 0x1p-149),
-                  "%s %s n=%llu: error %Lg over bound", coopreduce_op_name(o), coopreduce_dtype_name(dt), (unsigned long long)n, err);
+                  "%s %s n=%llu: error %Lg over bound", coopreduce_op_name(o),
+                  coopreduce_dtype_name(dt), (unsigned long long)n, err);
         }
         /* MEAN: the correctly rounded quotient of the canonical sum */
         double s, m;
-        if (!result_f(COOPREDUCE_OP_SUM, x, NULL, n, dt, &s) && !result_f(COOPREDUCE_OP_MEAN, x, NULL, n, dt, &m))
-            CHECK(is_rounded_quotient(s, n, m, !f64), "mean %s n=%llu: %a is not the rounded %a / n", coopreduce_dtype_name(dt),
+        if (!result_f(COOPREDUCE_OP_SUM, x, NULL, n, dt, &s) &&
+            !result_f(COOPREDUCE_OP_MEAN, x, NULL, n, dt, &m))
+            CHECK(is_rounded_quotient(s, n, m, !f64),
+                  "mean %s n=%llu: %a is not the rounded %a / n", coopreduce_dtype_name(dt),
                   (unsigned long long)n, m, s);
         /* NORM2 against long double */
         long double ss = 0;
-        for (uint64_t i = 0; i < n; i++) ss += (long double)load_value(x, i, dt) * load_value(x, i, dt);
+        for (uint64_t i = 0; i < n; i++)
+            ss += (long double)load_value(x, i, dt) * load_value(x, i, dt);
         double nr;
         if (!result_f(COOPREDUCE_OP_NORM2, x, NULL, n, dt, &nr)) {
             long double want = sqrtl(ss);
             double tol = (f64 ? 0x1p-53 : 0x1p-24) * (40 + 2 * log2((double)n + 1));
-            CHECK(fabsl(nr - want) <= tol * want + (f64 ? 0 : 1e-40), "norm2 %s n=%llu: %a vs %La", coopreduce_dtype_name(dt),
-                  (unsigned long long)n, nr, want);
+            CHECK(fabsl(nr - want) <= tol * want + (f64 ? 0 : 1e-40), "norm2 %s n=%llu: %a vs %La",
+                  coopreduce_dtype_name(dt), (unsigned long long)n, nr, want);
         }
     }
     free(x);
@@ -149,26 +169,37 @@ static void norm2_edges(void)
     const float fv[] = {1e30f, 3e-30f, 1e-40f /* subnormal */, FLT_MAX};
     const double dv[] = {1e300, 3e-300, 1e-310, DBL_MAX};
     for (int c = 0; c < 4; c++) {
-        for (int i = 0; i < N; i++) { xf[i] = (i & 1 ? -1 : 1) * fv[c]; xd[i] = (i & 1 ? -1 : 1) * dv[c]; }
+        for (int i = 0; i < N; i++) {
+            xf[i] = (i & 1 ? -1 : 1) * fv[c];
+            xd[i] = (i & 1 ? -1 : 1) * dv[c];
+        }
         double rf, rd;
-        long double wf = fabsl((long double)fv[c]) * sqrtl(N), wd = fabsl((long double)dv[c]) * sqrtl(N);
+        long double wf = fabsl((long double)fv[c]) * sqrtl(N),
+                    wd = fabsl((long double)dv[c]) * sqrtl(N);
         if (!result_f(COOPREDUCE_OP_NORM2, xf, NULL, N, COOPREDUCE_FLOAT32, &rf)) {
-            if (wf > FLT_MAX) CHECK(isinf(rf), "norm2 f32 case %d: %a should overflow", c, rf);
-            else CHECK(fabsl(rf - wf) <= 1e-5L * wf, "norm2 f32 case %d: %a vs %La", c, rf, wf);
+            if (wf > FLT_MAX)
+                CHECK(isinf(rf), "norm2 f32 case %d: %a should overflow", c, rf);
+            else
+                CHECK(fabsl(rf - wf) <= 1e-5L * wf, "norm2 f32 case %d: %a vs %La", c, rf, wf);
         }
         if (!result_f(COOPREDUCE_OP_NORM2, xd, NULL, N, COOPREDUCE_FLOAT64, &rd)) {
-            if (wd > DBL_MAX) CHECK(isinf(rd), "norm2 f64 case %d: %a should overflow", c, rd);
-            else CHECK(fabsl(rd - wd) <= 1e-13L * wd, "norm2 f64 case %d: %a vs %La", c, rd, wd);
+            if (wd > DBL_MAX)
+                CHECK(isinf(rd), "norm2 f64 case %d: %a should overflow", c, rd);
+            else
+                CHECK(fabsl(rd - wd) <= 1e-13L * wd, "norm2 f64 case %d: %a vs %La", c, rd, wd);
         }
     }
     /* mixed: one huge, many tiny, many medium (big sum wins, medium folded in) */
     for (int i = 0; i < N; i++) xd[i] = i == 77 ? 1e200 : i % 3 ? 1e-200 : 1.0;
     double r;
-    if (!result_f(COOPREDUCE_OP_NORM2, xd, NULL, N, COOPREDUCE_FLOAT64, &r)) CHECK(fabs(r - 1e200) <= 1e186, "mixed norm2 %a", r);
+    if (!result_f(COOPREDUCE_OP_NORM2, xd, NULL, N, COOPREDUCE_FLOAT64, &r))
+        CHECK(fabs(r - 1e200) <= 1e186, "mixed norm2 %a", r);
     xd[5] = INFINITY;
-    if (!result_f(COOPREDUCE_OP_NORM2, xd, NULL, N, COOPREDUCE_FLOAT64, &r)) CHECK(r == INFINITY, "norm2 with inf: %a", r);
+    if (!result_f(COOPREDUCE_OP_NORM2, xd, NULL, N, COOPREDUCE_FLOAT64, &r))
+        CHECK(r == INFINITY, "norm2 with inf: %a", r);
     xd[9] = NAN;
-    if (!result_f(COOPREDUCE_OP_NORM2, xd, NULL, N, COOPREDUCE_FLOAT64, &r)) CHECK(r != r, "norm2 with NaN: %a", r);
+    if (!result_f(COOPREDUCE_OP_NORM2, xd, NULL, N, COOPREDUCE_FLOAT64, &r))
+        CHECK(r != r, "norm2 with NaN: %a", r);
 }
 
 /* ---- The ordered operations against their definition (docs/DETERMINISM.md, "Operations"):
@@ -184,14 +215,33 @@ static void ordered_definition(void)
     const uint64_t max_n = 5 * 4096 + 7;
     float *lf[3];
     double *ld[3];
-    for (int k = 0; k < 3; k++) { lf[k] = malloc(max_n * 4); ld[k] = malloc(max_n * 8); }
+    for (int k = 0; k < 3; k++) {
+        lf[k] = malloc(max_n * 4);
+        ld[k] = malloc(max_n * 8);
+    }
     unsigned char *x = malloc(max_n * 8), *y = malloc(max_n * 8);
     coopreduce_dtype dts[COOPREDUCE_DTYPE_COUNT];
     const int nf = float_dtypes(dts);
-    const float ef[] = {CR_TBIG_F32, nextafterf(CR_TBIG_F32, INFINITY), nextafterf(CR_TBIG_F32, 0), CR_TSML_F32,
-                        nextafterf(CR_TSML_F32, 0), nextafterf(CR_TSML_F32, INFINITY), 0x1p-149f, -0.0f, 0.0f, 3e38f};
-    const double ed[] = {CR_TBIG_F64, nextafter(CR_TBIG_F64, INFINITY), nextafter(CR_TBIG_F64, 0), CR_TSML_F64,
-                         nextafter(CR_TSML_F64, 0), nextafter(CR_TSML_F64, INFINITY), 0x1p-1074, -0.0, 0.0, 1e308};
+    const float ef[] = {CR_TBIG_F32,
+                        nextafterf(CR_TBIG_F32, INFINITY),
+                        nextafterf(CR_TBIG_F32, 0),
+                        CR_TSML_F32,
+                        nextafterf(CR_TSML_F32, 0),
+                        nextafterf(CR_TSML_F32, INFINITY),
+                        0x1p-149f,
+                        -0.0f,
+                        0.0f,
+                        3e38f};
+    const double ed[] = {CR_TBIG_F64,
+                         nextafter(CR_TBIG_F64, INFINITY),
+                         nextafter(CR_TBIG_F64, 0),
+                         CR_TSML_F64,
+                         nextafter(CR_TSML_F64, 0),
+                         nextafter(CR_TSML_F64, INFINITY),
+                         0x1p-1074,
+                         -0.0,
+                         0.0,
+                         1e308};
     for (int r = 0; r < rounds; r++) {
         const coopreduce_dtype dt = dts[r % nf];
         const int f64 = dt == COOPREDUCE_FLOAT64, half = !f64 && dt != COOPREDUCE_FLOAT32;
@@ -201,9 +251,13 @@ static void ordered_definition(void)
             unsigned char *p = i < n ? x : y;
             const uint64_t e = i < n ? i : i - n;
             const double v = (unif() * 2 - 1) * ldexp(1, (int)(rnd() % 41) - 20);
-            if (f64) ((double *)p)[e] = v;
-            else if (!half) ((float *)p)[e] = (float)v;
-            else ((uint16_t *)p)[e] = (uint16_t)(rnd() & 0xffff); /* any pattern; inf and NaN removed below */
+            if (f64)
+                ((double *)p)[e] = v;
+            else if (!half)
+                ((float *)p)[e] = (float)v;
+            else
+                ((uint16_t *)p)[e] =
+                    (uint16_t)(rnd() & 0xffff); /* any pattern; inf and NaN removed below */
         }
         if (half) /* no NaN or inf: their results are compared elsewhere */
             for (uint64_t i = 0; i < 2 * n; i++) {
@@ -219,23 +273,38 @@ static void ordered_definition(void)
                     const uint64_t at = c * C + rnd() % C;
                     const int w = (int)(rnd() % 10);
                     if (at >= n) continue;
-                    if (f64) ((double *)x)[at] = (rnd() & 1) ? -ed[w] : ed[w];
-                    else ((float *)x)[at] = (rnd() & 1) ? -ef[w] : ef[w];
+                    if (f64)
+                        ((double *)x)[at] = (rnd() & 1) ? -ed[w] : ed[w];
+                    else
+                        ((float *)x)[at] = (rnd() & 1) ? -ef[w] : ef[w];
                 }
-        static const coopreduce_op ops[] = {COOPREDUCE_OP_SUMSQ, COOPREDUCE_OP_DOT, COOPREDUCE_OP_NORM2, COOPREDUCE_OP_SUM};
+        static const coopreduce_op ops[] = {COOPREDUCE_OP_SUMSQ, COOPREDUCE_OP_DOT,
+                                            COOPREDUCE_OP_NORM2, COOPREDUCE_OP_SUM};
         for (int k = 0; k < 4; k++) {
             const coopreduce_op op = ops[k];
             if (op == COOPREDUCE_OP_SUM && !half) continue; /* the canonical sum itself */
             for (uint64_t i = 0; i < n; i++) {
                 if (f64) {
                     const double a = ((double *)x)[i], b = ((double *)y)[i];
-                    if (op == COOPREDUCE_OP_NORM2) cr_norm2_leaf_F64(a, &ld[0][i], &ld[1][i], &ld[2][i]);
-                    else ld[0][i] = op == COOPREDUCE_OP_DOT ? a * b : a * a;
+                    if (op == COOPREDUCE_OP_NORM2)
+                        cr_norm2_leaf_F64(a, &ld[0][i], &ld[1][i], &ld[2][i]);
+                    else
+                        ld[0][i] = op == COOPREDUCE_OP_DOT ? a * b : a * a;
                 } else {
-                    const float a = half ? (dt == COOPREDUCE_FLOAT16 ? cr_f16_to_f32(((uint16_t *)x)[i]) : cr_bf16_to_f32(((uint16_t *)x)[i])) : ((float *)x)[i];
-                    const float b = half ? (dt == COOPREDUCE_FLOAT16 ? cr_f16_to_f32(((uint16_t *)y)[i]) : cr_bf16_to_f32(((uint16_t *)y)[i])) : ((float *)y)[i];
-                    if (op == COOPREDUCE_OP_NORM2) cr_norm2_leaf_F32(a, &lf[0][i], &lf[1][i], &lf[2][i]);
-                    else lf[0][i] = op == COOPREDUCE_OP_DOT ? a * b : op == COOPREDUCE_OP_SUM ? a : a * a;
+                    const float a =
+                        half ? (dt == COOPREDUCE_FLOAT16 ? cr_f16_to_f32(((uint16_t *)x)[i])
+                                                         : cr_bf16_to_f32(((uint16_t *)x)[i]))
+                             : ((float *)x)[i];
+                    const float b =
+                        half ? (dt == COOPREDUCE_FLOAT16 ? cr_f16_to_f32(((uint16_t *)y)[i])
+                                                         : cr_bf16_to_f32(((uint16_t *)y)[i]))
+                             : ((float *)y)[i];
+                    if (op == COOPREDUCE_OP_NORM2)
+                        cr_norm2_leaf_F32(a, &lf[0][i], &lf[1][i], &lf[2][i]);
+                    else
+                        lf[0][i] = op == COOPREDUCE_OP_DOT   ? a * b
+                                   : op == COOPREDUCE_OP_SUM ? a
+                                                             : a * a;
                 }
             }
             double want;
@@ -243,32 +312,42 @@ static void ordered_definition(void)
             double acc[3] = {0, 0, 0};
             for (int q = 0; q < sums; q++) {
                 if (f64) {
-                    CHECK(coopreduce_sum(ld[q], &acc[q], n, COOPREDUCE_FLOAT64, g_cpu, NULL) == 0, "sum of leaves");
+                    CHECK(coopreduce_sum(ld[q], &acc[q], n, COOPREDUCE_FLOAT64, g_cpu, NULL) == 0,
+                          "sum of leaves");
                 } else {
                     float f;
-                    CHECK(coopreduce_sum(lf[q], &f, n, COOPREDUCE_FLOAT32, g_cpu, NULL) == 0, "sum of leaves");
+                    CHECK(coopreduce_sum(lf[q], &f, n, COOPREDUCE_FLOAT32, g_cpu, NULL) == 0,
+                          "sum of leaves");
                     acc[q] = f;
                 }
             }
             if (op == COOPREDUCE_OP_NORM2)
-                want = f64 ? cr_norm2_combine_F64(acc[0], acc[1], acc[2])
-                           : (double)cr_norm2_combine_F32((float)acc[0], (float)acc[1], (float)acc[2]);
+                want =
+                    f64 ? cr_norm2_combine_F64(acc[0], acc[1], acc[2])
+                        : (double)cr_norm2_combine_F32((float)acc[0], (float)acc[1], (float)acc[2]);
             else
                 want = acc[0];
             unsigned char got[8];
-            if (!CHECK(coopreduce_reduce(op, x, y, got, n, dt, g_cpu, NULL) == 0, "%s: %s", coopreduce_op_name(op),
-                       coopreduce_last_error(g_cpu)))
+            if (!CHECK(coopreduce_reduce(op, x, y, got, n, dt, g_cpu, NULL) == 0, "%s: %s",
+                       coopreduce_op_name(op), coopreduce_last_error(g_cpu)))
                 continue;
             uint64_t gb = 0, wb;
             memcpy(&gb, got, f64 ? 8 : 4);
-            if (f64) wb = cr_f64_bits(want);
-            else wb = cr_f32_bits((float)want);
+            if (f64)
+                wb = cr_f64_bits(want);
+            else
+                wb = cr_f32_bits((float)want);
             if (want != want) wb = f64 ? CR_NAN_F64 : CR_NAN_F32;
-            CHECK(gb == wb, "%s %s n=%llu: bits 0x%llx, the definition gives 0x%llx (%zu-byte input)", coopreduce_op_name(op),
-                  coopreduce_dtype_name(dt), (unsigned long long)n, (unsigned long long)gb, (unsigned long long)wb, es);
+            CHECK(gb == wb,
+                  "%s %s n=%llu: bits 0x%llx, the definition gives 0x%llx (%zu-byte input)",
+                  coopreduce_op_name(op), coopreduce_dtype_name(dt), (unsigned long long)n,
+                  (unsigned long long)gb, (unsigned long long)wb, es);
         }
     }
-    for (int k = 0; k < 3; k++) { free(lf[k]); free(ld[k]); }
+    for (int k = 0; k < 3; k++) {
+        free(lf[k]);
+        free(ld[k]);
+    }
     free(x);
     free(y);
 }
@@ -281,7 +360,8 @@ static void thread_counts(void)
     float *x = malloc(n * 4), *y = malloc(n * 4);
     fill_values(x, n, COOPREDUCE_FLOAT32, 1);
     fill_values(y, n, COOPREDUCE_FLOAT32, 1);
-    static const coopreduce_op ops[] = {COOPREDUCE_OP_SUMSQ, COOPREDUCE_OP_NORM2, COOPREDUCE_OP_DOT, COOPREDUCE_OP_MEAN, COOPREDUCE_OP_ARGMAX};
+    static const coopreduce_op ops[] = {COOPREDUCE_OP_SUMSQ, COOPREDUCE_OP_NORM2, COOPREDUCE_OP_DOT,
+                                        COOPREDUCE_OP_MEAN, COOPREDUCE_OP_ARGMAX};
     for (int k = 0; k < 5; k++) {
         uint64_t first = 0;
         for (int t = 0; t < 4; t++) {
@@ -290,8 +370,8 @@ static void thread_counts(void)
             uint64_t r = 0;
             coopreduce_reduce(ops[k], x, y, &r, n, COOPREDUCE_FLOAT32, g_cpu, NULL);
             if (t == 0) first = r;
-            CHECK(r == first, "%s with %d threads: 0x%llx != 0x%llx", coopreduce_op_name(ops[k]), th[t],
-                  (unsigned long long)r, (unsigned long long)first);
+            CHECK(r == first, "%s with %d threads: 0x%llx != 0x%llx", coopreduce_op_name(ops[k]),
+                  th[t], (unsigned long long)r, (unsigned long long)first);
         }
     }
     coopreduce_set_threads(g_cpu, 0);
@@ -307,7 +387,8 @@ static void narrowing(void)
     for (int r = 0; r < 20; r++) {
         coopreduce_dtype dt = r & 1 ? COOPREDUCE_BFLOAT16 : COOPREDUCE_FLOAT16;
         fill_values(x, n, dt, (int)(rnd() % 3));
-        static const coopreduce_op ops[] = {COOPREDUCE_OP_SUM, COOPREDUCE_OP_MEAN, COOPREDUCE_OP_NORM2};
+        static const coopreduce_op ops[] = {COOPREDUCE_OP_SUM, COOPREDUCE_OP_MEAN,
+                                            COOPREDUCE_OP_NORM2};
         coopreduce_op op = ops[r % 3];
         float wide = 0;
         uint16_t narrow = 0;
@@ -326,15 +407,12 @@ static void narrowing(void)
             memcpy(&u, &wide, 4);
             want = wide != wide ? 0x7fc0 : (uint16_t)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
         }
-        CHECK(s == COOPREDUCE_SUCCESS && narrow == want, "narrow %s %s: 0x%04x != 0x%04x (wide %a)", coopreduce_op_name(op),
-              coopreduce_dtype_name(dt), narrow, want, wide);
+        CHECK(s == COOPREDUCE_SUCCESS && narrow == want, "narrow %s %s: 0x%04x != 0x%04x (wide %a)",
+              coopreduce_op_name(op), coopreduce_dtype_name(dt), narrow, want, wide);
     }
     free(x);
 }
 
-CPU_TEST_MAIN("test_ops_ordered",
-              {"ordered operations", ordered_ops},
-              {"norm2 edges", norm2_edges},
-              {"thread counts", thread_counts},
-              {"narrowing", narrowing},
+CPU_TEST_MAIN("test_ops_ordered", {"ordered operations", ordered_ops}, {"norm2 edges", norm2_edges},
+              {"thread counts", thread_counts}, {"narrowing", narrowing},
               {"definition", ordered_definition})

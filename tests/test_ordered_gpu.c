@@ -28,8 +28,8 @@ GPU_TEST_MAIN_WITHOUT_CUDA("test_ordered_gpu")
 #else
 
 static coopreduce_handle *gpu, *cpu;
-static unsigned char *hx, *hy;  /* host data */
-static void *dx, *dy, *dout;    /* device data (cap + 16 bytes each), device result */
+static unsigned char *hx, *hy; /* host data */
+static void *dx, *dy, *dout;   /* device data (cap + 16 bytes each), device result */
 static size_t cap_bytes;
 static int quick;
 
@@ -65,11 +65,11 @@ static uint64_t value_bits(coopreduce_dtype dt, int kind)
     if (kind == K_SPECIAL && r % 97 == 0) {
         static const int pick[5] = {0, 1, 2, 3, 4};
         switch (pick[(r >> 8) % 5]) {
-        case 0: return ((1ull << eb) - 1) << mb | 1ull << (mb - 1);  /* NaN */
-        case 1: return ((1ull << eb) - 1) << mb;                      /* +inf */
-        case 2: return sign | ((1ull << eb) - 1) << mb;               /* +-inf */
-        case 3: return 1ull << (eb + mb);                             /* -0.0 */
-        default: return 0;                                            /* +0.0 */
+        case 0: return ((1ull << eb) - 1) << mb | 1ull << (mb - 1); /* NaN */
+        case 1: return ((1ull << eb) - 1) << mb;                    /* +inf */
+        case 2: return sign | ((1ull << eb) - 1) << mb;             /* +-inf */
+        case 3: return 1ull << (eb + mb);                           /* -0.0 */
+        default: return 0;                                          /* +0.0 */
         }
     }
     return sign | e << mb | man;
@@ -117,8 +117,8 @@ static void check_one(coopreduce_op op, coopreduce_dtype dt, const void *d_x, co
     char a[40], b[40];
     hex_bytes(a, sizeof a, got, wrs);
     hex_bytes(b, sizeof b, want, wrs);
-    CHECK(memcmp(got, want, wrs) == 0, "%s %s n=%llu %s: GPU 0x%s, CPU 0x%s", coopreduce_op_name(op),
-          coopreduce_dtype_name(dt), (unsigned long long)n, ctx, a, b);
+    CHECK(memcmp(got, want, wrs) == 0, "%s %s n=%llu %s: GPU 0x%s, CPU 0x%s",
+          coopreduce_op_name(op), coopreduce_dtype_name(dt), (unsigned long long)n, ctx, a, b);
     int tail_ok = 1;
     for (size_t i = wrs; i < sizeof got; i++) tail_ok &= got[i] == POISON;
     CHECK(tail_ok, "%s %s n=%llu %s: bytes after the %zu-byte result were written",
@@ -156,10 +156,46 @@ static int upload(coopreduce_dtype dt, uint64_t n, uint64_t ox, uint64_t oy, voi
 
 static void sweep(void)
 {
-    static const uint64_t sizes[] = {
-        1, 2, 3, 4, 5, 7, 8, 9, 16, 31, 33, 63, 64, 65, 127, 128, 129, 255, 257, 1023, 2047,
-        2048, 2049, 4095, 4096, 4097, 8191, 8192, 8193, 12289, 65521, 65537, 70001, 131071,
-        (1u << 20) - 1, (1u << 20) + 1, 1000003, (1u << 22) + 3, (1u << 24) - 1, (1u << 24) + 1};
+    static const uint64_t sizes[] = {1,
+                                     2,
+                                     3,
+                                     4,
+                                     5,
+                                     7,
+                                     8,
+                                     9,
+                                     16,
+                                     31,
+                                     33,
+                                     63,
+                                     64,
+                                     65,
+                                     127,
+                                     128,
+                                     129,
+                                     255,
+                                     257,
+                                     1023,
+                                     2047,
+                                     2048,
+                                     2049,
+                                     4095,
+                                     4096,
+                                     4097,
+                                     8191,
+                                     8192,
+                                     8193,
+                                     12289,
+                                     65521,
+                                     65537,
+                                     70001,
+                                     131071,
+                                     (1u << 20) - 1,
+                                     (1u << 20) + 1,
+                                     1000003,
+                                     (1u << 22) + 3,
+                                     (1u << 24) - 1,
+                                     (1u << 24) + 1};
     static const int grids[] = {1, 2, 3, 7, 64, 333};
     const size_t count = sizeof sizes / sizeof sizes[0];
     for (int di = 0; di < nfloats; di++) {
@@ -225,8 +261,8 @@ static void edges(void)
         int eb, mb;
         float_layout(dt, &eb, &mb);
         const uint64_t inf = ((1ull << eb) - 1) << mb, sgn = 1ull << (eb + mb);
-        const uint64_t one[] = {0, sgn, inf, inf | sgn, inf | 1ull << (mb - 1), 1, sgn | 1,
-                                inf - 1, (inf - 1) | sgn};
+        const uint64_t one[] = {0, sgn,     inf,     inf | sgn,      inf | 1ull << (mb - 1),
+                                1, sgn | 1, inf - 1, (inf - 1) | sgn};
         for (size_t i = 0; i < sizeof one / sizeof one[0]; i++)
             for (uint64_t n = 1; n <= 4100; n += 4099) { /* alone, and among 4099 zeros */
                 const size_t es = coopreduce_dtype_size(dt);
@@ -260,7 +296,8 @@ static void edges(void)
                 memset(want, POISON, 8);
                 memset(got, POISON, 8);
                 coopreduce_status a = coopreduce_reduce(ops[k], hx, hy, want, n, dt, cpu, NULL);
-                coopreduce_status b = coopreduce_reduce_to_host(ops[k], px, py, got, n, dt, gpu, NULL);
+                coopreduce_status b =
+                    coopreduce_reduce_to_host(ops[k], px, py, got, n, dt, gpu, NULL);
                 CHECK(a == 0 && b == 0 && memcmp(want, got, 8) == 0 && got[2] == POISON,
                       "narrow %s %s %s: status %d/%d, GPU 0x%02x%02x, CPU 0x%02x%02x",
                       coopreduce_op_name(ops[k]), coopreduce_dtype_name(dt), kind_name[kind],
@@ -280,15 +317,22 @@ static void edges(void)
 static void norm2_classes(void)
 {
     static const uint64_t f32v[] = {0x59800000, 0x59800001, 0x597fffff, 0x20000000, 0x1fffffff,
-                                    0x1, 0x00800000, 0x7f800000, 0x7fc00000, 0x7f7fffff};
-    static const uint64_t f64v[] = {0x5e50000000000000ull, 0x5e50000000000001ull, 0x5e4fffffffffffffull,
-                                    0x2000000000000000ull, 0x1fffffffffffffffull, 0x1ull,
-                                    0x0000000100000000ull, 0x7ff0000000000000ull, 0x7ff8000000000000ull};
+                                    0x1,        0x00800000, 0x7f800000, 0x7fc00000, 0x7f7fffff};
+    static const uint64_t f64v[] = {
+        0x5e50000000000000ull, 0x5e50000000000001ull, 0x5e4fffffffffffffull,
+        0x2000000000000000ull, 0x1fffffffffffffffull, 0x1ull,
+        0x0000000100000000ull, 0x7ff0000000000000ull, 0x7ff8000000000000ull};
     static const uint64_t f16v[] = {0x7bff, 0x7c00, 0x7e00, 0x0001, 0x0400, 0x3c00};
-    static const uint64_t bf16v[] = {0x5980, 0x5981, 0x597f, 0x2000, 0x1fff, 0x0001, 0x0080, 0x7f80, 0x7fc0, 0x7f7f};
-    const struct { coopreduce_dtype dt; const uint64_t *v; size_t count; } vals[4] = {
-        {COOPREDUCE_FLOAT32, f32v, sizeof f32v / 8}, {COOPREDUCE_FLOAT64, f64v, sizeof f64v / 8},
-        {COOPREDUCE_FLOAT16, f16v, sizeof f16v / 8}, {COOPREDUCE_BFLOAT16, bf16v, sizeof bf16v / 8}};
+    static const uint64_t bf16v[] = {0x5980, 0x5981, 0x597f, 0x2000, 0x1fff,
+                                     0x0001, 0x0080, 0x7f80, 0x7fc0, 0x7f7f};
+    const struct {
+        coopreduce_dtype dt;
+        const uint64_t *v;
+        size_t count;
+    } vals[4] = {{COOPREDUCE_FLOAT32, f32v, sizeof f32v / 8},
+                 {COOPREDUCE_FLOAT64, f64v, sizeof f64v / 8},
+                 {COOPREDUCE_FLOAT16, f16v, sizeof f16v / 8},
+                 {COOPREDUCE_BFLOAT16, bf16v, sizeof bf16v / 8}};
     for (int di = 0; di < 4; di++) {
         const coopreduce_dtype dt = vals[di].dt;
         const size_t es = coopreduce_dtype_size(dt);
@@ -329,10 +373,12 @@ static void repeats_and_errors(void)
             if (i == 0) memcpy(first, r, 8);
             same &= memcmp(first, r, 8) == 0;
         }
-        CHECK(same, "%s bfloat16: 50 calls did not all give one result", coopreduce_op_name(ops[k]));
+        CHECK(same, "%s bfloat16: 50 calls did not all give one result",
+              coopreduce_op_name(ops[k]));
     }
     float out;
-    coopreduce_status s = coopreduce_reduce_to_host(COOPREDUCE_OP_DOT, px, hy, &out, n, dt, gpu, NULL);
+    coopreduce_status s =
+        coopreduce_reduce_to_host(COOPREDUCE_OP_DOT, px, hy, &out, n, dt, gpu, NULL);
     CHECK(s == COOPREDUCE_ERROR_NOT_DEVICE_MEMORY, "dot with a host y: status %d", (int)s);
     s = coopreduce_reduce_to_host(COOPREDUCE_OP_SUMSQ, hx, NULL, &out, n, dt, gpu, NULL);
     CHECK(s == COOPREDUCE_ERROR_NOT_DEVICE_MEMORY, "sumsq of host x: status %d", (int)s);
@@ -349,8 +395,7 @@ static void huge(void)
     const coopreduce_dtype dt = COOPREDUCE_FLOAT16;
     uint16_t *h = malloc(n * 2);
     void *d = NULL;
-    if (!CHECK(h != NULL, "malloc 4 GiB") ||
-        !cuda_ok(cudaMalloc(&d, n * 2), "cudaMalloc 4 GiB")) {
+    if (!CHECK(h != NULL, "malloc 4 GiB") || !cuda_ok(cudaMalloc(&d, n * 2), "cudaMalloc 4 GiB")) {
         free(h);
         return;
     }
@@ -370,7 +415,8 @@ static void huge(void)
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick")) quick = 1;
+        if (!strcmp(argv[i], "--quick"))
+            quick = 1;
         else {
             printf("usage: test_ordered_gpu [--quick]\n");
             return 2;
@@ -391,8 +437,8 @@ int main(int argc, char **argv)
         !cuda_ok(cudaMalloc(&dout, 32), "cudaMalloc result"))
         return check_summary("test_ordered_gpu");
     static const test_section sections[] = {
-        {"edges", edges}, {"norm2 classes", norm2_classes}, {"sweep", sweep}, {"grids", grids},
-        {"repeats, errors", repeats_and_errors}, {"huge", huge}};
+        {"edges", edges}, {"norm2 classes", norm2_classes},        {"sweep", sweep},
+        {"grids", grids}, {"repeats, errors", repeats_and_errors}, {"huge", huge}};
     run_sections(sections, sizeof sections / sizeof sections[0], quick ? huge : NULL);
     cudaFree(dx);
     cudaFree(dy);

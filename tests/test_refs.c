@@ -27,8 +27,7 @@ static double sum_d(const double *v, int n)
 {
     ref_exact r;
     ref_exact_init(&r);
-    for (int i = 0; i < n; i++)
-        ref_exact_add(&r, v[i]);
+    for (int i = 0; i < n; i++) ref_exact_add(&r, v[i]);
     return ref_exact_to_double(&r);
 }
 
@@ -36,28 +35,32 @@ static float sum_f(const double *v, int n)
 {
     ref_exact r;
     ref_exact_init(&r);
-    for (int i = 0; i < n; i++)
-        ref_exact_add(&r, v[i]);
+    for (int i = 0; i < n; i++) ref_exact_add(&r, v[i]);
     return ref_exact_to_float(&r);
 }
 
-#define CHECK_D(vals, expect_bits)                                                              \
-    do {                                                                                        \
-        const double v_[] = vals;                                                               \
-        uint64_t got_ = f64_bits(sum_d(v_, (int)(sizeof v_ / sizeof v_[0])));                   \
-        CHECK(got_ == (uint64_t)(expect_bits), "to_double(%s) = 0x%016" PRIx64                  \
-              " expected 0x%016" PRIx64, #vals, got_, (uint64_t)(expect_bits));                 \
+#define CHECK_D(vals, expect_bits)                                                                 \
+    do {                                                                                           \
+        const double v_[] = vals;                                                                  \
+        uint64_t got_ = f64_bits(sum_d(v_, (int)(sizeof v_ / sizeof v_[0])));                      \
+        CHECK(got_ == (uint64_t)(expect_bits),                                                     \
+              "to_double(%s) = 0x%016" PRIx64 " expected 0x%016" PRIx64, #vals, got_,              \
+              (uint64_t)(expect_bits));                                                            \
     } while (0)
 
-#define CHECK_F(vals, expect_bits)                                                              \
-    do {                                                                                        \
-        const double v_[] = vals;                                                               \
-        uint32_t got_ = f32_bits(sum_f(v_, (int)(sizeof v_ / sizeof v_[0])));                   \
-        CHECK(got_ == (uint32_t)(expect_bits), "to_float(%s) = 0x%08" PRIx32                    \
-              " expected 0x%08" PRIx32, #vals, got_, (uint32_t)(expect_bits));                  \
+#define CHECK_F(vals, expect_bits)                                                                 \
+    do {                                                                                           \
+        const double v_[] = vals;                                                                  \
+        uint32_t got_ = f32_bits(sum_f(v_, (int)(sizeof v_ / sizeof v_[0])));                      \
+        CHECK(got_ == (uint32_t)(expect_bits),                                                     \
+              "to_float(%s) = 0x%08" PRIx32 " expected 0x%08" PRIx32, #vals, got_,                 \
+              (uint32_t)(expect_bits));                                                            \
     } while (0)
 
-#define L_(...) { __VA_ARGS__ }
+#define L_(...)                                                                                    \
+    {                                                                                              \
+        __VA_ARGS__                                                                                \
+    }
 
 /* A random finite double with a random exponent over the whole range (subnormals included). */
 static double random_double_any(void)
@@ -65,8 +68,7 @@ static double random_double_any(void)
     for (;;) {
         uint64_t u = rnd();
         unsigned e = (unsigned)((u >> 52) & 0x7ff);
-        if (e == 0x7ff)
-            continue;
+        if (e == 0x7ff) continue;
         return f64_from_bits(u);
     }
 }
@@ -75,8 +77,7 @@ static float random_float_any(void)
 {
     for (;;) {
         uint32_t u = (uint32_t)rnd();
-        if (((u >> 23) & 0xff) == 0xff)
-            continue;
+        if (((u >> 23) & 0xff) == 0xff) continue;
         return f32_from_bits(u);
     }
 }
@@ -104,30 +105,30 @@ static void test_ref_exact(void)
     CHECK_D(L_(-0x1p-1074, -0x1p-1074, -0x1p-1074), UINT64_C(0x8000000000000003));
 
     /* float32 rounding, ties to even, and the double-rounding trap. */
-    CHECK_F(L_(1.0, p24), f32_bits(1.0f));                       /* tie -> even (down) */
-    CHECK_F(L_(1.0, 3 * p24), f32_bits(1.0f + 0x1p-22f));        /* tie -> even (up) */
-    CHECK_F(L_(1.0, p24, p60), f32_bits(1.0f + 0x1p-23f));       /* just above the tie */
-    CHECK_F(L_(1.0, p24, -p60), f32_bits(1.0f));                 /* just below the tie */
+    CHECK_F(L_(1.0, p24), f32_bits(1.0f));                          /* tie -> even (down) */
+    CHECK_F(L_(1.0, 3 * p24), f32_bits(1.0f + 0x1p-22f));           /* tie -> even (up) */
+    CHECK_F(L_(1.0, p24, p60), f32_bits(1.0f + 0x1p-23f));          /* just above the tie */
+    CHECK_F(L_(1.0, p24, -p60), f32_bits(1.0f));                    /* just below the tie */
     CHECK_F(L_(1.0, 3 * p24, -0x1p-80), f32_bits(1.0f + 0x1p-23f)); /* via double: 1 + 2^-22 */
-    CHECK_F(L_(16777216.0, 1.0, 0x1p-30), f32_bits(16777218.0f));  /* via double: 16777216 */
+    CHECK_F(L_(16777216.0, 1.0, 0x1p-30), f32_bits(16777218.0f));   /* via double: 16777216 */
     CHECK_F(L_(-16777216.0, -1.0, -0x1p-30), f32_bits(-16777218.0f));
-    CHECK_F(L_(0x1p-149, 0x1p-150, -0x1p-1074), 1u);              /* subnormal, below the tie */
-    CHECK_F(L_(1.0, 0x1p-25, 0x1p-25), f32_bits(1.0f));          /* sum lands on a tie */
+    CHECK_F(L_(0x1p-149, 0x1p-150, -0x1p-1074), 1u);    /* subnormal, below the tie */
+    CHECK_F(L_(1.0, 0x1p-25, 0x1p-25), f32_bits(1.0f)); /* sum lands on a tie */
     CHECK_F(L_(16777216.0, 1.0, 1.0), f32_bits(16777218.0f));
     CHECK_F(L_(16777216.0, 1.0), f32_bits(16777216.0f));
-    CHECK_F(L_(16777216.0, 3.0), f32_bits(16777220.0f));         /* 16777219: tie -> even */
-    CHECK_F(L_(16777216.0, 5.0), f32_bits(16777220.0f));         /* 16777221: tie -> even */
+    CHECK_F(L_(16777216.0, 3.0), f32_bits(16777220.0f)); /* 16777219: tie -> even */
+    CHECK_F(L_(16777216.0, 5.0), f32_bits(16777220.0f)); /* 16777221: tie -> even */
     CHECK_F(L_(-16777216.0, -3.0), f32_bits(-16777220.0f));
     CHECK_D(L_(1.0, 0x1p-53), f64_bits(1.0));
     CHECK_D(L_(1.0, 0x1p-53, 0x1p-100), f64_bits(1.0 + 0x1p-52));
     CHECK_D(L_(1.0, 0x1p-52, 0x1p-53), f64_bits(1.0 + 0x1p-51));
-    CHECK_D(L_(1.0, 0x1p-53, -0x1p-1074), f64_bits(1.0));       /* just below the tie */
+    CHECK_D(L_(1.0, 0x1p-53, -0x1p-1074), f64_bits(1.0));          /* just below the tie */
     CHECK_D(L_(1.0, 0x1p-53, 0x1p-1074), f64_bits(1.0 + 0x1p-52)); /* just above the tie */
 
     /* Overflow. */
     CHECK_D(L_(DBL_MAX, DBL_MAX), f64_bits(INFINITY));
     CHECK_D(L_(-DBL_MAX, -DBL_MAX), f64_bits(-INFINITY));
-    CHECK_D(L_(DBL_MAX, 0x1p970), f64_bits(INFINITY));   /* half an ulp: tie -> 2^1024 */
+    CHECK_D(L_(DBL_MAX, 0x1p970), f64_bits(INFINITY)); /* half an ulp: tie -> 2^1024 */
     CHECK_D(L_(DBL_MAX, 0x1p969), f64_bits(DBL_MAX));
     CHECK_D(L_(DBL_MAX, DBL_MAX, -DBL_MAX), f64_bits(DBL_MAX));
     CHECK_F(L_((double)FLT_MAX, (double)FLT_MAX), f32_bits(INFINITY));
@@ -147,16 +148,16 @@ static void test_ref_exact(void)
 
     /* Subnormal results. */
     CHECK_D(L_(0x1p-1022, -0x1p-1074), UINT64_C(0x000fffffffffffff));
-    CHECK_F(L_(0x1p-150, 0x1p-150, 0x1p-150), 2u);             /* 1.5 * 2^-149: tie -> 2 */
-    CHECK_F(L_(0x1p-150), 0u);                                  /* 0.5 * 2^-149: tie -> +0 */
-    CHECK_F(L_(-0x1p-150), 0x80000000u);                        /* -> -0 */
+    CHECK_F(L_(0x1p-150, 0x1p-150, 0x1p-150), 2u); /* 1.5 * 2^-149: tie -> 2 */
+    CHECK_F(L_(0x1p-150), 0u);                     /* 0.5 * 2^-149: tie -> +0 */
+    CHECK_F(L_(-0x1p-150), 0x80000000u);           /* -> -0 */
     CHECK_F(L_(0x1p-150, 0x1p-200), 1u);
-    CHECK_F(L_(0x1p-149, 0x1p-149, 0x1p-150), 2u);              /* 2.5: tie -> 2 */
-    CHECK_F(L_(0x1p-149, 0x1p-149, 0x1p-149, 0x1p-150), 4u);    /* 3.5: tie -> 4 */
+    CHECK_F(L_(0x1p-149, 0x1p-149, 0x1p-150), 2u);           /* 2.5: tie -> 2 */
+    CHECK_F(L_(0x1p-149, 0x1p-149, 0x1p-149, 0x1p-150), 4u); /* 3.5: tie -> 4 */
     CHECK_F(L_((double)FLT_MIN, -0x1p-149), 0x007fffffu);
     CHECK_F(L_(0x1p-1074), 0u);
     CHECK_F(L_(-0x1p-1074), 0x80000000u);
-    CHECK_F(L_((double)FLT_MIN, -0x1p-1074), 0x00800000u);     /* rounds back up to FLT_MIN */
+    CHECK_F(L_((double)FLT_MIN, -0x1p-1074), 0x00800000u); /* rounds back up to FLT_MIN */
 
     /* Signed zeros. */
     {
@@ -196,32 +197,27 @@ static void test_ref_exact(void)
         ref_exact r;
         ref_exact_init(&r);
         const uint32_t cnt = 3u * REF_EXACT_NORMALIZE_EVERY + 7u;
-        for (uint32_t i = 0; i < cnt; i++)
-            ref_exact_add(&r, -0x1p-1074);
+        for (uint32_t i = 0; i < cnt; i++) ref_exact_add(&r, -0x1p-1074);
         CHECK(f64_bits(ref_exact_to_double(&r)) == (UINT64_C(0x8000000000000000) | cnt),
               "sum of %u x -2^-1074 wrong: 0x%016" PRIx64, cnt, f64_bits(ref_exact_to_double(&r)));
         ref_exact_init(&r);
-        for (uint32_t i = 0; i < cnt; i++)
-            ref_exact_add(&r, DBL_MAX);
+        for (uint32_t i = 0; i < cnt; i++) ref_exact_add(&r, DBL_MAX);
         CHECK(isinf(ref_exact_to_double(&r)), "%u x DBL_MAX is not inf", cnt);
         long double ld = ref_exact_to_long_double(&r);
         long double want = (long double)cnt * (long double)DBL_MAX;
         CHECK(fabsl(ld - want) <= 1e-17L * want, "to_long_double(%u DBL_MAX) = %Lg", cnt, ld);
         ref_exact_add(&r, 1.0);
-        for (uint32_t i = 0; i < cnt; i++)
-            ref_exact_add(&r, -DBL_MAX);
+        for (uint32_t i = 0; i < cnt; i++) ref_exact_add(&r, -DBL_MAX);
         CHECK(f64_bits(ref_exact_to_double(&r)) == f64_bits(1.0),
               "cnt DBL_MAX + 1 - cnt DBL_MAX = %a", ref_exact_to_double(&r));
         /* k1 2^-1000 - k2 2^-1074 rounds to k1 2^-1000 (the difference is far below half an ulp) */
         ref_exact_init(&r);
-        for (uint32_t i = 0; i < cnt; i++)
-            ref_exact_add(&r, (i & 1) ? -0x1p-1074 : 0x1p-1000);
+        for (uint32_t i = 0; i < cnt; i++) ref_exact_add(&r, (i & 1) ? -0x1p-1074 : 0x1p-1000);
         double want2 = (double)((cnt + 1) / 2) * 0x1p-1000;
         CHECK(ref_exact_to_double(&r) == want2, "mixed lazy-carry sum = %a, want %a",
               ref_exact_to_double(&r), want2);
         CHECK(ref_exact_sign(&r) == 1, "sign of the mixed lazy-carry sum");
-        for (uint32_t i = 0; i < cnt; i++)
-            ref_exact_add(&r, (i & 1) ? 0x1p-1074 : -0x1p-1000);
+        for (uint32_t i = 0; i < cnt; i++) ref_exact_add(&r, (i & 1) ? 0x1p-1074 : -0x1p-1000);
         CHECK(f64_bits(ref_exact_to_double(&r)) == 0 && ref_exact_sign(&r) == 0,
               "mixed lazy-carry sum minus itself = %a", ref_exact_to_double(&r));
     }
@@ -237,8 +233,7 @@ static void test_ref_exact(void)
             case 2: b = ldexp(a, -(int)rnd_below(60)) * ((rnd() & 1) ? 1.0 : -1.0); break;
             default: b = (rnd() & 1) ? -a : -f64_from_bits(f64_bits(a) ^ 1u); break;
             }
-            if (!isfinite(b))
-                b = 1.0;
+            if (!isfinite(b)) b = 1.0;
             volatile double va = a, vb = b;
             double hw = va + vb;
             ref_exact r;
@@ -272,8 +267,8 @@ static void test_ref_exact(void)
             ref_exact_add(&r, b);
             float got = ref_exact_to_float(&r);
             if (f32_bits(got) != f32_bits(hw) && bad++ < 5)
-                CHECK(0, "to_float(%a + %a) = %a, IEEE gives %a", (double)a, (double)b,
-                      (double)got, (double)hw);
+                CHECK(0, "to_float(%a + %a) = %a, IEEE gives %a", (double)a, (double)b, (double)got,
+                      (double)hw);
         }
         CHECK(bad == 0, "%d two-term float sums differ from IEEE addition", bad);
     }
@@ -299,8 +294,8 @@ static void test_ref_exact(void)
                       (double)got, (double)want);
             double gd = ref_exact_to_double(&r);
             if (f64_bits(gd) != f64_bits(exact) && bad++ < 5)
-                CHECK(0, "to_double(%a + %a + %a) = %a, want %a", (double)a, (double)b,
-                      (double)c, gd, exact);
+                CHECK(0, "to_double(%a + %a + %a) = %a, want %a", (double)a, (double)b, (double)c,
+                      gd, exact);
         }
         CHECK(bad == 0, "%d three-term float sums wrongly rounded", bad);
     }
@@ -312,8 +307,7 @@ static void test_ref_exact(void)
         cr_gen_kind kind = rep % 2 ? CR_GEN_NORMAL : CR_GEN_UNIFORM;
         double *x = gen_data(COOPREDUCE_FLOAT64, kind, seed, n);
         if (rep >= 2)
-            for (uint64_t i = 0; i < n; i++)
-                x[i] = ldexp(x[i], (int)rnd_below(80) - 40);
+            for (uint64_t i = 0; i < n; i++) x[i] = ldexp(x[i], (int)rnd_below(80) - 40);
         long double s = 0.0L, comp = 0.0L;
         ref_exact r;
         ref_exact_init(&r);
@@ -330,8 +324,8 @@ static void test_ref_exact(void)
         double d = ref_exact_to_double(&r);
         long double ld = ref_exact_to_long_double(&r);
         CHECK(fabsl((long double)d - neu) <= 1e-15L * fabsl(neu),
-              "to_double %a vs Neumaier %La (kind %s seed %" PRIu64 ")", d, neu,
-              cr_gen_name(kind), seed);
+              "to_double %a vs Neumaier %La (kind %s seed %" PRIu64 ")", d, neu, cr_gen_name(kind),
+              seed);
         CHECK(fabsl(ld - neu) <= 1e-15L * fabsl(neu), "to_long_double %La vs Neumaier %La", ld,
               neu);
         free(x);
@@ -354,15 +348,17 @@ static unsigned long encode_every_pattern(int eb, int mb, const char *name)
             const double b = h + 1 < inf ? ref_decode(s | (h + 1), eb, mb)
                                          : (neg ? -2.0 : 2.0) * ldexp(1.0, (1 << (eb - 1)) - 1);
             const uint64_t even = (h & 1) ? h + 1 : h; /* h + 1 == inf when it overflows: even */
-            const double mid = a / 2 + b / 2;         /* exact: no underflow below 2^-1022 */
+            const double mid = a / 2 + b / 2;          /* exact: no underflow below 2^-1022 */
             const uint64_t got_a = ref_encode(a, eb, mb), got_mid = ref_encode(mid, eb, mb);
             const uint64_t got_lo = ref_encode(nextafter(mid, a), eb, mb);
             const uint64_t got_hi = ref_encode(nextafter(mid, b), eb, mb);
             if (got_a != (s | h) || got_mid != (s | even) || got_lo != (s | h) ||
                 got_hi != (s | (h + 1))) {
                 if (bad++ < 5)
-                    CHECK(0, "%s 0x%llx: encode %llx, midpoint %llx (want %llx), below %llx, above "
-                          "%llx", name, (unsigned long long)(s | h), (unsigned long long)got_a,
+                    CHECK(0,
+                          "%s 0x%llx: encode %llx, midpoint %llx (want %llx), below %llx, above "
+                          "%llx",
+                          name, (unsigned long long)(s | h), (unsigned long long)got_a,
                           (unsigned long long)got_mid, (unsigned long long)(s | even),
                           (unsigned long long)got_lo, (unsigned long long)got_hi);
             }
@@ -377,8 +373,8 @@ static void test_conversions(void)
     static const struct {
         uint16_t bits;
         double value;
-    } f16[] = {{0x0000, 0.0}, {0x3c00, 1.0}, {0xc000, -2.0}, {0x3555, 0x1.554p-2},
-               {0x7bff, 65504.0}, {0x0400, 0x1p-14}, {0x03ff, 0x1.ff8p-15}, {0x0001, 0x1p-24},
+    } f16[] = {{0x0000, 0.0},      {0x3c00, 1.0},      {0xc000, -2.0},        {0x3555, 0x1.554p-2},
+               {0x7bff, 65504.0},  {0x0400, 0x1p-14},  {0x03ff, 0x1.ff8p-15}, {0x0001, 0x1p-24},
                {0x8001, -0x1p-24}, {0x7c00, INFINITY}, {0xfc00, -INFINITY}};
     for (size_t i = 0; i < sizeof f16 / sizeof f16[0]; i++) {
         const double v = ref_f16_to_double(f16[i].bits);
@@ -416,16 +412,18 @@ static void test_conversions(void)
     for (int t = 0; t < 1000000; t++) {
         double v;
         switch (t % 4) {
-        case 0: v = f64_from_bits(rnd()); break;                      /* any double */
-        case 1: v = ldexp((double)(rnd() >> 11), (int)rnd_below(320) - 213); break; /* float's range */
-        case 2: {                                                     /* next to a float midpoint */
+        case 0: v = f64_from_bits(rnd()); break; /* any double */
+        case 1:
+            v = ldexp((double)(rnd() >> 11), (int)rnd_below(320) - 213);
+            break; /* float's range */
+        case 2: {  /* next to a float midpoint */
             const float f = f32_from_bits((uint32_t)rnd() & 0x7f7fffffu);
             v = (double)f + ((double)nextafterf(f, INFINITY) - (double)f) / 2;
             if (rnd() & 1) v = nextafter(v, (rnd() & 1) ? INFINITY : 0);
             if (rnd() & 1) v = -v;
             break;
         }
-        default: v = (double)f32_from_bits((uint32_t)rnd()); break;   /* a float */
+        default: v = (double)f32_from_bits((uint32_t)rnd()); break; /* a float */
         }
         if (v != v) continue;
         bad32 += ref_encode(v, 8, 23) != f32_bits((float)v);
@@ -441,6 +439,4 @@ static void test_conversions(void)
     CHECK(badbf == 0, "%lu floats encode to bfloat16 unlike the integer formula", badbf);
 }
 
-CPU_TEST_MAIN("test_refs",
-              {"ref_exact", test_ref_exact},
-              {"conversions", test_conversions})
+CPU_TEST_MAIN("test_refs", {"ref_exact", test_ref_exact}, {"conversions", test_conversions})

@@ -55,7 +55,7 @@ static void test_errors(void)
             } res;
             coopreduce_status s;
 #define POISON_RESULT() (res.u64 = POISON64)
-#define UNTOUCHED() (res.u64 == POISON64)
+#define UNTOUCHED()     (res.u64 == POISON64)
 
             POISON_RESULT();
             s = fns[f](data, &res, 4, dt, NULL, NULL);
@@ -98,8 +98,7 @@ static void test_errors(void)
             /* x misaligned by one byte (and, for f64, by 4 bytes). */
             const unsigned offs[] = {1, 2, 3, 4};
             for (size_t k = 0; k < 4; k++) {
-                if (offs[k] % dt_size(dt) == 0)
-                    continue;
+                if (offs[k] % dt_size(dt) == 0) continue;
                 POISON_RESULT();
                 s = fns[f]((const unsigned char *)data + offs[k], &res, 4, dt, g_cpu, NULL);
                 CHECK(s == COOPREDUCE_ERROR_MISALIGNED, "%s %s x + %u bytes: %d", fn, dt_code(dt),
@@ -114,8 +113,8 @@ static void test_errors(void)
                 unsigned char *base = (unsigned char *)al8;
                 memset(base, 0x5a, sizeof al8);
                 s = fns[f](data, base + 1, 4, dt, g_cpu, NULL);
-                CHECK(s == COOPREDUCE_ERROR_MISALIGNED, "%s %s result + 1 byte: %d", fn, dt_code(dt),
-                      (int)s);
+                CHECK(s == COOPREDUCE_ERROR_MISALIGNED, "%s %s result + 1 byte: %d", fn,
+                      dt_code(dt), (int)s);
                 memset(rb, 0x5a, sizeof rb);
                 CHECK(memcmp(base, rb, sizeof al8) == 0, "%s misaligned result was written", fn);
             }
@@ -226,5 +225,4 @@ static void test_errors(void)
     }
 }
 
-CPU_TEST_MAIN("test_sum_api",
-              {"errors and API", test_errors})
+CPU_TEST_MAIN("test_sum_api", {"errors and API", test_errors})

@@ -35,14 +35,32 @@ static void test_big(void)
     const uint64_t C = C32, p31 = UINT64_C(1) << 31;
     uint64_t pos[64];
     int np = 0;
-    const uint64_t fixed[] = {0, 1, C - 1, C, C + 1, C * C - 1, C * C, C * C + 1,
-                              (UINT64_C(1) << 30), p31 - C, p31 - 2, p31 - 1, p31, p31 + 1,
-                              p31 + C - 1, p31 + C, p31 + 4095, p31 + 4096, n - 3, n - 2, n - 1,
-                              (UINT64_C(1) << 32) / 2 + 2, 127 * C * C + C - 1, 128 * C * C - 1};
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
-        add_size(pos, &np, 64, fixed[i]);
-    while (np < 52)
-        add_size(pos, &np, 64, rnd_below(n));
+    const uint64_t fixed[] = {0,
+                              1,
+                              C - 1,
+                              C,
+                              C + 1,
+                              C * C - 1,
+                              C * C,
+                              C * C + 1,
+                              (UINT64_C(1) << 30),
+                              p31 - C,
+                              p31 - 2,
+                              p31 - 1,
+                              p31,
+                              p31 + 1,
+                              p31 + C - 1,
+                              p31 + C,
+                              p31 + 4095,
+                              p31 + 4096,
+                              n - 3,
+                              n - 2,
+                              n - 1,
+                              (UINT64_C(1) << 32) / 2 + 2,
+                              127 * C * C + C - 1,
+                              128 * C * C - 1};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) add_size(pos, &np, 64, fixed[i]);
+    while (np < 52) add_size(pos, &np, 64, rnd_below(n));
 
     /* Pass 1: nonzero integers in [-1000, 1000]: every node is exact (integers, all partial sums
      * bounded by sum |x_i| < 2^24), so the result must equal the exact sum, correctly rounded. */
@@ -51,8 +69,7 @@ static void test_big(void)
     ref_exact_add(&ex, 0.0); /* the zeros */
     for (int i = 0; i < np; i++) {
         int64_t k = (int64_t)rnd_below(2000) - 1000;
-        if (k >= 0)
-            k++;
+        if (k >= 0) k++;
         x[pos[i]] = (float)k;
         ref_exact_add(&ex, (double)k);
     }
@@ -63,9 +80,9 @@ static void test_big(void)
     CHECK(s == COOPREDUCE_SUCCESS, "2^31+4099 (integers): status %d (%s)", (int)s,
           coopreduce_last_error(g_cpu));
     uint64_t want = f32_bits(ref_exact_to_float(&ex));
-    CHECK(lib == want, "2^31+4099 (integers): library 0x%08" PRIx64 " (%a), exact 0x%08" PRIx64
-          " (%a)", lib, (double)f32_from_bits((uint32_t)lib), want,
-          (double)f32_from_bits((uint32_t)want));
+    CHECK(lib == want,
+          "2^31+4099 (integers): library 0x%08" PRIx64 " (%a), exact 0x%08" PRIx64 " (%a)", lib,
+          (double)f32_from_bits((uint32_t)lib), want, (double)f32_from_bits((uint32_t)want));
 
     /* Pass 2: wide-range values (random 24-bit mantissa times 2^e, e in [-20, 20]): library bits
      * must equal the independent implementation run over the same array, within the bound. */
@@ -85,14 +102,16 @@ static void test_big(void)
     double t2 = now_s();
     uint64_t ref = canon_bits(x, n, COOPREDUCE_FLOAT32);
     double t3 = now_s();
-    CHECK(lib == ref, "2^31+4099 (wide, seed %" PRIu64 "): library 0x%08" PRIx64
-          " != canonical reference 0x%08" PRIx64, test_seed(), lib, ref);
+    CHECK(lib == ref,
+          "2^31+4099 (wide, seed %" PRIu64 "): library 0x%08" PRIx64
+          " != canonical reference 0x%08" PRIx64,
+          test_seed(), lib, ref);
     {
         float lf = f32_from_bits((uint32_t)lib);
         ref_exact_add(&ex, -(double)lf);
         long double err = fabsl(ref_exact_to_long_double(&ex));
-        long double bound = gamma_k(12 * levels_of(n, C), COOPREDUCE_FLOAT32) *
-                            ref_exact_to_long_double(&ab);
+        long double bound =
+            gamma_k(12 * levels_of(n, C), COOPREDUCE_FLOAT32) * ref_exact_to_long_double(&ab);
         CHECK(isfinite(lf) && err <= bound * (1.0L + 1e-12L),
               "2^31+4099 (wide): |lib - exact| = %Lg > bound %Lg", err, bound);
         fprintf(stdout, "   error / bound = %.3g (L = %u)\n", (double)(err / bound),
@@ -102,16 +121,15 @@ static void test_big(void)
     /* Pass 3: a NaN near the end and an infinity near the start. */
     x[n - 2] = f32_from_bits(0xffc01234u);
     s = sum_bits(g_cpu, x, n, COOPREDUCE_FLOAT32, &lib, 0);
-    CHECK(s == COOPREDUCE_SUCCESS && lib == 0x7fc00000u, "2^31+4099 with NaN: status %d bits 0x%08"
-          PRIx64, (int)s, lib);
+    CHECK(s == COOPREDUCE_SUCCESS && lib == 0x7fc00000u,
+          "2^31+4099 with NaN: status %d bits 0x%08" PRIx64, (int)s, lib);
     x[n - 2] = 0.0f;
     x[2] = -INFINITY;
     s = sum_bits(g_cpu, x, n, COOPREDUCE_FLOAT32, &lib, 0);
-    CHECK(s == COOPREDUCE_SUCCESS && lib == 0xff800000u, "2^31+4099 with -inf: status %d bits 0x%08"
-          PRIx64, (int)s, lib);
+    CHECK(s == COOPREDUCE_SUCCESS && lib == 0xff800000u,
+          "2^31+4099 with -inf: status %d bits 0x%08" PRIx64, (int)s, lib);
     fprintf(stdout, "   (library %.2f s per pass, reference %.2f s)\n", t1 - t0, t3 - t2);
     free(x);
 }
 
-CPU_TEST_MAIN("test_sum_big",
-              {"more than 2^31 elements", test_big})
+CPU_TEST_MAIN("test_sum_big", {"more than 2^31 elements", test_big})

@@ -47,12 +47,14 @@ static void test_fp_environment(void)
         fesetround(FE_TONEAREST);
         CHECK(zero_bits == 0x00000000u, "rounding mode %d: sum of [+0.0] is 0x%08x", modes[i],
               zero_bits);
-        CHECK(got == ref, "rounding mode %d: 0x%08x, round-to-nearest gives 0x%08x", modes[i],
-              got, ref);
+        CHECK(got == ref, "rounding mode %d: 0x%08x, round-to-nearest gives 0x%08x", modes[i], got,
+              ref);
         CHECK(mode_after == modes[i], "rounding mode %d not restored (%d)", modes[i], mode_after);
 #ifdef HAVE_MXCSR
-        CHECK(sse_after == sse_rc[i], "rounding mode %d: MXCSR rounding bits 0x%x after the sum, "
-              "want 0x%x", modes[i], sse_after, sse_rc[i]);
+        CHECK(sse_after == sse_rc[i],
+              "rounding mode %d: MXCSR rounding bits 0x%x after the sum, "
+              "want 0x%x",
+              modes[i], sse_after, sse_rc[i]);
 #endif
     }
 #ifdef HAVE_MXCSR
@@ -72,5 +74,4 @@ static void test_fp_environment(void)
     free(x);
 }
 
-CPU_TEST_MAIN("test_sum_fpenv",
-              {"floating-point environment", test_fp_environment})
+CPU_TEST_MAIN("test_sum_fpenv", {"floating-point environment", test_fp_environment})

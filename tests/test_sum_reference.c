@@ -34,10 +34,9 @@ static int check_error_bound(const void *x, uint64_t n, coopreduce_dtype dt, uin
         ref_exact_add(&ex, v);
         ref_exact_add(&ab, fabs(v));
     }
-    double lib = dt == COOPREDUCE_FLOAT32 ? (double)f32_from_bits((uint32_t)bits)
-                                          : f64_from_bits(bits);
-    if (!CHECK(isfinite(lib), "%s: library result is not finite (bits 0x%" PRIx64 ")", label,
-               bits))
+    double lib =
+        dt == COOPREDUCE_FLOAT32 ? (double)f32_from_bits((uint32_t)bits) : f64_from_bits(bits);
+    if (!CHECK(isfinite(lib), "%s: library result is not finite (bits 0x%" PRIx64 ")", label, bits))
         return 0;
     ref_exact_add(&ex, -lib);
     long double err = fabsl(ref_exact_to_long_double(&ex));
@@ -74,13 +73,12 @@ static void run_case(coopreduce_dtype dt, cr_gen_kind kind, uint64_t n, int boun
     if (CHECK(s == COOPREDUCE_SUCCESS, "%s: status %d (%s)", label, (int)s,
               coopreduce_last_error(g_cpu))) {
         uint64_t ref = canon_bits(x, n, dt);
-        CHECK(lib == ref, "%s: library bits 0x%" PRIx64 " != canonical reference 0x%" PRIx64,
-              label, lib, ref);
+        CHECK(lib == ref, "%s: library bits 0x%" PRIx64 " != canonical reference 0x%" PRIx64, label,
+              lib, ref);
         if (kind == CR_GEN_ONES && n <= (UINT64_C(1) << 24)) /* every node exact */
             CHECK(lib == (dt == COOPREDUCE_FLOAT32 ? f32_bits((float)n) : f64_bits((double)n)),
                   "%s: sum of ones is not n (bits 0x%" PRIx64 ")", label, lib);
-        if (bound)
-            check_error_bound(x, n, dt, lib, label);
+        if (bound) check_error_bound(x, n, dt, lib, label);
     }
     free(x);
 }
@@ -95,9 +93,9 @@ static void test_sizes(void)
         const uint64_t fixed[] = {0, 1, 2, 3, 31, 32, 33, 127, 128, 129, 4093, 65521, 1000003};
         for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
             add_size(sizes, &ns, 160, fixed[i]);
-        const uint64_t structural[] = {W - 1, W, W + 1, 2 * W + 1, C - 1, C, C + 1, 2 * C - 1,
-                                       2 * C, 2 * C + 1, 3 * C + 5, C * W + 1,
-                                       C * C - 1, C * C, C * C + 1, C * C + C + 1};
+        const uint64_t structural[] = {
+            W - 1, W,         W + 1,     2 * W + 1, C - 1,     C,     C + 1,     2 * C - 1,
+            2 * C, 2 * C + 1, 3 * C + 5, C * W + 1, C * C - 1, C * C, C * C + 1, C * C + C + 1};
         for (size_t i = 0; i < sizeof structural / sizeof structural[0]; i++)
             add_size(sizes, &ns, 160, structural[i]);
         const int ks[] = {4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 16, 17, 20, 21, 22, 23, 24};
@@ -105,19 +103,18 @@ static void test_sizes(void)
             uint64_t p = UINT64_C(1) << ks[i];
             add_size(sizes, &ns, 160, p - 1);
             add_size(sizes, &ns, 160, p + 1);
-            if (ks[i] <= 14)
-                add_size(sizes, &ns, 160, p);
+            if (ks[i] <= 14) add_size(sizes, &ns, 160, p);
         }
         for (int i = 0; i < 24; i++) { /* random sizes, log-uniform up to 2^22 */
             unsigned bits = 1 + (unsigned)rnd_below(22);
-            add_size(sizes, &ns, 160, (UINT64_C(1) << (bits - 1)) + rnd_below(UINT64_C(1) << (bits - 1)));
+            add_size(sizes, &ns, 160,
+                     (UINT64_C(1) << (bits - 1)) + rnd_below(UINT64_C(1) << (bits - 1)));
         }
         int big_rot = 0;
         for (int i = 0; i < ns; i++) {
             uint64_t n = sizes[i];
             if (n <= (UINT64_C(1) << 20)) {
-                for (int k = 0; k < 4; k++)
-                    run_case(dt, (cr_gen_kind)k, n, 1);
+                for (int k = 0; k < 4; k++) run_case(dt, (cr_gen_kind)k, n, 1);
             } else {
                 /* Large sizes: two kinds each, rotating, to keep the run short. */
                 run_case(dt, (cr_gen_kind)(big_rot % 4), n, 1);
@@ -125,10 +122,9 @@ static void test_sizes(void)
                 big_rot += 2;
             }
         }
-        fprintf(stdout, "   %s: %d sizes; worst |lib - exact| / bound = %.3g (%s)\n", dt_code(dt), ns,
-                g_worst_ratio[di], g_worst_case[di]);
+        fprintf(stdout, "   %s: %d sizes; worst |lib - exact| / bound = %.3g (%s)\n", dt_code(dt),
+                ns, g_worst_ratio[di], g_worst_case[di]);
     }
 }
 
-CPU_TEST_MAIN("test_sum_reference",
-              {"sizes and error bound", test_sizes})
+CPU_TEST_MAIN("test_sum_reference", {"sizes and error bound", test_sizes})

@@ -30,8 +30,7 @@ static uint64_t bits_of_value(coopreduce_dtype dt, double v)
 static void *filled(coopreduce_dtype dt, uint64_t n, double v)
 {
     void *x = xmalloc((size_t)n * dt_size(dt));
-    for (uint64_t i = 0; i < n; i++)
-        store_value(x, i, dt, v);
+    for (uint64_t i = 0; i < n; i++) store_value(x, i, dt, v);
     return x;
 }
 
@@ -117,8 +116,9 @@ static void test_special(void)
                     char what[96];
                     memcpy(x, base, (size_t)n * dt_size(dt));
                     store_bits(x, pos[p], dt_size(dt), nans[q]);
-                    snprintf(what, sizeof what, "NaN 0x%" PRIx64 " at %" PRIu64 " (seed %" PRIu64 ")",
-                             nans[q], pos[p], seed);
+                    snprintf(what, sizeof what,
+                             "NaN 0x%" PRIx64 " at %" PRIu64 " (seed %" PRIu64 ")", nans[q], pos[p],
+                             seed);
                     expect_bits(x, n, dt, qnan, what);
                 }
             }
@@ -192,7 +192,8 @@ static void test_special(void)
                 {W, W / 2, W / 2 + 1, "lanes W/2, W/2+1 paired first"},
                 {3 * W + 1, 2 * W, 3 * W, "rows 2,3 of lane 0 paired first"},
                 {4 * C, 2 * C, 3 * C, "level-1 partials 2,3 paired first"},
-                {C * (W + 2), C * (W / 2), C * (W / 2 + 1), "level-2 lanes W/2, W/2+1 paired first"},
+                {C * (W + 2), C * (W / 2), C * (W / 2 + 1),
+                 "level-2 lanes W/2, W/2+1 paired first"},
                 {C * (3 * W + 1), 2 * W * C, 3 * W * C, "level-2 rows 2,3 of lane 0 paired first"},
             };
             for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
@@ -226,8 +227,7 @@ static void test_special(void)
             uint64_t want = dt == COOPREDUCE_FLOAT32 ? f32_bits(ref_exact_to_float(&ex))
                                                      : f64_bits(ref_exact_to_double(&ex));
             expect_bits(x, n, dt, want, "random subnormals (exact)");
-            for (uint64_t i = 0; i < n; i++)
-                store_value(x, i, dt, tiny);
+            for (uint64_t i = 0; i < n; i++) store_value(x, i, dt, tiny);
             expect_bits(x, 5000, dt, 5000, "5000 x smallest subnormal");
             expect_bits(x, n, dt, n, "100003 x smallest subnormal");
             /* Subnormal + subnormal crossing into the normal range: exact (multiples of tiny,
@@ -260,8 +260,9 @@ static void test_unaligned(void)
                 uint64_t got = 0;
                 s = sum_bits(g_cpu, al + off * es, n, dt, &got, off & 1);
                 CHECK(s == COOPREDUCE_SUCCESS && got == ref,
-                      "%s n=%" PRIu64 " seed=%" PRIu64 " offset %u elements: status %d bits 0x%"
-                      PRIx64 " vs aligned 0x%" PRIx64, dt_code(dt), n, seed, off, (int)s, got, ref);
+                      "%s n=%" PRIu64 " seed=%" PRIu64
+                      " offset %u elements: status %d bits 0x%" PRIx64 " vs aligned 0x%" PRIx64,
+                      dt_code(dt), n, seed, off, (int)s, got, ref);
                 CHECK(memcmp(al + off * es, a, (size_t)n * es) == 0,
                       "%s n=%" PRIu64 ": the library modified its input", dt_code(dt), n);
             }
@@ -271,6 +272,5 @@ static void test_unaligned(void)
     }
 }
 
-CPU_TEST_MAIN("test_sum_special",
-              {"special values", test_special},
+CPU_TEST_MAIN("test_sum_special", {"special values", test_special},
               {"unaligned input", test_unaligned})

@@ -37,17 +37,18 @@ static void test_threads(void)
                 CHECK(s == COOPREDUCE_SUCCESS, "set_threads(%d): %d", threads[t], (int)s);
                 s = sum_bits(h, x, n, dt, &b1, (int)(t & 1));
                 CHECK(s == COOPREDUCE_SUCCESS && b1 == ref,
-                      "%s %s n=%" PRIu64 " seed=%" PRIu64 " set_threads(%d): status %d bits 0x%"
-                      PRIx64 " expected 0x%" PRIx64, dt_code(dt), cr_gen_name(kind), n, seed,
-                      threads[t], (int)s, b1, ref);
+                      "%s %s n=%" PRIu64 " seed=%" PRIu64
+                      " set_threads(%d): status %d bits 0x%" PRIx64 " expected 0x%" PRIx64,
+                      dt_code(dt), cr_gen_name(kind), n, seed, threads[t], (int)s, b1, ref);
                 coopreduce_handle *h2 = NULL;
                 s = coopreduce_create_cpu(&h2, threads[t]);
-                if (CHECK(s == COOPREDUCE_SUCCESS && h2, "create_cpu(%d): %d", threads[t], (int)s)) {
+                if (CHECK(s == COOPREDUCE_SUCCESS && h2, "create_cpu(%d): %d", threads[t],
+                          (int)s)) {
                     s = sum_bits(h2, x, n, dt, &b2, (int)!(t & 1));
                     CHECK(s == COOPREDUCE_SUCCESS && b2 == ref,
-                          "%s %s n=%" PRIu64 " seed=%" PRIu64 " create_cpu(%d): status %d bits 0x%"
-                          PRIx64 " expected 0x%" PRIx64, dt_code(dt), cr_gen_name(kind), n, seed,
-                          threads[t], (int)s, b2, ref);
+                          "%s %s n=%" PRIu64 " seed=%" PRIu64
+                          " create_cpu(%d): status %d bits 0x%" PRIx64 " expected 0x%" PRIx64,
+                          dt_code(dt), cr_gen_name(kind), n, seed, threads[t], (int)s, b2, ref);
                     coopreduce_destroy(h2);
                 }
             }
@@ -74,8 +75,7 @@ static void *concurrent_worker(void *arg)
     concurrent_job *j = arg;
     coopreduce_handle *h = NULL;
     j->created = coopreduce_create_cpu(&h, j->threads) == COOPREDUCE_SUCCESS && h;
-    if (!j->created)
-        return NULL;
+    if (!j->created) return NULL;
     for (int r = 0; r < j->reps; r++)
         j->status[r] = sum_bits(h, j->x, j->n, j->dt, &j->bits[r], r & 1);
     coopreduce_destroy(h);
@@ -110,13 +110,13 @@ static void test_concurrent_handles(void)
         if (CHECK(jobs[i].created, "concurrent job %d: create_cpu failed", i))
             for (int r = 0; r < jobs[i].reps; r++)
                 CHECK(jobs[i].status[r] == COOPREDUCE_SUCCESS && jobs[i].bits[r] == ref[i],
-                      "concurrent job %d (%s n=%" PRIu64 " seed=%" PRIu64 ") rep %d: status %d bits 0x%"
-                      PRIx64 " expected 0x%" PRIx64, i, dt_code(jobs[i].dt), jobs[i].n, seeds[i], r,
-                      (int)jobs[i].status[r], jobs[i].bits[r], ref[i]);
+                      "concurrent job %d (%s n=%" PRIu64 " seed=%" PRIu64
+                      ") rep %d: status %d bits 0x%" PRIx64 " expected 0x%" PRIx64,
+                      i, dt_code(jobs[i].dt), jobs[i].n, seeds[i], r, (int)jobs[i].status[r],
+                      jobs[i].bits[r], ref[i]);
         free(data[i]);
     }
 }
 
-CPU_TEST_MAIN("test_sum_threads",
-              {"thread counts", test_threads},
+CPU_TEST_MAIN("test_sum_threads", {"thread counts", test_threads},
               {"concurrent handles", test_concurrent_handles})

@@ -237,5 +237,6 @@ void hex_bytes(char *buf, size_t cap, const void *b, size_t len)
     const unsigned char *p = b;
     size_t o = 0;
     if (cap) buf[0] = '\0';
-    for (size_t i = len; i-- > 0 && o + 3 <= cap;) o += (size_t)snprintf(buf + o, cap - o, "%02x", p[i]);
+    for (size_t i = len; i-- > 0 && o + 3 <= cap;)
+        o += (size_t)snprintf(buf + o, cap - o, "%02x", p[i]);
 }

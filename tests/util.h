@@ -34,7 +34,7 @@ typedef __int128 i128;
 typedef unsigned __int128 u128;
 
 /* Poison for results: a call must overwrite it, a failed call must leave it. */
-#define POISON 0xA5
+#define POISON   0xA5
 #define POISON64 0xA5A5A5A5A5A5A5A5ull
 
 /* ---- randomness and seeds ----------------------------------------------------------------- */
@@ -76,10 +76,10 @@ void run_sections(const test_section *list, size_t count, void (*skip)(void));
 int cpu_test_main(const char *prog, int argc, char **argv, const test_section *sections,
                   size_t count);
 /* The whole main of a CPU test program: CPU_TEST_MAIN("test_x", {"one", one}, {"two", two}). */
-#define CPU_TEST_MAIN(prog, ...)                                                                \
-    int main(int argc, char **argv)                                                             \
-    {                                                                                           \
-        static const test_section sections_[] = {__VA_ARGS__};                                  \
+#define CPU_TEST_MAIN(prog, ...)                                                                   \
+    int main(int argc, char **argv)                                                                \
+    {                                                                                              \
+        static const test_section sections_[] = {__VA_ARGS__};                                     \
         return cpu_test_main(prog, argc, argv, sections_, sizeof sections_ / sizeof sections_[0]); \
     }
 /* A CPU handle of every online CPU (threads = 0), created by cpu_test_main. */

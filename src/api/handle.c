@@ -127,8 +127,7 @@ CR_EXPORT coopreduce_status coopreduce_set_method(coopreduce_handle *handle,
 {
     if (!handle) return cr_fail(NULL, COOPREDUCE_ERROR_INVALID_ARGUMENT, "handle is NULL");
     if (!cr_method_name(method))
-        return cr_fail(handle, COOPREDUCE_ERROR_INVALID_ARGUMENT, "unknown method %d",
-                       (int)method);
+        return cr_fail(handle, COOPREDUCE_ERROR_INVALID_ARGUMENT, "unknown method %d", (int)method);
     if (handle->device < 0 && method != COOPREDUCE_METHOD_CANONICAL)
         return cr_fail(handle, COOPREDUCE_ERROR_NOT_SUPPORTED,
                        "method \"%s\" runs on a GPU only; the CPU computes the canonical order",

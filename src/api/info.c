@@ -5,7 +5,7 @@
 #include "api/api.h"
 
 #define CR_STR_(x) #x
-#define CR_STR(x) CR_STR_(x)
+#define CR_STR(x)  CR_STR_(x)
 
 CR_EXPORT const char *coopreduce_version_string(void)
 {
@@ -102,8 +102,7 @@ CR_EXPORT coopreduce_status coopreduce_mode_from_name(const char *name, coopredu
     return COOPREDUCE_SUCCESS;
 }
 
-CR_EXPORT coopreduce_status coopreduce_method_from_name(const char *name,
-                                                        coopreduce_method *method)
+CR_EXPORT coopreduce_status coopreduce_method_from_name(const char *name, coopreduce_method *method)
 {
     if (!name || !method)
         return cr_fail(NULL, COOPREDUCE_ERROR_INVALID_ARGUMENT, "name or method is NULL");

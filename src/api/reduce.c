@@ -24,14 +24,14 @@ static coopreduce_status check_args(coopreduce_handle *h, const cr_plan *p, cons
                        "y = %p is not aligned to the %zu-byte element size", y, es);
     const size_t ra = p->result_size > 8 ? 8 : p->result_size; /* a 128-bit sum: 8 bytes */
     if ((uintptr_t)result % ra)
-        return cr_fail(h, COOPREDUCE_ERROR_MISALIGNED,
-                       "result = %p is not aligned to %zu bytes", result, ra);
+        return cr_fail(h, COOPREDUCE_ERROR_MISALIGNED, "result = %p is not aligned to %zu bytes",
+                       result, ra);
     if (n > p->max_n) {
         if (p->max_n == CR_INT32_MAX_N)
             return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT,
                            "%s sums are limited to 2^32 elements (where a 64-bit result cannot "
-                           "overflow); got n = %llu", cr_dtype(p->dtype)->name,
-                           (unsigned long long)n);
+                           "overflow); got n = %llu",
+                           cr_dtype(p->dtype)->name, (unsigned long long)n);
         return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT, "n = %llu elements is too large",
                        (unsigned long long)n);
     }
@@ -45,13 +45,13 @@ static coopreduce_status check_overflow(coopreduce_handle *h, const cr_plan *p, 
 {
     uint64_t w[2];
     memcpy(w, result, 16);
-    const int fits = p->dtype == COOPREDUCE_UINT64 ? w[1] == 0
-                                                   : w[1] == ((w[0] >> 63) ? UINT64_MAX : 0);
+    const int fits =
+        p->dtype == COOPREDUCE_UINT64 ? w[1] == 0 : w[1] == ((w[0] >> 63) ? UINT64_MAX : 0);
     if (fits) return COOPREDUCE_SUCCESS;
     return cr_fail(h, COOPREDUCE_ERROR_OVERFLOW,
                    "the exact %s sum does not fit in 64 bits (the 128-bit sum is in the result: "
-                   "high word 0x%016llx, low word 0x%016llx)", cr_dtype(p->dtype)->name,
-                   (unsigned long long)w[1], (unsigned long long)w[0]);
+                   "high word 0x%016llx, low word 0x%016llx)",
+                   cr_dtype(p->dtype)->name, (unsigned long long)w[1], (unsigned long long)w[0]);
 }
 
 static coopreduce_status reduce(coopreduce_op op, const void *x, const void *y, void *result,
@@ -99,8 +99,8 @@ CR_EXPORT coopreduce_status coopreduce_reduce(coopreduce_op op, const void *x, c
 }
 
 CR_EXPORT coopreduce_status coopreduce_reduce_to_host(coopreduce_op op, const void *x,
-                                                      const void *y, void *result_host,
-                                                      uint64_t n, coopreduce_dtype dtype,
+                                                      const void *y, void *result_host, uint64_t n,
+                                                      coopreduce_dtype dtype,
                                                       coopreduce_handle *handle, void *stream)
 {
     return reduce(op, x, y, result_host, n, dtype, handle, stream, 1);

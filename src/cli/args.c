@@ -23,8 +23,7 @@ int cli_args_next(cli_args *a, const cli_option **spec, const char **value)
     *spec = NULL;
     *value = NULL;
     for (;;) {
-        if (a->next >= a->argc)
-            return CLI_ARG_END;
+        if (a->next >= a->argc) return CLI_ARG_END;
         const char *arg = a->argv[a->next++];
         if (!a->options_ended && strcmp(arg, "--") == 0) {
             a->options_ended = 1;
@@ -43,8 +42,7 @@ int cli_args_next(cli_args *a, const cli_option **spec, const char **value)
         size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
         for (int k = 0; a->specs[k].name != NULL; k++) {
             const cli_option *s = &a->specs[k];
-            if (strlen(s->name) != name_len || strncmp(s->name, name, name_len) != 0)
-                continue;
+            if (strlen(s->name) != name_len || strncmp(s->name, name, name_len) != 0) continue;
             if (k < CLI_MAX_OPTIONS && a->seen[k]++) {
                 cli_usage_error("option --%s given twice (each option is given at most once)",
                                 s->name);
@@ -76,10 +74,8 @@ int cli_args_next(cli_args *a, const cli_option **spec, const char **value)
 int cli_wants_help(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0)
-            return 0;
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
-            return 1;
+        if (strcmp(argv[i], "--") == 0) return 0;
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return 1;
     }
     return 0;
 }
@@ -89,13 +85,11 @@ int cli_wants_help(int argc, char **argv)
 static int parse_u64_decimal(const char **p, uint64_t *out)
 {
     const char *s = *p;
-    if (*s < '0' || *s > '9')
-        return -1;
+    if (*s < '0' || *s > '9') return -1;
     uint64_t v = 0;
     for (; *s >= '0' && *s <= '9'; s++) {
         uint64_t digit = (uint64_t)(*s - '0');
-        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, digit, &v))
-            return -1;
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, digit, &v)) return -1;
     }
     *p = s;
     *out = v;
@@ -106,8 +100,7 @@ static int pow_u64(uint64_t base, uint64_t exponent, uint64_t *out)
 {
     uint64_t r = 1;
     for (uint64_t k = 0; k < exponent; k++) {
-        if (__builtin_mul_overflow(r, base, &r))
-            return -1;
+        if (__builtin_mul_overflow(r, base, &r)) return -1;
         if (r == 0 || r == 1)
             break; /* 0^k and 1^k settle at once; avoids spinning on huge exponents */
     }
@@ -120,14 +113,12 @@ static int parse_count_with_tail(const char *text, uint64_t *out, int allow_byte
 {
     const char *p = text;
     uint64_t a, b, v;
-    if (parse_u64_decimal(&p, &a) != 0)
-        return -1;
+    if (parse_u64_decimal(&p, &a) != 0) return -1;
     if (*p == '\0' || (allow_bytes && strcmp(p, "B") == 0)) {
         v = a;
     } else if (*p == '^' || (p[0] == '*' && p[1] == '*')) {
         p += *p == '^' ? 1 : 2;
-        if (parse_u64_decimal(&p, &b) != 0 || *p != '\0' || pow_u64(a, b, &v) != 0)
-            return -1;
+        if (parse_u64_decimal(&p, &b) != 0 || *p != '\0' || pow_u64(a, b, &v) != 0) return -1;
     } else if (p[0] == '<' && p[1] == '<') {
         p += 2;
         /* a << b fits in 64 bits when a < 2^(64-b), i.e. a >> (63-b) is 0 or 1. */
@@ -143,40 +134,34 @@ static int parse_count_with_tail(const char *text, uint64_t *out, int allow_byte
     } else {
         int shift;
         switch (*p) {
-        case 'k': case 'K': shift = 10; break;
-        case 'm': case 'M': shift = 20; break;
-        case 'g': case 'G': shift = 30; break;
-        case 't': case 'T': shift = 40; break;
+        case 'k':
+        case 'K': shift = 10; break;
+        case 'm':
+        case 'M': shift = 20; break;
+        case 'g':
+        case 'G': shift = 30; break;
+        case 't':
+        case 'T': shift = 40; break;
         default: return -1;
         }
         p++;
-        if (*p == 'i')
-            p++;
-        if (allow_bytes && *p == 'B')
-            p++;
-        if (*p != '\0' || (a >> (64 - shift)) != 0)
-            return -1;
+        if (*p == 'i') p++;
+        if (allow_bytes && *p == 'B') p++;
+        if (*p != '\0' || (a >> (64 - shift)) != 0) return -1;
         v = a << shift;
     }
     *out = v;
     return 0;
 }
 
-int cli_parse_count(const char *text, uint64_t *out)
-{
-    return parse_count_with_tail(text, out, 0);
-}
+int cli_parse_count(const char *text, uint64_t *out) { return parse_count_with_tail(text, out, 0); }
 
-int cli_parse_size(const char *text, uint64_t *out)
-{
-    return parse_count_with_tail(text, out, 1);
-}
+int cli_parse_size(const char *text, uint64_t *out) { return parse_count_with_tail(text, out, 1); }
 
 int cli_parse_int(const char *text, int lo, int hi, int *out)
 {
     uint64_t v;
-    if (cli_parse_count(text, &v) != 0 || v < (uint64_t)lo || v > (uint64_t)hi)
-        return -1;
+    if (cli_parse_count(text, &v) != 0 || v < (uint64_t)lo || v > (uint64_t)hi) return -1;
     *out = (int)v;
     return 0;
 }
@@ -186,24 +171,25 @@ int cli_parse_seed(const char *text, uint64_t *out)
     if (text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
         const char *p = text + 2;
         uint64_t v = 0;
-        if (*p == '\0')
-            return -1;
+        if (*p == '\0') return -1;
         for (; *p; p++) {
             int digit;
-            if (*p >= '0' && *p <= '9') digit = *p - '0';
-            else if (*p >= 'a' && *p <= 'f') digit = *p - 'a' + 10;
-            else if (*p >= 'A' && *p <= 'F') digit = *p - 'A' + 10;
-            else return -1;
-            if (v >> 60)
+            if (*p >= '0' && *p <= '9')
+                digit = *p - '0';
+            else if (*p >= 'a' && *p <= 'f')
+                digit = *p - 'a' + 10;
+            else if (*p >= 'A' && *p <= 'F')
+                digit = *p - 'A' + 10;
+            else
                 return -1;
+            if (v >> 60) return -1;
             v = v << 4 | (uint64_t)digit;
         }
         *out = v;
         return 0;
     }
     const char *p = text;
-    if (parse_u64_decimal(&p, out) != 0 || *p != '\0')
-        return -1;
+    if (parse_u64_decimal(&p, out) != 0 || *p != '\0') return -1;
     return 0;
 }
 
@@ -261,8 +247,8 @@ void cli_op_names(char *out, size_t outlen)
 typedef int (*item_parser)(const char *item, void *list, int index, const void *ctx);
 
 /* Splits text at commas (an empty item is an error) and parses each item. */
-static int parse_list(const char *option, const char *text, item_parser parse, void *list,
-                      int max, int *count, const void *ctx, const char *expected)
+static int parse_list(const char *option, const char *text, item_parser parse, void *list, int max,
+                      int *count, const void *ctx, const char *expected)
 {
     *count = 0;
     const char *p = text;
@@ -284,8 +270,7 @@ static int parse_list(const char *option, const char *text, item_parser parse, v
             return -1;
         }
         (*count)++;
-        if (p[len] == '\0')
-            return 0;
+        if (p[len] == '\0') return 0;
         p += len + 1;
     }
 }
@@ -294,14 +279,12 @@ static int count_item(const char *item, void *list, int index, const void *ctx)
 {
     (void)ctx;
     uint64_t v;
-    if (cli_parse_count(item, &v) != 0 || v == 0)
-        return -1;
+    if (cli_parse_count(item, &v) != 0 || v == 0) return -1;
     ((uint64_t *)list)[index] = v;
     return 0;
 }
 
-int cli_parse_count_list(const char *option, const char *text, uint64_t *list, int max,
-                         int *count)
+int cli_parse_count_list(const char *option, const char *text, uint64_t *list, int max, int *count)
 {
     return parse_list(option, text, count_item, list, max, count, NULL,
                       "a positive element count (" CLI_COUNT_EXAMPLES ")");
@@ -333,11 +316,10 @@ static int dtype_item(const char *item, void *list, int index, const void *ctx)
 }
 
 /* Fills list with 0 .. n-1 of an enum whose values are ints. */
-#define FILL_ALL(list, type, n, max, count)                                                       \
-    do {                                                                                          \
-        *(count) = 0;                                                                             \
-        for (int v_ = 0; v_ < (n) && v_ < (max); v_++)                                            \
-            (list)[(*(count))++] = (type)v_;                                                      \
+#define FILL_ALL(list, type, n, max, count)                                                        \
+    do {                                                                                           \
+        *(count) = 0;                                                                              \
+        for (int v_ = 0; v_ < (n) && v_ < (max); v_++) (list)[(*(count))++] = (type)v_;            \
     } while (0)
 
 int cli_parse_dtype_list(const char *option, const char *text, coopreduce_dtype *list, int max,
@@ -355,7 +337,8 @@ static int op_item(const char *item, void *list, int index, const void *ctx)
 {
     (void)ctx;
     return coopreduce_op_from_name(item, &((coopreduce_op *)list)[index]) == COOPREDUCE_SUCCESS
-               ? 0 : -1;
+               ? 0
+               : -1;
 }
 
 int cli_parse_op_list(const char *option, const char *text, coopreduce_op *list, int max,
@@ -374,8 +357,9 @@ int cli_parse_op_list(const char *option, const char *text, coopreduce_op *list,
 static int mode_item(const char *item, void *list, int index, const void *ctx)
 {
     (void)ctx;
-    return coopreduce_mode_from_name(item, &((coopreduce_mode *)list)[index]) ==
-                   COOPREDUCE_SUCCESS ? 0 : -1;
+    return coopreduce_mode_from_name(item, &((coopreduce_mode *)list)[index]) == COOPREDUCE_SUCCESS
+               ? 0
+               : -1;
 }
 
 int cli_parse_mode_list(const char *option, const char *text, coopreduce_mode *list, int max,
@@ -395,7 +379,9 @@ static int method_item(const char *item, void *list, int index, const void *ctx)
 {
     (void)ctx;
     return coopreduce_method_from_name(item, &((coopreduce_method *)list)[index]) ==
-                   COOPREDUCE_SUCCESS ? 0 : -1;
+                   COOPREDUCE_SUCCESS
+               ? 0
+               : -1;
 }
 
 int cli_parse_method_list(const char *option, const char *text, coopreduce_method *list, int max,

@@ -24,8 +24,8 @@ typedef struct {
     int argc;
     char **argv;
     int next;
-    int options_ended;            /* after "--" */
-    const cli_option *specs;      /* terminated by a NULL name */
+    int options_ended;       /* after "--" */
+    const cli_option *specs; /* terminated by a NULL name */
     unsigned char seen[CLI_MAX_OPTIONS];
 } cli_args;
 
@@ -69,8 +69,7 @@ void cli_op_names(char *out, size_t outlen);
 
 /* Comma lists, "a,b,c": each parses the whole list into list[0..*count) (at most max items,
  * at least one) and prints its own usage error naming --option and the bad item. */
-int cli_parse_count_list(const char *option, const char *text, uint64_t *list, int max,
-                         int *count);
+int cli_parse_count_list(const char *option, const char *text, uint64_t *list, int max, int *count);
 int cli_parse_int_list(const char *option, const char *text, int lo, int hi, int *list, int max,
                        int *count);
 /* "all": every dtype, in the order of coopreduce_dtype. */

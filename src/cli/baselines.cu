@@ -15,8 +15,8 @@ __global__ void empty_kernel() {}
 
 /* Grid-stride float4 reads, 4 in flight per iteration; one store per block keeps the loads
  * alive without adding traffic that matters. */
-__global__ void __launch_bounds__(256) read_kernel(const float4 *__restrict__ x, uint64_t n4,
-                                                   float *out)
+__global__ void __launch_bounds__(256)
+    read_kernel(const float4 *__restrict__ x, uint64_t n4, float *out)
 {
     __shared__ float s[256];
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
@@ -67,8 +67,8 @@ int cr_bl_cub_sum(int dtype, const void *x, void *out, uint64_t n, void *temp, s
         e = cub::DeviceReduce::Sum(temp, *temp_bytes, (const float *)x, (float *)out, (int64_t)n,
                                    (cudaStream_t)stream);
     else if (dtype == 1)
-        e = cub::DeviceReduce::Sum(temp, *temp_bytes, (const double *)x, (double *)out,
-                                   (int64_t)n, (cudaStream_t)stream);
+        e = cub::DeviceReduce::Sum(temp, *temp_bytes, (const double *)x, (double *)out, (int64_t)n,
+                                   (cudaStream_t)stream);
     else
         e = cub::DeviceReduce::Reduce(temp, *temp_bytes, (const int *)x, (long long *)out,
                                       (int64_t)n, ::cuda::std::plus<long long>(), 0ll,

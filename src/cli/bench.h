@@ -19,10 +19,10 @@
 
 #include "coopreduce.h"
 
-#define BENCH_MAX_N 64
-#define BENCH_MAX_LIST 32  /* items of --dtype, --op, --mode, --method */
+#define BENCH_MAX_N      64
+#define BENCH_MAX_LIST   32 /* items of --dtype, --op, --mode, --method */
 #define BENCH_MAX_STAGES 8
-#define BENCH_MAX_ROWS 4096
+#define BENCH_MAX_ROWS   4096
 
 typedef struct {
     uint64_t ns[BENCH_MAX_N];
@@ -30,7 +30,7 @@ typedef struct {
     coopreduce_dtype dtypes[BENCH_MAX_LIST];
     int nd;
     coopreduce_op ops[BENCH_MAX_LIST];
-    int nops;                 /* 0: the method sweep, not the operations */
+    int nops; /* 0: the method sweep, not the operations */
     coopreduce_mode modes[BENCH_MAX_LIST];
     int nmodes;
     coopreduce_method methods[BENCH_MAX_LIST];
@@ -44,12 +44,12 @@ typedef struct {
     uint64_t n;
     const char *dtype;
     const char *method;
-    const char *kind;   /* "gpu_us" (events) or "host_us" (wall clock, result on the host) */
-    double us, noise;   /* median time per call, relative spread */
-    double bytes;       /* bytes the call must read (copy: read + write) */
-    double ceiling_us;  /* the float4 read kernel (or CPU streaming read) on the same bytes */
-    double ref_us;      /* CUB (or, for host latency, launch + sync) */
-    int det;            /* coopreduce methods: 1/0 = deterministic or not; -1: a baseline */
+    const char *kind;  /* "gpu_us" (events) or "host_us" (wall clock, result on the host) */
+    double us, noise;  /* median time per call, relative spread */
+    double bytes;      /* bytes the call must read (copy: read + write) */
+    double ceiling_us; /* the float4 read kernel (or CPU streaming read) on the same bytes */
+    double ref_us;     /* CUB (or, for host latency, launch + sync) */
+    int det;           /* coopreduce methods: 1/0 = deterministic or not; -1: a baseline */
 } bench_row;
 
 /* bench_rows.c */

@@ -16,15 +16,20 @@ typedef uint64_t v8u __attribute__((vector_size(64)));
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
-static uint64_t stream_read_bytes(const unsigned char *x, uint64_t bytes)
+static uint64_t
+stream_read_bytes(const unsigned char *x, uint64_t bytes)
 {
     v8u a = {0}, b = {0}, c = {0}, d = {0}, t;
     uint64_t i = 0;
     for (; i + 256 <= bytes; i += 256) {
-        memcpy(&t, x + i, 64); a += t;
-        memcpy(&t, x + i + 64, 64); b += t;
-        memcpy(&t, x + i + 128, 64); c += t;
-        memcpy(&t, x + i + 192, 64); d += t;
+        memcpy(&t, x + i, 64);
+        a += t;
+        memcpy(&t, x + i + 64, 64);
+        b += t;
+        memcpy(&t, x + i + 128, 64);
+        c += t;
+        memcpy(&t, x + i + 192, 64);
+        d += t;
     }
     a += b + c + d;
     uint64_t s = 0;
@@ -33,7 +38,11 @@ static uint64_t stream_read_bytes(const unsigned char *x, uint64_t bytes)
     return s;
 }
 
-typedef struct { const unsigned char *x; uint64_t bytes; uint64_t out; } bytes_job;
+typedef struct {
+    const unsigned char *x;
+    uint64_t bytes;
+    uint64_t out;
+} bytes_job;
 static void *bytes_worker(void *p)
 {
     bytes_job *j = p;
@@ -53,16 +62,18 @@ static double cpu_bytes_us(const void *x, uint64_t bytes, int threads)
     double t0 = bench_now_us();
     for (int i = 0; i < threads; i++) {
         uint64_t a = bytes / 64 * (uint64_t)i / (uint64_t)threads * 64;
-        uint64_t b = i + 1 == threads ? bytes
-                                      : bytes / 64 * (uint64_t)(i + 1) / (uint64_t)threads * 64;
+        uint64_t b =
+            i + 1 == threads ? bytes : bytes / 64 * (uint64_t)(i + 1) / (uint64_t)threads * 64;
         jobs[i] = (bytes_job){(const unsigned char *)x + a, b - a, 0};
         /* A thread that cannot start: its share is read here instead. */
         if (i) started[i] = pthread_create(&tid[i], NULL, bytes_worker, &jobs[i]) == 0;
     }
     bytes_worker(&jobs[0]);
     for (int i = 1; i < threads; i++) {
-        if (started[i]) pthread_join(tid[i], NULL);
-        else bytes_worker(&jobs[i]);
+        if (started[i])
+            pthread_join(tid[i], NULL);
+        else
+            bytes_worker(&jobs[i]);
     }
     double t = bench_now_us() - t0;
     volatile uint64_t sink = jobs[0].out;
@@ -98,7 +109,8 @@ static int time_cpu_call(coopreduce_handle *h, coopreduce_op op, const void *x, 
 static uint64_t largest(const uint64_t *ns, int nn)
 {
     uint64_t nmax = 1;
-    for (int i = 0; i < nn; i++) if (ns[i] > nmax) nmax = ns[i];
+    for (int i = 0; i < nn; i++)
+        if (ns[i] > nmax) nmax = ns[i];
     return nmax;
 }
 
@@ -138,10 +150,10 @@ int bench_cpu(const bench_options *o)
             free(x);
             return 1;
         }
-        bench_row *a = bench_add_row(n, "float32", "stream_read", "host_us", med_r, noise_r,
-                                     (double)n * 4.0);
-        bench_row *b = bench_add_row(n, "float32", "canonical", "host_us", med_s, noise_s,
-                                     (double)n * 4.0);
+        bench_row *a =
+            bench_add_row(n, "float32", "stream_read", "host_us", med_r, noise_r, (double)n * 4.0);
+        bench_row *b =
+            bench_add_row(n, "float32", "canonical", "host_us", med_s, noise_s, (double)n * 4.0);
         if (a) a->ceiling_us = med_r;
         if (b) b->ceiling_us = med_r;
         fprintf(stderr, "  cpu n=%llu done\n", (unsigned long long)n);
@@ -193,12 +205,12 @@ int bench_ops_cpu(const bench_options *o)
                     }
                     const uint64_t bytes = n * es * (dot ? 2 : 1);
                     double med_s, med_r, noise_s, noise_r;
-                    if (time_cpu_call(h, op, x, y, n, dt, bytes, nthreads, reps, &med_s,
-                                      &noise_s, &med_r, &noise_r))
+                    if (time_cpu_call(h, op, x, y, n, dt, bytes, nthreads, reps, &med_s, &noise_s,
+                                      &med_r, &noise_r))
                         goto out;
                     const char *name = bench_op_label(op, o->modes[m]);
-                    bench_row *r = bench_add_row(n, dname, name, "host_us", med_s, noise_s,
-                                                 (double)bytes);
+                    bench_row *r =
+                        bench_add_row(n, dname, name, "host_us", med_s, noise_s, (double)bytes);
                     if (r) {
                         r->ceiling_us = med_r;
                         r->det = 1;

@@ -20,23 +20,23 @@ int cr_bl_read(const void *x, uint64_t bytes, float *out, int blocks, void *stre
 int cr_bl_cub_sum(int dtype, const void *x, void *out, uint64_t n, void *temp, size_t *temp_bytes,
                   void *stream);
 
-#define CK(call)                                                                           \
-    do {                                                                                   \
-        cudaError_t e_ = (cudaError_t)(call);                                              \
-        if (e_ != cudaSuccess) {                                                           \
-            fprintf(stderr, "coopreduce: bench: %s: %s\n", #call, cudaGetErrorString(e_)); \
-            reported = 1;                                                                  \
-            goto fail;                                                                     \
-        }                                                                                  \
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (cudaError_t)(call);                                                      \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "coopreduce: bench: %s: %s\n", #call, cudaGetErrorString(e_));         \
+            reported = 1;                                                                          \
+            goto fail;                                                                             \
+        }                                                                                          \
     } while (0)
-#define CKS(call)                                                                         \
-    do {                                                                                  \
-        coopreduce_status s_ = (call);                                                    \
-        if (s_ != COOPREDUCE_SUCCESS) {                                                   \
-            fprintf(stderr, "coopreduce: bench: %s\n", coopreduce_last_error(h));         \
-            reported = 1;                                                                 \
-            goto fail;                                                                    \
-        }                                                                                 \
+#define CKS(call)                                                                                  \
+    do {                                                                                           \
+        coopreduce_status s_ = (call);                                                             \
+        if (s_ != COOPREDUCE_SUCCESS) {                                                            \
+            fprintf(stderr, "coopreduce: bench: %s\n", coopreduce_last_error(h));                  \
+            reported = 1;                                                                          \
+            goto fail;                                                                             \
+        }                                                                                          \
     } while (0)
 
 /* What a timed call runs: a coopreduce method (set on the handle) or one of the baselines. */
@@ -44,14 +44,14 @@ enum { M_LIBRARY, M_CUB, M_READ, M_EMPTY, M_COPY, M_OP };
 
 typedef struct {
     coopreduce_handle *h;
-    int dtype;             /* coopreduce_dtype */
+    int dtype; /* coopreduce_dtype */
     const void *x;
     void *out, *copy_dst, *temp;
     size_t temp_bytes;
     float *read_out;
     int read_blocks;
     uint64_t n;
-    coopreduce_op op;      /* M_OP: the operation, on x (and y for DOT) */
+    coopreduce_op op; /* M_OP: the operation, on x (and y for DOT) */
     const void *y;
 } gpu_ctx;
 
@@ -61,12 +61,18 @@ static int run_method(gpu_ctx *c, int m)
 {
     size_t es = elem_size(c->dtype);
     switch (m) {
-    case M_LIBRARY: return coopreduce_sum(c->x, c->out, c->n, (coopreduce_dtype)c->dtype, c->h, NULL) ? -1 : 0;
+    case M_LIBRARY:
+        return coopreduce_sum(c->x, c->out, c->n, (coopreduce_dtype)c->dtype, c->h, NULL) ? -1 : 0;
     case M_CUB: return cr_bl_cub_sum(c->dtype, c->x, c->out, c->n, c->temp, &c->temp_bytes, NULL);
     case M_READ: return cr_bl_read(c->x, c->n * es / 16 * 16, c->read_out, c->read_blocks, NULL);
     case M_EMPTY: return cr_bl_empty(NULL);
-    case M_COPY: return (int)cudaMemcpyAsync(c->copy_dst, c->x, c->n * es, cudaMemcpyDeviceToDevice, NULL);
-    case M_OP: return coopreduce_reduce(c->op, c->x, c->y, c->out, c->n, (coopreduce_dtype)c->dtype, c->h, NULL) ? -1 : 0;
+    case M_COPY:
+        return (int)cudaMemcpyAsync(c->copy_dst, c->x, c->n * es, cudaMemcpyDeviceToDevice, NULL);
+    case M_OP:
+        return coopreduce_reduce(c->op, c->x, c->y, c->out, c->n, (coopreduce_dtype)c->dtype, c->h,
+                                 NULL)
+                   ? -1
+                   : 0;
     }
     return -1;
 }
@@ -82,7 +88,8 @@ static double time_method(gpu_ctx *c, int m, int batches, int cold, void *flush,
     if (batches > 64) batches = 64;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
-    for (int w = 0; w < 3; w++) if (run_method(c, m)) goto fail;  /* warm-up */
+    for (int w = 0; w < 3; w++)
+        if (run_method(c, m)) goto fail; /* warm-up */
     CK(cudaEventRecord(e0, NULL));
     if (run_method(c, m)) goto fail;
     CK(cudaEventRecord(e1, NULL));
@@ -94,7 +101,8 @@ static double time_method(gpu_ctx *c, int m, int batches, int cold, void *flush,
     for (int b = 0; b < batches; b++) {
         if (cold) CK(cudaMemsetAsync(flush, b & 0xff, flush_bytes, NULL));
         CK(cudaEventRecord(e0, NULL));
-        for (int i = 0; i < k; i++) if (run_method(c, m)) goto fail;
+        for (int i = 0; i < k; i++)
+            if (run_method(c, m)) goto fail;
         CK(cudaEventRecord(e1, NULL));
         CK(cudaEventSynchronize(e1));
         CK(cudaEventElapsedTime(&ms, e0, e1));
@@ -118,16 +126,19 @@ static double time_host(gpu_ctx *c, int which, int calls, double *noise)
     for (int i = -10; i < calls; i++) {
         double t0 = bench_now_us();
         if (which == 0) {
-            if (coopreduce_sum_to_host(c->x, host, c->n, (coopreduce_dtype)c->dtype, c->h, NULL)) return -1;
+            if (coopreduce_sum_to_host(c->x, host, c->n, (coopreduce_dtype)c->dtype, c->h, NULL))
+                return -1;
         } else if (which == 1) {
             if (cr_bl_empty(NULL) || cudaStreamSynchronize(NULL) != cudaSuccess) return -1;
         } else if (which == 3) {
             struct cudaPointerAttributes a;
             if (cudaPointerGetAttributes(&a, c->x) != cudaSuccess) return -1;
         } else {
-            if (cr_bl_cub_sum(c->dtype, c->x, c->out, c->n, c->temp, &c->temp_bytes, NULL)) return -1;
+            if (cr_bl_cub_sum(c->dtype, c->x, c->out, c->n, c->temp, &c->temp_bytes, NULL))
+                return -1;
             if (cudaMemcpy(host, c->out, coopreduce_result_size((coopreduce_dtype)c->dtype),
-                           cudaMemcpyDeviceToHost) != cudaSuccess) return -1;
+                           cudaMemcpyDeviceToHost) != cudaSuccess)
+                return -1;
         }
         if (i >= 0) v[i] = bench_now_us() - t0;
     }
@@ -144,7 +155,8 @@ static int select_method(coopreduce_handle *h, coopreduce_method m, uint64_t nma
         return -1;
     coopreduce_status s = coopreduce_sum(x, out, 1, (coopreduce_dtype)dtype, h, NULL);
     if (s == COOPREDUCE_ERROR_NOT_SUPPORTED) {
-        fprintf(stderr, "bench: skipping %s: %s\n", coopreduce_method_name(m), coopreduce_last_error(h));
+        fprintf(stderr, "bench: skipping %s: %s\n", coopreduce_method_name(m),
+                coopreduce_last_error(h));
         return 1;
     }
     return s ? -1 : 0;
@@ -156,14 +168,17 @@ static int select_method(coopreduce_handle *h, coopreduce_method m, uint64_t nma
 static int headline(gpu_ctx *c, void *hx, int batches)
 {
     const uint64_t n = 1048576;
-    const coopreduce_method ms[3] = {COOPREDUCE_METHOD_BLOCK, COOPREDUCE_METHOD_GRID, COOPREDUCE_METHOD_CANONICAL};
+    const coopreduce_method ms[3] = {COOPREDUCE_METHOD_BLOCK, COOPREDUCE_METHOD_GRID,
+                                     COOPREDUCE_METHOD_CANONICAL};
     cr_gen_fill(hx, 0, n, COOPREDUCE_FLOAT32, CR_GEN_ONES, 0, 1);
     if (cudaMemcpy((void *)c->x, hx, n * 4, cudaMemcpyHostToDevice) != cudaSuccess) return -1;
     gpu_ctx h1 = *c;
     h1.dtype = COOPREDUCE_FLOAT32;
     h1.n = n;
-    printf("### The tutorials' headline: 1,048,576 float32 ones (the tutorial reports block 0.123 ms, grid 0.098 ms)\n\n");
-    printf("| method | sum | gpu_us (back-to-back) | host_us (result on the host) | launches | cooperative |\n");
+    printf("### The tutorials' headline: 1,048,576 float32 ones (the tutorial reports block 0.123 "
+           "ms, grid 0.098 ms)\n\n");
+    printf("| method | sum | gpu_us (back-to-back) | host_us (result on the host) | launches | "
+           "cooperative |\n");
     printf("|---|---|---|---|---|---|\n");
     for (int i = 0; i < 3; i++) {
         double noise, gus, hus;
@@ -175,8 +190,8 @@ static int headline(gpu_ctx *c, void *hx, int batches)
         gus = time_method(&h1, M_LIBRARY, batches, 0, NULL, 0, &noise);
         hus = time_host(&h1, 0, 200, &noise);
         if (gus < 0 || hus < 0) return -1;
-        printf("| %s | %.1f | %.2f | %.2f | %d | %s |\n", coopreduce_method_name(ms[i]), v, gus, hus,
-               li.launches, li.cooperative ? "yes" : "no");
+        printf("| %s | %.1f | %.2f | %.2f | %d | %s |\n", coopreduce_method_name(ms[i]), v, gus,
+               hus, li.launches, li.cooperative ? "yes" : "no");
     }
     printf("\n");
     return 0;
@@ -188,7 +203,8 @@ static int distinct_results(gpu_ctx *c, const coopreduce_method *methods, int nm
 {
     printf("### Distinct results in 20 runs on one random array (uniform, n = %llu, %s)\n\n",
            (unsigned long long)n, coopreduce_dtype_name((coopreduce_dtype)c->dtype));
-    printf("| method | claims deterministic | distinct results | first result (bits) |\n|---|---|---|---|\n");
+    printf("| method | claims deterministic | distinct results | first result (bits) "
+           "|\n|---|---|---|---|\n");
     for (int i = 0; i < nm; i++) {
         int r = select_method(c->h, methods[i], n, c->dtype, c->x, c->out);
         if (r < 0) return -1;
@@ -200,22 +216,24 @@ static int distinct_results(gpu_ctx *c, const coopreduce_method *methods, int nm
             if (cudaMemset(c->out, 0xA5, 8) != cudaSuccess) return -1;
             if (coopreduce_sum(c->x, c->out, n, (coopreduce_dtype)c->dtype, c->h, NULL)) return -1;
             if (cudaMemcpy(&bits[k], c->out, coopreduce_result_size((coopreduce_dtype)c->dtype),
-                           cudaMemcpyDeviceToHost) != cudaSuccess) return -1;
+                           cudaMemcpyDeviceToHost) != cudaSuccess)
+                return -1;
             int seen = 0;
             for (int j = 0; j < k; j++) seen |= bits[j] == bits[k];
             distinct += !seen;
         }
         printf("| %s | %s | %d | 0x%llx |\n", coopreduce_method_name(methods[i]),
-               coopreduce_method_deterministic(methods[i], (coopreduce_dtype)c->dtype) ? "yes" : "no",
+               coopreduce_method_deterministic(methods[i], (coopreduce_dtype)c->dtype) ? "yes"
+                                                                                       : "no",
                distinct, (unsigned long long)bits[0]);
     }
     printf("\n");
     return 0;
 }
 
-static const char *const stage_names[9] = {"", "pipeline/1", "pipeline/2", "pipeline/3",
-                                            "pipeline/4", "pipeline/5", "pipeline/6",
-                                            "pipeline/7", "pipeline/8"};
+static const char *const stage_names[9] = {"",           "pipeline/1", "pipeline/2",
+                                           "pipeline/3", "pipeline/4", "pipeline/5",
+                                           "pipeline/6", "pipeline/7", "pipeline/8"};
 
 int bench_gpu(int ordinal, const bench_options *o)
 {
@@ -229,13 +247,15 @@ int bench_gpu(int ordinal, const bench_options *o)
     float *read_out = NULL;
     int rc = 1;
     uint64_t nmax = 1048576;
-    for (int i = 0; i < nn; i++) if (ns[i] > nmax) nmax = ns[i];
+    for (int i = 0; i < nn; i++)
+        if (ns[i] > nmax) nmax = ns[i];
     coopreduce_gpu_props props;
     if (coopreduce_create_gpu(&h, ordinal) || coopreduce_gpu_props_get(ordinal, &props)) {
         fprintf(stderr, "coopreduce: %s\n", coopreduce_last_error(NULL));
         return 1;
     }
-    fprintf(stderr, "bench: %s, %d SMs, L2 %.0f MB\n", props.name, props.sm_count, props.l2_bytes / 1e6);
+    fprintf(stderr, "bench: %s, %d SMs, L2 %.0f MB\n", props.name, props.sm_count,
+            props.l2_bytes / 1e6);
     bench_set_device_name(props.name);
     printf("Device: %s (%d SMs, compute capability %d.%d, L2 %.0f MB)\n\n", props.name,
            props.sm_count, props.cc_major, props.cc_minor, props.l2_bytes / 1e6);
@@ -248,8 +268,13 @@ int bench_gpu(int ordinal, const bench_options *o)
     int read_blocks = props.sm_count * 16;
     CK(cudaMalloc((void **)&read_out, read_blocks * sizeof(float)));
     hx = malloc(nmax * 8);
-    if (!hx) { fprintf(stderr, "coopreduce: bench: out of host memory\n"); reported = 1; goto fail; }
-    gpu_ctx c0 = {h, 0, x, out, copy_dst, NULL, 0, read_out, read_blocks, 0, COOPREDUCE_OP_SUM, NULL};
+    if (!hx) {
+        fprintf(stderr, "coopreduce: bench: out of host memory\n");
+        reported = 1;
+        goto fail;
+    }
+    gpu_ctx c0 = {h, 0,        x,           out, copy_dst,          NULL,
+                  0, read_out, read_blocks, 0,   COOPREDUCE_OP_SUM, NULL};
     if (extras && headline(&c0, hx, batches)) goto fail;
     int total = nd * nn, done = 0;
     double t_start = bench_now_us();
@@ -265,7 +290,8 @@ int bench_gpu(int ordinal, const bench_options *o)
         temp = NULL;
         CK(cudaMalloc(&temp, tb + 16));
         for (int i = 0; i < nn; i++) {
-            gpu_ctx c = {h, dt, x, out, copy_dst, temp, tb, read_out, read_blocks, ns[i], COOPREDUCE_OP_SUM, NULL};
+            gpu_ctx c = {h,  dt,       x,           out,   copy_dst,          temp,
+                         tb, read_out, read_blocks, ns[i], COOPREDUCE_OP_SUM, NULL};
             const char *timing = cold ? "gpu_us_cold" : "gpu_us";
             double bytes = (double)ns[i] * es, us[5], noise[5];
             static const char *bnames[5] = {"", "cub", "float4_read", "empty_kernel", "d2d_copy"};
@@ -275,8 +301,11 @@ int bench_gpu(int ordinal, const bench_options *o)
             }
             for (int m = M_CUB; m <= M_COPY; m++) {
                 bench_row *r = bench_add_row(ns[i], dname, bnames[m], timing, us[m], noise[m],
-                                   m == M_EMPTY ? 0 : (m == M_COPY ? 2 * bytes : bytes));
-                if (r && m != M_EMPTY && m != M_COPY) { r->ceiling_us = us[M_READ]; r->ref_us = us[M_CUB]; }
+                                             m == M_EMPTY ? 0 : (m == M_COPY ? 2 * bytes : bytes));
+                if (r && m != M_EMPTY && m != M_COPY) {
+                    r->ceiling_us = us[M_READ];
+                    r->ref_us = us[M_CUB];
+                }
             }
             for (int k = 0; k < nm; k++) {
                 int sel = select_method(h, methods[k], nmax, dt, x, out);
@@ -291,7 +320,8 @@ int bench_gpu(int ordinal, const bench_options *o)
                         CKS(coopreduce_set_stages(h, o->stages[v]));
                         name = stage_names[o->stages[v]];
                     }
-                    double noise_m, t = time_method(&c, M_LIBRARY, batches, cold, flush, flush_bytes, &noise_m);
+                    double noise_m,
+                        t = time_method(&c, M_LIBRARY, batches, cold, flush, flush_bytes, &noise_m);
                     if (t < 0) goto fail;
                     bench_row *r = bench_add_row(ns[i], dname, name, timing, t, noise_m, bytes);
                     if (r) {
@@ -305,12 +335,17 @@ int bench_gpu(int ordinal, const bench_options *o)
                     double hn[4], hu[4];
                     for (int w = 0; w < 4; w++) {
                         hu[w] = time_host(&c, w, 200, &hn[w]);
-                        if (hu[w] < 0) { fprintf(stderr, "coopreduce: bench: host latency run failed\n"); reported = 1; goto fail; }
+                        if (hu[w] < 0) {
+                            fprintf(stderr, "coopreduce: bench: host latency run failed\n");
+                            reported = 1;
+                            goto fail;
+                        }
                     }
-                    static const char *hnames[4] = {"canonical_to_host", "empty_launch+sync", "cub+memcpy",
-                                                    "cudaPointerGetAttributes"};
+                    static const char *hnames[4] = {"canonical_to_host", "empty_launch+sync",
+                                                    "cub+memcpy", "cudaPointerGetAttributes"};
                     for (int w = 0; w < 4; w++) {
-                        bench_row *q = bench_add_row(ns[i], dname, hnames[w], "host_us", hu[w], hn[w], w == 1 || w == 3 ? 0 : bytes);
+                        bench_row *q = bench_add_row(ns[i], dname, hnames[w], "host_us", hu[w],
+                                                     hn[w], w == 1 || w == 3 ? 0 : bytes);
                         if (q) q->ref_us = hu[1];
                     }
                 }
@@ -321,7 +356,8 @@ int bench_gpu(int ordinal, const bench_options *o)
         }
         if (extras) {
             uint64_t nd20 = nmax < (1ull << 24) ? nmax : (1ull << 24);
-            gpu_ctx c = {h, dt, x, out, copy_dst, temp, tb, read_out, read_blocks, nd20, COOPREDUCE_OP_SUM, NULL};
+            gpu_ctx c = {h,  dt,       x,           out,  copy_dst,          temp,
+                         tb, read_out, read_blocks, nd20, COOPREDUCE_OP_SUM, NULL};
             if (distinct_results(&c, methods, nm, nd20)) goto fail;
         }
     }
@@ -352,7 +388,8 @@ int bench_ops_gpu(int ordinal, const bench_options *o)
     float *read_out = NULL;
     int rc = 1;
     uint64_t nmax = 1;
-    for (int i = 0; i < nn; i++) if (ns[i] > nmax) nmax = ns[i];
+    for (int i = 0; i < nn; i++)
+        if (ns[i] > nmax) nmax = ns[i];
     coopreduce_gpu_props props;
     if (coopreduce_create_gpu(&h, ordinal) || coopreduce_gpu_props_get(ordinal, &props)) {
         fprintf(stderr, "coopreduce: %s\n", coopreduce_last_error(NULL));
@@ -362,12 +399,16 @@ int bench_ops_gpu(int ordinal, const bench_options *o)
     printf("Device: %s (%d SMs, compute capability %d.%d, L2 %.0f MB)\n\n", props.name,
            props.sm_count, props.cc_major, props.cc_minor, props.l2_bytes / 1e6);
     CK(cudaSetDevice(ordinal));
-    CK(cudaMalloc(&x, 2 * nmax * 8 + 32));  /* x, then y */
+    CK(cudaMalloc(&x, 2 * nmax * 8 + 32)); /* x, then y */
     CK(cudaMalloc(&out, 16));
     const int read_blocks = props.sm_count * 16;
     CK(cudaMalloc((void **)&read_out, read_blocks * sizeof(float)));
     hx = malloc(2 * nmax * 8);
-    if (!hx) { fprintf(stderr, "coopreduce: bench: out of host memory\n"); reported = 1; goto fail; }
+    if (!hx) {
+        fprintf(stderr, "coopreduce: bench: out of host memory\n");
+        reported = 1;
+        goto fail;
+    }
     for (int d = 0; d < nd; d++) {
         const coopreduce_dtype dt = o->dtypes[d];
         const size_t es = elem_size(dt);
@@ -380,7 +421,17 @@ int bench_ops_gpu(int ordinal, const bench_options *o)
         CK(cudaMemcpy(x, hx, 2 * nmax * es, cudaMemcpyHostToDevice));
         for (int i = 0; i < nn; i++) {
             const uint64_t n = ns[i];
-            gpu_ctx c = {h, dt, x, out, NULL, NULL, 0, read_out, read_blocks, n, COOPREDUCE_OP_SUM,
+            gpu_ctx c = {h,
+                         dt,
+                         x,
+                         out,
+                         NULL,
+                         NULL,
+                         0,
+                         read_out,
+                         read_blocks,
+                         n,
+                         COOPREDUCE_OP_SUM,
                          (const char *)x + n * es};
             double noise, read1 = time_method(&c, M_READ, batches, 0, NULL, 0, &noise);
             c.n = 2 * n;
@@ -392,17 +443,20 @@ int bench_ops_gpu(int ordinal, const bench_options *o)
                 CKS(coopreduce_set_mode(h, modes[m]));
                 for (int k = 0; k < nops; k++) {
                     c.op = ops[k];
-                    if (!coopreduce_op_result_size(ops[k], dt, 0, NULL)) continue; /* sumsq of ints */
-                    if (coopreduce_reduce(ops[k], c.x, c.y, out, n, dt, h, NULL) != COOPREDUCE_SUCCESS) {
-                        fprintf(stderr, "bench: %s %s (%s): %s\n", coopreduce_op_name(ops[k]), dname,
-                                coopreduce_mode_name(modes[m]), coopreduce_last_error(h));
+                    if (!coopreduce_op_result_size(ops[k], dt, 0, NULL))
+                        continue; /* sumsq of ints */
+                    if (coopreduce_reduce(ops[k], c.x, c.y, out, n, dt, h, NULL) !=
+                        COOPREDUCE_SUCCESS) {
+                        fprintf(stderr, "bench: %s %s (%s): %s\n", coopreduce_op_name(ops[k]),
+                                dname, coopreduce_mode_name(modes[m]), coopreduce_last_error(h));
                         continue; /* not computed in this mode: no row */
                     }
                     double t = time_method(&c, M_OP, batches, 0, NULL, 0, &noise);
                     if (t < 0) goto fail;
                     const char *name = bench_op_label(ops[k], modes[m]);
                     const int dot = ops[k] == COOPREDUCE_OP_DOT;
-                    bench_row *r = bench_add_row(n, dname, name, "gpu_us", t, noise, (double)n * es * (dot ? 2 : 1));
+                    bench_row *r = bench_add_row(n, dname, name, "gpu_us", t, noise,
+                                                 (double)n * es * (dot ? 2 : 1));
                     if (r) {
                         r->ceiling_us = dot ? read2 : read1;
                         r->det = 1;
@@ -433,9 +487,6 @@ int bench_gpu(int ordinal, const bench_options *o)
     return 1;
 }
 
-int bench_ops_gpu(int ordinal, const bench_options *o)
-{
-    return bench_gpu(ordinal, o);
-}
+int bench_ops_gpu(int ordinal, const bench_options *o) { return bench_gpu(ordinal, o); }
 
 #endif

@@ -17,8 +17,7 @@ static char op_labels[BENCH_MAX_ROWS][24];
 bench_row *bench_add_row(uint64_t n, const char *dtype, const char *method, const char *kind,
                          double us, double noise, double bytes)
 {
-    if (nrows >= BENCH_MAX_ROWS)
-        return NULL;
+    if (nrows >= BENCH_MAX_ROWS) return NULL;
     bench_row *r = &rows[nrows++];
     *r = (bench_row){n, dtype, method, kind, us, noise, bytes, 0, 0, -1};
     return r;
@@ -66,16 +65,16 @@ void bench_print_table(FILE *f)
     for (int i = 0; i < nrows; i++) {
         bench_row *r = &rows[i];
         char ceil_s[32] = "", ref_s[32] = "", gbs[32] = "";
-        if (r->bytes > 0)
-            snprintf(gbs, sizeof gbs, "%.0f", r->bytes / (r->us * 1e3));
+        if (r->bytes > 0) snprintf(gbs, sizeof gbs, "%.0f", r->bytes / (r->us * 1e3));
         if (r->ceiling_us > 0)
             snprintf(ceil_s, sizeof ceil_s, "%.1f", 100.0 * r->ceiling_us / r->us);
-        if (r->ref_us > 0)
-            snprintf(ref_s, sizeof ref_s, "%.2f", r->ref_us / r->us);
+        if (r->ref_us > 0) snprintf(ref_s, sizeof ref_s, "%.2f", r->ref_us / r->us);
         fprintf(f, "| %llu | %.0f | %s | %s | %s | %s | %.2f | %.1f | %s | %s | %s |\n",
                 (unsigned long long)r->n, r->bytes, r->dtype, r->method,
-                r->det < 0 ? "" : r->det ? "yes" : "no", r->kind, r->us, 100 * r->noise, gbs,
-                ceil_s, ref_s);
+                r->det < 0 ? ""
+                : r->det   ? "yes"
+                           : "no",
+                r->kind, r->us, 100 * r->noise, gbs, ceil_s, ref_s);
     }
 }
 
@@ -88,12 +87,16 @@ static void write_json(FILE *f, const char *device)
     fprintf(f, ", \"rows\": [\n");
     for (int i = 0; i < nrows; i++) {
         bench_row *r = &rows[i];
-        fprintf(f, "  {\"n\": %llu, \"dtype\": \"%s\", \"method\": \"%s\", \"timing\": \"%s\", "
-                   "\"median_us\": %.4f, \"noise\": %.4f, \"bytes\": %.0f, \"ceiling_us\": %.4f, "
-                   "\"ref_us\": %.4f, \"deterministic\": %s}%s\n",
-                (unsigned long long)r->n, r->dtype, r->method, r->kind, r->us, r->noise,
-                r->bytes, r->ceiling_us, r->ref_us,
-                r->det < 0 ? "null" : r->det ? "true" : "false", i + 1 < nrows ? "," : "");
+        fprintf(f,
+                "  {\"n\": %llu, \"dtype\": \"%s\", \"method\": \"%s\", \"timing\": \"%s\", "
+                "\"median_us\": %.4f, \"noise\": %.4f, \"bytes\": %.0f, \"ceiling_us\": %.4f, "
+                "\"ref_us\": %.4f, \"deterministic\": %s}%s\n",
+                (unsigned long long)r->n, r->dtype, r->method, r->kind, r->us, r->noise, r->bytes,
+                r->ceiling_us, r->ref_us,
+                r->det < 0 ? "null"
+                : r->det   ? "true"
+                           : "false",
+                i + 1 < nrows ? "," : "");
     }
     fprintf(f, "]}\n");
 }
@@ -104,8 +107,11 @@ static void write_csv(FILE *f)
     for (int i = 0; i < nrows; i++) {
         bench_row *r = &rows[i];
         fprintf(f, "%llu,%s,%s,%s,%s,%.4f,%.4f,%.0f,%.4f,%.4f\n", (unsigned long long)r->n,
-                r->dtype, r->method, r->det < 0 ? "" : r->det ? "yes" : "no", r->kind, r->us,
-                r->noise, r->bytes, r->ceiling_us, r->ref_us);
+                r->dtype, r->method,
+                r->det < 0 ? ""
+                : r->det   ? "yes"
+                           : "no",
+                r->kind, r->us, r->noise, r->bytes, r->ceiling_us, r->ref_us);
     }
 }
 
@@ -121,8 +127,7 @@ int bench_open_files(const char *json, const char *csv)
     out_paths[0] = json;
     out_paths[1] = csv;
     for (int k = 0; k < 2; k++) {
-        if (out_paths[k] == NULL)
-            continue;
+        if (out_paths[k] == NULL) continue;
         if (cr_outfile_open(&outs[k], out_paths[k], 1, err, sizeof err) != 0) {
             cli_error("%s", err);
             bench_abort_files();
@@ -146,8 +151,7 @@ int bench_write_files(const char *device)
 {
     char err[ERRLEN];
     for (int k = 0; k < 2; k++) {
-        if (!opened[k])
-            continue;
+        if (!opened[k]) continue;
         if (k == 0)
             write_json(outs[k].f, device);
         else

@@ -15,9 +15,10 @@ static int parse_bench_options(int argc, char **argv, bench_options *o, cli_devi
                                int *ordinal, const char **json, const char **csv)
 {
     static const cli_option specs[] = {
-        {"device", 1}, {"quick", 0}, {"cold", 0}, {"no-host-latency", 0}, {"no-extras", 0},
-        {"n", 1}, {"method", 1}, {"stages", 1}, {"dtype", 1}, {"op", 1}, {"mode", 1},
-        {"batches", 1}, {"threads", 1}, {"json", 1}, {"csv", 1}, {NULL, 0},
+        {"device", 1},    {"quick", 0}, {"cold", 0},   {"no-host-latency", 0},
+        {"no-extras", 0}, {"n", 1},     {"method", 1}, {"stages", 1},
+        {"dtype", 1},     {"op", 1},    {"mode", 1},   {"batches", 1},
+        {"threads", 1},   {"json", 1},  {"csv", 1},    {NULL, 0},
     };
     memset(o, 0, sizeof *o);
     o->host_latency = 1;
@@ -39,17 +40,19 @@ static int parse_bench_options(int argc, char **argv, bench_options *o, cli_devi
     const char *v;
     int kind;
     while ((kind = cli_args_next(&args, &spec, &v)) != CLI_ARG_END) {
-        if (kind == CLI_ARG_ERROR)
-            return EXIT_USAGE;
+        if (kind == CLI_ARG_ERROR) return EXIT_USAGE;
         if (kind == CLI_ARG_POSITIONAL)
-            return cli_usage_error("bench takes no argument '%s' (see coopreduce bench --help)",
-                                   v);
+            return cli_usage_error("bench takes no argument '%s' (see coopreduce bench --help)", v);
         const char *name = spec->name;
         int bad = 0;
-        if (strcmp(name, "quick") == 0) o->quick = 1;
-        else if (strcmp(name, "cold") == 0) o->cold = 1;
-        else if (strcmp(name, "no-host-latency") == 0) o->host_latency = 0;
-        else if (strcmp(name, "no-extras") == 0) o->extras = 0;
+        if (strcmp(name, "quick") == 0)
+            o->quick = 1;
+        else if (strcmp(name, "cold") == 0)
+            o->cold = 1;
+        else if (strcmp(name, "no-host-latency") == 0)
+            o->host_latency = 0;
+        else if (strcmp(name, "no-extras") == 0)
+            o->extras = 0;
         else if (strcmp(name, "n") == 0)
             bad = cli_parse_count_list(name, v, o->ns, BENCH_MAX_N, &o->nn);
         else if (strcmp(name, "method") == 0)
@@ -69,14 +72,15 @@ static int parse_bench_options(int argc, char **argv, bench_options *o, cli_devi
         } else if (strcmp(name, "threads") == 0) {
             if (cli_parse_int(v, 0, 1 << 16, &o->threads) != 0)
                 return cli_usage_error("--threads '%s': expected 0 (every CPU) .. 65536", v);
-        } else if (strcmp(name, "json") == 0) *json = v;
-        else if (strcmp(name, "csv") == 0) *csv = v;
+        } else if (strcmp(name, "json") == 0)
+            *json = v;
+        else if (strcmp(name, "csv") == 0)
+            *csv = v;
         else if (strcmp(name, "device") == 0) {
             if (cli_parse_device(v, device, ordinal) != 0)
                 return cli_usage_error("--device '%s': expected auto, cpu, gpu or gpu:K", v);
         }
-        if (bad)
-            return EXIT_USAGE;
+        if (bad) return EXIT_USAGE;
     }
     if (o->nops == 0) {
         /* The method sweep holds each method against CUB, which it runs on these three. */
@@ -90,29 +94,25 @@ static int parse_bench_options(int argc, char **argv, bench_options *o, cli_devi
         o->nd = 2; /* f32, f64 */
     }
     if (o->nmodes > 1 || o->modes[0] != COOPREDUCE_MODE_DETERMINISTIC) {
-        if (o->nops == 0)
-            return cli_usage_error("--mode applies to --op only");
+        if (o->nops == 0) return cli_usage_error("--mode applies to --op only");
     }
     return EXIT_OK;
 }
 
 int cmd_bench(int argc, char **argv)
 {
-    if (cli_wants_help(argc, argv))
-        return cli_print_help("bench");
+    if (cli_wants_help(argc, argv)) return cli_print_help("bench");
     bench_options o;
     cli_device_kind device;
     int ordinal;
     const char *json = NULL, *csv = NULL;
     int rc = parse_bench_options(argc, argv, &o, &device, &ordinal, &json, &csv);
-    if (rc != EXIT_OK)
-        return rc;
+    if (rc != EXIT_OK) return rc;
 
     int gpus = 0;
     coopreduce_gpu_count(&gpus);
     cr_outfile_remove_on_signals();
-    if (bench_open_files(json, csv) != 0)
-        return EXIT_ERROR;
+    if (bench_open_files(json, csv) != 0) return EXIT_ERROR;
     int cpu = device == CLI_DEVICE_CPU;
     if (device == CLI_DEVICE_AUTO && gpus == 0) {
         cpu = 1;
@@ -138,11 +138,9 @@ int cmd_bench(int argc, char **argv)
         }
         if (o.nn == 0) {
             if (o.quick) {
-                for (int e = 16; e <= 28; e += 4)
-                    o.ns[o.nn++] = UINT64_C(1) << e;
+                for (int e = 16; e <= 28; e += 4) o.ns[o.nn++] = UINT64_C(1) << e;
             } else {
-                for (int e = 10; e <= 28; e += 2)
-                    o.ns[o.nn++] = UINT64_C(1) << e;
+                for (int e = 10; e <= 28; e += 2) o.ns[o.nn++] = UINT64_C(1) << e;
             }
         }
         snprintf(device_id, sizeof device_id, "gpu:%d", ordinal);
@@ -154,7 +152,6 @@ int cmd_bench(int argc, char **argv)
     }
     printf("### Sweep\n\n");
     bench_print_table(stdout);
-    if (bench_write_files(device_id) != 0)
-        return EXIT_ERROR;
+    if (bench_write_files(device_id) != 0) return EXIT_ERROR;
     return cli_finish_stdout();
 }

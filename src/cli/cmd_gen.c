@@ -14,11 +14,9 @@
 int cmd_gen(int argc, char **argv)
 {
     static const cli_option specs[] = {
-        {"n", 1}, {"seed", 1}, {"dtype", 1}, {"out", 1}, {"raw-out", 1}, {"force", 0},
-        {NULL, 0},
+        {"n", 1}, {"seed", 1}, {"dtype", 1}, {"out", 1}, {"raw-out", 1}, {"force", 0}, {NULL, 0},
     };
-    if (cli_wants_help(argc, argv))
-        return cli_print_help("gen");
+    if (cli_wants_help(argc, argv)) return cli_print_help("gen");
     const char *kind_name = NULL, *out_path = NULL, *raw_out_path = NULL;
     uint64_t n = 0, seed = 1;
     int have_n = 0, force = 0;
@@ -30,12 +28,10 @@ int cmd_gen(int argc, char **argv)
     const char *value;
     int kind;
     while ((kind = cli_args_next(&args, &spec, &value)) != CLI_ARG_END) {
-        if (kind == CLI_ARG_ERROR)
-            return EXIT_USAGE;
+        if (kind == CLI_ARG_ERROR) return EXIT_USAGE;
         if (kind == CLI_ARG_POSITIONAL) {
             if (kind_name != NULL)
-                return cli_usage_error("gen takes one KIND (got '%s' and '%s')", kind_name,
-                                       value);
+                return cli_usage_error("gen takes one KIND (got '%s' and '%s')", kind_name, value);
             kind_name = value;
         } else if (strcmp(spec->name, "n") == 0) {
             if (cli_parse_count(value, &n) != 0)
@@ -60,10 +56,8 @@ int cmd_gen(int argc, char **argv)
     if (kind_name == NULL)
         return cli_usage_error("gen needs a KIND: ones, uniform, normal or signed");
     if (cr_gen_parse(kind_name, &gen_kind) != 0)
-        return cli_usage_error("gen '%s': unknown kind (ones, uniform, normal, signed)",
-                               kind_name);
-    if (!have_n)
-        return cli_usage_error("gen needs --n N");
+        return cli_usage_error("gen '%s': unknown kind (ones, uniform, normal, signed)", kind_name);
+    if (!have_n) return cli_usage_error("gen needs --n N");
     if ((out_path != NULL) == (raw_out_path != NULL))
         return cli_usage_error("gen needs exactly one of --out FILE.npy and --raw-out FILE");
     if (out_path != NULL && dtype == COOPREDUCE_BFLOAT16)
@@ -102,7 +96,7 @@ int cmd_gen(int argc, char **argv)
         return EXIT_ERROR;
     }
     fprintf(report, "wrote %llu %s elements (%s, seed %llu) to %s%s\n", (unsigned long long)n,
-            coopreduce_dtype_name(dtype), cr_gen_name(gen_kind), (unsigned long long)seed,
-            path, out_path != NULL ? "" : " (raw)");
+            coopreduce_dtype_name(dtype), cr_gen_name(gen_kind), (unsigned long long)seed, path,
+            out_path != NULL ? "" : " (raw)");
     return cli_finish_stdout();
 }

@@ -48,8 +48,7 @@ static void method_float_determinism(coopreduce_method m, char *out, size_t outl
 int cmd_info(int argc, char **argv)
 {
     static const cli_option specs[] = {{"json", 0}, {NULL, 0}};
-    if (cli_wants_help(argc, argv))
-        return cli_print_help("info");
+    if (cli_wants_help(argc, argv)) return cli_print_help("info");
     int json = 0;
     cli_args args;
     cli_args_init(&args, argc, argv, specs);
@@ -57,8 +56,7 @@ int cmd_info(int argc, char **argv)
     const char *value;
     int kind;
     while ((kind = cli_args_next(&args, &spec, &value)) != CLI_ARG_END) {
-        if (kind == CLI_ARG_ERROR)
-            return EXIT_USAGE;
+        if (kind == CLI_ARG_ERROR) return EXIT_USAGE;
         if (kind == CLI_ARG_POSITIONAL)
             return cli_usage_error("info takes no argument '%s'", value);
         json = 1;
@@ -114,25 +112,24 @@ int cmd_info(int argc, char **argv)
         printf("], \"methods\": [");
         for (int m = 0; m < methods; m++) {
             coopreduce_method method = (coopreduce_method)m;
-            printf("%s{\"name\": \"%s\", \"deterministic_float32\": %s, "
-                   "\"deterministic_float64\": %s, \"deterministic_int32\": %s, \"gpu_only\": %s, "
-                   "\"description\": ",
-                   m ? ", " : "", coopreduce_method_name(method),
-                   coopreduce_method_deterministic(method, COOPREDUCE_FLOAT32) == 1 ? "true" : "false",
-                   coopreduce_method_deterministic(method, COOPREDUCE_FLOAT64) == 1 ? "true" : "false",
-                   coopreduce_method_deterministic(method, COOPREDUCE_INT32) == 1 ? "true" : "false",
-                   method == COOPREDUCE_METHOD_CANONICAL ? "false" : "true");
+            printf(
+                "%s{\"name\": \"%s\", \"deterministic_float32\": %s, "
+                "\"deterministic_float64\": %s, \"deterministic_int32\": %s, \"gpu_only\": %s, "
+                "\"description\": ",
+                m ? ", " : "", coopreduce_method_name(method),
+                coopreduce_method_deterministic(method, COOPREDUCE_FLOAT32) == 1 ? "true" : "false",
+                coopreduce_method_deterministic(method, COOPREDUCE_FLOAT64) == 1 ? "true" : "false",
+                coopreduce_method_deterministic(method, COOPREDUCE_INT32) == 1 ? "true" : "false",
+                method == COOPREDUCE_METHOD_CANONICAL ? "false" : "true");
             cli_print_json_string(stdout, method_description(method));
             printf("}");
         }
         printf("]}\n");
     } else {
-        printf("coopreduce %s, canonical order v%d, built %s CUDA\n",
-               coopreduce_version_string(), coopreduce_order_version(),
-               CLI_BUILT_WITH_CUDA ? "with" : "without");
+        printf("coopreduce %s, canonical order v%d, built %s CUDA\n", coopreduce_version_string(),
+               coopreduce_order_version(), CLI_BUILT_WITH_CUDA ? "with" : "without");
         printf("CPU: %d online (%s)\n", cpus, cpu_name);
-        if (count == 0)
-            printf("no CUDA GPU found (the CPU path is available)\n");
+        if (count == 0) printf("no CUDA GPU found (the CPU path is available)\n");
         for (int g = 0; g < count; g++) {
             const coopreduce_gpu_props *p = &props[g];
             printf("GPU %d: %s\n", p->ordinal, p->name);
@@ -168,7 +165,8 @@ int cmd_info(int argc, char **argv)
         for (int g = 0; g < count; g++) {
             const coopreduce_gpu_props *p = &props[g];
             printf("  GPU %d: cluster methods (cluster) %s; cooperative launch (grid, gridsync) "
-                   "%s\n", p->ordinal,
+                   "%s\n",
+                   p->ordinal,
                    p->cluster_launch ? "supported"
                                      : "not supported (they need compute capability 9.0)",
                    p->cooperative_launch ? "supported"
@@ -178,4 +176,3 @@ int cmd_info(int argc, char **argv)
     free(props);
     return cli_finish_stdout();
 }
-

@@ -17,14 +17,10 @@
 /* The first GPU-only option set in `o` ("--stages", ...), or NULL. */
 static const char *gpu_only_option(const sum_options *o)
 {
-    if (o->stages > 0)
-        return "--stages";
-    if (o->grid_blocks >= 0)
-        return "--grid-blocks";
-    if (o->disabled_features & COOPREDUCE_FEATURE_COOPERATIVE_LAUNCH)
-        return "--no-cooperative";
-    if (o->disabled_features & COOPREDUCE_FEATURE_CLUSTERS)
-        return "--no-clusters";
+    if (o->stages > 0) return "--stages";
+    if (o->grid_blocks >= 0) return "--grid-blocks";
+    if (o->disabled_features & COOPREDUCE_FEATURE_COOPERATIVE_LAUNCH) return "--no-cooperative";
+    if (o->disabled_features & COOPREDUCE_FEATURE_CLUSTERS) return "--no-clusters";
     return NULL;
 }
 
@@ -36,8 +32,7 @@ static int load_input(const sum_options *o, int which, sum_input *in)
     if (o->have_gen) {
         uint64_t seed = o->seed + (uint64_t)which;
         snprintf(in->description, sizeof in->description, "gen %s, seed %llu%s",
-                 cr_gen_name(o->gen_kind), (unsigned long long)seed,
-                 which ? " (--seed + 1)" : "");
+                 cr_gen_name(o->gen_kind), (unsigned long long)seed, which ? " (--seed + 1)" : "");
         return cli_generate(o->gen_kind, o->n, seed, o->dtype, &in->array);
     }
     const char *path = which ? o->y_path : o->raw_path != NULL ? o->raw_path : o->npy_path;
@@ -46,8 +41,7 @@ static int load_input(const sum_options *o, int which, sum_input *in)
         snprintf(in->description, sizeof in->description, "%s (raw)", name);
         return cli_read_array(path, 1, o->dtype, o->max_input, &in->array);
     }
-    if (cli_read_array(path, 0, o->dtype, o->max_input, &in->array) != EXIT_OK)
-        return EXIT_ERROR;
+    if (cli_read_array(path, 0, o->dtype, o->max_input, &in->array) != EXIT_OK) return EXIT_ERROR;
     if (o->have_dtype && o->dtype != in->array.dtype) {
         cli_error("--dtype %s does not match %s, which holds %s", coopreduce_dtype_name(o->dtype),
                   name, coopreduce_dtype_name(in->array.dtype));
@@ -64,18 +58,17 @@ static int load_input(const sum_options *o, int which, sum_input *in)
 /* Both inputs of a dot: the same dtype and element count. */
 static int check_dot_inputs(const sum_options *o, const sum_input *x, const sum_input *y)
 {
-    const char *xs = o->have_gen ? "x"
-                     : cli_input_name(o->raw_path != NULL ? o->raw_path : o->npy_path);
+    const char *xs =
+        o->have_gen ? "x" : cli_input_name(o->raw_path != NULL ? o->raw_path : o->npy_path);
     const char *ys = o->have_gen ? "y" : cli_input_name(o->y_path);
     if (x->array.dtype != y->array.dtype) {
         cli_error("dot needs two arrays of the same dtype: %s holds %s, %s holds %s", xs,
-                  coopreduce_dtype_name(x->array.dtype), ys,
-                  coopreduce_dtype_name(y->array.dtype));
+                  coopreduce_dtype_name(x->array.dtype), ys, coopreduce_dtype_name(y->array.dtype));
         return EXIT_ERROR;
     }
     if (x->array.n != y->array.n) {
-        cli_error("dot needs two arrays of the same length: %s has %llu elements, %s has %llu",
-                  xs, (unsigned long long)x->array.n, ys, (unsigned long long)y->array.n);
+        cli_error("dot needs two arrays of the same length: %s has %llu elements, %s has %llu", xs,
+                  (unsigned long long)x->array.n, ys, (unsigned long long)y->array.n);
         return EXIT_ERROR;
     }
     return EXIT_OK;
@@ -87,10 +80,26 @@ static int parse_sum_options(int argc, char **argv, sum_options *o, int *positio
                              int *have_y_option)
 {
     static const cli_option specs[] = {
-        {"raw", 1}, {"gen", 1}, {"n", 1}, {"seed", 1}, {"dtype", 1}, {"device", 1},
-        {"threads", 1}, {"repeat", 1}, {"json", 0}, {"method", 1}, {"stages", 1},
-        {"grid-blocks", 1}, {"no-cooperative", 0}, {"no-clusters", 0}, {"op", 1}, {"y", 1},
-        {"mode", 1}, {"narrow", 0}, {"max-input", 1}, {NULL, 0},
+        {"raw", 1},
+        {"gen", 1},
+        {"n", 1},
+        {"seed", 1},
+        {"dtype", 1},
+        {"device", 1},
+        {"threads", 1},
+        {"repeat", 1},
+        {"json", 0},
+        {"method", 1},
+        {"stages", 1},
+        {"grid-blocks", 1},
+        {"no-cooperative", 0},
+        {"no-clusters", 0},
+        {"op", 1},
+        {"y", 1},
+        {"mode", 1},
+        {"narrow", 0},
+        {"max-input", 1},
+        {NULL, 0},
     };
     memset(o, 0, sizeof *o);
     o->seed = 1;
@@ -112,12 +121,12 @@ static int parse_sum_options(int argc, char **argv, sum_options *o, int *positio
     const char *value;
     int kind;
     while ((kind = cli_args_next(&args, &spec, &value)) != CLI_ARG_END) {
-        if (kind == CLI_ARG_ERROR)
-            return EXIT_USAGE;
+        if (kind == CLI_ARG_ERROR) return EXIT_USAGE;
         if (kind == CLI_ARG_POSITIONAL) {
             if (*positionals == 2)
                 return cli_usage_error("sum takes at most two input files, the second for --op dot "
-                                       "(got '%s', '%s' and '%s')", o->npy_path, o->y_path, value);
+                                       "(got '%s', '%s' and '%s')",
+                                       o->npy_path, o->y_path, value);
             if ((*positionals)++ == 0)
                 o->npy_path = value;
             else
@@ -191,7 +200,8 @@ static int parse_sum_options(int argc, char **argv, sum_options *o, int *positio
         } else if (strcmp(name, "max-input") == 0) {
             if (cli_parse_size(value, &o->max_input) != 0)
                 return cli_usage_error("--max-input '%s': not a size in bytes (e.g. 512M, 16G, "
-                                       "2^34)", value);
+                                       "2^34)",
+                                       value);
         }
     }
     return EXIT_OK;
@@ -219,8 +229,7 @@ static int check_sum_options(const sum_options *o, int positionals, int have_y_o
                                o->y_path);
     if (is_dot && o->y_path == NULL && !o->have_gen)
         return cli_usage_error("--op dot needs two inputs: X.npy Y.npy, --raw X --y Y, or --gen");
-    if (o->have_gen && !o->have_n)
-        return cli_usage_error("--gen needs --n N");
+    if (o->have_gen && !o->have_n) return cli_usage_error("--gen needs --n N");
     if (!o->have_gen && (o->have_n || o->have_seed))
         return cli_usage_error("--%s applies only to --gen", o->have_n ? "n" : "seed");
     if (o->raw_path != NULL && !o->have_dtype)
@@ -236,15 +245,16 @@ static int check_sum_options(const sum_options *o, int positionals, int have_y_o
     /* Asked for the CPU: a GPU method or option contradicts it; nothing is switched silently. */
     if (o->device == CLI_DEVICE_CPU && o->method != COOPREDUCE_METHOD_CANONICAL)
         return cli_usage_error("method %s runs on a GPU only (the CPU computes the canonical "
-                               "order: drop --method, or use --device gpu)", method_name);
+                               "order: drop --method, or use --device gpu)",
+                               method_name);
     if (o->device == CLI_DEVICE_CPU && gpu_option != NULL)
         return cli_usage_error("%s applies to a GPU only, not to --device cpu", gpu_option);
     if (o->have_gen && (o->dtype == COOPREDUCE_INT32 || o->dtype == COOPREDUCE_UINT32) &&
         o->op == COOPREDUCE_OP_SUM && o->n > INT32_MAX_N) {
         /* Said before generating gigabytes; the library refuses such a sum with this message. */
         cli_error("%s sums are limited to 2^32 elements (where a 64-bit result cannot "
-                  "overflow); got n = %llu", coopreduce_dtype_name(o->dtype),
-                  (unsigned long long)o->n);
+                  "overflow); got n = %llu",
+                  coopreduce_dtype_name(o->dtype), (unsigned long long)o->n);
         return EXIT_ERROR;
     }
     return EXIT_OK;
@@ -252,15 +262,12 @@ static int check_sum_options(const sum_options *o, int positionals, int have_y_o
 
 int cmd_sum(int argc, char **argv)
 {
-    if (cli_wants_help(argc, argv))
-        return cli_print_help("sum");
+    if (cli_wants_help(argc, argv)) return cli_print_help("sum");
     sum_options o;
     int positionals, have_y_option;
     int rc = parse_sum_options(argc, argv, &o, &positionals, &have_y_option);
-    if (rc == EXIT_OK)
-        rc = check_sum_options(&o, positionals, have_y_option);
-    if (rc != EXIT_OK)
-        return rc;
+    if (rc == EXIT_OK) rc = check_sum_options(&o, positionals, have_y_option);
+    if (rc != EXIT_OK) return rc;
     int is_dot = o.op == COOPREDUCE_OP_DOT;
     const char *gpu_option = gpu_only_option(&o);
 
@@ -271,8 +278,7 @@ int cmd_sum(int argc, char **argv)
     rc = load_input(&o, 0, &in);
     if (rc == EXIT_OK && (is_dot || o.y_path != NULL)) {
         rc = load_input(&o, 1, &yin);
-        if (rc == EXIT_OK)
-            rc = check_dot_inputs(&o, &in, &yin);
+        if (rc == EXIT_OK) rc = check_dot_inputs(&o, &in, &yin);
     }
     result_kind rk = {o.op, in.array.dtype, in.array.dtype, 0};
     if (rc == EXIT_OK) {
@@ -283,14 +289,14 @@ int cmd_sum(int argc, char **argv)
             rc = EXIT_USAGE;
         } else if (rk.rsize == 0) {
             cli_error("%s of %s is not supported: sumsq, norm2 and dot take floating-point "
-                      "input", coopreduce_op_name(o.op), coopreduce_dtype_name(rk.dtype));
+                      "input",
+                      coopreduce_op_name(o.op), coopreduce_dtype_name(rk.dtype));
             rc = EXIT_ERROR;
         }
     }
     cli_device dev;
     memset(&dev, 0, sizeof dev);
-    if (rc == EXIT_OK)
-        rc = cli_open_device(&dev, o.device, o.ordinal, o.threads, o.device_text);
+    if (rc == EXIT_OK) rc = cli_open_device(&dev, o.device, o.ordinal, o.threads, o.device_text);
     if (rc == EXIT_OK && !dev.is_gpu &&
         (o.method != COOPREDUCE_METHOD_CANONICAL || gpu_option != NULL)) {
         /* --device auto found no usable GPU. */
@@ -301,10 +307,8 @@ int cmd_sum(int argc, char **argv)
             cli_error("%s applies to a GPU only (%s)", gpu_option, dev.auto_note);
         rc = EXIT_ERROR;
     }
-    if (rc == EXIT_OK)
-        rc = sum_configure_handle(&dev, &o);
-    if (rc == EXIT_OK && dev.is_gpu)
-        rc = sum_configure_gpu(&dev, &o);
+    if (rc == EXIT_OK) rc = sum_configure_handle(&dev, &o);
+    if (rc == EXIT_OK && dev.is_gpu) rc = sum_configure_gpu(&dev, &o);
 
     uint64_t n = in.array.n;
     sum_result res;
@@ -318,8 +322,7 @@ int cmd_sum(int argc, char **argv)
         rc = sum_run_gpu(&dev, &rk, &in.array, y, o.method, o.repeat, may_fall_back, &res);
         if (rc == RUN_FALLBACK) {
             rc = sum_fall_back_to_cpu(&dev, &o, &res);
-            if (rc == EXIT_OK)
-                rc = sum_run_cpu(&dev, &rk, &in.array, y, o.repeat, &res);
+            if (rc == EXIT_OK) rc = sum_run_cpu(&dev, &rk, &in.array, y, o.repeat, &res);
         }
     } else if (rc == EXIT_OK) {
         rc = sum_run_cpu(&dev, &rk, &in.array, y, o.repeat, &res);
@@ -332,15 +335,14 @@ int cmd_sum(int argc, char **argv)
         cli_error("releasing the device failed: %s", cli_library_message(NULL, st));
         rc = EXIT_ERROR;
     }
-    if (rc != EXIT_OK)
-        return rc;
+    if (rc != EXIT_OK) return rc;
     sum_print_report(&o, &dev, &in, is_dot ? &yin : NULL, &rk, n, &res);
     rc = cli_finish_stdout();
     if (rc == EXIT_OK && !sum_result_fits(&rk, res.bits)) {
         cli_error("the exact %s sum does not fit in 64 bits: the value printed is the exact "
-                  "128-bit sum", coopreduce_dtype_name(rk.dtype));
+                  "128-bit sum",
+                  coopreduce_dtype_name(rk.dtype));
         return EXIT_ERROR;
     }
     return rc;
 }
-

@@ -17,23 +17,17 @@ void cli_cpu_model_name(char *out, size_t outlen)
 {
     snprintf(out, outlen, "CPU");
     FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f == NULL)
-        return;
+    if (f == NULL) return;
     char line[512];
     while (fgets(line, sizeof line, f) != NULL) {
-        if (strncmp(line, "model name", 10) != 0)
-            continue;
+        if (strncmp(line, "model name", 10) != 0) continue;
         char *colon = strchr(line, ':');
-        if (colon == NULL)
-            continue;
+        if (colon == NULL) continue;
         char *name = colon + 1;
-        while (*name == ' ' || *name == '\t')
-            name++;
+        while (*name == ' ' || *name == '\t') name++;
         size_t len = strcspn(name, "\r\n");
-        while (len > 0 && (name[len - 1] == ' ' || name[len - 1] == '\t'))
-            len--;
-        if (len > 0)
-            snprintf(out, outlen, "%.*s", (int)len, name);
+        while (len > 0 && (name[len - 1] == ' ' || name[len - 1] == '\t')) len--;
+        if (len > 0) snprintf(out, outlen, "%.*s", (int)len, name);
         break;
     }
     fclose(f);
@@ -102,8 +96,7 @@ int cli_open_device(cli_device *dev, cli_device_kind kind, int ordinal, int thre
     memset(dev, 0, sizeof *dev);
     char why[512];
     switch (kind) {
-    case CLI_DEVICE_CPU:
-        return cli_open_cpu(dev, threads);
+    case CLI_DEVICE_CPU: return cli_open_cpu(dev, threads);
     case CLI_DEVICE_GPU:
         if (try_open_gpu(dev, ordinal, why, sizeof why) != 0) {
             cli_error("--device %s: %s", device_text, why);

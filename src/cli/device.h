@@ -17,7 +17,7 @@ typedef struct {
     coopreduce_handle *handle;
     int is_gpu;
     int ordinal;
-    int threads;         /* CPU: worker threads used (resolved from 0 = every online CPU) */
+    int threads; /* CPU: worker threads used (resolved from 0 = every online CPU) */
     char name[256];
     char auto_note[600]; /* why --device auto chose what it chose, or "" */
 } cli_device;

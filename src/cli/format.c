@@ -40,45 +40,37 @@ static void big_mul_small(big *b, uint32_t m)
         b->limb[k] = (uint32_t)t;
         carry = t >> 32;
     }
-    if (carry != 0 && b->used < BIG_LIMBS)
-        b->limb[b->used++] = (uint32_t)carry;
+    if (carry != 0 && b->used < BIG_LIMBS) b->limb[b->used++] = (uint32_t)carry;
 }
 
 static void big_mul_pow5(big *b, int e)
 {
-    for (; e >= 13; e -= 13)
-        big_mul_small(b, 1220703125u); /* 5^13 */
+    for (; e >= 13; e -= 13) big_mul_small(b, 1220703125u); /* 5^13 */
     uint32_t m = 1;
-    while (e-- > 0)
-        m *= 5;
+    while (e-- > 0) m *= 5;
     big_mul_small(b, m);
 }
 
 static void big_shift_left(big *b, int bits)
 {
-    if (b->used == 0 || bits <= 0)
-        return;
+    if (b->used == 0 || bits <= 0) return;
     int words = bits / 32, rest = bits % 32;
     int top = b->used + words + 1;
-    if (top > BIG_LIMBS)
-        top = BIG_LIMBS; /* never reached for IEEE formats up to binary64 */
+    if (top > BIG_LIMBS) top = BIG_LIMBS; /* never reached for IEEE formats up to binary64 */
     for (int k = top - 1; k >= 0; k--) {
         uint64_t hi = k - words >= 0 && k - words < b->used ? b->limb[k - words] : 0;
         uint64_t lo = k - words - 1 >= 0 && k - words - 1 < b->used ? b->limb[k - words - 1] : 0;
         b->limb[k] = rest ? (uint32_t)(hi << rest | lo >> (32 - rest)) : (uint32_t)hi;
     }
     b->used = top;
-    while (b->used > 0 && b->limb[b->used - 1] == 0)
-        b->used--;
+    while (b->used > 0 && b->limb[b->used - 1] == 0) b->used--;
 }
 
 static int big_compare(const big *a, const big *b)
 {
-    if (a->used != b->used)
-        return a->used < b->used ? -1 : 1;
+    if (a->used != b->used) return a->used < b->used ? -1 : 1;
     for (int k = a->used - 1; k >= 0; k--)
-        if (a->limb[k] != b->limb[k])
-            return a->limb[k] < b->limb[k] ? -1 : 1;
+        if (a->limb[k] != b->limb[k]) return a->limb[k] < b->limb[k] ? -1 : 1;
     return 0;
 }
 
@@ -118,7 +110,7 @@ static const float_format F64 = {53, -1074, 1e16};
  * reads back to the even neighbour). */
 typedef struct {
     uint64_t lo, mid, hi;
-    int e2;        /* e - 2 */
+    int e2; /* e - 2 */
     int inclusive;
 } interval;
 
@@ -127,8 +119,7 @@ static interval rounding_interval(double x, const float_format *fmt)
     int e;
     frexp(x, &e); /* x = f * 2^e, f in [0.5, 1) */
     int exp = e - fmt->precision;
-    if (exp < fmt->min_exp)
-        exp = fmt->min_exp;
+    if (exp < fmt->min_exp) exp = fmt->min_exp;
     uint64_t m = (uint64_t)ldexp(x, -exp); /* exact */
     interval r;
     r.mid = 4 * m;
@@ -145,16 +136,14 @@ static int inside(const interval *r, uint64_t c, int k)
 {
     int below_hi = compare_dec_bin(c, k, r->hi, r->e2);
     int above_lo = compare_dec_bin(c, k, r->lo, r->e2);
-    if (r->inclusive)
-        return below_hi <= 0 && above_lo >= 0;
+    if (r->inclusive) return below_hi <= 0 && above_lo >= 0;
     return below_hi < 0 && above_lo > 0;
 }
 
 static uint64_t pow10_u64(int d)
 {
     uint64_t p = 1;
-    while (d-- > 0)
-        p *= 10;
+    while (d-- > 0) p *= 10;
     return p;
 }
 
@@ -171,11 +160,9 @@ static void shortest(double x, const float_format *fmt, uint64_t *c_out, int *k_
         c = 0;
         const char *p = sci;
         for (; *p && *p != 'e'; p++)
-            if (*p >= '0' && *p <= '9')
-                c = c * 10 + (uint64_t)(*p - '0');
+            if (*p >= '0' && *p <= '9') c = c * 10 + (uint64_t)(*p - '0');
         k = atoi(p + 1) - (d - 1);
-        if (inside(&r, c, k))
-            break;
+        if (inside(&r, c, k)) break;
         /* The grid neighbours; at a power of ten the one below is on the finer grid. */
         uint64_t top = pow10_u64(d), bottom = pow10_u64(d - 1);
         uint64_t cd = c == bottom ? top - 1 : c - 1;
@@ -231,17 +218,13 @@ static void write_float(double x, const float_format *fmt, char *out, size_t out
         if (exp10 < 0) {
             body[len++] = '0';
             body[len++] = '.';
-            for (int z = 0; z < -exp10 - 1; z++)
-                body[len++] = '0';
-            for (int i = 0; i < nd; i++)
-                body[len++] = digits[i];
+            for (int z = 0; z < -exp10 - 1; z++) body[len++] = '0';
+            for (int i = 0; i < nd; i++) body[len++] = digits[i];
         } else {
-            for (int i = 0; i <= exp10; i++)
-                body[len++] = i < nd ? digits[i] : '0';
+            for (int i = 0; i <= exp10; i++) body[len++] = i < nd ? digits[i] : '0';
             body[len++] = '.';
             if (nd > exp10 + 1)
-                for (int i = exp10 + 1; i < nd; i++)
-                    body[len++] = digits[i];
+                for (int i = exp10 + 1; i < nd; i++) body[len++] = digits[i];
             else
                 body[len++] = '0';
         }
@@ -253,8 +236,7 @@ static void write_float(double x, const float_format *fmt, char *out, size_t out
     snprintf(out, outlen, "%s%s", sign, body);
 }
 
-void cli_format_float(const unsigned char *bits, coopreduce_dtype dtype, char *out,
-                      size_t outlen)
+void cli_format_float(const unsigned char *bits, coopreduce_dtype dtype, char *out, size_t outlen)
 {
     switch (dtype) {
     case COOPREDUCE_FLOAT16:
@@ -277,9 +259,7 @@ void cli_format_float(const unsigned char *bits, coopreduce_dtype dtype, char *o
         write_float(d, &F64, out, outlen);
         return;
     }
-    default:
-        snprintf(out, outlen, "?");
-        return;
+    default: snprintf(out, outlen, "?"); return;
     }
 }
 
@@ -309,15 +289,13 @@ void cli_format_int128(const uint64_t w[2], int is_signed, char *out, size_t out
         digits[nd++] = (char)('0' + rem);
     } while (nonzero);
     size_t used = 0;
-    if (negative && used + 1 < outlen)
-        out[used++] = '-';
-    while (nd > 0 && used + 1 < outlen)
-        out[used++] = digits[--nd];
+    if (negative && used + 1 < outlen) out[used++] = '-';
+    while (nd > 0 && used + 1 < outlen) out[used++] = digits[--nd];
     out[used] = '\0';
 }
 
-void cli_format_value(const unsigned char *bits, coopreduce_dtype rdtype, size_t rsize,
-                      char *out, size_t outlen)
+void cli_format_value(const unsigned char *bits, coopreduce_dtype rdtype, size_t rsize, char *out,
+                      size_t outlen)
 {
     uint64_t w[2] = {0, 0};
     memcpy(w, bits, rsize < sizeof w ? rsize : sizeof w);
@@ -329,22 +307,12 @@ void cli_format_value(const unsigned char *bits, coopreduce_dtype rdtype, size_t
     case COOPREDUCE_FLOAT16:
     case COOPREDUCE_BFLOAT16:
     case COOPREDUCE_FLOAT32:
-    case COOPREDUCE_FLOAT64:
-        cli_format_float(bits, rdtype, out, outlen);
-        return;
-    case COOPREDUCE_INT32:
-        snprintf(out, outlen, "%ld", (long)(int32_t)(uint32_t)w[0]);
-        return;
-    case COOPREDUCE_INT64:
-        snprintf(out, outlen, "%lld", (long long)(int64_t)w[0]);
-        return;
+    case COOPREDUCE_FLOAT64: cli_format_float(bits, rdtype, out, outlen); return;
+    case COOPREDUCE_INT32: snprintf(out, outlen, "%ld", (long)(int32_t)(uint32_t)w[0]); return;
+    case COOPREDUCE_INT64: snprintf(out, outlen, "%lld", (long long)(int64_t)w[0]); return;
     case COOPREDUCE_UINT32:
-    case COOPREDUCE_UINT64:
-        snprintf(out, outlen, "%llu", (unsigned long long)w[0]);
-        return;
-    default:
-        snprintf(out, outlen, "?");
-        return;
+    case COOPREDUCE_UINT64: snprintf(out, outlen, "%llu", (unsigned long long)w[0]); return;
+    default: snprintf(out, outlen, "?"); return;
     }
 }
 

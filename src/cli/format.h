@@ -14,8 +14,7 @@
  * 10^3 (float16), 10^2 (bfloat16), 10^6 (float32) or 10^16 (float64), so that no digit is
  * padded in that would not read back ("1048576.0", "0.001", "2.1474836e+09", "1e-05"); also
  * "0.0", "-0.0", "inf", "-inf", "nan". */
-void cli_format_float(const unsigned char *bits, coopreduce_dtype dtype, char *out,
-                      size_t outlen);
+void cli_format_float(const unsigned char *bits, coopreduce_dtype dtype, char *out, size_t outlen);
 
 /* The exact decimal of a 128-bit integer (two words, low first; two's complement if
  * is_signed). */
@@ -24,8 +23,8 @@ void cli_format_int128(const uint64_t w[2], int is_signed, char *out, size_t out
 /* A reduction's result as text: floats as cli_format_float, integers (the 128-bit sums of int64
  * and uint64 included: rsize 16) as exact decimal integers. `rdtype` and `rsize` are
  * coopreduce_op_result_size's. */
-void cli_format_value(const unsigned char *bits, coopreduce_dtype rdtype, size_t rsize,
-                      char *out, size_t outlen);
+void cli_format_value(const unsigned char *bits, coopreduce_dtype rdtype, size_t rsize, char *out,
+                      size_t outlen);
 
 /* The result's bytes in hex, most significant first: "0x" and 2 * size digits. */
 void cli_format_bits(const unsigned char *bits, size_t size, char *out, size_t outlen);

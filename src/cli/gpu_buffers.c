@@ -8,8 +8,7 @@
 
 static int cuda_failed(cudaError_t rc, const char *what, char *err, size_t errlen)
 {
-    if (rc == cudaSuccess)
-        return 0;
+    if (rc == cudaSuccess) return 0;
     if (err != NULL && errlen > 0)
         snprintf(err, errlen, "%s failed: %s (%s)", what, cudaGetErrorString(rc),
                  cudaGetErrorName(rc));
@@ -39,8 +38,7 @@ void cli_gpu_free(void *dptr)
 {
     /* Nothing useful can be done about a failing free; a sticky error would surface in the next
      * checked call anyway. */
-    if (dptr != NULL)
-        (void)cudaFree(dptr);
+    if (dptr != NULL) (void)cudaFree(dptr);
 }
 
 int cli_gpu_memcpy_h2d(void *dst, const void *src, size_t bytes, char *err, size_t errlen)
@@ -74,8 +72,7 @@ int cli_gpu_timer_create(cli_gpu_timer **t, char *err, size_t errlen)
     *t = NULL;
     cli_gpu_timer *timer = calloc(1, sizeof *timer);
     if (timer == NULL) {
-        if (err != NULL && errlen > 0)
-            snprintf(err, errlen, "out of memory creating a GPU timer");
+        if (err != NULL && errlen > 0) snprintf(err, errlen, "out of memory creating a GPU timer");
         return -1;
     }
     if (cuda_failed(cudaEventCreate(&timer->start), "cudaEventCreate", err, errlen) != 0) {
@@ -110,8 +107,7 @@ int cli_gpu_timer_stop(cli_gpu_timer *t, double *us, char *err, size_t errlen)
 
 void cli_gpu_timer_destroy(cli_gpu_timer *t)
 {
-    if (t == NULL)
-        return;
+    if (t == NULL) return;
     (void)cudaEventDestroy(t->start);
     (void)cudaEventDestroy(t->stop);
     free(t);

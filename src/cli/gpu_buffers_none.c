@@ -6,8 +6,7 @@
 
 static int no_cuda(char *err, size_t errlen)
 {
-    if (err != NULL && errlen > 0)
-        snprintf(err, errlen, "coopreduce was built without CUDA");
+    if (err != NULL && errlen > 0) snprintf(err, errlen, "coopreduce was built without CUDA");
     return -1;
 }
 
@@ -20,15 +19,11 @@ int cli_gpu_set_device(int ordinal, char *err, size_t errlen)
 int cli_gpu_malloc(void **dptr, size_t bytes, char *err, size_t errlen)
 {
     (void)bytes;
-    if (dptr != NULL)
-        *dptr = NULL;
+    if (dptr != NULL) *dptr = NULL;
     return no_cuda(err, errlen);
 }
 
-void cli_gpu_free(void *dptr)
-{
-    (void)dptr;
-}
+void cli_gpu_free(void *dptr) { (void)dptr; }
 
 int cli_gpu_memcpy_h2d(void *dst, const void *src, size_t bytes, char *err, size_t errlen)
 {
@@ -48,15 +43,11 @@ int cli_gpu_memset(void *dptr, int byte, size_t bytes, char *err, size_t errlen)
     return no_cuda(err, errlen);
 }
 
-int cli_gpu_sync(char *err, size_t errlen)
-{
-    return no_cuda(err, errlen);
-}
+int cli_gpu_sync(char *err, size_t errlen) { return no_cuda(err, errlen); }
 
 int cli_gpu_timer_create(cli_gpu_timer **t, char *err, size_t errlen)
 {
-    if (t != NULL)
-        *t = NULL;
+    if (t != NULL) *t = NULL;
     return no_cuda(err, errlen);
 }
 
@@ -69,12 +60,8 @@ int cli_gpu_timer_start(cli_gpu_timer *t, char *err, size_t errlen)
 int cli_gpu_timer_stop(cli_gpu_timer *t, double *us, char *err, size_t errlen)
 {
     (void)t;
-    if (us != NULL)
-        *us = 0.0;
+    if (us != NULL) *us = 0.0;
     return no_cuda(err, errlen);
 }
 
-void cli_gpu_timer_destroy(cli_gpu_timer *t)
-{
-    (void)t;
-}
+void cli_gpu_timer_destroy(cli_gpu_timer *t) { (void)t; }

@@ -198,8 +198,8 @@ static const struct {
     const char *command;
     const char *text;
 } TOPICS[] = {
-    {"sum", SUM_HELP}, {"gen", GEN_HELP}, {"info", INFO_HELP}, {"bench", BENCH_HELP},
-    {"help", MAIN_HELP},
+    {"sum", SUM_HELP},     {"gen", GEN_HELP},   {"info", INFO_HELP},
+    {"bench", BENCH_HELP}, {"help", MAIN_HELP},
 };
 
 int cli_print_help(const char *command)
@@ -208,11 +208,11 @@ int cli_print_help(const char *command)
     if (command != NULL) {
         text = NULL;
         for (size_t k = 0; k < sizeof TOPICS / sizeof TOPICS[0]; k++)
-            if (strcmp(command, TOPICS[k].command) == 0)
-                text = TOPICS[k].text;
+            if (strcmp(command, TOPICS[k].command) == 0) text = TOPICS[k].text;
         if (text == NULL)
             return cli_usage_error("no help for unknown command '%s' (commands: sum, gen, info, "
-                                   "bench)", command);
+                                   "bench)",
+                                   command);
     }
     fputs(text, stdout);
     return cli_finish_stdout();

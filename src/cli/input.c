@@ -23,8 +23,8 @@ int cli_generate(cr_gen_kind kind, uint64_t n, uint64_t seed, coopreduce_dtype d
     void *data = NULL;
     /* 64-byte aligned like the .npy reader's buffers; never size 0, so data is never NULL. */
     if (posix_memalign(&data, 64, bytes > 64 ? bytes : 64) != 0) {
-        cli_error("cannot allocate %zu bytes for %llu %s elements", bytes,
-                  (unsigned long long)n, coopreduce_dtype_name(dtype));
+        cli_error("cannot allocate %zu bytes for %llu %s elements", bytes, (unsigned long long)n,
+                  coopreduce_dtype_name(dtype));
         return EXIT_ERROR;
     }
     if (cr_gen_fill(data, 0, n, dtype, kind, seed, cli_online_cpus()) != 0) {
@@ -88,6 +88,5 @@ void cli_describe_shape(const cr_npy_array *a, char *out, size_t outlen)
     for (int d = 0; d < a->ndim && used < outlen; d++)
         used += (size_t)snprintf(out + used, outlen - used, "%s%llu", d ? ", " : "",
                                  (unsigned long long)a->shape[d]);
-    if (used < outlen)
-        snprintf(out + used, outlen - used, a->ndim == 1 ? ",)" : ")");
+    if (used < outlen) snprintf(out + used, outlen - used, a->ndim == 1 ? ",)" : ")");
 }

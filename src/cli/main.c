@@ -21,17 +21,12 @@ static int print_version(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2)
-        return cli_usage_error("no command given (try 'coopreduce --help')");
+    if (argc < 2) return cli_usage_error("no command given (try 'coopreduce --help')");
     const char *command = argv[1];
-    if (strcmp(command, "sum") == 0)
-        return cmd_sum(argc - 1, argv + 1);
-    if (strcmp(command, "gen") == 0)
-        return cmd_gen(argc - 1, argv + 1);
-    if (strcmp(command, "info") == 0)
-        return cmd_info(argc - 1, argv + 1);
-    if (strcmp(command, "bench") == 0)
-        return cmd_bench(argc - 1, argv + 1);
+    if (strcmp(command, "sum") == 0) return cmd_sum(argc - 1, argv + 1);
+    if (strcmp(command, "gen") == 0) return cmd_gen(argc - 1, argv + 1);
+    if (strcmp(command, "info") == 0) return cmd_info(argc - 1, argv + 1);
+    if (strcmp(command, "bench") == 0) return cmd_bench(argc - 1, argv + 1);
     if (strcmp(command, "help") == 0 || strcmp(command, "--help") == 0 ||
         strcmp(command, "-h") == 0)
         return cli_print_help(argc > 2 ? argv[2] : NULL);

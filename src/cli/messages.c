@@ -12,8 +12,7 @@ CLI_PRINTF(1, 0) static void vreport(const char *fmt, va_list ap)
     vsnprintf(msg, sizeof msg, fmt, ap);
     /* One line, whatever a library or file name brought in. */
     for (char *c = msg; *c; c++)
-        if (*c == '\n' || *c == '\r')
-            *c = ' ';
+        if (*c == '\n' || *c == '\r') *c = ' ';
     fprintf(stderr, "coopreduce: %s\n", msg);
 }
 

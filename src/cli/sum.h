@@ -12,11 +12,11 @@
 #include "npy.h"
 
 #define SUM_DEFAULT_REPEAT 5
-#define SUM_MAX_REPEAT 1000000
+#define SUM_MAX_REPEAT     1000000
 
 typedef struct {
-    const char *npy_path;  /* "-": standard input */
-    const char *y_path;    /* dot's second input: a second positional or --y */
+    const char *npy_path; /* "-": standard input */
+    const char *y_path;   /* dot's second input: a second positional or --y */
     const char *raw_path;
     int have_gen;
     cr_gen_kind gen_kind;
@@ -37,8 +37,8 @@ typedef struct {
     int json;
     uint64_t max_input;
     coopreduce_method method;
-    int stages;          /* 0: not given */
-    int grid_blocks;     /* -1: not given */
+    int stages;      /* 0: not given */
+    int grid_blocks; /* -1: not given */
     unsigned int disabled_features;
 } sum_options;
 
@@ -51,20 +51,20 @@ typedef struct {
 /* What a reduction returns: coopreduce_op_result_size's answer for the op and input dtype. */
 typedef struct {
     coopreduce_op op;
-    coopreduce_dtype dtype;   /* the input's */
-    coopreduce_dtype rdtype;  /* the result's (INT64 / UINT64 for the 16-byte sums too) */
-    size_t rsize;             /* 2, 4, 8 or 16 */
+    coopreduce_dtype dtype;  /* the input's */
+    coopreduce_dtype rdtype; /* the result's (INT64 / UINT64 for the 16-byte sums too) */
+    size_t rsize;            /* 2, 4, 8 or 16 */
 } result_kind;
 
 typedef struct {
-    unsigned char bits[16];     /* the result, rsize bytes */
+    unsigned char bits[16]; /* the result, rsize bytes */
     double time_us;
-    int deterministic;          /* coopreduce_method_deterministic(method, dtype) == 1 */
-    int runs;                   /* warm-up + repetitions */
-    int distinct;               /* distinct results among them (1 unless nondeterministic) */
-    int have_launch;            /* GPU: launch holds coopreduce_last_launch() */
+    int deterministic; /* coopreduce_method_deterministic(method, dtype) == 1 */
+    int runs;          /* warm-up + repetitions */
+    int distinct;      /* distinct results among them (1 unless nondeterministic) */
+    int have_launch;   /* GPU: launch holds coopreduce_last_launch() */
     coopreduce_launch_info launch;
-    char fallback[600];         /* why --device auto computed on the CPU after all, or "" */
+    char fallback[600]; /* why --device auto computed on the CPU after all, or "" */
 } sum_result;
 
 /* run_sum_gpu's answer when the GPU cannot compute the reduction and the caller may fall

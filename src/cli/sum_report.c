@@ -10,19 +10,16 @@
 
 const char *sum_result_dtype_name(const result_kind *rk)
 {
-    if (rk->rsize == 16)
-        return rk->rdtype == COOPREDUCE_INT64 ? "int128" : "uint128";
+    if (rk->rsize == 16) return rk->rdtype == COOPREDUCE_INT64 ? "int128" : "uint128";
     return coopreduce_dtype_name(rk->rdtype);
 }
 
 int sum_result_fits(const result_kind *rk, const unsigned char *bits)
 {
-    if (rk->rsize != 16)
-        return 1;
+    if (rk->rsize != 16) return 1;
     uint64_t w[2];
     memcpy(w, bits, sizeof w);
-    if (rk->rdtype == COOPREDUCE_UINT64)
-        return w[1] == 0;
+    if (rk->rdtype == COOPREDUCE_UINT64) return w[1] == 0;
     return w[1] == ((w[0] >> 63) ? UINT64_MAX : 0);
 }
 
@@ -41,8 +38,7 @@ static void describe_result(const result_kind *rk, char *out, size_t outlen)
 /* The mode the result was computed in, as the JSON "mode" field and the report name it. */
 static const char *mode_label(const sum_options *o, const sum_result *res)
 {
-    if (o->mode != COOPREDUCE_MODE_DETERMINISTIC)
-        return coopreduce_mode_name(o->mode);
+    if (o->mode != COOPREDUCE_MODE_DETERMINISTIC) return coopreduce_mode_name(o->mode);
     return res->deterministic ? "deterministic" : "nondeterministic";
 }
 
@@ -69,14 +65,13 @@ void sum_print_report(const sum_options *o, const cli_device *dev, const sum_inp
 
     /* stderr: what the GPU fell back to, and a nondeterministic method's spread. stdout stays
      * the report alone. */
-    if (li != NULL && li->notice[0] != '\0')
-        cli_error("notice: %s", li->notice);
+    if (li != NULL && li->notice[0] != '\0') cli_error("notice: %s", li->notice);
     if (res->fallback[0] != '\0')
         cli_error("notice: %s; --device auto computed it on the CPU", res->fallback);
     if (o->json && res->distinct > 1)
         cli_error("note: method %s is not deterministic for %s: %d runs gave %d different "
-                  "results; the first is reported", method, coopreduce_dtype_name(dtype),
-                  res->runs, res->distinct);
+                  "results; the first is reported",
+                  method, coopreduce_dtype_name(dtype), res->runs, res->distinct);
 
     if (o->json) {
         if (dev->auto_note[0] != '\0' && res->fallback[0] == '\0')
@@ -111,16 +106,14 @@ void sum_print_report(const sum_options *o, const cli_device *dev, const sum_inp
     printf("dtype    = %s   n = %llu%s\n", coopreduce_dtype_name(dtype), (unsigned long long)n,
            result_note);
     printf("input    = %s\n", in->description);
-    if (yin != NULL)
-        printf("y        = %s\n", yin->description);
+    if (yin != NULL) printf("y        = %s\n", yin->description);
     if (dev->is_gpu)
         printf("device   = gpu:%d (%s)", dev->ordinal, dev->name);
     else
         printf("device   = cpu (%s, %d thread%s)", dev->name, dev->threads,
                dev->threads == 1 ? "" : "s");
     printf("\n");
-    if (dev->auto_note[0] != '\0')
-        printf("           (%s)\n", dev->auto_note);
+    if (dev->auto_note[0] != '\0') printf("           (%s)\n", dev->auto_note);
     if (o->mode == COOPREDUCE_MODE_EXACT)
         printf("method   = %s, mode = exact\n", method);
     else if (!cr_dtype_is_float(dtype) && rk->op == COOPREDUCE_OP_SUM)
@@ -130,23 +123,21 @@ void sum_print_report(const sum_options *o, const cli_device *dev, const sum_inp
                coopreduce_order_version());
     else if (res->deterministic)
         printf("method   = %s, mode = deterministic on this GPU (not canonical order v%d: "
-               "other GPUs may differ)\n", method, coopreduce_order_version());
+               "other GPUs may differ)\n",
+               method, coopreduce_order_version());
     else
         printf("method   = %s, mode = nondeterministic (floating-point atomics); here %d run%s "
-               "gave %d distinct result%s\n", method, res->runs, res->runs == 1 ? "" : "s",
-               res->distinct, res->distinct == 1 ? "" : "s");
+               "gave %d distinct result%s\n",
+               method, res->runs, res->runs == 1 ? "" : "s", res->distinct,
+               res->distinct == 1 ? "" : "s");
     if (li != NULL) {
         printf("launch   = %d block%s x %d threads, %d launch%s", li->blocks,
                li->blocks == 1 ? "" : "s", li->threads, li->launches,
                li->launches == 1 ? "" : "es");
-        if (li->cooperative)
-            printf(", cooperative");
-        if (li->cluster_size > 0)
-            printf(", clusters of %d", li->cluster_size);
-        if (li->host_sync)
-            printf(", waits for the GPU");
-        if (li->fell_back)
-            printf(", fell back (see the notice)");
+        if (li->cooperative) printf(", cooperative");
+        if (li->cluster_size > 0) printf(", clusters of %d", li->cluster_size);
+        if (li->host_sync) printf(", waits for the GPU");
+        if (li->fell_back) printf(", fell back (see the notice)");
         printf("\n");
     }
     if (res->time_us < 1000.0)
@@ -155,4 +146,3 @@ void sum_print_report(const sum_options *o, const cli_device *dev, const sum_inp
         printf("time     = %.3f ms", res->time_us * 1e-3);
     printf(" (median of %d), %.1f GB/s\n", o->repeat, gbps);
 }
-

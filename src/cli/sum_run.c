@@ -26,21 +26,20 @@ static int compare_doubles(const void *a, const void *b)
 static double median(double *values, int count)
 {
     qsort(values, (size_t)count, sizeof *values, compare_doubles);
-    if (count % 2 == 1)
-        return values[count / 2];
+    if (count % 2 == 1) return values[count / 2];
     return 0.5 * (values[count / 2 - 1] + values[count / 2]);
 }
 
 static int check_repetition(const unsigned char *first, const unsigned char *bits, size_t size,
                             int repetition)
 {
-    if (memcmp(first, bits, size) == 0)
-        return EXIT_OK;
+    if (memcmp(first, bits, size) == 0) return EXIT_OK;
     char a[40], b[40];
     cli_format_bits(first, size, a, sizeof a);
     cli_format_bits(bits, size, b, sizeof b);
     cli_error("determinism violated: repetition %d gave %s, the warm-up gave %s "
-              "(a coopreduce bug: please report it)", repetition, b, a);
+              "(a coopreduce bug: please report it)",
+              repetition, b, a);
     return EXIT_ERROR;
 }
 
@@ -55,8 +54,7 @@ static int count_distinct(uint64_t *results, int count)
 {
     qsort(results, (size_t)count, sizeof *results, compare_u64);
     int distinct = count > 0;
-    for (int k = 1; k < count; k++)
-        distinct += results[k] != results[k - 1];
+    for (int k = 1; k < count; k++) distinct += results[k] != results[k - 1];
     return distinct;
 }
 
@@ -74,14 +72,13 @@ static int reduce_ok(coopreduce_status st)
     return st == COOPREDUCE_SUCCESS || st == COOPREDUCE_ERROR_OVERFLOW;
 }
 
-static void print_reduce_failure(const cli_device *dev, const result_kind *rk,
-                                 coopreduce_status st)
+static void print_reduce_failure(const cli_device *dev, const result_kind *rk, coopreduce_status st)
 {
     cli_error("%s failed: %s", coopreduce_op_name(rk->op), cli_library_message(dev->handle, st));
 }
 
 int sum_run_cpu(cli_device *dev, const result_kind *rk, const cr_npy_array *x,
-                       const cr_npy_array *y, int repeat, sum_result *res)
+                const cr_npy_array *y, int repeat, sum_result *res)
 {
     size_t size = rk->rsize;
     const void *yd = y != NULL ? y->data : NULL;
@@ -92,8 +89,8 @@ int sum_run_cpu(cli_device *dev, const result_kind *rk, const cr_npy_array *x,
         return EXIT_ERROR;
     }
     int rc = EXIT_ERROR;
-    coopreduce_status st = coopreduce_reduce(rk->op, x->data, yd, first, x->n, x->dtype,
-                                             dev->handle, NULL);
+    coopreduce_status st =
+        coopreduce_reduce(rk->op, x->data, yd, first, x->n, x->dtype, dev->handle, NULL);
     if (!reduce_ok(st)) {
         print_reduce_failure(dev, rk, st);
         goto done;
@@ -106,8 +103,7 @@ int sum_run_cpu(cli_device *dev, const result_kind *rk, const cr_npy_array *x,
             print_reduce_failure(dev, rk, st);
             goto done;
         }
-        if (check_repetition(first, bits, size, r + 1) != EXIT_OK)
-            goto done;
+        if (check_repetition(first, bits, size, r + 1) != EXIT_OK) goto done;
         times[r] = t1 - t0;
     }
     memcpy(res->bits, first, size);
@@ -147,12 +143,14 @@ int sum_configure_gpu(cli_device *dev, const sum_options *o)
                   cli_library_message(dev->handle, st));
         return EXIT_ERROR;
     }
-    if (o->stages > 0 && (st = coopreduce_set_stages(dev->handle, o->stages)) != COOPREDUCE_SUCCESS) {
+    if (o->stages > 0 &&
+        (st = coopreduce_set_stages(dev->handle, o->stages)) != COOPREDUCE_SUCCESS) {
         cli_error("--stages %d: %s", o->stages, cli_library_message(dev->handle, st));
         return EXIT_ERROR;
     }
     if (o->disabled_features != 0 &&
-        (st = coopreduce_disable_features(dev->handle, o->disabled_features)) != COOPREDUCE_SUCCESS) {
+        (st = coopreduce_disable_features(dev->handle, o->disabled_features)) !=
+            COOPREDUCE_SUCCESS) {
         cli_error("cannot disable GPU features: %s", cli_library_message(dev->handle, st));
         return EXIT_ERROR;
     }
@@ -177,8 +175,8 @@ static int gpu_sum_once(cli_device *dev, const result_kind *rk, const void *d_x,
         cli_error("GPU %d: %s", dev->ordinal, err);
         return EXIT_ERROR;
     }
-    coopreduce_status st = coopreduce_reduce(rk->op, d_x, d_y, d_result, n, rk->dtype,
-                                             dev->handle, NULL);
+    coopreduce_status st =
+        coopreduce_reduce(rk->op, d_x, d_y, d_result, n, rk->dtype, dev->handle, NULL);
     if (st == COOPREDUCE_ERROR_NOT_SUPPORTED) {
         if (may_fall_back) {
             snprintf(res->fallback, sizeof res->fallback, "gpu:%d (%s) cannot compute %s of %s: %s",
@@ -210,7 +208,7 @@ static int gpu_sum_once(cli_device *dev, const result_kind *rk, const void *d_x,
  * deterministic for the dtype may give different bits from run to run: the warm-up's are
  * reported, and how many distinct results the runs gave. */
 int sum_run_gpu(cli_device *dev, const result_kind *rk, cr_npy_array *x, cr_npy_array *y,
-                       coopreduce_method method, int repeat, int may_fall_back, sum_result *res)
+                coopreduce_method method, int repeat, int may_fall_back, sum_result *res)
 {
     char err[ERRLEN];
     size_t elem = coopreduce_dtype_size(x->dtype);
@@ -260,8 +258,7 @@ int sum_run_gpu(cli_device *dev, const result_kind *rk, cr_npy_array *x, cr_npy_
                                                0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
     double us = 0.0;
     rc = gpu_sum_once(dev, rk, d_x, d_y, d_result, n, 0xff, timer, &us, first, may_fall_back, res);
-    if (rc != EXIT_OK)
-        goto done; /* RUN_FALLBACK included: the host data is still there */
+    if (rc != EXIT_OK) goto done; /* RUN_FALLBACK included: the host data is still there */
     rc = EXIT_ERROR;
     if (memcmp(first, all_ones, size) == 0) {
         int written = 0;
@@ -273,14 +270,14 @@ int sum_run_gpu(cli_device *dev, const result_kind *rk, cr_npy_array *x, cr_npy_
         }
         if (!written) {
             cli_error("the GPU %s returned without writing its result (a coopreduce bug: "
-                      "please report it)", coopreduce_op_name(rk->op));
+                      "please report it)",
+                      coopreduce_op_name(rk->op));
             goto done;
         }
     }
     /* The host copies are no longer needed; with multi-GB inputs, give the memory back now. */
     cr_npy_free(x);
-    if (y != NULL)
-        cr_npy_free(y);
+    if (y != NULL) cr_npy_free(y);
     st = coopreduce_last_launch(dev->handle, &res->launch);
     if (st != COOPREDUCE_SUCCESS) {
         cli_error("cannot read the launch information: %s", cli_library_message(dev->handle, st));
@@ -295,8 +292,7 @@ int sum_run_gpu(cli_device *dev, const result_kind *rk, cr_npy_array *x, cr_npy_
         int fill = int_result && r % 2 == 1 ? 0x00 : 0xff;
         if (gpu_sum_once(dev, rk, d_x, d_y, d_result, n, fill, timer, &us, bits, 0, res) != EXIT_OK)
             goto done;
-        if (deterministic && check_repetition(first, bits, size, r) != EXIT_OK)
-            goto done;
+        if (deterministic && check_repetition(first, bits, size, r) != EXIT_OK) goto done;
         results[r] = result_key(bits, size);
         times[r - 1] = us;
     }
@@ -321,10 +317,8 @@ int sum_fall_back_to_cpu(cli_device *dev, const sum_options *o, const sum_result
 {
     coopreduce_destroy(dev->handle);
     dev->handle = NULL;
-    if (cli_open_cpu(dev, o->threads) != EXIT_OK)
-        return EXIT_ERROR;
+    if (cli_open_cpu(dev, o->threads) != EXIT_OK) return EXIT_ERROR;
     snprintf(dev->auto_note, sizeof dev->auto_note, "--device auto fell back to the CPU: %.500s",
              res->fallback);
     return sum_configure_handle(dev, o);
 }
-

@@ -13,18 +13,18 @@
 #include "coopreduce.h"
 
 typedef enum {
-    CR_CLASS_FLOAT = 0,    /* IEEE binary formats (bfloat16 included) */
-    CR_CLASS_SIGNED = 1,   /* two's-complement integers */
+    CR_CLASS_FLOAT = 0,  /* IEEE binary formats (bfloat16 included) */
+    CR_CLASS_SIGNED = 1, /* two's-complement integers */
     CR_CLASS_UNSIGNED = 2
 } cr_dtype_class;
 
 typedef struct {
     coopreduce_dtype dtype;
-    const char *name;       /* "float32": coopreduce_dtype_name() */
-    const char *code;       /* "f32": the CLI's --dtype spelling */
-    unsigned size;          /* bytes per element */
+    const char *name; /* "float32": coopreduce_dtype_name() */
+    const char *code; /* "f32": the CLI's --dtype spelling */
+    unsigned size;    /* bytes per element */
     cr_dtype_class cls;
-    const char *npy;        /* "f4": the .npy descr without its byte-order character; NULL when
+    const char *npy; /* "f4": the .npy descr without its byte-order character; NULL when
                                NumPy has no such type (bfloat16) */
 } cr_dtype_info;
 
@@ -74,7 +74,8 @@ static inline int cr_dtype_is_half(coopreduce_dtype dtype)
 static inline int cr_dtype_parse(const char *text, coopreduce_dtype *dtype)
 {
     for (int k = 0; text && k < COOPREDUCE_DTYPE_COUNT; k++)
-        if (strcmp(text, cr_dtype_table[k].code) == 0 || strcmp(text, cr_dtype_table[k].name) == 0) {
+        if (strcmp(text, cr_dtype_table[k].code) == 0 ||
+            strcmp(text, cr_dtype_table[k].name) == 0) {
             *dtype = (coopreduce_dtype)k;
             return 0;
         }

@@ -20,7 +20,7 @@ struct coopreduce_handle {
     struct cr_gpu_state *gpu;    /* GPU: workspace and launch data (src/gpu) */
     void *cpu_partials;          /* CPU: partial sums of levels >= 1, grown on demand */
     size_t cpu_partials_bytes;
-    char err[512];               /* message of the last failed call */
+    char err[512]; /* message of the last failed call */
 };
 
 #endif

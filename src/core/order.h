@@ -6,11 +6,11 @@
 #include <stdint.h>
 #include "coopreduce.h"
 
-#define CR_ROWS 32            /* rows per chunk, for every dtype */
-#define CR_LANES_F32 128      /* lanes: one 512-byte row */
+#define CR_ROWS      32  /* rows per chunk, for every dtype */
+#define CR_LANES_F32 128 /* lanes: one 512-byte row */
 #define CR_LANES_F64 64
-#define CR_CHUNK_F32 (CR_ROWS * CR_LANES_F32)   /* 4096 */
-#define CR_CHUNK_F64 (CR_ROWS * CR_LANES_F64)   /* 2048 */
+#define CR_CHUNK_F32 (CR_ROWS * CR_LANES_F32) /* 4096 */
+#define CR_CHUNK_F64 (CR_ROWS * CR_LANES_F64) /* 2048 */
 /* Levels needed for N up to 2^64 with C >= 2048 = 2^11: ceil(64/11) = 6. */
 #define CR_MAX_LEVELS 8
 

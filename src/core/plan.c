@@ -31,19 +31,19 @@ typedef enum {
 } exact_rule;
 
 typedef struct {
-    const char *name;       /* the CLI's spelling */
-    int inputs;             /* 2: DOT reads y */
-    int needs_element;      /* no value for n == 0 */
+    const char *name;  /* the CLI's spelling */
+    int inputs;        /* 2: DOT reads y */
+    int needs_element; /* no value for n == 0 */
     cr_family family[C_COUNT];
-    cr_leaf leaf;           /* ORDERED columns */
+    cr_leaf leaf; /* ORDERED columns */
     result_rule result[C_COUNT];
     exact_rule exact[C_COUNT];
 } op_row;
 
-#define NO CR_FAMILY_NONE
+#define NO    CR_FAMILY_NONE
 #define CANON CR_FAMILY_CANONICAL
-#define ORD CR_FAMILY_ORDERED
-#define SCAN CR_FAMILY_SCAN
+#define ORD   CR_FAMILY_ORDERED
+#define SCAN  CR_FAMILY_SCAN
 
 /* One row per coopreduce_op, in the enum's order. */
 // clang-format off
@@ -74,9 +74,9 @@ static const struct {
     const char *name;
     int det_float;
 } methods[COOPREDUCE_METHOD_COUNT] = {
-    {"canonical", 1}, {"block", 1},     {"grid", 0},       {"gridsync", 1},
-    {"twopass", 1},   {"cluster", 1},   {"cgreduce", 1},   {"vec4int", 0},
-    {"multilevel", 1}, {"async", 1},    {"barrier", 1},    {"pipeline", 1},
+    {"canonical", 1},  {"block", 1},   {"grid", 0},     {"gridsync", 1},
+    {"twopass", 1},    {"cluster", 1}, {"cgreduce", 1}, {"vec4int", 0},
+    {"multilevel", 1}, {"async", 1},   {"barrier", 1},  {"pipeline", 1},
 };
 
 static const char *const modes[COOPREDUCE_MODE_COUNT] = {"deterministic", "exact"};
@@ -104,8 +104,7 @@ int cr_method_det_float(coopreduce_method method)
 int cr_method_computes(coopreduce_method method, coopreduce_dtype dtype)
 {
     (void)method;
-    return dtype == COOPREDUCE_FLOAT32 || dtype == COOPREDUCE_FLOAT64 ||
-           dtype == COOPREDUCE_INT32;
+    return dtype == COOPREDUCE_FLOAT32 || dtype == COOPREDUCE_FLOAT64 || dtype == COOPREDUCE_INT32;
 }
 
 static size_t result_of(result_rule rule, coopreduce_dtype dt, int narrow, coopreduce_dtype *r)
@@ -122,7 +121,9 @@ static size_t result_of(result_rule rule, coopreduce_dtype dt, int narrow, coopr
         *r = dt;
         return es;
     case R_UNSIGNED:
-        *r = dt == COOPREDUCE_INT32 ? COOPREDUCE_UINT32 : dt == COOPREDUCE_INT64 ? COOPREDUCE_UINT64 : dt;
+        *r = dt == COOPREDUCE_INT32   ? COOPREDUCE_UINT32
+             : dt == COOPREDUCE_INT64 ? COOPREDUCE_UINT64
+                                      : dt;
         return es;
     case R_INDEX: *r = COOPREDUCE_UINT64; return 8;
     case R_INT_SUM:
@@ -155,7 +156,8 @@ coopreduce_status cr_plan_make(struct coopreduce_handle *h, coopreduce_op op,
     if (!cr_dtype(dtype))
         return cr_fail(h, COOPREDUCE_ERROR_UNSUPPORTED_DTYPE,
                        "unknown dtype %d (known: 0 = float32, 1 = float64, 2 = int32, 3 = float16, "
-                       "4 = bfloat16, 5 = int64, 6 = uint32, 7 = uint64)", (int)dtype);
+                       "4 = bfloat16, 5 = int64, 6 = uint32, 7 = uint64)",
+                       (int)dtype);
     if (!cr_op_name(op))
         return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT, "unknown operation %d", (int)op);
     if (!cr_mode_name(mode))
@@ -174,8 +176,8 @@ coopreduce_status cr_plan_make(struct coopreduce_handle *h, coopreduce_op op,
     if (!p->result_size)
         return cr_fail(h, COOPREDUCE_ERROR_UNSUPPORTED_DTYPE,
                        "%s of %s is not supported: sumsq, norm2 and dot take floating-point "
-                       "input (convert integers to float64 first)", row->name,
-                       cr_dtype(dtype)->name);
+                       "input (convert integers to float64 first)",
+                       row->name, cr_dtype(dtype)->name);
     p->inputs = row->inputs;
     p->needs_element = row->needs_element;
     p->op_is_sum = op == COOPREDUCE_OP_SUM;
@@ -198,14 +200,15 @@ coopreduce_status cr_plan_make(struct coopreduce_handle *h, coopreduce_op op,
         p->family = CR_FAMILY_NONE;
         return cr_fail(h, COOPREDUCE_ERROR_NOT_SUPPORTED,
                        "exact mode has its own algorithm; method \"%s\" computes the "
-                       "deterministic mode only (set the canonical method)", cr_method_name(method));
+                       "deterministic mode only (set the canonical method)",
+                       cr_method_name(method));
     }
     if (x == X_REFUSE) {
         p->family = CR_FAMILY_NONE;
         return cr_fail(h, COOPREDUCE_ERROR_NOT_SUPPORTED,
                        "exact mode computes sum (of float types) and dot (of float32 and "
-                       "float64), not %s of %s: use the deterministic mode", row->name,
-                       cr_dtype(dtype)->name);
+                       "float64), not %s of %s: use the deterministic mode",
+                       row->name, cr_dtype(dtype)->name);
     }
     if (x == X_EXACT) {
         p->family = CR_FAMILY_EXACT;
@@ -224,8 +227,8 @@ coopreduce_status cr_plan_make(struct coopreduce_handle *h, coopreduce_op op,
             p->family = CR_FAMILY_NONE;
             return cr_fail(h, COOPREDUCE_ERROR_NOT_SUPPORTED,
                            "method \"%s\" computes float32, float64 and int32 sums only; %s of %s "
-                           "needs the canonical method", cr_method_name(method), row->name,
-                           cr_dtype(dtype)->name);
+                           "needs the canonical method",
+                           cr_method_name(method), row->name, cr_dtype(dtype)->name);
         }
         p->family = CR_FAMILY_METHOD;
         p->trees = 0;

@@ -22,24 +22,24 @@
 /* Algorithm families: how a result is computed. Each has a CPU file and a GPU file of the same
  * name (src/cpu/NAME.c, src/gpu/NAME.cu); docs/DETERMINISM.md gives their orders. */
 typedef enum {
-    CR_FAMILY_NONE = 0,   /* not computed: the pair is unsupported */
-    CR_FAMILY_CANONICAL,  /* canonical order v1 over x itself: float32 / float64 SUM and MEAN */
-    CR_FAMILY_ORDERED,    /* canonical order over per-element leaves (cr_leaf): 16-bit SUM and
+    CR_FAMILY_NONE = 0,  /* not computed: the pair is unsupported */
+    CR_FAMILY_CANONICAL, /* canonical order v1 over x itself: float32 / float64 SUM and MEAN */
+    CR_FAMILY_ORDERED,   /* canonical order over per-element leaves (cr_leaf): 16-bit SUM and
                              MEAN, SUMSQ, NORM2, DOT */
-    CR_FAMILY_SCAN,       /* order-independent folds: MIN, MAX, ABSMAX, ARGMIN, ARGMAX, and the
+    CR_FAMILY_SCAN,      /* order-independent folds: MIN, MAX, ABSMAX, ARGMIN, ARGMAX, and the
                              exact integer SUM and MEAN */
-    CR_FAMILY_EXACT,      /* the correctly rounded SUM and DOT (docs/EXACT.md) */
-    CR_FAMILY_METHOD,     /* a tutorial method's sum (GPU only, docs/METHODS.md) */
+    CR_FAMILY_EXACT,     /* the correctly rounded SUM and DOT (docs/EXACT.md) */
+    CR_FAMILY_METHOD,    /* a tutorial method's sum (GPU only, docs/METHODS.md) */
     CR_FAMILY_COUNT
 } cr_family;
 
 /* What one element contributes to an ORDERED family's canonical tree(s). The values are pinned:
  * the GPU kernels are instantiated per leaf. */
 typedef enum {
-    CR_LEAF_VALUE = 0,    /* x[i] widened to the accumulation type (16-bit SUM, MEAN) */
-    CR_LEAF_SQUARE = 1,   /* x[i] * x[i], rounded (SUMSQ) */
-    CR_LEAF_PRODUCT = 2,  /* x[i] * y[i], rounded (DOT) */
-    CR_LEAF_NORM2 = 3     /* Blue's three scaled squares: three trees (NORM2) */
+    CR_LEAF_VALUE = 0,   /* x[i] widened to the accumulation type (16-bit SUM, MEAN) */
+    CR_LEAF_SQUARE = 1,  /* x[i] * x[i], rounded (SUMSQ) */
+    CR_LEAF_PRODUCT = 2, /* x[i] * y[i], rounded (DOT) */
+    CR_LEAF_NORM2 = 3    /* Blue's three scaled squares: three trees (NORM2) */
 } cr_leaf;
 
 /* INT32 and UINT32 sums are exact in 64 bits for up to 2^32 elements (|sum| <= 2^31 * 2^32 =
@@ -52,25 +52,25 @@ typedef struct {
     coopreduce_dtype dtype;
     coopreduce_mode mode;
     coopreduce_method method;
-    int device;                 /* -1: the CPU; >= 0: a GPU ordinal */
-    int narrow;                 /* 16-bit results rounded once more to the input type */
+    int device; /* -1: the CPU; >= 0: a GPU ordinal */
+    int narrow; /* 16-bit results rounded once more to the input type */
     /* what computes it */
     cr_family family;
-    cr_leaf leaf;               /* ORDERED: the leaves */
-    int trees;                  /* canonical trees the family climbs: 0, 1, or 3 (NORM2) */
-    coopreduce_dtype acc;       /* the type the trees add in (float32 for 16-bit input); for
+    cr_leaf leaf;         /* ORDERED: the leaves */
+    int trees;            /* canonical trees the family climbs: 0, 1, or 3 (NORM2) */
+    coopreduce_dtype acc; /* the type the trees add in (float32 for 16-bit input); for
                                    the other families, the input type */
     /* what the call gives and takes */
     coopreduce_dtype result_dtype; /* as coopreduce_op_result_size() documents */
-    size_t result_size;         /* bytes written to *result (16: a 128-bit integer sum) */
-    int inputs;                 /* 1, or 2 (DOT reads y) */
-    int needs_element;          /* n == 0 fails with COOPREDUCE_ERROR_EMPTY */
-    uint64_t max_n;             /* elements the result can take exactly (UINT64_MAX: no limit
+    size_t result_size;            /* bytes written to *result (16: a 128-bit integer sum) */
+    int inputs;                    /* 1, or 2 (DOT reads y) */
+    int needs_element;             /* n == 0 fails with COOPREDUCE_ERROR_EMPTY */
+    uint64_t max_n;                /* elements the result can take exactly (UINT64_MAX: no limit
                                    beyond the address space) */
-    int check_overflow;         /* a 128-bit integer SUM: outside the input type's 64 bits
+    int check_overflow;            /* a 128-bit integer SUM: outside the input type's 64 bits
                                    fails with COOPREDUCE_ERROR_OVERFLOW where the result is
                                    read on the host */
-    int op_is_sum;              /* SUM itself (not MEAN): the canonical host-result path */
+    int op_is_sum;                 /* SUM itself (not MEAN): the canonical host-result path */
 } cr_plan;
 
 struct coopreduce_handle;

@@ -24,26 +24,26 @@
 #include <string.h>
 #include "core/values.h"
 
-#define CR_SA_MAX_DIGITS 136
-#define CR_SA_SUM_DIGITS 70
-#define CR_SA_SUM_LSB (-1074)
+#define CR_SA_MAX_DIGITS   136
+#define CR_SA_SUM_DIGITS   70
+#define CR_SA_SUM_LSB      (-1074)
 #define CR_SA_DOT64_DIGITS 136
-#define CR_SA_DOT64_LSB (-2148)
+#define CR_SA_DOT64_LSB    (-2148)
 
 /* Flags of the values that are not finite, merged by OR. */
-#define CR_X_NAN 1u      /* a NaN (or inf * 0 in a dot) */
-#define CR_X_PINF 2u     /* +inf */
-#define CR_X_NINF 4u     /* -inf */
+#define CR_X_NAN     1u  /* a NaN (or inf * 0 in a dot) */
+#define CR_X_PINF    2u  /* +inf */
+#define CR_X_NINF    4u  /* -inf */
 #define CR_X_NONNEGZ 8u  /* some element (product) is not -0.0 */
-#define CR_X_ANY 16u     /* n >= 1 */
+#define CR_X_ANY     16u /* n >= 1 */
 
 /* float64 inputs at least this large bypass the expansions (which then never overflow). */
 #define CR_X_BIG 0x1p960
 
 /* Result formats. */
-#define CR_FMT_F64 0
-#define CR_FMT_F32 1
-#define CR_FMT_F16 2
+#define CR_FMT_F64  0
+#define CR_FMT_F32  1
+#define CR_FMT_F16  2
 #define CR_FMT_BF16 3
 
 /* TwoSum (Knuth): s + *err == a + b exactly, s = fl(a + b); six additions, no branch, exact

@@ -22,16 +22,36 @@
 typedef unsigned __int128 cr_u128;
 
 /* ---- Bit casts -------------------------------------------------------------------------- */
-static inline CR_HD uint32_t cr_f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-static inline CR_HD float cr_f32_from(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
-static inline CR_HD uint64_t cr_f64_bits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
-static inline CR_HD double cr_f64_from(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
+static inline CR_HD uint32_t cr_f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+static inline CR_HD float cr_f32_from(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static inline CR_HD uint64_t cr_f64_bits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    return u;
+}
+static inline CR_HD double cr_f64_from(uint64_t u)
+{
+    double d;
+    memcpy(&d, &u, 8);
+    return d;
+}
 
 /* ---- Canonical quiet NaNs: the only NaN any operation returns --------------------------- */
-#define CR_NAN_F16 0x7e00u
+#define CR_NAN_F16  0x7e00u
 #define CR_NAN_BF16 0x7fc0u
-#define CR_NAN_F32 0x7fc00000u
-#define CR_NAN_F64 0x7ff8000000000000ull
+#define CR_NAN_F32  0x7fc00000u
+#define CR_NAN_F64  0x7ff8000000000000ull
 
 /* ---- 16-bit floats ------------------------------------------------------------------------ */
 /* binary16 -> float32: exact (every binary16 value is a float32). */
@@ -54,7 +74,10 @@ static inline CR_HD float cr_f16_to_f32(uint16_t h)
  * 65536 inputs (tests/test_ops_values.c). */
 static inline CR_HD float cr_f16_to_f32_nobranch(uint16_t h)
 {
-    union { uint32_t u; float f; } v; /* a union, not memcpy: GCC vectorizes the loop then */
+    union {
+        uint32_t u;
+        float f;
+    } v; /* a union, not memcpy: GCC vectorizes the loop then */
     const uint32_t mag = (uint32_t)(h & 0x7fffu) << 13;
     v.u = mag;
     v.f *= 0x1p112f;
@@ -74,9 +97,10 @@ static inline CR_HD uint16_t cr_f32_to_f16(float f)
     const uint32_t a = u & 0x7fffffffu;
     if (a > 0x7f800000u) return CR_NAN_F16;
     if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520: rounds to inf */
-    if (a >= 0x38800000u) {                                   /* normal binary16 */
-        const uint32_t m = a - 0x38000000u;                   /* rebias the exponent by -112 */
-        const uint32_t r = (m >> 13) + (((m >> 12) & 1u) & (((m & 0xfffu) != 0) | ((m >> 13) & 1u)));
+    if (a >= 0x38800000u) {                                  /* normal binary16 */
+        const uint32_t m = a - 0x38000000u;                  /* rebias the exponent by -112 */
+        const uint32_t r =
+            (m >> 13) + (((m >> 12) & 1u) & (((m & 0xfffu) != 0) | ((m >> 13) & 1u)));
         return (uint16_t)(sign | r);
     }
     /* subnormal or zero: the value in units of 2^-24, rounded to nearest even */
@@ -131,59 +155,59 @@ static inline CR_HD int cr_less_f64(double a, double b)
  * BIG_BITS. float16: the largest finite value (0x7bff) is below TBIG and the smallest
  * subnormal above TSML, so only inf and NaN fail the tests. tests/test_ops_values.c checks every
  * 16-bit pattern against the float tests, and the float32 and float64 constants. */
-#define CR_NORM2_BIG_BITS_F32 0x59800000u /* TBIG = 2^52 */
-#define CR_NORM2_SML_BITS_F32 0x20000000u /* TSML = 2^-63 */
+#define CR_NORM2_BIG_BITS_F32  0x59800000u /* TBIG = 2^52 */
+#define CR_NORM2_SML_BITS_F32  0x20000000u /* TSML = 2^-63 */
 #define CR_NORM2_BIG_BITS_BF16 0x5980u
 #define CR_NORM2_SML_BITS_BF16 0x2000u
-#define CR_NORM2_BIG_BITS_F16 0x7bffu
-#define CR_NORM2_SML_BITS_F16 0x0001u
+#define CR_NORM2_BIG_BITS_F16  0x7bffu
+#define CR_NORM2_SML_BITS_F16  0x0001u
 /* float64: the high words of TBIG = 2^486 and TSML = 2^-511 (their low words are zero) */
 #define CR_NORM2_BIG_HI_F64 0x5e500000u
 #define CR_NORM2_SML_HI_F64 0x20000000u
 
-#define CR_DEFINE_NORM2(S, T, SQRT)                                                          \
-    /* The three leaves of |x| (class member squared and scaled, +0.0 otherwise). */         \
-    static inline CR_HD void cr_norm2_leaf_##S(T x, T *big, T *med, T *sml)                  \
-    {                                                                                        \
-        const T ax = x < 0 ? -x : x; /* NaN stays NaN (either sign) */                       \
-        const T zero = 0;                                                                    \
-        *big = zero;                                                                         \
-        *med = zero;                                                                         \
-        *sml = zero;                                                                         \
-        if (ax > CR_TBIG_##S) {                                                              \
-            const T y = ax * CR_SBIG_##S;                                                    \
-            *big = y * y;                                                                    \
-        } else if (ax < CR_TSML_##S) {                                                       \
-            const T y = ax * CR_SSML_##S;                                                    \
-            *sml = y * y;                                                                    \
-        } else {                                                                             \
-            *med = ax * ax;                                                                  \
-        }                                                                                    \
-    }                                                                                        \
-    /* LAPACK's combination of the three sums. */                                            \
-    static inline CR_HD T cr_norm2_combine_##S(T abig, T amed, T asml)                       \
-    {                                                                                        \
-        T scl, sumsq;                                                                        \
-        if (abig > 0) {                                                                      \
-            if (amed > 0 || amed != amed) abig = abig + (amed * CR_SBIG_##S) * CR_SBIG_##S;  \
-            scl = (T)1 / CR_SBIG_##S;                                                        \
-            sumsq = abig;                                                                    \
-        } else if (asml > 0) {                                                               \
-            if (amed > 0 || amed != amed) {                                                  \
-                const T m = SQRT(amed), s = SQRT(asml) / CR_SSML_##S;                        \
-                const T ymin = s > m ? m : s, ymax = s > m ? s : m;                          \
-                const T r = ymin / ymax;                                                     \
-                scl = 1;                                                                     \
-                sumsq = ymax * ymax * (1 + r * r);                                           \
-            } else {                                                                         \
-                scl = (T)1 / CR_SSML_##S;                                                    \
-                sumsq = asml;                                                                \
-            }                                                                                \
-        } else {                                                                             \
-            scl = 1;                                                                         \
-            sumsq = amed;                                                                    \
-        }                                                                                    \
-        return scl * SQRT(sumsq);                                                            \
+#define CR_DEFINE_NORM2(S, T, SQRT)                                                                \
+    /* The three leaves of |x| (class member squared and scaled, +0.0 otherwise). */               \
+    static inline CR_HD void cr_norm2_leaf_##S(T x, T *big, T *med, T *sml)                        \
+    {                                                                                              \
+        const T ax = x < 0 ? -x : x; /* NaN stays NaN (either sign) */                             \
+        const T zero = 0;                                                                          \
+        *big = zero;                                                                               \
+        *med = zero;                                                                               \
+        *sml = zero;                                                                               \
+        if (ax > CR_TBIG_##S) {                                                                    \
+            const T y = ax * CR_SBIG_##S;                                                          \
+            *big = y * y;                                                                          \
+        } else if (ax < CR_TSML_##S) {                                                             \
+            const T y = ax * CR_SSML_##S;                                                          \
+            *sml = y * y;                                                                          \
+        } else {                                                                                   \
+            *med = ax * ax;                                                                        \
+        }                                                                                          \
+    }                                                                                              \
+    /* LAPACK's combination of the three sums. */                                                  \
+    static inline CR_HD T cr_norm2_combine_##S(T abig, T amed, T asml)                             \
+    {                                                                                              \
+        T scl, sumsq;                                                                              \
+        if (abig > 0) {                                                                            \
+            if (amed > 0 || amed != amed) abig = abig + (amed * CR_SBIG_##S) * CR_SBIG_##S;        \
+            scl = (T)1 / CR_SBIG_##S;                                                              \
+            sumsq = abig;                                                                          \
+        } else if (asml > 0) {                                                                     \
+            if (amed > 0 || amed != amed) {                                                        \
+                const T m = SQRT(amed), s = SQRT(asml) / CR_SSML_##S;                              \
+                const T ymin = s > m ? m : s, ymax = s > m ? s : m;                                \
+                const T r = ymin / ymax;                                                           \
+                scl = 1;                                                                           \
+                sumsq = ymax * ymax * (1 + r * r);                                                 \
+            } else {                                                                               \
+                scl = (T)1 / CR_SSML_##S;                                                          \
+                sumsq = asml;                                                                      \
+            }                                                                                      \
+        } else {                                                                                   \
+            scl = 1;                                                                               \
+            sumsq = amed;                                                                          \
+        }                                                                                          \
+        return scl * SQRT(sumsq);                                                                  \
     }
 CR_DEFINE_NORM2(F32, float, sqrtf)
 CR_DEFINE_NORM2(F64, double, sqrt)
@@ -302,8 +326,10 @@ static inline CR_HD double cr_mean_of_float(double sum, uint64_t n, int f64)
     const int neg = (int)(b >> 63);
     int e = (int)((b >> 52) & 0x7ff);
     uint64_t m = b & 0xfffffffffffffull;
-    if (e) m |= 1ull << 52;
-    else e = 1;
+    if (e)
+        m |= 1ull << 52;
+    else
+        e = 1;
     return cr_round_div(neg, m, e - 1075, n, f64 ? 53 : 24, f64 ? -1022 : -126);
 }
 

@@ -23,13 +23,13 @@ typedef double v8d __attribute__((vector_size(64)));
  * pairs, in order: out[i] = ab[2i] + ab[2i+1] (an even/odd deinterleave, then one vector add).
  * Macros rather than functions, so that no 64-byte vector is ever passed across a call in a
  * translation unit compiled for several targets. __builtin_shufflevector: GCC 12+ and clang. */
-#define pair_sums_f32(a, b)                                                                   \
-    (__builtin_shufflevector((a), (b), 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30) + \
+#define pair_sums_f32(a, b)                                                                        \
+    (__builtin_shufflevector((a), (b), 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28,      \
+                             30) +                                                                 \
      __builtin_shufflevector((a), (b), 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31))
-#define pair_sums_f64(a, b)                                                                   \
-    (__builtin_shufflevector((a), (b), 0, 2, 4, 6, 8, 10, 12, 14) +                            \
+#define pair_sums_f64(a, b)                                                                        \
+    (__builtin_shufflevector((a), (b), 0, 2, 4, 6, 8, 10, 12, 14) +                                \
      __builtin_shufflevector((a), (b), 1, 3, 5, 7, 9, 11, 13, 15))
-
 
 /* One full chunk (C elements, no padding needed), a column at a time. A column is one
  * 64-byte vector VT of lanes through all 32 rows; its pairwise row tree ((r0+r1)+(r2+r3))+...
@@ -40,30 +40,30 @@ typedef double v8d __attribute__((vector_size(64)));
  * additions per chunk are a serial chain that holds back the whole path). Rows are not walked
  * in order with the pending nodes of a row tree in arrays: with AVX2's 16 registers those
  * arrays live on the stack and their copies dominate (docs/perf-log/2026-11-cpu.md). */
-#define CR_ROW_AT(VT, v, LANES, r)                                                           \
-    __extension__({                                                                          \
-        VT t_;                                                                               \
-        memcpy(&t_, (v) + (size_t)(r) * (LANES), sizeof t_);                                 \
-        t_;                                                                                  \
+#define CR_ROW_AT(VT, v, LANES, r)                                                                 \
+    __extension__({                                                                                \
+        VT t_;                                                                                     \
+        memcpy(&t_, (v) + (size_t)(r) * (LANES), sizeof t_);                                       \
+        t_;                                                                                        \
     })
-#define CR_ROWS_2(VT, v, L, r) (CR_ROW_AT(VT, v, L, r) + CR_ROW_AT(VT, v, L, (r) + 1))
-#define CR_ROWS_4(VT, v, L, r) (CR_ROWS_2(VT, v, L, r) + CR_ROWS_2(VT, v, L, (r) + 2))
-#define CR_ROWS_8(VT, v, L, r) (CR_ROWS_4(VT, v, L, r) + CR_ROWS_4(VT, v, L, (r) + 4))
+#define CR_ROWS_2(VT, v, L, r)  (CR_ROW_AT(VT, v, L, r) + CR_ROW_AT(VT, v, L, (r) + 1))
+#define CR_ROWS_4(VT, v, L, r)  (CR_ROWS_2(VT, v, L, r) + CR_ROWS_2(VT, v, L, (r) + 2))
+#define CR_ROWS_8(VT, v, L, r)  (CR_ROWS_4(VT, v, L, r) + CR_ROWS_4(VT, v, L, (r) + 4))
 #define CR_ROWS_16(VT, v, L, r) (CR_ROWS_8(VT, v, L, r) + CR_ROWS_8(VT, v, L, (r) + 8))
-#define CR_ROWS_32(VT, v, L) (CR_ROWS_16(VT, v, L, 0) + CR_ROWS_16(VT, v, L, 16))
-#define CR_DEFINE_CHUNK_FULL(NAME, T, VT, VPR, LANES, PAIRS)                                 \
-    CR_SIMD_CLONES static T NAME(const T *v)                                                 \
-    {                                                                                        \
-        _Static_assert(CR_ROWS == 32, "CR_ROWS_32 is the tree of 32 rows");                  \
-        VT lane[VPR]; /* lane l of the chunk is lane[l / per][l % per] */                    \
-        _Pragma("GCC unroll 16") for (int h = 0; h < (VPR); h++)                             \
-            lane[h] = CR_ROWS_32(VT, v + h * ((LANES) / (VPR)), LANES);                      \
+#define CR_ROWS_32(VT, v, L)    (CR_ROWS_16(VT, v, L, 0) + CR_ROWS_16(VT, v, L, 16))
+#define CR_DEFINE_CHUNK_FULL(NAME, T, VT, VPR, LANES, PAIRS)                                       \
+    CR_SIMD_CLONES static T NAME(const T *v)                                                       \
+    {                                                                                              \
+        _Static_assert(CR_ROWS == 32, "CR_ROWS_32 is the tree of 32 rows");                        \
+        VT lane[VPR]; /* lane l of the chunk is lane[l / per][l % per] */                          \
+        _Pragma("GCC unroll 16") for (int h = 0; h < (VPR); h++) lane[h] =                         \
+            CR_ROWS_32(VT, v + h * ((LANES) / (VPR)), LANES);                                      \
         /* Lane tree, adjacent pairs: VPR vectors halve to one, then the last vector halves \
-         * in place (its upper lanes turn to junk that never reaches lane 0). */             \
-        for (int w = (VPR); w > 1; w /= 2)                                                   \
-            for (int i = 0; i < w / 2; i++) lane[i] = PAIRS(lane[2 * i], lane[2 * i + 1]);   \
-        for (int w = (LANES) / (VPR); w > 1; w /= 2) lane[0] = PAIRS(lane[0], lane[0]);      \
-        return lane[0][0];                                                                   \
+         * in place (its upper lanes turn to junk that never reaches lane 0). */      \
+        for (int w = (VPR); w > 1; w /= 2)                                                         \
+            for (int i = 0; i < w / 2; i++) lane[i] = PAIRS(lane[2 * i], lane[2 * i + 1]);         \
+        for (int w = (LANES) / (VPR); w > 1; w /= 2) lane[0] = PAIRS(lane[0], lane[0]);            \
+        return lane[0][0];                                                                         \
     }
 
 CR_DEFINE_CHUNK_FULL(chunk_full_f32, float, v16f, CR_LANES_F32 / 16, CR_LANES_F32, pair_sums_f32)
@@ -72,31 +72,31 @@ CR_DEFINE_CHUNK_FULL(chunk_full_f64, double, v8d, CR_LANES_F64 / 8, CR_LANES_F64
 /* Per element type: a ragged chunk (1 <= m < C) is padded with -0.0, the exact identity of
  * addition, and reduced as a full chunk (once per level, so the copy costs nothing that
  * matters); a level is a run of chunks; the top value gets the canonical NaN. */
-#define CR_DEFINE_LEVELS(S, T, C, UINT, QNAN)                                                \
-    static T chunk_##S(const T *v, uint64_t m)                                               \
-    {                                                                                        \
-        if (m == (C)) return chunk_full_##S(v);                                              \
-        T buf[C] __attribute__((aligned(64)));                                               \
-        memcpy(buf, v, m * sizeof *v);                                                       \
-        for (uint64_t i = m; i < (C); i++) buf[i] = (T)-0.0;                                 \
-        return chunk_full_##S(buf);                                                          \
-    }                                                                                        \
-    /* out[g] = chunk g of v[0..n), for g in [g0, g1). */                                    \
-    static void level_range_##S(const T *x, uint64_t n, T *out, uint64_t g0, uint64_t g1)   \
-    {                                                                                        \
-        for (uint64_t g = g0; g < g1; g++) {                                                 \
-            uint64_t first = g * (C), m = n - first;                                         \
-            out[g] = chunk_##S(x + first, m < (C) ? m : (C));                                \
-        }                                                                                    \
-    }                                                                                        \
-    static void top_##S(const T *v, uint64_t m, void *result)                                \
-    {                                                                                        \
-        T r = chunk_##S(v, m);                                                               \
-        if (r != r) {                                                                        \
-            UINT q = (QNAN);                                                                 \
-            memcpy(&r, &q, sizeof r);                                                        \
-        }                                                                                    \
-        memcpy(result, &r, sizeof r);                                                        \
+#define CR_DEFINE_LEVELS(S, T, C, UINT, QNAN)                                                      \
+    static T chunk_##S(const T *v, uint64_t m)                                                     \
+    {                                                                                              \
+        if (m == (C)) return chunk_full_##S(v);                                                    \
+        T buf[C] __attribute__((aligned(64)));                                                     \
+        memcpy(buf, v, m * sizeof *v);                                                             \
+        for (uint64_t i = m; i < (C); i++) buf[i] = (T)-0.0;                                       \
+        return chunk_full_##S(buf);                                                                \
+    }                                                                                              \
+    /* out[g] = chunk g of v[0..n), for g in [g0, g1). */                                          \
+    static void level_range_##S(const T *x, uint64_t n, T *out, uint64_t g0, uint64_t g1)          \
+    {                                                                                              \
+        for (uint64_t g = g0; g < g1; g++) {                                                       \
+            uint64_t first = g * (C), m = n - first;                                               \
+            out[g] = chunk_##S(x + first, m < (C) ? m : (C));                                      \
+        }                                                                                          \
+    }                                                                                              \
+    static void top_##S(const T *v, uint64_t m, void *result)                                      \
+    {                                                                                              \
+        T r = chunk_##S(v, m);                                                                     \
+        if (r != r) {                                                                              \
+            UINT q = (QNAN);                                                                       \
+            memcpy(&r, &q, sizeof r);                                                              \
+        }                                                                                          \
+        memcpy(result, &r, sizeof r);                                                              \
     }
 
 CR_DEFINE_LEVELS(f32, float, CR_CHUNK_F32, uint32_t, 0x7fc00000u)
@@ -105,8 +105,8 @@ CR_DEFINE_LEVELS(f64, double, CR_CHUNK_F64, uint64_t, 0x7ff8000000000000ull)
 float cr_cpu_chunk_f32(const float *v, uint64_t m) { return chunk_f32(v, m); }
 double cr_cpu_chunk_f64(const double *v, uint64_t m) { return chunk_f64(v, m); }
 
-static void level_range(coopreduce_dtype dtype, const void *v, uint64_t n, void *out,
-                        uint64_t g0, uint64_t g1)
+static void level_range(coopreduce_dtype dtype, const void *v, uint64_t n, void *out, uint64_t g0,
+                        uint64_t g1)
 {
     if (dtype == COOPREDUCE_FLOAT32)
         level_range_f32(v, n, out, g0, g1);

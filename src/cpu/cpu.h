@@ -20,20 +20,21 @@ coopreduce_status cr_cpu_reserve(struct coopreduce_handle *h, const cr_plan *p, 
 
 /* The families (result as coopreduce_reduce() documents). */
 coopreduce_status cr_cpu_canonical(struct coopreduce_handle *h, const cr_plan *p, const void *x,
-                                   uint64_t n, void *result);                   /* canonical.c */
+                                   uint64_t n, void *result); /* canonical.c */
 coopreduce_status cr_cpu_ordered(struct coopreduce_handle *h, const cr_plan *p, const void *x,
-                                 const void *y, uint64_t n, void *result);      /* ordered.c */
+                                 const void *y, uint64_t n, void *result); /* ordered.c */
 coopreduce_status cr_cpu_scan(struct coopreduce_handle *h, const cr_plan *p, const void *x,
-                              uint64_t n, void *result);                        /* scan.c */
+                              uint64_t n, void *result); /* scan.c */
 coopreduce_status cr_cpu_exact(struct coopreduce_handle *h, const cr_plan *p, const void *x,
-                               const void *y, uint64_t n, void *result);        /* exact.c */
+                               const void *y, uint64_t n, void *result); /* exact.c */
 
 /* canonical.c's pieces the ordered family builds on. */
 /* The canonical sum of x[0..n) of FLOAT32 or FLOAT64 into *result (one element of dtype). */
 coopreduce_status cr_cpu_sum(struct coopreduce_handle *h, const void *x, uint64_t n,
                              coopreduce_dtype dtype, void *result);
 /* Grows the handle's buffer of level partials for a canonical sum of n elements of acc. */
-coopreduce_status cr_cpu_tree_reserve(struct coopreduce_handle *h, uint64_t n, coopreduce_dtype acc);
+coopreduce_status cr_cpu_tree_reserve(struct coopreduce_handle *h, uint64_t n,
+                                      coopreduce_dtype acc);
 /* The chunk tree of docs/DETERMINISM.md over v[0..m), 1 <= m <= C, padded with -0.0. */
 float cr_cpu_chunk_f32(const float *v, uint64_t m);
 double cr_cpu_chunk_f64(const double *v, uint64_t m);
@@ -41,8 +42,8 @@ double cr_cpu_chunk_f64(const double *v, uint64_t m);
 /* A float result of value v (exact in a double) for input type dt (values.h: cr_write_float). */
 static inline void cr_cpu_write_float(double v, coopreduce_dtype dt, int narrow, void *result)
 {
-    cr_write_float(v, dt == COOPREDUCE_FLOAT64, dt == COOPREDUCE_FLOAT16,
-                   dt == COOPREDUCE_BFLOAT16, narrow, result);
+    cr_write_float(v, dt == COOPREDUCE_FLOAT64, dt == COOPREDUCE_FLOAT16, dt == COOPREDUCE_BFLOAT16,
+                   narrow, result);
 }
 
 #endif

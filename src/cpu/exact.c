@@ -29,11 +29,10 @@ typedef double v8d __attribute__((vector_size(64)));
 typedef int64_t v8l __attribute__((vector_size(64)));
 typedef float v8f __attribute__((vector_size(32)));
 
-
 #ifndef NV
-#define NV 4            /* vectors of lanes */
+#define NV 4 /* vectors of lanes */
 #endif
-#define LANES (NV * 8)  /* independent expansions per thread */
+#define LANES (NV * 8) /* independent expansions per thread */
 /* Superaccumulator additions between two carry passes: each adds |c| < 2^32 to a digit, so
  * 2^28 of them keep every digit below 2^61. */
 #define CARRY_EVERY (1u << 28)
@@ -42,10 +41,10 @@ typedef struct {
     coopreduce_op op;
     coopreduce_dtype dt;
     const void *x, *y;
-    uint64_t i0, i1;        /* this thread's elements */
-    int nd, lsb;            /* superaccumulator layout */
+    uint64_t i0, i1; /* this thread's elements */
+    int nd, lsb;     /* superaccumulator layout */
     unsigned flags;
-    uint32_t pending;       /* additions since the last carry pass */
+    uint32_t pending; /* additions since the last carry pass */
     int64_t d[CR_SA_MAX_DIGITS];
 } job;
 
@@ -94,98 +93,100 @@ static void slow_product(job *j, double a, double b)
 }
 
 /* ---- Leaves: FILL(j, i, cnt, buf) writes LANES doubles for elements [i, i + cnt) ---------- */
-#define FILL_F64(j, i, cnt, buf)                                                             \
-    do {                                                                                     \
-        const double *x_ = (const double *)(j)->x + (i);                                     \
-        int big_ = 0;                                                                        \
-        if ((cnt) == LANES) {                                                                \
-            for (int l = 0; l < LANES; l++) {                                                \
-                const double v_ = x_[l];                                                     \
-                (buf)[l] = v_;                                                               \
-                big_ |= !(fabs(v_) < CR_X_BIG);                                              \
-            }                                                                                \
-        } else {                                                                             \
-            for (int l = 0; l < LANES; l++) (buf)[l] = l < (int)(cnt) ? x_[l] : -0.0;        \
-            big_ = 1;                                                                        \
-        }                                                                                    \
-        if (big_)                                                                            \
-            for (int l = 0; l < LANES; l++)                                                  \
-                if (!(fabs((buf)[l]) < CR_X_BIG)) {                                          \
-                    slow_value((j), (buf)[l]);                                               \
-                    (buf)[l] = -0.0;                                                         \
-                }                                                                            \
+#define FILL_F64(j, i, cnt, buf)                                                                   \
+    do {                                                                                           \
+        const double *x_ = (const double *)(j)->x + (i);                                           \
+        int big_ = 0;                                                                              \
+        if ((cnt) == LANES) {                                                                      \
+            for (int l = 0; l < LANES; l++) {                                                      \
+                const double v_ = x_[l];                                                           \
+                (buf)[l] = v_;                                                                     \
+                big_ |= !(fabs(v_) < CR_X_BIG);                                                    \
+            }                                                                                      \
+        } else {                                                                                   \
+            for (int l = 0; l < LANES; l++) (buf)[l] = l < (int)(cnt) ? x_[l] : -0.0;              \
+            big_ = 1;                                                                              \
+        }                                                                                          \
+        if (big_)                                                                                  \
+            for (int l = 0; l < LANES; l++)                                                        \
+                if (!(fabs((buf)[l]) < CR_X_BIG)) {                                                \
+                    slow_value((j), (buf)[l]);                                                     \
+                    (buf)[l] = -0.0;                                                               \
+                }                                                                                  \
     } while (0)
 
 /* float32 products are exact in binary64 (48-bit significands, exponents within range). */
-#define FILL_DOT32(j, i, cnt, buf)                                                           \
-    do {                                                                                     \
-        const float *x_ = (const float *)(j)->x + (i), *y_ = (const float *)(j)->y + (i);    \
-        if ((cnt) == LANES) {                                                                \
-            for (int l = 0; l < LANES; l++) (buf)[l] = (double)x_[l] * (double)y_[l];        \
-        } else {                                                                             \
-            for (int l = 0; l < LANES; l++)                                                  \
-                (buf)[l] = l < (int)(cnt) ? (double)x_[l] * (double)y_[l] : -0.0;            \
-        }                                                                                    \
+#define FILL_DOT32(j, i, cnt, buf)                                                                 \
+    do {                                                                                           \
+        const float *x_ = (const float *)(j)->x + (i), *y_ = (const float *)(j)->y + (i);          \
+        if ((cnt) == LANES) {                                                                      \
+            for (int l = 0; l < LANES; l++) (buf)[l] = (double)x_[l] * (double)y_[l];              \
+        } else {                                                                                   \
+            for (int l = 0; l < LANES; l++)                                                        \
+                (buf)[l] = l < (int)(cnt) ? (double)x_[l] * (double)y_[l] : -0.0;                  \
+        }                                                                                          \
     } while (0)
 
 /* float64 products: LANES / 2 elements per step, p in lanes [0, 16), its error in [16, 32).
  * A zero error is written -0.0 so that the lead term keeps the sign rule of zeros. */
-#define FILL_DOT64(j, i, cnt, buf)                                                           \
-    do {                                                                                     \
-        const double *x_ = (const double *)(j)->x + (i), *y_ = (const double *)(j)->y + (i); \
-        for (int l = 0; l < LANES / 2; l++) {                                                \
-            double p_ = -0.0, e_ = -0.0;                                                     \
-            if (l < (int)(cnt)) {                                                            \
-                const double a_ = x_[l], b_ = y_[l];                                         \
-                p_ = a_ * b_;                                                                \
-                const double ap_ = fabs(p_);                                                 \
-                if ((ap_ >= 0x1p-968 && ap_ < CR_X_BIG) ||                                   \
-                    ((a_ == 0 || b_ == 0) && isfinite(a_) && isfinite(b_))) {                \
-                    e_ = fma(a_, b_, -p_);                                                   \
-                    if (e_ == 0) e_ = -0.0;                                                  \
-                } else {                                                                     \
-                    slow_product((j), a_, b_);                                               \
-                    p_ = -0.0;                                                               \
-                }                                                                            \
-            }                                                                                \
-            (buf)[l] = p_;                                                                   \
-            (buf)[LANES / 2 + l] = e_;                                                       \
-        }                                                                                    \
+#define FILL_DOT64(j, i, cnt, buf)                                                                 \
+    do {                                                                                           \
+        const double *x_ = (const double *)(j)->x + (i), *y_ = (const double *)(j)->y + (i);       \
+        for (int l = 0; l < LANES / 2; l++) {                                                      \
+            double p_ = -0.0, e_ = -0.0;                                                           \
+            if (l < (int)(cnt)) {                                                                  \
+                const double a_ = x_[l], b_ = y_[l];                                               \
+                p_ = a_ * b_;                                                                      \
+                const double ap_ = fabs(p_);                                                       \
+                if ((ap_ >= 0x1p-968 && ap_ < CR_X_BIG) ||                                         \
+                    ((a_ == 0 || b_ == 0) && isfinite(a_) && isfinite(b_))) {                      \
+                    e_ = fma(a_, b_, -p_);                                                         \
+                    if (e_ == 0) e_ = -0.0;                                                        \
+                } else {                                                                           \
+                    slow_product((j), a_, b_);                                                     \
+                    p_ = -0.0;                                                                     \
+                }                                                                                  \
+            }                                                                                      \
+            (buf)[l] = p_;                                                                         \
+            (buf)[LANES / 2 + l] = e_;                                                             \
+        }                                                                                          \
     } while (0)
 
 /* ---- The expansion loop ---------------------------------------------------------------------
  * t[0] starts at -0.0, the identity of addition that keeps IEEE's sign rule: the lead term is
  * the plain recursive sum of the lane's leaves, so it is -0.0 at the end exactly when every leaf
  * was -0.0 (the slow paths set CR_X_NONNEGZ themselves). */
-#define DEFINE_RUN(NAME, K, EPS, FILL)                                                       \
-    CR_SIMD_CLONES static void NAME(job *j)                                                  \
-    {                                                                                        \
-        v8d t[K][NV];                                                                        \
-        for (int v = 0; v < NV; v++)                                                         \
-            for (int k = 0; k < (K); k++)                                                    \
-                for (int l = 0; l < 8; l++) t[k][v][l] = k == 0 ? -0.0 : 0.0;                \
-        double buf[LANES] __attribute__((aligned(64)));                                      \
-        for (uint64_t i = j->i0; i < j->i1; i += (EPS)) {                                    \
-            const uint64_t cnt = j->i1 - i < (EPS) ? j->i1 - i : (EPS);                      \
-            FILL(j, i, cnt, buf);                                                            \
-            v8d r[NV];                                                                       \
-            memcpy(r, buf, sizeof r);                                                        \
-            v8l nz = {0}; /* residue bits without the sign: integer lanes, no FP compare */  \
-            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {                           \
-                v8d c = r[v];                                                                \
-                _Pragma("GCC unroll 3") for (int k = 0; k < (K); k++) {                      \
-                    const v8d a = t[k][v], s = a + c, bb = s - a;                            \
-                    c = (a - (s - bb)) + (c - bb);                                           \
-                    t[k][v] = s;                                                             \
-                }                                                                            \
-                r[v] = c;                                                                    \
-                nz |= (v8l)c << 1;                                                           \
-            }                                                                                \
-            int64_t any = 0;                                                                 \
-            for (int l = 0; l < 8; l++) any |= nz[l];                                        \
-            if (any) flush_lanes(j, (double *)t, (K), (const double *)r);                    \
-        }                                                                                    \
-        fold_lanes(j, (const double *)t, (K));                                               \
+#define DEFINE_RUN(NAME, K, EPS, FILL)                                                             \
+    CR_SIMD_CLONES static void NAME(job *j)                                                        \
+    {                                                                                              \
+        v8d t[K][NV];                                                                              \
+        for (int v = 0; v < NV; v++)                                                               \
+            for (int k = 0; k < (K); k++)                                                          \
+                for (int l = 0; l < 8; l++) t[k][v][l] = k == 0 ? -0.0 : 0.0;                      \
+        double buf[LANES] __attribute__((aligned(64)));                                            \
+        for (uint64_t i = j->i0; i < j->i1; i += (EPS)) {                                          \
+            const uint64_t cnt = j->i1 - i < (EPS) ? j->i1 - i : (EPS);                            \
+            FILL(j, i, cnt, buf);                                                                  \
+            v8d r[NV];                                                                             \
+            memcpy(r, buf, sizeof r);                                                              \
+            v8l nz = {0}; /* residue bits without the sign: integer lanes, no FP compare */        \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)                                   \
+            {                                                                                      \
+                v8d c = r[v];                                                                      \
+                _Pragma("GCC unroll 3") for (int k = 0; k < (K); k++)                              \
+                {                                                                                  \
+                    const v8d a = t[k][v], s = a + c, bb = s - a;                                  \
+                    c = (a - (s - bb)) + (c - bb);                                                 \
+                    t[k][v] = s;                                                                   \
+                }                                                                                  \
+                r[v] = c;                                                                          \
+                nz |= (v8l)c << 1;                                                                 \
+            }                                                                                      \
+            int64_t any = 0;                                                                       \
+            for (int l = 0; l < 8; l++) any |= nz[l];                                              \
+            if (any) flush_lanes(j, (double *)t, (K), (const double *)r);                          \
+        }                                                                                          \
+        fold_lanes(j, (const double *)t, (K));                                                     \
     }
 
 /* t is laid out [k][v][l]: term k of lane (v, l) at t[(k * NV + v) * 8 + l]. */
@@ -214,8 +215,10 @@ static void fold_lanes(job *j, const double *t, int K)
         for (int k = 0; k < K; k++) {
             const double v = t[k * LANES + lane];
             const unsigned f = cr_sa_special_flags(v);
-            if (f) j->flags |= f;
-            else sa_add(j, v);
+            if (f)
+                j->flags |= f;
+            else
+                sa_add(j, v);
         }
     }
 }
@@ -247,8 +250,10 @@ static void flush_buckets(job *j, double (*b)[256])
             if (cr_f64_bits(v) == 0x8000000000000000ull) continue; /* no leaf, or only -0.0 */
             j->flags |= CR_X_NONNEGZ;
             const unsigned f = cr_sa_special_flags(v);
-            if (f) j->flags |= f;
-            else if (v != 0) sa_add(j, v);
+            if (f)
+                j->flags |= f;
+            else if (v != 0)
+                sa_add(j, v);
             b[q][e] = -0.0;
         }
 }
@@ -260,20 +265,20 @@ static void buckets_init(double (*b)[256])
 }
 
 /* Adds leaves i0 .. i1 - 1 (at most SPAN) to the buckets; LEAF(i): the float32 bits of leaf i. */
-#define DEFINE_BUCKET_ADD(NAME, SRC, LEAF)                                                   \
-    static void NAME(double (*b)[256], const void *src, uint64_t i0, uint64_t i1)            \
-    {                                                                                        \
-        const SRC *x = (const SRC *)src;                                                     \
-        uint64_t i = i0;                                                                     \
-        for (; i + SETS <= i1; i += SETS)                                                    \
-            for (int q = 0; q < SETS; q++) {                                                 \
-                const uint32_t u = LEAF(x[i + q]);                                           \
-                b[q][u >> 23 & 255] += (double)cr_f32_from(u);                               \
-            }                                                                                \
-        for (; i < i1; i++) {                                                                \
-            const uint32_t u = LEAF(x[i]);                                                   \
-            b[0][u >> 23 & 255] += (double)cr_f32_from(u);                                   \
-        }                                                                                    \
+#define DEFINE_BUCKET_ADD(NAME, SRC, LEAF)                                                         \
+    static void NAME(double(*b)[256], const void *src, uint64_t i0, uint64_t i1)                   \
+    {                                                                                              \
+        const SRC *x = (const SRC *)src;                                                           \
+        uint64_t i = i0;                                                                           \
+        for (; i + SETS <= i1; i += SETS)                                                          \
+            for (int q = 0; q < SETS; q++) {                                                       \
+                const uint32_t u = LEAF(x[i + q]);                                                 \
+                b[q][u >> 23 & 255] += (double)cr_f32_from(u);                                     \
+            }                                                                                      \
+        for (; i < i1; i++) {                                                                      \
+            const uint32_t u = LEAF(x[i]);                                                         \
+            b[0][u >> 23 & 255] += (double)cr_f32_from(u);                                         \
+        }                                                                                          \
     }
 #define LEAF_BITS(v) (v)
 #define LEAF_BF16(v) ((uint32_t)(v) << 16)
@@ -331,19 +336,19 @@ static void *worker(void *arg)
 
 /* Below this many elements per thread, starting a thread costs more than it saves. */
 #define MIN_PER_THREAD (1u << 16)
-#define STACK_JOBS 8
+#define STACK_JOBS     8
 
-coopreduce_status cr_cpu_exact(coopreduce_handle *h, const cr_plan *p, const void *x,
-                               const void *y, uint64_t n, void *result)
+coopreduce_status cr_cpu_exact(coopreduce_handle *h, const cr_plan *p, const void *x, const void *y,
+                               uint64_t n, void *result)
 {
     const coopreduce_op op = p->op;
     const coopreduce_dtype dtype = p->dtype;
     const int narrow = p->narrow;
     const int dot64 = op == COOPREDUCE_OP_DOT && dtype == COOPREDUCE_FLOAT64;
-    const int fmt = dtype == COOPREDUCE_FLOAT64 ? CR_FMT_F64
-                    : narrow && dtype == COOPREDUCE_FLOAT16 ? CR_FMT_F16
+    const int fmt = dtype == COOPREDUCE_FLOAT64              ? CR_FMT_F64
+                    : narrow && dtype == COOPREDUCE_FLOAT16  ? CR_FMT_F16
                     : narrow && dtype == COOPREDUCE_BFLOAT16 ? CR_FMT_BF16
-                    : CR_FMT_F32;
+                                                             : CR_FMT_F32;
     uint64_t t = n / MIN_PER_THREAD;
     const uint64_t tmax = (uint64_t)cr_cpu_threads(h);
     if (t > tmax) t = tmax;

@@ -19,12 +19,12 @@
 
 typedef struct {
     coopreduce_op op;
-    coopreduce_dtype dt;      /* the input type */
+    coopreduce_dtype dt; /* the input type */
     const void *x, *y;
     uint64_t n;
-    void *part[3];            /* level-1 partials (NORM2: big, medium, small) */
-    uint64_t g0, g1;          /* this job's chunks */
-    int f16c;                 /* float16 widening by the F16C instruction */
+    void *part[3];   /* level-1 partials (NORM2: big, medium, small) */
+    uint64_t g0, g1; /* this job's chunks */
+    int f16c;        /* float16 widening by the F16C instruction */
 } ordered_job;
 
 /* ---- Leaves of one chunk, by vector loops (the accumulation type's IEEE operations, one
@@ -41,11 +41,18 @@ CR_SIMD_CLONES static void widen_half(const uint16_t *h, uint64_t m, int brain, 
 CR_SIMD_CLONES static void square_half(const uint16_t *h, uint64_t m, int brain, float *out)
 {
     if (brain)
-        for (uint64_t i = 0; i < m; i++) { const float v = WIDEN(h[i], 1); out[i] = v * v; }
+        for (uint64_t i = 0; i < m; i++) {
+            const float v = WIDEN(h[i], 1);
+            out[i] = v * v;
+        }
     else
-        for (uint64_t i = 0; i < m; i++) { const float v = WIDEN(h[i], 0); out[i] = v * v; }
+        for (uint64_t i = 0; i < m; i++) {
+            const float v = WIDEN(h[i], 0);
+            out[i] = v * v;
+        }
 }
-CR_SIMD_CLONES static void mul_half(const uint16_t *a, const uint16_t *b, uint64_t m, int brain, float *out)
+CR_SIMD_CLONES static void mul_half(const uint16_t *a, const uint16_t *b, uint64_t m, int brain,
+                                    float *out)
 {
     if (brain)
         for (uint64_t i = 0; i < m; i++) out[i] = WIDEN(a[i], 1) * WIDEN(b[i], 1);
@@ -60,7 +67,8 @@ CR_SIMD_CLONES static void mul_half(const uint16_t *a, const uint16_t *b, uint64
 #include <cpuid.h>
 #include <immintrin.h>
 #define CR_HAVE_F16C_PATH 1
-__attribute__((target("avx2,f16c"))) static void widen_f16_f16c(const uint16_t *h, uint64_t m, float *w)
+__attribute__((target("avx2,f16c"))) static void widen_f16_f16c(const uint16_t *h, uint64_t m,
+                                                                float *w)
 {
     uint64_t i = 0;
     for (; i + 8 <= m; i += 8)
@@ -111,19 +119,22 @@ CR_SIMD_CLONES static void mul_f64(const double *a, const double *b, uint64_t m,
  * excepted, NaN and inf included). When none does, the chunk's big and small leaves are all
  * +0.0 (padding -0.0), whose chunk trees are +0.0: the same bits as the three-class leaves, as
  * on the GPU (docs/DETERMINISM.md, NORM2). */
-#define DEFINE_MEDIUM_F32(NAME, SRC, LOAD)                                                   \
-    CR_SIMD_CLONES static int NAME(const SRC *a, uint64_t m, int brain, float *out)          \
-    {                                                                                        \
-        uint32_t mx = 0, mn = 0xffffffffu; /* the largest |x| bits; the smallest of bits - 1 */ \
-        (void)brain;                                                                         \
-        for (uint64_t i = 0; i < m; i++) {                                                   \
-            union { float f; uint32_t u; } v = {LOAD};                                       \
-            const uint32_t b = v.u & 0x7fffffffu;                                            \
-            mx = b > mx ? b : mx;                                                            \
-            mn = b - 1u < mn ? b - 1u : mn;                                                  \
-            out[i] = v.f * v.f;                                                              \
-        }                                                                                    \
-        return mx > CR_NORM2_BIG_BITS_F32 || mn < CR_NORM2_SML_BITS_F32 - 1u;                \
+#define DEFINE_MEDIUM_F32(NAME, SRC, LOAD)                                                         \
+    CR_SIMD_CLONES static int NAME(const SRC *a, uint64_t m, int brain, float *out)                \
+    {                                                                                              \
+        uint32_t mx = 0, mn = 0xffffffffu; /* the largest |x| bits; the smallest of bits - 1 */    \
+        (void)brain;                                                                               \
+        for (uint64_t i = 0; i < m; i++) {                                                         \
+            union {                                                                                \
+                float f;                                                                           \
+                uint32_t u;                                                                        \
+            } v = {LOAD};                                                                          \
+            const uint32_t b = v.u & 0x7fffffffu;                                                  \
+            mx = b > mx ? b : mx;                                                                  \
+            mn = b - 1u < mn ? b - 1u : mn;                                                        \
+            out[i] = v.f * v.f;                                                                    \
+        }                                                                                          \
+        return mx > CR_NORM2_BIG_BITS_F32 || mn < CR_NORM2_SML_BITS_F32 - 1u;                      \
     }
 /* float32 input; 16-bit input widened on the fly (one pass instead of widening first). */
 DEFINE_MEDIUM_F32(medium_f32, float, a[i])
@@ -132,13 +143,17 @@ CR_SIMD_CLONES static int medium_f64(const double *a, uint64_t m, double *out)
 {
     uint64_t mx = 0, mn = ~0ull;
     for (uint64_t i = 0; i < m; i++) {
-        union { double f; uint64_t u; } v = {a[i]};
+        union {
+            double f;
+            uint64_t u;
+        } v = {a[i]};
         const uint64_t b = v.u & 0x7fffffffffffffffull;
         mx = b > mx ? b : mx;
         mn = b - 1u < mn ? b - 1u : mn;
         out[i] = a[i] * a[i];
     }
-    return mx > (uint64_t)CR_NORM2_BIG_HI_F64 << 32 || mn < ((uint64_t)CR_NORM2_SML_HI_F64 << 32) - 1u;
+    return mx > (uint64_t)CR_NORM2_BIG_HI_F64 << 32 ||
+           mn < ((uint64_t)CR_NORM2_SML_HI_F64 << 32) - 1u;
 }
 
 /* Level 1 for chunks [g0, g1): the leaves of each chunk into buf, then the chunk tree. */
@@ -146,7 +161,8 @@ CR_SIMD_CLONES static int medium_f64(const double *a, uint64_t m, double *out)
 static void *ordered_worker(void *arg)
 {
     const ordered_job *j = arg;
-    const int f64 = j->dt == COOPREDUCE_FLOAT64, half = j->dt == COOPREDUCE_FLOAT16 || j->dt == COOPREDUCE_BFLOAT16;
+    const int f64 = j->dt == COOPREDUCE_FLOAT64,
+              half = j->dt == COOPREDUCE_FLOAT16 || j->dt == COOPREDUCE_BFLOAT16;
     const int brain = j->dt == COOPREDUCE_BFLOAT16;
     const uint64_t C = f64 ? CR_CHUNK_F64 : CR_CHUNK_F32;
     const coopreduce_op op = j->op;
@@ -158,7 +174,8 @@ static void *ordered_worker(void *arg)
         const uint64_t first = g * C, m = j->n - first < C ? j->n - first : C;
         int sums = 1;
         if (f64) {
-            const double *x = (const double *)j->x + first, *y = j->y ? (const double *)j->y + first : NULL;
+            const double *x = (const double *)j->x + first,
+                         *y = j->y ? (const double *)j->y + first : NULL;
             double *l = buf.d[0];
             if (op == COOPREDUCE_OP_DOT) {
                 mul_f64(x, y, m, l);
@@ -177,11 +194,14 @@ static void *ordered_worker(void *arg)
             } else {
                 memcpy(l, x, m * 8); /* not reached: float64 sums take the canonical sum */
             }
-            for (int k = 0; k < sums; k++) ((double *)j->part[k])[g] = cr_cpu_chunk_f64(buf.d[k], m);
+            for (int k = 0; k < sums; k++)
+                ((double *)j->part[k])[g] = cr_cpu_chunk_f64(buf.d[k], m);
         } else {
-            const float *x = (const float *)j->x + first, *y = j->y ? (const float *)j->y + first : NULL;
+            const float *x = (const float *)j->x + first,
+                        *y = j->y ? (const float *)j->y + first : NULL;
             float *l = buf.f[0];
-            const uint16_t *hx = (const uint16_t *)j->x + first, *hy = j->y ? (const uint16_t *)j->y + first : NULL;
+            const uint16_t *hx = (const uint16_t *)j->x + first,
+                           *hy = j->y ? (const uint16_t *)j->y + first : NULL;
             const int hw = half && !brain && j->f16c; /* float16 by F16C: widen, then as float32 */
             if (hw && (op == COOPREDUCE_OP_DOT || op == COOPREDUCE_OP_SUMSQ)) {
                 widen_any(hx, m, brain, 1, l);
@@ -202,7 +222,8 @@ static void *ordered_worker(void *arg)
             } else if (op == COOPREDUCE_OP_NORM2) {
                 sums = 3;
                 /* 16-bit input widened on the fly (as fast here as F16C then a second pass) */
-                const int other = half ? medium_half(hx, m, brain, buf.f[1]) : medium_f32(x, m, 0, buf.f[1]);
+                const int other =
+                    half ? medium_half(hx, m, brain, buf.f[1]) : medium_f32(x, m, 0, buf.f[1]);
                 if (other) {
                     if (half) { /* the three classes need the widened values */
                         widen_any(hx, m, brain, j->f16c, buf.f[2]);
@@ -232,8 +253,7 @@ static void *ordered_worker(void *arg)
 
 /* The canonical sums (one, or three for NORM2) of the op's leaves, into acc[0..3). */
 static coopreduce_status ordered_sums(coopreduce_handle *h, coopreduce_op op, const void *x,
-                                      const void *y, uint64_t n, coopreduce_dtype dt,
-                                      double acc[3])
+                                      const void *y, uint64_t n, coopreduce_dtype dt, double acc[3])
 {
     const int f64 = dt == COOPREDUCE_FLOAT64;
     const coopreduce_dtype acc_dt = f64 ? COOPREDUCE_FLOAT64 : COOPREDUCE_FLOAT32;
@@ -283,7 +303,6 @@ static coopreduce_status ordered_sums(coopreduce_handle *h, coopreduce_op op, co
     free(part);
     return s;
 }
-
 
 coopreduce_status cr_cpu_ordered(coopreduce_handle *h, const cr_plan *p, const void *x,
                                  const void *y, uint64_t n, void *result)

@@ -22,16 +22,15 @@ typedef struct {
     const void *x;
     uint64_t i0, i1;
     /* out */
-    int have;                 /* an element was seen */
-    int nan;                  /* a NaN was seen (floats): idx is the first one */
+    int have; /* an element was seen */
+    int nan;  /* a NaN was seen (floats): idx is the first one */
     uint64_t idx;
-    double v;                 /* floats: the best value, widened */
-    uint64_t bits;            /* floats: its bit pattern in the input type */
-    __int128 iv;              /* integers: the best value, or the sum */
+    double v;      /* floats: the best value, widened */
+    uint64_t bits; /* floats: its bit pattern in the input type */
+    __int128 iv;   /* integers: the best value, or the sum */
 } scan_job;
 
 static int is_float(coopreduce_dtype dt) { return cr_dtype_is_float(dt); }
-
 
 static void float_at(const void *x, uint64_t i, coopreduce_dtype dt, double *v, uint64_t *bits)
 {
@@ -108,7 +107,7 @@ static void scan_merge(scan_job *a, const scan_job *b)
         return;
     }
     if (is_float(a->dt)) {
-        if (a->nan) return;             /* a's NaN comes first */
+        if (a->nan) return; /* a's NaN comes first */
         if (b->nan) {
             *a = (scan_job){a->op, a->dt, a->x, a->i0, a->i1, 1, 1, b->idx, b->v, b->bits, 0};
             return;
@@ -144,38 +143,39 @@ typedef struct {
     uint64_t amax;       /* floats: largest magnitude bits (NaN when above the infinity's) */
 } block_summary;
 
-#define DEFINE_FLOAT_SUMMARY(NAME, UT, ST, SHIFT, MAG, SMIN, SMAX)                           \
-    CR_SIMD_CLONES static void NAME(const UT *x, uint64_t m, block_summary *out)             \
-    {                                                                                        \
-        ST mn = (SMAX), mx = (SMIN);                                                         \
-        UT am = 0;                                                                           \
-        for (uint64_t i = 0; i < m; i++) {                                                   \
-            const UT b = x[i];                                                               \
-            const ST k = (ST)(b ^ (UT)((UT)((ST)b >> (SHIFT)) >> 1));                        \
-            const UT a = b & (MAG);                                                          \
-            mn = k < mn ? k : mn;                                                            \
-            mx = k > mx ? k : mx;                                                            \
-            am = a > am ? a : am;                                                            \
-        }                                                                                    \
-        out->kmin = mn;                                                                      \
-        out->kmax = mx;                                                                      \
-        out->amax = am;                                                                      \
+#define DEFINE_FLOAT_SUMMARY(NAME, UT, ST, SHIFT, MAG, SMIN, SMAX)                                 \
+    CR_SIMD_CLONES static void NAME(const UT *x, uint64_t m, block_summary *out)                   \
+    {                                                                                              \
+        ST mn = (SMAX), mx = (SMIN);                                                               \
+        UT am = 0;                                                                                 \
+        for (uint64_t i = 0; i < m; i++) {                                                         \
+            const UT b = x[i];                                                                     \
+            const ST k = (ST)(b ^ (UT)((UT)((ST)b >> (SHIFT)) >> 1));                              \
+            const UT a = b & (MAG);                                                                \
+            mn = k < mn ? k : mn;                                                                  \
+            mx = k > mx ? k : mx;                                                                  \
+            am = a > am ? a : am;                                                                  \
+        }                                                                                          \
+        out->kmin = mn;                                                                            \
+        out->kmax = mx;                                                                            \
+        out->amax = am;                                                                            \
     }
-DEFINE_FLOAT_SUMMARY(summary_b64, uint64_t, int64_t, 63, 0x7fffffffffffffffull, INT64_MIN, INT64_MAX)
+DEFINE_FLOAT_SUMMARY(summary_b64, uint64_t, int64_t, 63, 0x7fffffffffffffffull, INT64_MIN,
+                     INT64_MAX)
 DEFINE_FLOAT_SUMMARY(summary_b32, uint32_t, int32_t, 31, 0x7fffffffu, INT32_MIN, INT32_MAX)
 DEFINE_FLOAT_SUMMARY(summary_b16, uint16_t, int16_t, 15, 0x7fffu, INT16_MIN, INT16_MAX)
 
-#define DEFINE_INT_SUMMARY(NAME, T, LO, HI, KMIN, KMAX)                                      \
-    CR_SIMD_CLONES static void NAME(const T *x, uint64_t m, block_summary *out)              \
-    {                                                                                        \
-        T mn = (HI), mx = (LO);                                                              \
-        for (uint64_t i = 0; i < m; i++) {                                                   \
-            const T v = x[i];                                                                \
-            mn = v < mn ? v : mn;                                                            \
-            mx = v > mx ? v : mx;                                                            \
-        }                                                                                    \
-        out->KMIN = mn;                                                                      \
-        out->KMAX = mx;                                                                      \
+#define DEFINE_INT_SUMMARY(NAME, T, LO, HI, KMIN, KMAX)                                            \
+    CR_SIMD_CLONES static void NAME(const T *x, uint64_t m, block_summary *out)                    \
+    {                                                                                              \
+        T mn = (HI), mx = (LO);                                                                    \
+        for (uint64_t i = 0; i < m; i++) {                                                         \
+            const T v = x[i];                                                                      \
+            mn = v < mn ? v : mn;                                                                  \
+            mx = v > mx ? v : mx;                                                                  \
+        }                                                                                          \
+        out->KMIN = mn;                                                                            \
+        out->KMAX = mx;                                                                            \
     }
 DEFINE_INT_SUMMARY(summary_i32, int32_t, INT32_MIN, INT32_MAX, kmin, kmax)
 DEFINE_INT_SUMMARY(summary_i64, int64_t, INT64_MIN, INT64_MAX, kmin, kmax)
@@ -326,7 +326,8 @@ static void *scan_worker(void *arg)
             uint64_t lo, carries, negs;
             sum_w64((const uint64_t *)j->x + j->i0, m, &lo, &carries, &negs);
             if (j->dt == COOPREDUCE_UINT64) negs = 0;
-            j->iv = (__int128)(((unsigned __int128)carries << 64) + lo) - (__int128)((unsigned __int128)negs << 64);
+            j->iv = (__int128)(((unsigned __int128)carries << 64) + lo) -
+                    (__int128)((unsigned __int128)negs << 64);
             break;
         }
         }
@@ -386,8 +387,9 @@ coopreduce_status cr_cpu_scan(coopreduce_handle *h, const cr_plan *p, const void
         const scan_job r = n ? scan(h, op, x, n, dt) : (scan_job){0};
         const __int128 s = r.iv;
         if (op == COOPREDUCE_OP_MEAN) {
-            const double m = n == 0 ? cr_f64_from(CR_NAN_F64)
-                                    : cr_round_div(s < 0, (cr_u128)(s < 0 ? -s : s), 0, n, 53, -1022);
+            const double m = n == 0
+                                 ? cr_f64_from(CR_NAN_F64)
+                                 : cr_round_div(s < 0, (cr_u128)(s < 0 ? -s : s), 0, n, 53, -1022);
             memcpy(result, &m, 8);
         } else if (es == 4) {
             const int64_t v = (int64_t)s; /* n <= 2^32: exact (uint32: below 2^64, same bits) */
@@ -413,4 +415,3 @@ coopreduce_status cr_cpu_scan(coopreduce_handle *h, const cr_plan *p, const void
     memcpy(result, &v, es);
     return COOPREDUCE_SUCCESS;
 }
-

@@ -62,11 +62,11 @@ namespace {
 
 /* How a thread reads its lanes of row `r` of the chunk at `p` (`m` valid elements). */
 enum class Load {
-    kVector,         /* 16-byte loads through the read-only path */
-    kVectorStream,   /* 16-byte loads of data larger than L2 (load.cuh's stream-once policy) */
-    kScalar,         /* element loads: input aligned only to the element size */
-    kGuarded,        /* element loads reading -0.0 past the end: ragged chunks */
-    kGuardedShared   /* the same from shared memory */
+    kVector,       /* 16-byte loads through the read-only path */
+    kVectorStream, /* 16-byte loads of data larger than L2 (load.cuh's stream-once policy) */
+    kScalar,       /* element loads: input aligned only to the element size */
+    kGuarded,      /* element loads reading -0.0 past the end: ragged chunks */
+    kGuardedShared /* the same from shared memory */
 };
 
 template <typename T, Load L>
@@ -78,12 +78,15 @@ __device__ __forceinline__ Lanes<T> load_row(const T *__restrict__ p, int r, int
     if constexpr (L == Load::kVector || L == Load::kVectorStream) {
         /* The input is never written during the launch: the read-only path. */
         const typename Lay::Vec *q_ = reinterpret_cast<const typename Lay::Vec *>(p + first);
-        typename Lay::Vec q = L == Load::kVector ? __ldg(q_)
-                            : load_stream_once(q_);
+        typename Lay::Vec q = L == Load::kVector ? __ldg(q_) : load_stream_once(q_);
         if constexpr (Lay::kVec == 4) {
-            out.v[0] = q.x; out.v[1] = q.y; out.v[2] = q.z; out.v[3] = q.w;
+            out.v[0] = q.x;
+            out.v[1] = q.y;
+            out.v[2] = q.z;
+            out.v[3] = q.w;
         } else {
-            out.v[0] = q.x; out.v[1] = q.y;
+            out.v[0] = q.x;
+            out.v[1] = q.y;
         }
     } else {
 #pragma unroll
@@ -121,8 +124,7 @@ template <typename T, Load L> struct RowTree<T, L, 1> {
  * stays rolled on purpose: unrolled, ptxas hoists all 32 loads (128 registers of float4 data),
  * which either caps occupancy or spills. A batch keeps 8 independent 16-byte loads in flight per
  * thread, which at 32 warps per SM is several times what it takes to cover DRAM latency. */
-template <typename T, Load L>
-__device__ __forceinline__ Lanes<T> row_tree(const T *p, int t, int m)
+template <typename T, Load L> __device__ __forceinline__ Lanes<T> row_tree(const T *p, int t, int m)
 {
     static_assert(CR_ROWS == 32, "row_tree assumes 4 batches of 8 rows");
     Lanes<T> prev, s01, total;
@@ -159,8 +161,7 @@ __device__ __forceinline__ void load_batch(Batch<T> &b, const T *p, int k, int t
 }
 
 /* The row tree of one batch of 8 rows: ((r0+r1)+(r2+r3)) + ((r4+r5)+(r6+r7)). */
-template <typename T>
-__device__ __forceinline__ Lanes<T> batch_tree(const Batch<T> &b)
+template <typename T> __device__ __forceinline__ Lanes<T> batch_tree(const Batch<T> &b)
 {
     return add(add(add(b.r[0], b.r[1]), add(b.r[2], b.r[3])),
                add(add(b.r[4], b.r[5]), add(b.r[6], b.r[7])));
@@ -193,14 +194,15 @@ __device__ __forceinline__ T stream_one_chunk(const cg::thread_block_tile<32> &w
 {
     Batch<T> A, B;
     load_batch<T, L>(A, p, 0, warp.thread_rank());
-    return lane_tree(warp, stream_chunk<T, L>(A, B, p, static_cast<const T *>(nullptr),
-                                              warp.thread_rank()));
+    return lane_tree(
+        warp, stream_chunk<T, L>(A, B, p, static_cast<const T *>(nullptr), warp.thread_rank()));
 }
 
 /* The one ragged chunk of the input, out of line: its guarded loads would otherwise share the
  * hot loop's registers. */
 template <typename T>
-__device__ __noinline__ T ragged_input_chunk(const cg::thread_block_tile<32> &warp, const T *p, int m)
+__device__ __noinline__ T ragged_input_chunk(const cg::thread_block_tile<32> &warp, const T *p,
+                                             int m)
 {
     return warp_chunk<T, Load::kGuarded>(warp, p, m);
 }
@@ -307,7 +309,8 @@ __device__ __forceinline__ void quad_chunks(const cg::thread_block &block,
  * Tickets per launch: about one per block, so same-address atomics never queue up; no fences
  * (the partials are tagged). A block that completes a group reduces it with all its warps. */
 template <typename T, Load L>
-__global__ void __launch_bounds__(kThreads, Layout<T>::kMinBlocks * 8 / kWarpsPerBlock) canonical_kernel(const __grid_constant__ Params<T> P)
+__global__ void __launch_bounds__(kThreads, Layout<T>::kMinBlocks * 8 / kWarpsPerBlock)
+    canonical_kernel(const __grid_constant__ Params<T> P)
 {
     static_assert(kWarpsPerBlock == 8, "groups are reduced by 8 warps x 4 rows");
     __shared__ Lanes<T> quarter[2][4][32]; /* batch trees: [chunk or group][batch][thread] */
@@ -332,7 +335,8 @@ __global__ void __launch_bounds__(kThreads, Layout<T>::kMinBlocks * 8 / kWarpsPe
 constexpr int kSmallChunks = 16;
 
 template <typename T>
-__global__ void __launch_bounds__(32 * kSmallChunks) canonical_small_kernel(const __grid_constant__ Params<T> P)
+__global__ void __launch_bounds__(32 * kSmallChunks)
+    canonical_small_kernel(const __grid_constant__ Params<T> P)
 {
     __shared__ T partials[kSmallChunks];
     cg::thread_block block = cg::this_thread_block();
@@ -349,7 +353,8 @@ __global__ void __launch_bounds__(32 * kSmallChunks) canonical_small_kernel(cons
     if (warp.thread_rank() == 0) partials[w] = v;
     block.sync();
     if (w == 0)
-        write_result(warp, P, warp_chunk<T, Load::kGuardedShared>(warp, partials, (int)P.count[1]), 0u);
+        write_result(warp, P, warp_chunk<T, Load::kGuardedShared>(warp, partials, (int)P.count[1]),
+                     0u);
 }
 
 /* The grid of a call (launch.h): one block for up to kSmallChunks chunks; else one block per
@@ -371,7 +376,8 @@ template <typename T> cudaError_t grid(const cr_gpu_call *c, cr_gpu_grid *g)
         return cudaSuccess;
     }
     int per_sm = 0;
-    cudaError_t e = occupancy<canonical_kernel<T, Load::kVectorStream>>(kThreads, c->device, &per_sm);
+    cudaError_t e =
+        occupancy<canonical_kernel<T, Load::kVectorStream>>(kThreads, c->device, &per_sm);
     if (e != cudaSuccess) return e;
     const uint64_t need = (chunks + kWarpsPerBlock - 1) / kWarpsPerBlock;
     int blocks = grid_blocks(need, c->sm_count, per_sm, c->forced_blocks, INT32_MAX);
@@ -384,7 +390,8 @@ template <typename T> cudaError_t grid(const cr_gpu_call *c, cr_gpu_grid *g)
     return cudaSuccess;
 }
 
-template <typename T> cudaError_t launch(const cr_gpu_call *c, const cr_gpu_work *w, const cr_gpu_grid *g)
+template <typename T>
+cudaError_t launch(const cr_gpu_call *c, const cr_gpu_work *w, const cr_gpu_grid *g)
 {
     const coopreduce_op op = c->plan->op;
     if (c->n == 0) { /* the final rule on the sum of nothing: SUM +0.0, MEAN NaN */
@@ -434,7 +441,8 @@ cudaError_t cr_gpu_canonical_launch(const cr_gpu_call *c, const cr_gpu_work *w, 
 cudaError_t cr_gpu_canonical_check(int device)
 {
     int per_sm = 0;
-    cudaError_t e = occupancy<canonical_kernel<float, Load::kVectorStream>>(kThreads, device, &per_sm);
+    cudaError_t e =
+        occupancy<canonical_kernel<float, Load::kVectorStream>>(kThreads, device, &per_sm);
     if (e == cudaSuccess)
         e = occupancy<canonical_kernel<double, Load::kVectorStream>>(kThreads, device, &per_sm);
     return e;

@@ -18,8 +18,8 @@
 
 coopreduce_status cr_cuda_fail(coopreduce_handle *h, cudaError_t e, const char *what)
 {
-    coopreduce_status s = (e == cudaErrorMemoryAllocation) ? COOPREDUCE_ERROR_OUT_OF_MEMORY
-                                                            : COOPREDUCE_ERROR_CUDA;
+    coopreduce_status s =
+        (e == cudaErrorMemoryAllocation) ? COOPREDUCE_ERROR_OUT_OF_MEMORY : COOPREDUCE_ERROR_CUDA;
     return cr_fail(h, s, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
@@ -67,7 +67,8 @@ coopreduce_status cr_gpu_props(int ordinal, coopreduce_gpu_props *p, char *err, 
     p->cc_minor = prop.minor;
     p->cooperative_launch = prop.cooperativeLaunch;
     int cluster = 0;
-    if (cudaDeviceGetAttribute(&cluster, cudaDevAttrClusterLaunch, ordinal) != cudaSuccess) cluster = 0;
+    if (cudaDeviceGetAttribute(&cluster, cudaDevAttrClusterLaunch, ordinal) != cudaSuccess)
+        cluster = 0;
     p->cluster_launch = cluster;
     p->total_memory_bytes = prop.totalGlobalMem;
     p->l2_bytes = (uint64_t)prop.l2CacheSize;
@@ -111,17 +112,14 @@ static coopreduce_status check_pointer_uncached(coopreduce_handle *h, const void
         return cr_fail(h, COOPREDUCE_ERROR_NOT_DEVICE_MEMORY,
                        "%s = %p is memory of GPU %d, but the handle is for GPU %d", name, p,
                        a.device, h->device);
-    case cudaMemoryTypeManaged:
-        *cacheable = 1;
-        return COOPREDUCE_SUCCESS;
+    case cudaMemoryTypeManaged: *cacheable = 1; return COOPREDUCE_SUCCESS;
     case cudaMemoryTypeHost:
         if (a.devicePointer) return COOPREDUCE_SUCCESS;
         break;
-    default:
-        break;
+    default: break;
     }
     return cr_fail(h, COOPREDUCE_ERROR_NOT_DEVICE_MEMORY,
                    "%s = %p is host memory; a GPU handle needs device memory (cudaMalloc), "
-                   "managed or mapped pinned memory", name, p);
+                   "managed or mapped pinned memory",
+                   name, p);
 }
-

@@ -105,8 +105,8 @@ constexpr int units_per_iter(coopreduce_dtype dt, int dot, int vec)
 
 template <coopreduce_dtype DT, int DOT, int VEC> struct Cfg {
     static constexpr int ES = Elem<DT>::kBytes;
-    static constexpr int EPU = VEC ? 16 / ES : 1;            /* elements per unit */
-    static constexpr int LPE = (DOT && DT == kF64) ? 2 : 1;     /* leaves per element */
+    static constexpr int EPU = VEC ? 16 / ES : 1;           /* elements per unit */
+    static constexpr int LPE = (DOT && DT == kF64) ? 2 : 1; /* leaves per element */
     static constexpr int LPU = EPU * LPE;
     static constexpr int K = DT == kF64 ? 3 : 2;
     /* terms of the second expansion: a float64 dot's errors (|err| <= 2^-53 |p|) use two */
@@ -114,7 +114,7 @@ template <coopreduce_dtype DT, int DOT, int VEC> struct Cfg {
     static constexpr int ND = (DOT && DT == kF64) ? CR_SA_DOT64_DIGITS : CR_SA_SUM_DIGITS;
     static constexpr int LSB = (DOT && DT == kF64) ? CR_SA_DOT64_LSB : CR_SA_SUM_LSB;
     static constexpr int PATH = path_of(DT, DOT, VEC);
-    static constexpr int U = units_per_iter(DT, DOT, VEC);   /* units per thread and iteration */
+    static constexpr int U = units_per_iter(DT, DOT, VEC); /* units per thread and iteration */
     /* iterations between flushes of the float16 accumulators (each takes 8 * U / kF16Acc
      * elements per iteration); a round elsewhere */
     static constexpr uint64_t CHUNK = PATH == P_F16 ? kF16Leaves * kF16Acc / (8 * U) : kRound;
@@ -125,8 +125,10 @@ template <coopreduce_dtype DT, int DOT, int VEC> struct Cfg {
 template <int HI> __device__ __forceinline__ double f16_to_f64(uint32_t w)
 {
     double d;
-    if (HI) asm("{.reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f64.f16 %0, h;}" : "=d"(d) : "r"(w));
-    else asm("{.reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f64.f16 %0, l;}" : "=d"(d) : "r"(w));
+    if (HI)
+        asm("{.reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f64.f16 %0, h;}" : "=d"(d) : "r"(w));
+    else
+        asm("{.reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f64.f16 %0, l;}" : "=d"(d) : "r"(w));
     return d;
 }
 /* The bfloat16 in the low (HI = 0) or high half of w, as a float32 (its high half). */
@@ -189,7 +191,7 @@ __device__ __forceinline__ Leaf slow_group(long long *acc, uint4 a, uint4 b, int
 #pragma unroll
     for (int e = 0; e < 8; e++)
         d[e] = DT == kF32 ? (double)__uint_as_float(w[e])
-                       : (double)(e & 1 ? bf16_to_f32<1>(w[e / 2]) : bf16_to_f32<0>(w[e / 2]));
+                          : (double)(e & 1 ? bf16_to_f32<1>(w[e / 2]) : bf16_to_f32<0>(w[e / 2]));
     if (DT == kBF16 && spread <= 42)
         return Leaf{((d[0] + d[1]) + (d[2] + d[3])) + ((d[4] + d[5]) + (d[6] + d[7])), 0u};
     unsigned flags = 0;
@@ -204,8 +206,8 @@ __device__ __forceinline__ Leaf slow_group(long long *acc, uint4 a, uint4 b, int
 }
 
 /* The last block's one thread: the digits rounded once (the CPU's code, superacc.h). */
-__device__ __noinline__ void finish(const long long *acc, int nd, int lsb, unsigned flags,
-                                    int fmt, void *out)
+__device__ __noinline__ void finish(const long long *acc, int nd, int lsb, unsigned flags, int fmt,
+                                    void *out)
 {
     int64_t d[CR_SA_MAX_DIGITS];
     for (int i = 0; i < nd; i++) d[i] = acc[i];
@@ -290,8 +292,7 @@ __device__ __noinline__ Leaf group_f32(long long *acc, uint4 a, uint4 b)
 /* bfloat16: g_max - g_min (spread) and the largest exponent field (top) of the NU units a: the
  * same min / max as for float32, on both 16-bit halves at once (the magnitude bits, exponent
  * field at bits 14..7; zeros wrap to 0xffff). */
-template <int NU>
-__device__ __forceinline__ void bf16_range(const Unit *a, int &spread, int &top)
+template <int NU> __device__ __forceinline__ void bf16_range(const Unit *a, int &spread, int &top)
 {
     uint32_t mx = 0, mn = 0xffffffffu;
 #pragma unroll
@@ -366,8 +367,10 @@ __device__ __forceinline__ void add_leaves(double (&t)[2][K], const double *lv, 
 #pragma unroll
         for (int l = 0; l < NL; l++) {
             if (r[l] == 0) continue;
-            if (isfinite(r[l])) sa_atomic(acc, LSB, r[l]);
-            else bad[l & 1] = true;
+            if (isfinite(r[l]))
+                sa_atomic(acc, LSB, r[l]);
+            else
+                bad[l & 1] = true;
         }
 #pragma unroll
         for (int j = 0; j < 2; j++)
@@ -403,25 +406,29 @@ template <coopreduce_dtype DT, int DOT, int VEC> struct Loader {
     /* the unit (VEC) or element (scalar) at p */
     static __device__ __forceinline__ void at(const unsigned char *p, Unit &u)
     {
-        if (VEC) u.v = __ldg((const uint4 *)p);
-        else element(p, 0, u);
+        if (VEC)
+            u.v = __ldg((const uint4 *)p);
+        else
+            element(p, 0, u);
     }
     static __device__ __forceinline__ void element(const unsigned char *p, uint64_t i, Unit &u)
     {
-        if (C::ES == 8) u.d[0] = __ldg((const double *)p + i);
-        else if (C::ES == 4) u.f[0] = __ldg((const float *)p + i);
-        else u.h[0] = __ldg((const unsigned short *)p + i);
+        if (C::ES == 8)
+            u.d[0] = __ldg((const double *)p + i);
+        else if (C::ES == 4)
+            u.f[0] = __ldg((const float *)p + i);
+        else
+            u.h[0] = __ldg((const unsigned short *)p + i);
     }
 };
 
 /* One iteration's U units (ok[u]: unit u exists; PATH != P_LEAVES: a missing unit holds -0.0
  * elements, which change nothing). */
 template <coopreduce_dtype DT, int DOT, int VEC>
-__device__ __forceinline__ void consume(const Unit (&ux)[Cfg<DT, DOT, VEC>::U],
-                                        const Unit (&uy)[Cfg<DT, DOT, VEC>::U],
-                                        const bool (&ok)[Cfg<DT, DOT, VEC>::U],
-                                        double (&t)[2][Cfg<DT, DOT, VEC>::K], double (&fx)[kF16Acc],
-                                        unsigned &flags, long long *acc)
+__device__ __forceinline__ void
+consume(const Unit (&ux)[Cfg<DT, DOT, VEC>::U], const Unit (&uy)[Cfg<DT, DOT, VEC>::U],
+        const bool (&ok)[Cfg<DT, DOT, VEC>::U], double (&t)[2][Cfg<DT, DOT, VEC>::K],
+        double (&fx)[kF16Acc], unsigned &flags, long long *acc)
 {
     typedef Cfg<DT, DOT, VEC> C;
     const int U = C::U, K = C::K, K1 = C::K1, LSB = C::LSB;
@@ -618,8 +625,10 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
         for (int k = 0; k < K; k++) {
             const unsigned f = cr_sa_special_flags(t[0][k]);
-            if (f) flags |= f;
-            else sa_atomic(acc, LSB, t[0][k]);
+            if (f)
+                flags |= f;
+            else
+                sa_atomic(acc, LSB, t[0][k]);
         }
         atomicOr(&sflags, flags);
     }
@@ -681,7 +690,8 @@ struct Shape {
     int dot, vec;
     explicit Shape(const cr_gpu_call *c)
         : dot(c->plan->op == COOPREDUCE_OP_DOT),
-          vec(!dot || ((uintptr_t)c->x % 16) == ((uintptr_t)c->y % 16)) {}
+          vec(!dot || ((uintptr_t)c->x % 16) == ((uintptr_t)c->y % 16))
+    {}
 };
 
 template <coopreduce_dtype DT, int DOT, int VEC> struct Grid {
@@ -690,7 +700,8 @@ template <coopreduce_dtype DT, int DOT, int VEC> struct Grid {
         const uint64_t es = Elem<DT>::kBytes;
         const uint64_t units = VEC ? c->n / (16 / es) + 1 : c->n + 1;
         const uint64_t per_block = (uint64_t)units_per_iter(DT, DOT, VEC) * kThreads;
-        return slotted_grid<exact_kernel<DT, DOT, VEC>>(c, kThreads, (units + per_block - 1) / per_block,
+        return slotted_grid<exact_kernel<DT, DOT, VEC>>(c, kThreads,
+                                                        (units + per_block - 1) / per_block,
                                                         kMaxGrid, kBlocksPerSm, kSlotBytes, g);
     }
 };
@@ -699,10 +710,10 @@ template <coopreduce_dtype DT, int DOT, int VEC> struct Launcher {
     static cudaError_t run(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g)
     {
         const cr_plan *p = c->plan;
-        const int fmt = DT == kF64 ? CR_FMT_F64
-                        : p->narrow && DT == kF16 ? CR_FMT_F16
+        const int fmt = DT == kF64                 ? CR_FMT_F64
+                        : p->narrow && DT == kF16  ? CR_FMT_F16
                         : p->narrow && DT == kBF16 ? CR_FMT_BF16
-                        : CR_FMT_F32;
+                                                   : CR_FMT_F32;
         exact_kernel<DT, DOT, VEC><<<g->blocks, kThreads, 0, c->stream>>>(
             c->x, c->y, c->n, (long long *)w->slots, w->ticket, c->out, fmt);
         return cudaGetLastError();

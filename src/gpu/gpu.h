@@ -21,7 +21,6 @@ coopreduce_status cr_gpu_reserve(struct coopreduce_handle *h, const cr_plan *pla
 /* Enqueues the plan on `stream` (a cudaStream_t); to_host: result is host memory and the call
  * waits for it. */
 coopreduce_status cr_gpu_reduce(struct coopreduce_handle *h, const cr_plan *plan, const void *x,
-                                const void *y, void *result, uint64_t n, void *stream,
-                                int to_host);
+                                const void *y, void *result, uint64_t n, void *stream, int to_host);
 
 #endif

@@ -3,7 +3,8 @@
 #include "core/status.h"
 #include "gpu/gpu.h"
 
-#define NO_CUDA "coopreduce was built without CUDA (no nvcc at configure time); only the CPU path exists"
+#define NO_CUDA                                                                                    \
+    "coopreduce was built without CUDA (no nvcc at configure time); only the CPU path exists"
 
 coopreduce_status cr_gpu_count(int *count)
 {

@@ -43,34 +43,34 @@ typedef struct {
 /* One call, as the backend hands it to a family. */
 typedef struct {
     const cr_plan *plan;
-    const void *x, *y;          /* device-accessible; y only for DOT */
+    const void *x, *y; /* device-accessible; y only for DOT */
     uint64_t n;
-    void *out;                  /* device-accessible memory for the plan's result */
-    void *host_tagged;          /* canonical SUM to the host: the mapped host slot that receives
+    void *out;         /* device-accessible memory for the plan's result */
+    void *host_tagged; /* canonical SUM to the host: the mapped host slot that receives
                                    the result as words tagged with seq (reduce.c), else NULL */
     unsigned int seq;
-    int device, sm_count;       /* the current GPU */
+    int device, sm_count; /* the current GPU */
     uint64_t l2_bytes;
-    int forced_blocks;          /* coopreduce_set_grid_blocks; 0: automatic */
+    int forced_blocks; /* coopreduce_set_grid_blocks; 0: automatic */
     cudaStream_t stream;
 } cr_gpu_call;
 
 /* The launch a family chose for a call. */
 typedef struct {
-    int blocks, threads;        /* the main kernel's grid and block */
-    int slot_blocks;            /* per-block slots the workspace must hold (>= blocks) */
-    size_t slot_bytes;          /* bytes of one slot (0: the family uses none) */
-    int quad;                   /* canonical: four warps per chunk (mid-size inputs) */
-    int stream_once;            /* the input is larger than L2: read it once, streamed */
+    int blocks, threads; /* the main kernel's grid and block */
+    int slot_blocks;     /* per-block slots the workspace must hold (>= blocks) */
+    size_t slot_bytes;   /* bytes of one slot (0: the family uses none) */
+    int quad;            /* canonical: four warps per chunk (mid-size inputs) */
+    int stream_once;     /* the input is larger than L2: read it once, streamed */
 } cr_gpu_grid;
 
-cudaError_t cr_gpu_canonical_grid(const cr_gpu_call *c, cr_gpu_grid *g);    /* canonical.cu */
+cudaError_t cr_gpu_canonical_grid(const cr_gpu_call *c, cr_gpu_grid *g); /* canonical.cu */
 cudaError_t cr_gpu_canonical_launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g);
-cudaError_t cr_gpu_ordered_grid(const cr_gpu_call *c, cr_gpu_grid *g);      /* ordered.cu */
+cudaError_t cr_gpu_ordered_grid(const cr_gpu_call *c, cr_gpu_grid *g); /* ordered.cu */
 cudaError_t cr_gpu_ordered_launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g);
-cudaError_t cr_gpu_scan_grid(const cr_gpu_call *c, cr_gpu_grid *g);         /* scan.cu */
+cudaError_t cr_gpu_scan_grid(const cr_gpu_call *c, cr_gpu_grid *g); /* scan.cu */
 cudaError_t cr_gpu_scan_launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g);
-cudaError_t cr_gpu_exact_grid(const cr_gpu_call *c, cr_gpu_grid *g);        /* exact.cu */
+cudaError_t cr_gpu_exact_grid(const cr_gpu_call *c, cr_gpu_grid *g); /* exact.cu */
 cudaError_t cr_gpu_exact_launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g);
 
 /* Whether the current GPU (`device`) can run the canonical kernels, which every handle needs:

@@ -76,21 +76,31 @@ __device__ __forceinline__ Ext ext_shfl(const cg::thread_block_tile<32> &w, cons
 struct F32 : Elem<COOPREDUCE_FLOAT32> {
     using Acc = float;
     static constexpr int kVec = kPerVec; /* elements per 16-byte load: the lanes of a thread */
-    static __device__ __forceinline__ float at(const void *p, uint64_t i) { return __ldg(static_cast<const float *>(p) + i); }
+    static __device__ __forceinline__ float at(const void *p, uint64_t i)
+    {
+        return __ldg(static_cast<const float *>(p) + i);
+    }
     static __device__ __forceinline__ void decode(const uint4 &q, float *v)
     {
-        v[0] = __uint_as_float(q.x); v[1] = __uint_as_float(q.y);
-        v[2] = __uint_as_float(q.z); v[3] = __uint_as_float(q.w);
+        v[0] = __uint_as_float(q.x);
+        v[1] = __uint_as_float(q.y);
+        v[2] = __uint_as_float(q.z);
+        v[3] = __uint_as_float(q.w);
     }
     static __device__ __forceinline__ void ext_fold(Ext &e, const uint4 &q)
     {
         const unsigned int a0 = q.x & 0x7fffffffu, a1 = q.y & 0x7fffffffu;
         const unsigned int a2 = q.z & 0x7fffffffu, a3 = q.w & 0x7fffffffu;
         e.mx = __vimax3_u32(__vimax3_u32(e.mx, a0, a1), a2, a3);
-        e.mn = __viaddmin_u32(a0, 0xffffffffu, __viaddmin_u32(a1, 0xffffffffu,
-               __viaddmin_u32(a2, 0xffffffffu, __viaddmin_u32(a3, 0xffffffffu, e.mn))));
+        e.mn = __viaddmin_u32(
+            a0, 0xffffffffu,
+            __viaddmin_u32(a1, 0xffffffffu,
+                           __viaddmin_u32(a2, 0xffffffffu, __viaddmin_u32(a3, 0xffffffffu, e.mn))));
     }
-    static __device__ __forceinline__ Ext ext_add(const Ext &a, const Ext &b) { return {max(a.mx, b.mx), min(a.mn, b.mn)}; }
+    static __device__ __forceinline__ Ext ext_add(const Ext &a, const Ext &b)
+    {
+        return {max(a.mx, b.mx), min(a.mn, b.mn)};
+    }
     static __device__ __forceinline__ bool ext_other(const Ext &e)
     {
         return e.mx > CR_NORM2_BIG_BITS_F32 || e.mn < CR_NORM2_SML_BITS_F32 - 1u;
@@ -99,7 +109,10 @@ struct F32 : Elem<COOPREDUCE_FLOAT32> {
 struct F64 : Elem<COOPREDUCE_FLOAT64> {
     using Acc = double;
     static constexpr int kVec = kPerVec;
-    static __device__ __forceinline__ double at(const void *p, uint64_t i) { return __ldg(static_cast<const double *>(p) + i); }
+    static __device__ __forceinline__ double at(const void *p, uint64_t i)
+    {
+        return __ldg(static_cast<const double *>(p) + i);
+    }
     static __device__ __forceinline__ void decode(const uint4 &q, double *v)
     {
         v[0] = __hiloint2double((int)q.y, (int)q.x);
@@ -121,7 +134,10 @@ struct F64 : Elem<COOPREDUCE_FLOAT64> {
         e.mx = __vimax3_u32(e.mx, k0, k1);
         e.mn = __viaddmin_u32(k0, 0xffffffffu, __viaddmin_u32(k1, 0xffffffffu, e.mn));
     }
-    static __device__ __forceinline__ Ext ext_add(const Ext &a, const Ext &b) { return {max(a.mx, b.mx), min(a.mn, b.mn)}; }
+    static __device__ __forceinline__ Ext ext_add(const Ext &a, const Ext &b)
+    {
+        return {max(a.mx, b.mx), min(a.mn, b.mn)};
+    }
     static __device__ __forceinline__ bool ext_other(const Ext &e)
     {
         return e.mx >= CR_NORM2_BIG_HI_F64 || e.mn < CR_NORM2_SML_HI_F64 - 1u;
@@ -159,16 +175,24 @@ template <bool kBrain> struct Half : Elem<kBrain ? COOPREDUCE_BFLOAT16 : COOPRED
         const unsigned int a0 = q.x & 0x7fff7fffu, a1 = q.y & 0x7fff7fffu;
         const unsigned int a2 = q.z & 0x7fff7fffu, a3 = q.w & 0x7fff7fffu;
         e.mx = __vimax3_u16x2(__vimax3_u16x2(e.mx, a0, a1), a2, a3);
-        e.mn = __viaddmin_u16x2(a0, 0xffffffffu, __viaddmin_u16x2(a1, 0xffffffffu,
-               __viaddmin_u16x2(a2, 0xffffffffu, __viaddmin_u16x2(a3, 0xffffffffu, e.mn))));
+        e.mn = __viaddmin_u16x2(
+            a0, 0xffffffffu,
+            __viaddmin_u16x2(
+                a1, 0xffffffffu,
+                __viaddmin_u16x2(a2, 0xffffffffu, __viaddmin_u16x2(a3, 0xffffffffu, e.mn))));
     }
-    static __device__ __forceinline__ Ext ext_add(const Ext &a, const Ext &b) { return {__vmaxu2(a.mx, b.mx), __vminu2(a.mn, b.mn)}; }
+    static __device__ __forceinline__ Ext ext_add(const Ext &a, const Ext &b)
+    {
+        return {__vmaxu2(a.mx, b.mx), __vminu2(a.mn, b.mn)};
+    }
     static __device__ __forceinline__ bool ext_other(const Ext &e)
     {
         constexpr unsigned int big = kBrain ? CR_NORM2_BIG_BITS_BF16 : CR_NORM2_BIG_BITS_F16;
         constexpr unsigned int sml = kBrain ? CR_NORM2_SML_BITS_BF16 : CR_NORM2_SML_BITS_F16;
-        const unsigned int mx = max(e.mx & 0xffffu, e.mx >> 16), mn = min(e.mn & 0xffffu, e.mn >> 16);
-        return mx > big || mn + 1u < sml; /* mn < sml - 1, without a comparison with 0 for float16 */
+        const unsigned int mx = max(e.mx & 0xffffu, e.mx >> 16),
+                           mn = min(e.mn & 0xffffu, e.mn >> 16);
+        return mx > big ||
+               mn + 1u < sml; /* mn < sml - 1, without a comparison with 0 for float16 */
     }
 };
 
@@ -176,8 +200,7 @@ template <bool kBrain> struct Half : Elem<kBrain ? COOPREDUCE_BFLOAT16 : COOPRED
  * medium pass (kMedium) has one tree, the squares, and its Ext beside it. */
 template <Leaf LF> constexpr int kLeaves = LF == Leaf::kNorm2 ? 3 : 1;
 
-template <Leaf LF, typename A>
-__device__ __forceinline__ void make_leaf(A a, A b, A *out)
+template <Leaf LF, typename A> __device__ __forceinline__ void make_leaf(A a, A b, A *out)
 {
     if constexpr (LF == Leaf::kWiden) {
         out[0] = a;
@@ -198,9 +221,9 @@ template <typename In> struct Shape {
     static constexpr int kLanes = sizeof(Acc) == 4 ? CR_LANES_F32 : CR_LANES_F64;
     static constexpr uint64_t kChunk = (uint64_t)CR_ROWS * kLanes;
     static constexpr int kVec = In::kVec;
-    static constexpr int kThreadsPerRow = kLanes / kVec;  /* 32, or 16 for 16-bit input */
-    static constexpr int kHalves = 32 / kThreadsPerRow;   /* 1, or 2 */
-    static constexpr int kRows = CR_ROWS / kHalves;       /* rows per thread: 32 or 16 */
+    static constexpr int kThreadsPerRow = kLanes / kVec; /* 32, or 16 for 16-bit input */
+    static constexpr int kHalves = 32 / kThreadsPerRow;  /* 1, or 2 */
+    static constexpr int kRows = CR_ROWS / kHalves;      /* rows per thread: 32 or 16 */
     static_assert(kThreadsPerRow * kHalves == 32, "a row is one or two loads of the warp");
 };
 
@@ -264,7 +287,9 @@ template <typename In, Leaf LF> struct BatchTree<In, LF, 1> {
 
 /* Rows loaded at once per thread: 16 (16 loads of 16 bytes in flight); 8 where each row is two
  * loads (DOT) or three leaves (NORM2), so that the batch fits in registers beside its tree. */
-template <Leaf LF> constexpr int kBatchRows = LF == Leaf::kWiden || LF == Leaf::kSquare || LF == Leaf::kMedium ? 16 : 8;
+template <Leaf LF>
+constexpr int kBatchRows =
+    LF == Leaf::kWiden || LF == Leaf::kSquare || LF == Leaf::kMedium ? 16 : 8;
 
 /* The tree of kBatchRows rows r0 .. of this thread's half, from full, aligned input: all the
  * batch's loads issued first, then the pairwise tree. */
@@ -278,8 +303,9 @@ __device__ __forceinline__ RowVals<In, LF> rows_aligned(const Args<In> &A, uint6
     for (int i = 0; i < R; i++) {
         const uint64_t e = base + (uint64_t)(r0 + i) * Shape<In>::kLanes + lane0;
         qx[i] = load16<kStream>(static_cast<const char *>(A.x) + e * In::kBytes);
-        qy[i] = LF == Leaf::kProduct ? load16<kStream>(static_cast<const char *>(A.y) + e * In::kBytes)
-                                     : qx[i];
+        qy[i] = LF == Leaf::kProduct
+                    ? load16<kStream>(static_cast<const char *>(A.y) + e * In::kBytes)
+                    : qx[i];
     }
     return BatchTree<In, LF, R>::run(qx, qy, 0, ext);
 }
@@ -292,7 +318,8 @@ __device__ __noinline__ RowVals<In, LF> rows_guarded(const Args<In> &A, uint64_t
 {
     using S = Shape<In>;
     using Acc = typename In::Acc;
-    static_assert(LF != Leaf::kMedium, "kMedium is for full, aligned chunks (BatchTree folds its Ext)");
+    static_assert(LF != Leaf::kMedium,
+                  "kMedium is for full, aligned chunks (BatchTree folds its Ext)");
     RowVals<In, LF> t[S::kRows];
 #pragma unroll 1
     for (int i = 0; i < S::kRows; i++) {
@@ -375,7 +402,8 @@ __device__ __forceinline__ RowVals<In, LF> full_chunk_rows(const Args<In> &A, ui
     static_assert(kBatches == 1 || kBatches == 2 || kBatches == 4, "1, 2 or 4 batches");
     const int r0 = half * S::kRows;
     RowVals<In, LF> s = rows_aligned<In, LF, kStream>(A, base, r0, lane0, ext);
-    if constexpr (kBatches >= 2) s = add(s, rows_aligned<In, LF, kStream>(A, base, r0 + R, lane0, ext));
+    if constexpr (kBatches >= 2)
+        s = add(s, rows_aligned<In, LF, kStream>(A, base, r0 + R, lane0, ext));
     if constexpr (kBatches == 4) {
         const RowVals<In, LF> s2 = rows_aligned<In, LF, kStream>(A, base, r0 + 2 * R, lane0, ext);
         s = add(s, add(s2, rows_aligned<In, LF, kStream>(A, base, r0 + 3 * R, lane0, ext)));
@@ -392,7 +420,8 @@ __device__ __forceinline__ RowVals<In, LF> full_chunk_rows(const Args<In> &A, ui
 template <Leaf LF> constexpr int kStreamRows = LF == Leaf::kProduct ? 4 : 8;
 /* DOT of float32 and float64 stays on the one-chunk-at-a-time path: its eight batches of two
  * arrays spill, and that path runs at the read ceiling already (docs/PERF.md). */
-template <typename In, Leaf LF> constexpr bool kStreamed = !(LF == Leaf::kProduct && In::kBytes >= 4);
+template <typename In, Leaf LF>
+constexpr bool kStreamed = !(LF == Leaf::kProduct && In::kBytes >= 4);
 
 template <Leaf LF> struct RowLoads {
     uint4 x[kStreamRows<LF>];
@@ -427,8 +456,10 @@ template <typename In, Leaf LF, bool kStream, int K0, int CNT> struct BatchStrea
                                                           uint64_t base, int r0, int lane0,
                                                           const Next &nx, Ext &ext)
     {
-        const RowVals<In, LF> l = BatchStream<In, LF, kStream, K0, CNT / 2>::run(buf, A, base, r0, lane0, nx, ext);
-        const RowVals<In, LF> r = BatchStream<In, LF, kStream, K0 + CNT / 2, CNT / 2>::run(buf, A, base, r0, lane0, nx, ext);
+        const RowVals<In, LF> l =
+            BatchStream<In, LF, kStream, K0, CNT / 2>::run(buf, A, base, r0, lane0, nx, ext);
+        const RowVals<In, LF> r = BatchStream<In, LF, kStream, K0 + CNT / 2, CNT / 2>::run(
+            buf, A, base, r0, lane0, nx, ext);
         return add(l, r);
     }
 };
@@ -438,7 +469,8 @@ template <typename In, Leaf LF, bool kStream, int K0> struct BatchStream<In, LF,
                                                           const Next &nx, Ext &ext)
     {
         constexpr int R = kStreamRows<LF>, NB = Shape<In>::kRows / R;
-        static_assert(NB % 2 == 0, "an even number of batches: the next chunk's first lands in buf[0]");
+        static_assert(NB % 2 == 0,
+                      "an even number of batches: the next chunk's first lands in buf[0]");
         if constexpr (K0 + 1 < NB)
             load_rows<In, LF, kStream>(buf[(K0 + 1) & 1], A, base, r0 + (K0 + 1) * R, lane0);
         else if (nx.has)
@@ -476,15 +508,18 @@ __device__ __forceinline__ void stream_chunks(const cg::thread_block_tile<32> &w
  * the chunk): for a chunk with an element outside the medium class, and the ragged chunk. */
 template <typename In>
 __device__ __noinline__ void norm2_all_classes(const cg::thread_block_tile<32> &warp,
-                                                  const Args<In> &A, uint64_t c,
-                                                  typename In::Acc (&v)[3])
+                                               const Args<In> &A, uint64_t c,
+                                               typename In::Acc (&v)[3])
 {
     using S = Shape<In>;
     const int t = warp.thread_rank(), half = t / S::kThreadsPerRow;
     const int lane0 = (t % S::kThreadsPerRow) * In::kVec;
     const uint64_t base = c * S::kChunk, rest = A.n - base;
-    finish_chunk<In, Leaf::kNorm2>(warp, rows_guarded<In, Leaf::kNorm2>(A, base, half, lane0,
-                                                                        rest < S::kChunk ? (int)rest : (int)S::kChunk), Ext(), v);
+    finish_chunk<In, Leaf::kNorm2>(
+        warp,
+        rows_guarded<In, Leaf::kNorm2>(A, base, half, lane0,
+                                       rest < S::kChunk ? (int)rest : (int)S::kChunk),
+        Ext(), v);
 }
 
 /* Level 1 off the stream: chunk c of the input (misaligned, ragged, or the only chunk) to its
@@ -506,7 +541,8 @@ __device__ __forceinline__ void chunk_values(const cg::thread_block_tile<32> &wa
         if (full) {
             Acc m[kOut<Leaf::kMedium>];
             Ext ext;
-            const RowVals<In, Leaf::kMedium> rows = full_chunk_rows<In, Leaf::kMedium, kStream>(A, base, half, lane0, ext);
+            const RowVals<In, Leaf::kMedium> rows =
+                full_chunk_rows<In, Leaf::kMedium, kStream>(A, base, half, lane0, ext);
             finish_chunk<In, Leaf::kMedium>(warp, rows, ext, m);
             if (m[1] == 0) { /* uniform across the warp */
                 v[0] = v[2] = (Acc)0;
@@ -518,15 +554,18 @@ __device__ __forceinline__ void chunk_values(const cg::thread_block_tile<32> &wa
     } else {
         if (full) {
             Ext ext; /* unused: one class */
-            finish_chunk<In, LF>(warp, full_chunk_rows<In, LF, kStream>(A, base, half, lane0, ext), ext, v);
+            finish_chunk<In, LF>(warp, full_chunk_rows<In, LF, kStream>(A, base, half, lane0, ext),
+                                 ext, v);
         } else {
             const uint64_t rest = A.n - base;
-            finish_chunk<In, LF>(warp, rows_guarded<In, LF>(A, base, half, lane0,
-                                                              rest < S::kChunk ? (int)rest : (int)S::kChunk), Ext(), v);
+            finish_chunk<In, LF>(
+                warp,
+                rows_guarded<In, LF>(A, base, half, lane0,
+                                     rest < S::kChunk ? (int)rest : (int)S::kChunk),
+                Ext(), v);
         }
     }
 }
-
 
 constexpr int kWarps = kWarpsPerBlock; /* tree.cuh's post_tickets reduces a group with 8 warps */
 
@@ -543,8 +582,8 @@ __device__ __forceinline__ void block_chunks(uint64_t chunks, uint64_t *c0, uint
  * A single chunk (P.levels == 1) is the result itself: no partial, no ticket. */
 template <typename In, Leaf LF, bool kStream>
 __global__ void __launch_bounds__(32 * kWarps, 2)
-    fused_kernel(const __grid_constant__ Args<In> A, const __grid_constant__ Params<typename In::Acc> P,
-                 int aligned)
+    fused_kernel(const __grid_constant__ Args<In> A,
+                 const __grid_constant__ Params<typename In::Acc> P, int aligned)
 {
     using Acc = typename In::Acc;
     static_assert(kLeaves<LF> == 1, "one leaf class: one tree");
@@ -554,7 +593,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
     const unsigned int tag = P.levels > 1 ? launch_tag(P) : 0u;
     uint64_t b0, b1;
     block_chunks(P.count[1], &b0, &b1);
-    auto emit = [&](uint64_t c, const Acc (&v)[1]) {
+    auto emit = [&](uint64_t c, const Acc(&v)[1]) {
         if (P.levels == 1)
             write_result(warp, P, v[0], 0u);
         else if (warp.thread_rank() == 0)
@@ -596,8 +635,8 @@ template <typename Acc> struct Trees3 {
 
 template <typename In, bool kStream>
 __global__ void __launch_bounds__(32 * kWarps, 2)
-    norm2_kernel(const __grid_constant__ Args<In> A, const __grid_constant__ Trees3<typename In::Acc> T,
-                 int aligned)
+    norm2_kernel(const __grid_constant__ Args<In> A,
+                 const __grid_constant__ Trees3<typename In::Acc> T, int aligned)
 {
     using Acc = typename In::Acc;
     __shared__ Lanes<Acc> quarter[2][4][32]; /* post_tickets' batch trees */
@@ -607,7 +646,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
     const unsigned int tag = P.levels > 1 ? launch_tag(P) : 0u;
     uint64_t b0, b1;
     block_chunks(P.count[1], &b0, &b1);
-    auto emit3 = [&](uint64_t c, const Acc (&v)[3]) {
+    auto emit3 = [&](uint64_t c, const Acc(&v)[3]) {
         if (warp.thread_rank() != 0) return;
         if (P.levels == 1)
             write_final(P.fin, P.count[0], (double)v[0], (double)v[1], (double)v[2], P.out);
@@ -619,7 +658,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
      * waiting for them): a chunk with another class is marked in `redo` (bit j: the j-th chunk
      * of the segment) and done after the segment, 64 chunks a segment. */
     uint64_t redo = 0, seg = 0, j = 0;
-    auto emit_medium = [&](uint64_t c, const Acc (&m)[kOut<Leaf::kMedium>]) {
+    auto emit_medium = [&](uint64_t c, const Acc(&m)[kOut<Leaf::kMedium>]) {
         if (m[1] != 0) { /* another class: uniform across the warp */
             redo |= 1ull << j;
         } else if (warp.thread_rank() == 0) {
@@ -659,7 +698,8 @@ template <typename In, Leaf LF>
 cudaError_t launch_fused(const Args<In> &A, const Params<typename In::Acc> &P, int blocks,
                          int stream_once, cudaStream_t stream)
 {
-    const int aligned = (uintptr_t)A.x % 16 == 0 && (LF != Leaf::kProduct || (uintptr_t)A.y % 16 == 0);
+    const int aligned =
+        (uintptr_t)A.x % 16 == 0 && (LF != Leaf::kProduct || (uintptr_t)A.y % 16 == 0);
     if (stream_once)
         fused_kernel<In, LF, true><<<blocks, 32 * kWarps, 0, stream>>>(A, P, aligned);
     else
@@ -669,8 +709,8 @@ cudaError_t launch_fused(const Args<In> &A, const Params<typename In::Acc> &P, i
 
 template <typename In>
 cudaError_t fused_for_leaf(int leaf, const void *x, const void *y, uint64_t n, void *out,
-                           void *partials, void *counters, const cr_norm2_work *w3, const Final &fin,
-                           int *blocks, int stream_once, cudaStream_t s)
+                           void *partials, void *counters, const cr_norm2_work *w3,
+                           const Final &fin, int *blocks, int stream_once, cudaStream_t s)
 {
     Args<In> A = {};
     A.x = x;
@@ -740,7 +780,8 @@ template <typename In> cudaError_t grid(const cr_gpu_call *c, cr_gpu_grid *g)
     return cudaSuccess;
 }
 
-template <typename In> cudaError_t launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g)
+template <typename In>
+cudaError_t launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g)
 {
     const cr_plan *p = c->plan;
     const Final fin = {1, (int)p->op, (int)p->dtype, p->narrow, 0, nullptr, nullptr};
@@ -767,10 +808,8 @@ template <typename In> cudaError_t launch(const cr_gpu_call *c, const cr_gpu_wor
 
 extern "C" {
 
-cudaError_t cr_gpu_ordered_grid(const cr_gpu_call *c, cr_gpu_grid *g)
-{
-    CR_ORDERED_DISPATCH(grid, c, g)
-}
+cudaError_t cr_gpu_ordered_grid(const cr_gpu_call *c,
+                                cr_gpu_grid *g){CR_ORDERED_DISPATCH(grid, c, g)}
 
 cudaError_t cr_gpu_ordered_launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g)
 {

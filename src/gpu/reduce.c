@@ -93,7 +93,8 @@ static coopreduce_status wait_for_result(coopreduce_handle *h, unsigned int seq,
             if (e == cudaSuccess && !landed)
                 return cr_fail(h, COOPREDUCE_ERROR_INTERNAL,
                                "the kernel finished without delivering the host result");
-            if (e != cudaSuccess && e != cudaErrorNotReady) return cr_cuda_fail(h, e, "waiting for the sum");
+            if (e != cudaSuccess && e != cudaErrorNotReady)
+                return cr_cuda_fail(h, e, "waiting for the sum");
         }
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
@@ -112,7 +113,8 @@ static coopreduce_status wait_for_result(coopreduce_handle *h, unsigned int seq,
 coopreduce_status cr_gpu_reduce(coopreduce_handle *h, const cr_plan *p, const void *x,
                                 const void *y, void *result, uint64_t n, void *stream, int to_host)
 {
-    if (p->family == CR_FAMILY_METHOD) return cr_gpu_method_sum(h, p, x, result, n, stream, to_host);
+    if (p->family == CR_FAMILY_METHOD)
+        return cr_gpu_method_sum(h, p, x, result, n, stream, to_host);
     const family_ops *f = family_of(h, p);
     if (!f) return COOPREDUCE_ERROR_INTERNAL;
     struct cr_gpu_state *g = h->gpu;

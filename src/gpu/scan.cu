@@ -53,8 +53,8 @@ typedef long long i64;
 typedef unsigned __int128 u128;
 typedef __int128 i128;
 
-const int kThreads = 256;   /* threads per block; the host sizes the grid from SMs * occupancy */
-const int kUnroll = 4;      /* 16-byte loads in flight per thread per iteration */
+const int kThreads = 256; /* threads per block; the host sizes the grid from SMs * occupancy */
+const int kUnroll = 4;    /* 16-byte loads in flight per thread per iteration */
 
 /* What a block hands on: 16 bytes whose meaning depends on the kind (see Kind). */
 struct Part {
@@ -79,7 +79,10 @@ typedef Elem<COOPREDUCE_INT64> I64;
 typedef Elem<COOPREDUCE_UINT64> U64;
 
 /* ---- Scalar rules (head, tail, final resolution; not in the hot loop) ---------------------- */
-template <class E> __device__ __forceinline__ u64 low_mask() { return E::W == 64 ? ~0ull : (1ull << E::W) - 1; }
+template <class E> __device__ __forceinline__ u64 low_mask()
+{
+    return E::W == 64 ? ~0ull : (1ull << E::W) - 1;
+}
 template <class E> __device__ __forceinline__ u64 abs_mask() { return low_mask<E>() >> 1; }
 
 /* The W-bit pattern sign-extended to 64 bits. */
@@ -292,7 +295,11 @@ template <class E> struct Acc<kMinMax, E, 16> {
 /* MINMAX, 64-bit lanes. */
 template <class E> struct Acc<kMinMax, E, 64> {
     i64 lo, hi;
-    __device__ void init() { lo = INT64_MAX; hi = INT64_MIN; }
+    __device__ void init()
+    {
+        lo = INT64_MAX;
+        hi = INT64_MIN;
+    }
     __device__ __forceinline__ void vec(const uint4 &v, u64)
     {
         const i64 a = mm_key<E>(lane<E>(v, 0)), b = mm_key<E>(lane<E>(v, 1));
@@ -366,8 +373,10 @@ template <class E> struct Acc<kSum, E, 64> {
     __device__ __forceinline__ void vec(const uint4 &v, u64)
     {
         const u64 a = lane<E>(v, 0), b = lane<E>(v, 1);
-        if (E::kSigned) s += (u128)(i128)(i64)a + (u128)(i128)(i64)b;
-        else s += (u128)a + (u128)b;
+        if (E::kSigned)
+            s += (u128)(i128)(i64)a + (u128)(i128)(i64)b;
+        else
+            s += (u128)a + (u128)b;
     }
     __device__ Part part(u64) const { return Part{(u64)s, (u64)(s >> 64)}; }
 };
@@ -419,8 +428,8 @@ template <> struct ArgV<F16> {
     template <bool Max> static __device__ __forceinline__ V best(const uint4 &v)
     {
         const __half2 a = h2(v.x), b = h2(v.y), c = h2(v.z), d = h2(v.w);
-        const __half2 m = Max ? __hmax2(__hmax2(a, b), __hmax2(c, d))
-                              : __hmin2(__hmin2(a, b), __hmin2(c, d));
+        const __half2 m =
+            Max ? __hmax2(__hmax2(a, b), __hmax2(c, d)) : __hmin2(__hmin2(a, b), __hmin2(c, d));
         const float l = __low2float(m), h = __high2float(m);
         return Max ? fmaxf(l, h) : fminf(l, h);
     }
@@ -603,9 +612,12 @@ template <class E, int K> __device__ void write_result(const Part &p, int op, ui
         *(u64 *)out = p.b;
         return;
     }
-    if (E::W == 16) *(uint16_t *)out = (uint16_t)bits;
-    else if (E::W == 32) *(uint32_t *)out = (uint32_t)bits;
-    else *(u64 *)out = bits;
+    if (E::W == 16)
+        *(uint16_t *)out = (uint16_t)bits;
+    else if (E::W == 32)
+        *(uint32_t *)out = (uint32_t)bits;
+    else
+        *(u64 *)out = bits;
 }
 
 template <class E, int K>
@@ -647,7 +659,8 @@ __global__ void __launch_bounds__(kThreads)
     }
     Part p = acc.part(head);
     if (t < head) combine<K>(p, elem_part<E, K>(__ldg(x + t), t));
-    if (t < n - tail_start) combine<K>(p, elem_part<E, K>(__ldg(x + tail_start + t), tail_start + t));
+    if (t < n - tail_start)
+        combine<K>(p, elem_part<E, K>(__ldg(x + tail_start + t), tail_start + t));
 
     p = block_combine<K>(p, scratch);
     if (threadIdx.x == 0) partials[blockIdx.x] = p;

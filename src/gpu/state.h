@@ -15,28 +15,28 @@
 struct cr_gpu_state {
     /* The device, read when the handle was made (nothing is asked of the driver per call). */
     int sm_count;
-    int cc_major, cc_minor;       /* compute capability */
-    int cooperative_launch;       /* device attributes, before any testing mask */
+    int cc_major, cc_minor; /* compute capability */
+    int cooperative_launch; /* device attributes, before any testing mask */
     int cluster_launch;
     uint64_t l2_bytes;
     const void *checked[CR_POINTER_CACHE];
     unsigned int checked_next;
     /* The workspace (workspace.c): allocated zeroed, grown on demand or by coopreduce_reserve,
      * the new before the old is freed, so a failure leaves the handle as it was. */
-    void *tree_partials;          /* a canonical tree: tagged partials of levels 1 .. L-1 */
+    void *tree_partials; /* a canonical tree: tagged partials of levels 1 .. L-1 */
     size_t tree_partials_bytes;
-    void *tree_counters;          /* its group counters and epoch, all zero between launches */
+    void *tree_counters; /* its group counters and epoch, all zero between launches */
     size_t tree_counters_bytes;
-    void *norm2;                  /* NORM2's join slots, then its three trees; zeroed */
-    uint64_t norm2_cap;           /*   the elements it is laid out for */
-    void *slots;                  /* per-block slots (scan, exact, the methods' partials) */
+    void *norm2;        /* NORM2's join slots, then its three trees; zeroed */
+    uint64_t norm2_cap; /*   the elements it is laid out for */
+    void *slots;        /* per-block slots (scan, exact, the methods' partials) */
     size_t slots_bytes;
-    void *ticket;                 /* 256 zeroed bytes; every kernel leaves them zero */
-    void *out;                    /* 256 bytes: a device result slot (the methods' host results) */
-    void *host_slot;              /* pinned, mapped host memory for results sent to the host: */
-    void *host_slot_dev;          /*   16 bytes, tagged words (reduce.c) or a plain result */
-    unsigned int seq;             /* the tag of the last tagged host-result call */
-    void *method_host;            /* pinned host: the `block` method's partials */
+    void *ticket;        /* 256 zeroed bytes; every kernel leaves them zero */
+    void *out;           /* 256 bytes: a device result slot (the methods' host results) */
+    void *host_slot;     /* pinned, mapped host memory for results sent to the host: */
+    void *host_slot_dev; /*   16 bytes, tagged words (reduce.c) or a plain result */
+    unsigned int seq;    /* the tag of the last tagged host-result call */
+    void *method_host;   /* pinned host: the `block` method's partials */
     size_t method_host_bytes;
 };
 
@@ -46,7 +46,8 @@ cudaError_t cr_gpu_use_device(int ordinal);
 /* Records the failed CUDA call `what` on h: COOPREDUCE_ERROR_OUT_OF_MEMORY or _CUDA. */
 coopreduce_status cr_cuda_fail(struct coopreduce_handle *h, cudaError_t e, const char *what);
 /* COOPREDUCE_ERROR_NOT_DEVICE_MEMORY unless the GPU can access p (named `name` in messages). */
-coopreduce_status cr_gpu_check_pointer(struct coopreduce_handle *h, const void *p, const char *name);
+coopreduce_status cr_gpu_check_pointer(struct coopreduce_handle *h, const void *p,
+                                       const char *name);
 
 /* ---- workspace.c --------------------------------------------------------------------------- */
 /* Makes the workspace large enough for `plan` on n elements with a grid needing `slot_blocks`
@@ -63,9 +64,8 @@ coopreduce_status cr_gpu_host_slot_create(struct coopreduce_handle *h);
 coopreduce_status cr_gpu_work_free(struct coopreduce_handle *h);
 
 /* ---- methods/host.c: the tutorial methods (a leaf: nothing else calls into it) -------------- */
-coopreduce_status cr_gpu_method_sum(struct coopreduce_handle *h, const cr_plan *plan,
-                                    const void *x, void *result, uint64_t n, void *stream,
-                                    int to_host);
+coopreduce_status cr_gpu_method_sum(struct coopreduce_handle *h, const cr_plan *plan, const void *x,
+                                    void *result, uint64_t n, void *stream, int to_host);
 coopreduce_status cr_gpu_method_reserve(struct coopreduce_handle *h, const cr_plan *plan,
                                         uint64_t n);
 

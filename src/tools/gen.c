@@ -62,8 +62,7 @@ static double det_log(double x)
     double t2 = t * t;
     /* Horner from the smallest term up: each step adds a smaller correction to a larger sum. */
     double series = 1.0 / 27.0;
-    for (int k = 25; k >= 1; k -= 2)
-        series = 1.0 / (double)k + t2 * series;
+    for (int k = 25; k >= 1; k -= 2) series = 1.0 / (double)k + t2 * series;
     double ln_m = 2.0 * t * series;
     return (double)e * LN2_HI + (ln_m + (double)e * LN2_LO);
 }
@@ -71,10 +70,7 @@ static double det_log(double x)
 /* ---------------------------------------------------------------- the kinds */
 
 /* 53 random bits as a double in [0, 1). */
-static double unit53(uint64_t h)
-{
-    return (double)(h >> 11) * 0x1.0p-53;
-}
+static double unit53(uint64_t h) { return (double)(h >> 11) * 0x1.0p-53; }
 
 static double normal_value(uint64_t seed, uint64_t i)
 {
@@ -89,8 +85,7 @@ static double normal_value(uint64_t seed, uint64_t i)
         double u = 2.0 * unit53(cr_gen_hash(element_key, 2 * attempt)) - 1.0;
         double v = 2.0 * unit53(cr_gen_hash(element_key, 2 * attempt + 1)) - 1.0;
         double s = u * u + v * v;
-        if (s > 0.0 && s < 1.0)
-            return u * sqrt(-2.0 * det_log(s) / s);
+        if (s > 0.0 && s < 1.0) return u * sqrt(-2.0 * det_log(s) / s);
     }
     return 0.0;
 }
@@ -120,8 +115,7 @@ int cr_gen_parse(const char *name, cr_gen_kind *kind)
         {"normal", CR_GEN_NORMAL},
         {"signed", CR_GEN_SIGNED},
     };
-    if (name == NULL || kind == NULL)
-        return -1;
+    if (name == NULL || kind == NULL) return -1;
     for (size_t k = 0; k < sizeof table / sizeof table[0]; k++) {
         if (strcmp(name, table[k].name) == 0) {
             *kind = table[k].kind;
@@ -197,8 +191,7 @@ static void fill_range(void *out, uint64_t first, uint64_t begin, uint64_t end,
         /* uniform: the leading 24 of the 53 bits cr_gen_value uses (truncation, not rounding):
          * rounding to nearest could turn values just below 1 into 1.0f and leave [0, 1). */
         float *dst = out;
-        for (uint64_t k = begin; k < end; k++)
-            dst[k] = f32_value(kind, seed, first + k, 24);
+        for (uint64_t k = begin; k < end; k++) dst[k] = f32_value(kind, seed, first + k, 24);
         break;
     }
     case COOPREDUCE_FLOAT16:
@@ -265,12 +258,10 @@ static void fill_range(void *out, uint64_t first, uint64_t begin, uint64_t end,
     }
     case COOPREDUCE_FLOAT64: {
         double *dst = out;
-        for (uint64_t k = begin; k < end; k++)
-            dst[k] = cr_gen_value(kind, seed, first + k);
+        for (uint64_t k = begin; k < end; k++) dst[k] = cr_gen_value(kind, seed, first + k);
         break;
     }
-    default: /* cr_gen_fill checked the dtype */
-        break;
+    default: /* cr_gen_fill checked the dtype */ break;
     }
 }
 
@@ -289,25 +280,21 @@ static void *fill_job_run(void *arg)
     return NULL;
 }
 
-#define MAX_FILL_THREADS 256
+#define MAX_FILL_THREADS  256
 #define MIN_PARALLEL_FILL (UINT64_C(1) << 20)
 
 int cr_gen_fill(void *out, uint64_t first, uint64_t n, coopreduce_dtype dtype, cr_gen_kind kind,
                 uint64_t seed, int threads)
 {
-    if (cr_dtype(dtype) == NULL || !kind_is_known(kind))
-        return -1;
-    if (n == 0)
-        return 0;
-    if (out == NULL)
-        return -1;
+    if (cr_dtype(dtype) == NULL || !kind_is_known(kind)) return -1;
+    if (n == 0) return 0;
+    if (out == NULL) return -1;
 
     if (threads <= 1 || n < MIN_PARALLEL_FILL) {
         fill_range(out, first, 0, n, dtype, kind, seed);
         return 0;
     }
-    if (threads > MAX_FILL_THREADS)
-        threads = MAX_FILL_THREADS;
+    if (threads > MAX_FILL_THREADS) threads = MAX_FILL_THREADS;
 
     fill_job jobs[MAX_FILL_THREADS];
     pthread_t tids[MAX_FILL_THREADS];

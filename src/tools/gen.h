@@ -12,10 +12,10 @@
 #include "coopreduce.h"
 
 typedef enum {
-    CR_GEN_ONES = 0,     /* 1.0 */
-    CR_GEN_UNIFORM = 1,  /* uniform in [0, 1): 24 random bits for float32, 53 for float64 */
-    CR_GEN_NORMAL = 2,   /* standard normal (Marsaglia polar method, deterministic log) */
-    CR_GEN_SIGNED = 3,   /* uniform in [-1, 1) times 2^e, e uniform in [-20, 20]: wide range,
+    CR_GEN_ONES = 0,    /* 1.0 */
+    CR_GEN_UNIFORM = 1, /* uniform in [0, 1): 24 random bits for float32, 53 for float64 */
+    CR_GEN_NORMAL = 2,  /* standard normal (Marsaglia polar method, deterministic log) */
+    CR_GEN_SIGNED = 3,  /* uniform in [-1, 1) times 2^e, e uniform in [-20, 20]: wide range,
                             heavy cancellation; exact in float32 */
 } cr_gen_kind;
 

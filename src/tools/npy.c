@@ -27,16 +27,14 @@
 
 void cr_npy_set_err(char *err, size_t errlen, const char *fmt, ...)
 {
-    if (err == NULL || errlen == 0)
-        return;
+    if (err == NULL || errlen == 0) return;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
     /* The contract is one line: a path or a header excerpt must not break it. */
     for (char *c = err; *c; c++)
-        if (*c == '\n' || *c == '\r')
-            *c = ' ';
+        if (*c == '\n' || *c == '\r') *c = ' ';
 }
 
 const char *cr_npy_dtype_label(coopreduce_dtype dtype)
@@ -46,8 +44,8 @@ const char *cr_npy_dtype_label(coopreduce_dtype dtype)
 }
 
 /* What the reader accepts, for the "unsupported dtype" messages. */
-#define SUPPORTED_DTYPES                                                                          \
-    "float16 '<f2', float32 '<f4', float64 '<f8', int32 '<i4', int64 '<i8', uint32 '<u4', "      \
+#define SUPPORTED_DTYPES                                                                           \
+    "float16 '<f2', float32 '<f4', float64 '<f8', int32 '<i4', int64 '<i8', uint32 '<u4', "        \
     "uint64 '<u8'; float32 and float64 also big-endian"
 
 int cr_npy_host_is_little_endian(void)
@@ -75,10 +73,8 @@ static void *alloc_aligned(size_t bytes)
     void *p = NULL;
     /* At least one alignment unit, so that an empty array still gets a real pointer and callers
      * need no special case for n == 0. */
-    if (bytes < NPY_ALIGNMENT)
-        bytes = NPY_ALIGNMENT;
-    if (posix_memalign(&p, NPY_ALIGNMENT, bytes) != 0)
-        return NULL;
+    if (bytes < NPY_ALIGNMENT) bytes = NPY_ALIGNMENT;
+    if (posix_memalign(&p, NPY_ALIGNMENT, bytes) != 0) return NULL;
     return p;
 }
 
@@ -92,8 +88,7 @@ static size_t read_fully(FILE *f, void *dst, size_t bytes)
         size_t want = bytes - done < IO_BLOCK_BYTES ? bytes - done : IO_BLOCK_BYTES;
         size_t got = fread(p + done, 1, want, f);
         done += got;
-        if (got < want)
-            break;
+        if (got < want) break;
     }
     return done;
 }
@@ -106,8 +101,7 @@ static void reset_array(cr_npy_array *a)
 
 void cr_npy_free(cr_npy_array *a)
 {
-    if (a == NULL)
-        return;
+    if (a == NULL) return;
     free(a->data);
     a->data = NULL;
 }
@@ -174,8 +168,8 @@ static int read_data(FILE *f, const char *path, coopreduce_dtype dtype, uint64_t
         return -1;
     }
     if (fgetc(f) != EOF) {
-        cr_npy_set_err(err, errlen,
-                       "%s has extra data after the %zu bytes the shape needs", path, bytes);
+        cr_npy_set_err(err, errlen, "%s has extra data after the %zu bytes the shape needs", path,
+                       bytes);
         free(data);
         return -1;
     }
@@ -184,8 +178,7 @@ static int read_data(FILE *f, const char *path, coopreduce_dtype dtype, uint64_t
         free(data);
         return -1;
     }
-    if (file_little_endian != cr_npy_host_is_little_endian())
-        cr_npy_byteswap(data, count, elem);
+    if (file_little_endian != cr_npy_host_is_little_endian()) cr_npy_byteswap(data, count, elem);
     out->data = data;
     out->dtype = dtype;
     out->n = count;
@@ -194,8 +187,8 @@ static int read_data(FILE *f, const char *path, coopreduce_dtype dtype, uint64_t
 
 /* Reads until end of file or `max` bytes into an aligned buffer that grows as the data
  * arrives, so that what a stream claims (a .npy header's shape) reserves nothing. */
-static int read_growing(FILE *f, const char *name, uint64_t max, void **data_out,
-                        size_t *used_out, char *err, size_t errlen)
+static int read_growing(FILE *f, const char *name, uint64_t max, void **data_out, size_t *used_out,
+                        char *err, size_t errlen)
 {
     const size_t first_step = (size_t)1 << 20;
     size_t cap = max < first_step ? (size_t)max : first_step, used = 0;
@@ -207,14 +200,12 @@ static int read_growing(FILE *f, const char *name, uint64_t max, void **data_out
     for (;;) {
         size_t got = read_fully(f, (unsigned char *)data + used, cap - used);
         used += got;
-        if (used < cap || used == max)
-            break;
+        if (used < cap || used == max) break;
         uint64_t next = (uint64_t)cap * 2 < max ? (uint64_t)cap * 2 : max;
         void *bigger = next <= SIZE_MAX ? alloc_aligned((size_t)next) : NULL;
         if (bigger == NULL) {
-            cr_npy_set_err(err, errlen,
-                           "%s: cannot allocate %llu bytes for the data read so far", name,
-                           (unsigned long long)next);
+            cr_npy_set_err(err, errlen, "%s: cannot allocate %llu bytes for the data read so far",
+                           name, (unsigned long long)next);
             free(data);
             return -1;
         }
@@ -237,8 +228,7 @@ static int read_growing(FILE *f, const char *name, uint64_t max, void **data_out
 static long long bytes_left_in_file(FILE *f)
 {
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode))
-        return -1;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) return -1;
     off_t position = ftello(f);
     return position < 0 ? -1 : (long long)st.st_size - (long long)position;
 }
@@ -273,17 +263,18 @@ static int read_stream_data(FILE *f, const char *name, coopreduce_dtype dtype, u
         describe_bytes(max_stream_bytes, limit, sizeof limit);
         cr_npy_set_err(err, errlen,
                        "%s: the .npy header declares %s of data, more than the %s limit "
-                       "for a stream", name, want, limit);
+                       "for a stream",
+                       name, want, limit);
         return -2;
     }
     void *data = NULL;
     size_t got = 0;
-    if (read_growing(f, name, bytes, &data, &got, err, errlen) != 0)
-        return -1;
+    if (read_growing(f, name, bytes, &data, &got, err, errlen) != 0) return -1;
     if (got < bytes) {
         cr_npy_set_err(err, errlen,
                        "%s is truncated: the shape needs %llu data bytes but the stream "
-                       "ended after %zu", name, (unsigned long long)bytes, got);
+                       "ended after %zu",
+                       name, (unsigned long long)bytes, got);
         free(data);
         return -1;
     }
@@ -293,8 +284,7 @@ static int read_stream_data(FILE *f, const char *name, coopreduce_dtype dtype, u
         free(data);
         return -1;
     }
-    if (file_little_endian != cr_npy_host_is_little_endian())
-        cr_npy_byteswap(data, count, elem);
+    if (file_little_endian != cr_npy_host_is_little_endian()) cr_npy_byteswap(data, count, elem);
     out->data = data;
     out->dtype = dtype;
     out->n = count;
@@ -304,8 +294,7 @@ static int read_stream_data(FILE *f, const char *name, coopreduce_dtype dtype, u
 int cr_npy_read_stream(FILE *f, const char *name, uint64_t max_stream_bytes, cr_npy_array *out,
                        char *err, size_t errlen)
 {
-    if (err != NULL && errlen > 0)
-        err[0] = '\0';
+    if (err != NULL && errlen > 0) err[0] = '\0';
     if (out == NULL || f == NULL || name == NULL) {
         cr_npy_set_err(err, errlen, "cr_npy_read_stream: NULL argument");
         return -1;
@@ -323,8 +312,8 @@ int cr_npy_read_stream(FILE *f, const char *name, uint64_t max_stream_bytes, cr_
         else if (got < NPY_MAGIC_LEN && memcmp(prefix, NPY_MAGIC, got) != 0)
             cr_npy_set_err(err, errlen, "%s is not a .npy file (bad magic string)", path);
         else
-            cr_npy_set_err(err, errlen,
-                           "%s is truncated: the file ends inside the .npy preamble", path);
+            cr_npy_set_err(err, errlen, "%s is truncated: the file ends inside the .npy preamble",
+                           path);
         goto done;
     }
     if (memcmp(prefix, NPY_MAGIC, NPY_MAGIC_LEN) != 0) {
@@ -334,24 +323,23 @@ int cr_npy_read_stream(FILE *f, const char *name, uint64_t max_stream_bytes, cr_
     int major = prefix[6], minor = prefix[7];
     if (major < 1 || major > 3 || minor != 0) {
         cr_npy_set_err(err, errlen,
-                       "%s: unsupported .npy format version %d.%d (supported: 1.0, 2.0, 3.0)",
-                       path, major, minor);
+                       "%s: unsupported .npy format version %d.%d (supported: 1.0, 2.0, 3.0)", path,
+                       major, minor);
         goto done;
     }
     size_t len_bytes = major == 1 ? 2 : 4;
     unsigned char len_field[4];
     if (read_fully(f, len_field, len_bytes) < len_bytes) {
-        cr_npy_set_err(err, errlen,
-                       "%s is truncated: the file ends inside the .npy preamble", path);
+        cr_npy_set_err(err, errlen, "%s is truncated: the file ends inside the .npy preamble",
+                       path);
         goto done;
     }
     uint32_t header_len = (uint32_t)len_field[0] | (uint32_t)len_field[1] << 8;
-    if (len_bytes == 4)
-        header_len |= (uint32_t)len_field[2] << 16 | (uint32_t)len_field[3] << 24;
+    if (len_bytes == 4) header_len |= (uint32_t)len_field[2] << 16 | (uint32_t)len_field[3] << 24;
     if (header_len > NPY_MAX_HEADER_BYTES) {
         cr_npy_set_err(err, errlen,
-                       "%s: .npy header length %u is implausibly large (corrupt file?)",
-                       path, (unsigned)header_len);
+                       "%s: .npy header length %u is implausibly large (corrupt file?)", path,
+                       (unsigned)header_len);
         goto done;
     }
     header = malloc((size_t)header_len + 1);
@@ -365,8 +353,8 @@ int cr_npy_read_stream(FILE *f, const char *name, uint64_t max_stream_bytes, cr_
             cr_npy_set_err(err, errlen, "cannot read %s: %s", path, strerror(errno));
         else
             cr_npy_set_err(err, errlen,
-                           "%s is truncated: the header says %u bytes, the file has %zu",
-                           path, (unsigned)header_len, got);
+                           "%s is truncated: the header says %u bytes, the file has %zu", path,
+                           (unsigned)header_len, got);
         goto done;
     }
     header[header_len] = '\0';
@@ -387,37 +375,36 @@ int cr_npy_read_stream(FILE *f, const char *name, uint64_t max_stream_bytes, cr_
     int file_le;
     if (!h.descr_is_string) {
         cr_npy_set_err(err, errlen,
-                       "unsupported dtype (structured) in %s (supported: " SUPPORTED_DTYPES
-                       ")", path);
+                       "unsupported dtype (structured) in %s (supported: " SUPPORTED_DTYPES ")",
+                       path);
         goto done;
     }
     int drc = cr_npy_dtype_from_descr(h.descr, &dtype, &file_le);
     if (drc == -2) {
         cr_npy_set_err(err, errlen,
                        "unsupported dtype '%s' in %s: big-endian %s is not supported, only "
-                       "little-endian '<%s' (numpy: a.astype('<%s'))", h.descr, path,
-                       cr_npy_dtype_label(dtype), h.descr + 1, h.descr + 1);
+                       "little-endian '<%s' (numpy: a.astype('<%s'))",
+                       h.descr, path, cr_npy_dtype_label(dtype), h.descr + 1, h.descr + 1);
         goto done;
     }
     if (drc != 0) {
         cr_npy_set_err(err, errlen,
-                       "unsupported dtype '%s' in %s (supported: " SUPPORTED_DTYPES ")",
-                       h.descr, path);
+                       "unsupported dtype '%s' in %s (supported: " SUPPORTED_DTYPES ")", h.descr,
+                       path);
         goto done;
     }
 
     uint64_t count = 1;
     int has_zero_dim = 0;
     for (int d = 0; d < h.ndim; d++)
-        if (h.shape[d] == 0)
-            has_zero_dim = 1;
+        if (h.shape[d] == 0) has_zero_dim = 1;
     if (has_zero_dim) {
         count = 0; /* an empty array, whatever the other dimensions are */
     } else {
         for (int d = 0; d < h.ndim; d++) {
             if (count > UINT64_MAX / h.shape[d]) {
-                cr_npy_set_err(err, errlen,
-                               "%s: shape overflows: the element count exceeds 2^64", path);
+                cr_npy_set_err(err, errlen, "%s: shape overflows: the element count exceeds 2^64",
+                               path);
                 goto done;
             }
             count *= h.shape[d];
@@ -443,33 +430,29 @@ int cr_npy_read_stream(FILE *f, const char *name, uint64_t max_stream_bytes, cr_
 
 done:
     free(header);
-    if (rc != 0)
-        reset_array(out);
+    if (rc != 0) reset_array(out);
     return rc;
 }
 
 int cr_npy_read(const char *path, cr_npy_array *out, char *err, size_t errlen)
 {
-    if (err != NULL && errlen > 0)
-        err[0] = '\0';
+    if (err != NULL && errlen > 0) err[0] = '\0';
     if (out == NULL || path == NULL) {
         cr_npy_set_err(err, errlen, "cr_npy_read: NULL argument");
         return -1;
     }
     reset_array(out);
     FILE *f = open_for_reading(path, err, errlen);
-    if (f == NULL)
-        return -1;
+    if (f == NULL) return -1;
     int rc = cr_npy_read_stream(f, path, CR_DEFAULT_MAX_STREAM_BYTES, out, err, errlen);
     fclose(f); /* read-only: nothing to lose if it fails */
     return rc;
 }
 
-int cr_raw_read_stream(FILE *f, const char *name, coopreduce_dtype dtype,
-                       uint64_t max_stream_bytes, cr_npy_array *out, char *err, size_t errlen)
+int cr_raw_read_stream(FILE *f, const char *name, coopreduce_dtype dtype, uint64_t max_stream_bytes,
+                       cr_npy_array *out, char *err, size_t errlen)
 {
-    if (err != NULL && errlen > 0)
-        err[0] = '\0';
+    if (err != NULL && errlen > 0) err[0] = '\0';
     if (out == NULL || f == NULL || name == NULL) {
         cr_npy_set_err(err, errlen, "cr_raw_read_stream: NULL argument");
         return -1;
@@ -494,13 +477,12 @@ int cr_raw_read_stream(FILE *f, const char *name, coopreduce_dtype dtype,
     } else {
         void *data = NULL;
         size_t bytes = 0;
-        if (read_growing(f, path, max_stream_bytes, &data, &bytes, err, errlen) != 0)
-            return -1;
+        if (read_growing(f, path, max_stream_bytes, &data, &bytes, err, errlen) != 0) return -1;
         if (bytes == max_stream_bytes && fgetc(f) != EOF) {
             char limit[40];
             describe_bytes(max_stream_bytes, limit, sizeof limit);
-            cr_npy_set_err(err, errlen,
-                           "%s: more than %s of data, the limit for a stream", path, limit);
+            cr_npy_set_err(err, errlen, "%s: more than %s of data, the limit for a stream", path,
+                           limit);
             free(data);
             return -2;
         }
@@ -511,8 +493,7 @@ int cr_raw_read_stream(FILE *f, const char *name, coopreduce_dtype dtype,
             free(data);
             return -1;
         }
-        if (!cr_npy_host_is_little_endian())
-            cr_npy_byteswap(data, bytes / elem, elem);
+        if (!cr_npy_host_is_little_endian()) cr_npy_byteswap(data, bytes / elem, elem);
         out->data = data;
         out->dtype = dtype;
         out->n = bytes / elem;
@@ -530,8 +511,7 @@ int cr_raw_read_stream(FILE *f, const char *name, coopreduce_dtype dtype,
 int cr_raw_read(const char *path, coopreduce_dtype dtype, cr_npy_array *out, char *err,
                 size_t errlen)
 {
-    if (err != NULL && errlen > 0)
-        err[0] = '\0';
+    if (err != NULL && errlen > 0) err[0] = '\0';
     if (out == NULL || path == NULL) {
         cr_npy_set_err(err, errlen, "cr_raw_read: NULL argument");
         return -1;
@@ -542,10 +522,8 @@ int cr_raw_read(const char *path, coopreduce_dtype dtype, cr_npy_array *out, cha
         return -1;
     }
     FILE *f = open_for_reading(path, err, errlen);
-    if (f == NULL)
-        return -1;
+    if (f == NULL) return -1;
     int rc = cr_raw_read_stream(f, path, dtype, CR_DEFAULT_MAX_STREAM_BYTES, out, err, errlen);
     fclose(f);
     return rc;
 }
-

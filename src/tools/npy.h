@@ -20,11 +20,11 @@
 
 typedef struct {
     coopreduce_dtype dtype;
-    uint64_t n;            /* number of elements (product of the shape; 1 for shape ()) */
+    uint64_t n; /* number of elements (product of the shape; 1 for shape ()) */
     int ndim;
     uint64_t shape[32];
     int fortran_order;
-    void *data;            /* n elements, little-endian host order, 64-byte aligned; free with
+    void *data; /* n elements, little-endian host order, 64-byte aligned; free with
                               cr_npy_free */
 } cr_npy_array;
 
@@ -45,18 +45,19 @@ int cr_npy_read_stream(FILE *f, const char *name, uint64_t max_stream_bytes, cr_
 
 /* Reads a raw little-endian file of `dtype` elements (any of the eight dtypes). Same error
  * contract; a file size that is not a multiple of the element size is an error. */
-int cr_raw_read(const char *path, coopreduce_dtype dtype, cr_npy_array *out, char *err, size_t errlen);
+int cr_raw_read(const char *path, coopreduce_dtype dtype, cr_npy_array *out, char *err,
+                size_t errlen);
 
 /* The same from an open stream, as cr_npy_read_stream: a stream that brings more than
  * max_stream_bytes fails with -2 once that many bytes have arrived. */
-int cr_raw_read_stream(FILE *f, const char *name, coopreduce_dtype dtype,
-                       uint64_t max_stream_bytes, cr_npy_array *out, char *err, size_t errlen);
+int cr_raw_read_stream(FILE *f, const char *name, coopreduce_dtype dtype, uint64_t max_stream_bytes,
+                       cr_npy_array *out, char *err, size_t errlen);
 
 /* Writes a 1-D array as a version 1.0 .npy file ('<f2', '<f4', '<f8', '<i4', '<i8', '<u4' or
  * '<u8'; BFLOAT16 has no .npy type and fails). Returns 0, or -1 with err set. The file is
  * written whole or not at all, replacing an existing one (outfile.h). */
-int cr_npy_write(const char *path, const void *data, uint64_t n, coopreduce_dtype dtype,
-                 char *err, size_t errlen);
+int cr_npy_write(const char *path, const void *data, uint64_t n, coopreduce_dtype dtype, char *err,
+                 size_t errlen);
 
 /* The .npy image (header and data) or the raw little-endian elements written to an open stream;
  * `name` for messages. Returns 0, or -1 with err set; the stream is neither closed nor

@@ -46,23 +46,18 @@ static int peek_char(cursor *c)
 static int parse_string(cursor *c, char *out, size_t outlen)
 {
     skip_space(c);
-    if (c->pos >= c->len)
-        return -1;
+    if (c->pos >= c->len) return -1;
     char quote = c->s[c->pos];
-    if (quote != '\'' && quote != '"')
-        return -1;
+    if (quote != '\'' && quote != '"') return -1;
     size_t start = ++c->pos;
     while (c->pos < c->len && c->s[c->pos] != quote) {
-        if (c->s[c->pos] == '\\' || c->s[c->pos] == '\n')
-            return -1;
+        if (c->s[c->pos] == '\\' || c->s[c->pos] == '\n') return -1;
         c->pos++;
     }
-    if (c->pos >= c->len)
-        return -1;
+    if (c->pos >= c->len) return -1;
     size_t n = c->pos - start;
     c->pos++; /* closing quote */
-    if (n >= outlen)
-        n = outlen - 1;
+    if (n >= outlen) n = outlen - 1;
     memcpy(out, c->s + start, n);
     out[n] = '\0';
     return 0;
@@ -72,8 +67,7 @@ static int parse_word(cursor *c, const char *word)
 {
     skip_space(c);
     size_t n = strlen(word);
-    if (c->len - c->pos < n || memcmp(c->s + c->pos, word, n) != 0)
-        return -1;
+    if (c->len - c->pos < n || memcmp(c->s + c->pos, word, n) != 0) return -1;
     char after = c->pos + n < c->len ? c->s[c->pos + n] : '\0';
     if ((after >= 'a' && after <= 'z') || (after >= 'A' && after <= 'Z') ||
         (after >= '0' && after <= '9') || after == '_')
@@ -86,8 +80,7 @@ static int parse_word(cursor *c, const char *word)
 static int parse_dim(cursor *c, uint64_t *value)
 {
     skip_space(c);
-    if (c->pos >= c->len || c->s[c->pos] < '0' || c->s[c->pos] > '9')
-        return -1;
+    if (c->pos >= c->len || c->s[c->pos] < '0' || c->s[c->pos] > '9') return -1;
     uint64_t v = 0;
     int overflow = 0;
     while (c->pos < c->len && c->s[c->pos] >= '0' && c->s[c->pos] <= '9') {
@@ -99,14 +92,11 @@ static int parse_dim(cursor *c, uint64_t *value)
         c->pos++;
     }
     /* Python 2 wrote longs as 123L. */
-    if (c->pos < c->len && (c->s[c->pos] == 'L' || c->s[c->pos] == 'l'))
-        c->pos++;
-    if (overflow)
-        return -2;
+    if (c->pos < c->len && (c->s[c->pos] == 'L' || c->s[c->pos] == 'l')) c->pos++;
+    if (overflow) return -2;
     *value = v;
     return 0;
 }
-
 
 /* Skips a value we cannot use (a structured dtype's list of fields), so that the error names
  * the dtype problem rather than a syntax problem. Balanced brackets and quoted strings only. */
@@ -118,15 +108,13 @@ static int skip_value(cursor *c)
         char ch = c->s[c->pos];
         if (ch == '\'' || ch == '"') {
             char tmp[2];
-            if (parse_string(c, tmp, sizeof tmp) != 0)
-                return -1;
+            if (parse_string(c, tmp, sizeof tmp) != 0) return -1;
             continue;
         }
         if (ch == '[' || ch == '(' || ch == '{') {
             depth++;
         } else if (ch == ']' || ch == ')' || ch == '}') {
-            if (depth == 0)
-                return 0; /* the enclosing dict's closing brace */
+            if (depth == 0) return 0; /* the enclosing dict's closing brace */
             depth--;
         } else if (ch == ',' && depth == 0) {
             return 0;
@@ -217,8 +205,7 @@ int cr_npy_parse_header(const char *text, size_t len, npy_header *h, char *why, 
                     return -1;
                 }
                 h->ndim++;
-                if (accept_char(c, ','))
-                    continue;
+                if (accept_char(c, ',')) continue;
                 if (peek_char(c) != ')') {
                     snprintf(why, whylen, "'shape' is not a tuple of non-negative integers");
                     return -1;
@@ -228,8 +215,7 @@ int cr_npy_parse_header(const char *text, size_t len, npy_header *h, char *why, 
             snprintf(why, whylen, "unexpected key '%s'", key);
             return -1;
         }
-        if (accept_char(c, ','))
-            continue;
+        if (accept_char(c, ',')) continue;
         if (peek_char(c) != '}') {
             snprintf(why, whylen, "expected ',' or '}' at header offset %zu", c->pos);
             return -1;
@@ -237,15 +223,16 @@ int cr_npy_parse_header(const char *text, size_t len, npy_header *h, char *why, 
     }
     skip_space(c);
     /* Version 1.0 headers may be NUL-padded by some writers; anything else is garbage. */
-    while (c->pos < c->len && c->s[c->pos] == '\0')
-        c->pos++;
+    while (c->pos < c->len && c->s[c->pos] == '\0') c->pos++;
     if (c->pos != c->len) {
         snprintf(why, whylen, "unexpected text after the header dict");
         return -1;
     }
     if (!h->have_descr || !h->have_fortran || !h->have_shape) {
         snprintf(why, whylen, "header lacks key '%s'",
-                 !h->have_descr ? "descr" : !h->have_fortran ? "fortran_order" : "shape");
+                 !h->have_descr     ? "descr"
+                 : !h->have_fortran ? "fortran_order"
+                                    : "shape");
         return -1;
     }
     return 0;
@@ -259,13 +246,9 @@ int cr_npy_parse_header(const char *text, size_t len, npy_header *h, char *why, 
  * little-endian. '|' (no byte order) is numpy's spelling for one-byte types only. */
 int cr_npy_dtype_from_descr(const char *descr, coopreduce_dtype *dtype, int *file_little_endian)
 {
-    if (strlen(descr) != 3 || (descr[0] != '<' && descr[0] != '=' && descr[0] != '>'))
-        return -1;
-    if (cr_dtype_from_npy(descr + 1, dtype) != 0)
-        return -1;
+    if (strlen(descr) != 3 || (descr[0] != '<' && descr[0] != '=' && descr[0] != '>')) return -1;
+    if (cr_dtype_from_npy(descr + 1, dtype) != 0) return -1;
     *file_little_endian = descr[0] != '>';
-    if (descr[0] == '>' && *dtype != COOPREDUCE_FLOAT32 && *dtype != COOPREDUCE_FLOAT64)
-        return -2;
+    if (descr[0] == '>' && *dtype != COOPREDUCE_FLOAT32 && *dtype != COOPREDUCE_FLOAT64) return -2;
     return 0;
 }
-

@@ -8,12 +8,12 @@
 
 #include "npy.h"
 
-#define NPY_MAGIC "\x93NUMPY"
+#define NPY_MAGIC     "\x93NUMPY"
 #define NPY_MAGIC_LEN 6
 #define NPY_ALIGNMENT 64
 /* Reads and writes go in blocks of this size: files can be several GB. */
 #define IO_BLOCK_BYTES ((size_t)64 << 20)
-#define NPY_MAX_DIMS ((int)(sizeof(((cr_npy_array *)0)->shape) / sizeof(uint64_t)))
+#define NPY_MAX_DIMS   ((int)(sizeof(((cr_npy_array *)0)->shape) / sizeof(uint64_t)))
 
 #if defined(__GNUC__)
 #define NPY_PRINTF(f, a) __attribute__((format(printf, f, a)))

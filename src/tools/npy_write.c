@@ -14,8 +14,7 @@ static int write_all(FILE *f, const void *src, size_t bytes)
     const unsigned char *p = src;
     while (bytes > 0) {
         size_t chunk = bytes < IO_BLOCK_BYTES ? bytes : IO_BLOCK_BYTES;
-        if (fwrite(p, 1, chunk, f) != chunk)
-            return -1;
+        if (fwrite(p, 1, chunk, f) != chunk) return -1;
         p += chunk;
         bytes -= chunk;
     }
@@ -26,8 +25,7 @@ static int write_all(FILE *f, const void *src, size_t bytes)
  * swapped in a bounce buffer, since the caller's data is const. */
 static int write_elements_le(FILE *f, const void *data, uint64_t n, size_t elem)
 {
-    if (cr_npy_host_is_little_endian())
-        return write_all(f, data, (size_t)n * elem);
+    if (cr_npy_host_is_little_endian()) return write_all(f, data, (size_t)n * elem);
     enum { BOUNCE_ELEMS = 1 << 16 };
     unsigned char bounce[BOUNCE_ELEMS * 8];
     const unsigned char *p = data;
@@ -35,8 +33,7 @@ static int write_elements_le(FILE *f, const void *data, uint64_t n, size_t elem)
         size_t k = n < BOUNCE_ELEMS ? (size_t)n : BOUNCE_ELEMS;
         memcpy(bounce, p, k * elem);
         cr_npy_byteswap(bounce, k, elem);
-        if (write_all(f, bounce, k * elem) != 0)
-            return -1;
+        if (write_all(f, bounce, k * elem) != 0) return -1;
         p += k * elem;
         n -= k;
     }
@@ -47,8 +44,7 @@ static int write_elements_le(FILE *f, const void *data, uint64_t n, size_t elem)
 static int check_write(const char *name, const void *data, uint64_t n, coopreduce_dtype dtype,
                        int npy, const char **code, char *err, size_t errlen)
 {
-    if (err != NULL && errlen > 0)
-        err[0] = '\0';
+    if (err != NULL && errlen > 0) err[0] = '\0';
     size_t elem = cr_dtype_size(dtype);
     if (name == NULL || (data == NULL && n > 0)) {
         cr_npy_set_err(err, errlen, "writing an array: NULL argument");
@@ -61,7 +57,8 @@ static int check_write(const char *name, const void *data, uint64_t n, coopreduc
     if (npy && (*code = cr_dtype(dtype)->npy) == NULL) {
         cr_npy_set_err(err, errlen,
                        "%s: NumPy has no %s type, so a .npy file cannot hold it (write a "
-                       "raw file instead)", name, cr_npy_dtype_label(dtype));
+                       "raw file instead)",
+                       name, cr_npy_dtype_label(dtype));
         return -1;
     }
     if (n > (uint64_t)SIZE_MAX / elem) {
@@ -75,15 +72,14 @@ int cr_npy_write_stream(FILE *f, const char *name, const void *data, uint64_t n,
                         coopreduce_dtype dtype, char *err, size_t errlen)
 {
     const char *code = NULL;
-    if (check_write(name, data, n, dtype, 1, &code, err, errlen) != 0)
-        return -1;
+    if (check_write(name, data, n, dtype, 1, &code, err, errlen) != 0) return -1;
     /* Version 1.0: magic, 1, 0, uint16 header length, header. The header is padded with spaces
      * and ends with '\n' so that the data starts at a multiple of 64 bytes, which lets readers
      * map the file and use the data in place with aligned vector loads. */
     char dict[128];
-    int dict_len = snprintf(dict, sizeof dict,
-                            "{'descr': '<%s', 'fortran_order': False, 'shape': (%llu,), }",
-                            code, (unsigned long long)n);
+    int dict_len =
+        snprintf(dict, sizeof dict, "{'descr': '<%s', 'fortran_order': False, 'shape': (%llu,), }",
+                 code, (unsigned long long)n);
     size_t preamble = NPY_MAGIC_LEN + 2 + 2;
     size_t unpadded = preamble + (size_t)dict_len + 1; /* + '\n' */
     size_t total = (unpadded + NPY_ALIGNMENT - 1) / NPY_ALIGNMENT * NPY_ALIGNMENT;
@@ -108,8 +104,7 @@ int cr_npy_write_stream(FILE *f, const char *name, const void *data, uint64_t n,
 int cr_raw_write_stream(FILE *f, const char *name, const void *data, uint64_t n,
                         coopreduce_dtype dtype, char *err, size_t errlen)
 {
-    if (check_write(name, data, n, dtype, 0, NULL, err, errlen) != 0)
-        return -1;
+    if (check_write(name, data, n, dtype, 0, NULL, err, errlen) != 0) return -1;
     if (write_elements_le(f, data, n, cr_dtype_size(dtype)) != 0) {
         cr_npy_set_err(err, errlen, "cannot write %s: %s", name, strerror(errno));
         return -1;
@@ -117,15 +112,13 @@ int cr_raw_write_stream(FILE *f, const char *name, const void *data, uint64_t n,
     return 0;
 }
 
-int cr_npy_write(const char *path, const void *data, uint64_t n, coopreduce_dtype dtype,
-                 char *err, size_t errlen)
+int cr_npy_write(const char *path, const void *data, uint64_t n, coopreduce_dtype dtype, char *err,
+                 size_t errlen)
 {
     const char *code = NULL;
-    if (check_write(path, data, n, dtype, 1, &code, err, errlen) != 0)
-        return -1;
+    if (check_write(path, data, n, dtype, 1, &code, err, errlen) != 0) return -1;
     cr_outfile out;
-    if (cr_outfile_open(&out, path, 1, err, errlen) != 0)
-        return -1;
+    if (cr_outfile_open(&out, path, 1, err, errlen) != 0) return -1;
     if (cr_npy_write_stream(out.f, path, data, n, dtype, err, errlen) != 0) {
         cr_outfile_abort(&out);
         return -1;

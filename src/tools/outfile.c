@@ -23,24 +23,22 @@ static volatile sig_atomic_t pending_set[MAX_PENDING];
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
+static void
+set_err(char *err, size_t errlen, const char *fmt, ...)
 {
-    if (err == NULL || errlen == 0)
-        return;
+    if (err == NULL || errlen == 0) return;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
     for (char *c = err; *c; c++)
-        if (*c == '\n' || *c == '\r')
-            *c = ' ';
+        if (*c == '\n' || *c == '\r') *c = ' ';
 }
 
 static void on_fatal_signal(int sig)
 {
     for (int k = 0; k < MAX_PENDING; k++)
-        if (pending_set[k])
-            unlink(pending_temp[k]);
+        if (pending_set[k]) unlink(pending_temp[k]);
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -64,8 +62,7 @@ static char *copy_string(const char *s)
 {
     size_t n = strlen(s) + 1;
     char *c = malloc(n);
-    if (c != NULL)
-        memcpy(c, s, n);
+    if (c != NULL) memcpy(c, s, n);
     return c;
 }
 
@@ -76,8 +73,7 @@ static char *follow_links(const char *path, char *err, size_t errlen)
     char *cur = copy_string(path);
     for (int hops = 0; cur != NULL; hops++) {
         struct stat st;
-        if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode))
-            return cur;
+        if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode)) return cur;
         char target[PATH_MAX];
         ssize_t n = hops < MAX_LINK_HOPS ? readlink(cur, target, sizeof target - 1) : -1;
         if (n < 0) {
@@ -104,8 +100,7 @@ static char *follow_links(const char *path, char *err, size_t errlen)
 static int same_file_as_stdout(const struct stat *st)
 {
     struct stat out;
-    return fstat(STDOUT_FILENO, &out) == 0 && out.st_dev == st->st_dev &&
-           out.st_ino == st->st_ino;
+    return fstat(STDOUT_FILENO, &out) == 0 && out.st_dev == st->st_dev && out.st_ino == st->st_ino;
 }
 
 static int open_in_place(cr_outfile *o, const char *path, char *err, size_t errlen)
@@ -113,8 +108,7 @@ static int open_in_place(cr_outfile *o, const char *path, char *err, size_t errl
     int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
     if (fd < 0 || (o->f = fdopen(fd, "wb")) == NULL) {
         set_err(err, errlen, "cannot open %s for writing: %s", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
+        if (fd >= 0) close(fd);
         return -1;
     }
     return 0;
@@ -126,11 +120,9 @@ static int open_temp(cr_outfile *o, const char *path, mode_t mode, char *err, si
     const char *slash = strrchr(o->final_path, '/');
     size_t dir_len = slash == NULL ? 0 : (size_t)(slash - o->final_path) + 1;
     const char *base = o->final_path + dir_len;
-    if (strlen(base) > 200)
-        base = "coopreduce-output";
+    if (strlen(base) > 200) base = "coopreduce-output";
     int slot = 0;
-    while (slot < MAX_PENDING && pending_set[slot])
-        slot++;
+    while (slot < MAX_PENDING && pending_set[slot]) slot++;
     if (slot == MAX_PENDING) {
         set_err(err, errlen, "cannot create %s: too many output files open at once", path);
         return -1;
@@ -167,8 +159,7 @@ static int open_temp(cr_outfile *o, const char *path, mode_t mode, char *err, si
 int cr_outfile_open(cr_outfile *o, const char *path, int replace, char *err, size_t errlen)
 {
     memset(o, 0, sizeof *o);
-    if (err != NULL && errlen > 0)
-        err[0] = '\0';
+    if (err != NULL && errlen > 0) err[0] = '\0';
     if (path[0] == '\0') {
         set_err(err, errlen, "an empty file name");
         return -1;
@@ -194,8 +185,7 @@ int cr_outfile_open(cr_outfile *o, const char *path, int replace, char *err, siz
             set_err(err, errlen, "%s is a block device: not written without --force", path);
             return -2;
         }
-        if (!S_ISREG(st.st_mode))
-            return open_in_place(o, path, err, errlen);
+        if (!S_ISREG(st.st_mode)) return open_in_place(o, path, err, errlen);
         if (!replace) {
             set_err(err, errlen, "%s exists: not replaced without --force", path);
             return -2;
@@ -212,8 +202,7 @@ int cr_outfile_open(cr_outfile *o, const char *path, int replace, char *err, siz
         return -1;
     }
     o->final_path = follow_links(path, err, errlen);
-    if (o->final_path == NULL)
-        return -1;
+    if (o->final_path == NULL) return -1;
     if (open_temp(o, path, mode, err, errlen) != 0) {
         free(o->final_path);
         o->final_path = NULL;
@@ -232,8 +221,7 @@ static void release(cr_outfile *o)
 
 void cr_outfile_abort(cr_outfile *o)
 {
-    if (o->f != NULL && !o->is_stdout)
-        fclose(o->f);
+    if (o->f != NULL && !o->is_stdout) fclose(o->f);
     if (o->temp_path != NULL) {
         unlink(o->temp_path);
         pending_set[o->slot] = 0;
@@ -247,8 +235,7 @@ int cr_outfile_commit(cr_outfile *o, const char *path, char *err, size_t errlen)
     int saved = errno;
     if (o->is_stdout) {
         o->f = NULL;
-        if (failed)
-            set_err(err, errlen, "cannot write %s: %s", path, strerror(saved));
+        if (failed) set_err(err, errlen, "cannot write %s: %s", path, strerror(saved));
         return failed ? -1 : 0;
     }
     /* The data reaches the disk before the name does: after a crash the path holds the old
@@ -281,22 +268,20 @@ int cr_outfile_commit(cr_outfile *o, const char *path, char *err, size_t errlen)
         /* A hard link never replaces a file created meanwhile: EEXIST instead. */
         unlink(o->temp_path);
     } else if (errno == EEXIST) {
-        set_err(err, errlen, "%s appeared while it was being written: not replaced without "
-                "--force", path);
+        set_err(err, errlen,
+                "%s appeared while it was being written: not replaced without "
+                "--force",
+                path);
         rc = -1;
     } else if (rename(o->temp_path, o->final_path) != 0) {
         /* A file system without hard links: the plain rename. */
         set_err(err, errlen, "cannot create %s: %s", path, strerror(errno));
         rc = -1;
     }
-    if (rc != 0)
-        unlink(o->temp_path);
+    if (rc != 0) unlink(o->temp_path);
     pending_set[o->slot] = 0;
     release(o);
     return rc;
 }
 
-int cr_outfile_is_stdout(const cr_outfile *o)
-{
-    return o->is_stdout;
-}
+int cr_outfile_is_stdout(const cr_outfile *o) { return o->is_stdout; }

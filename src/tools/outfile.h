@@ -22,8 +22,8 @@ typedef struct {
     char *final_path; /* the file that receives the data (a link's target); NULL for "-" */
     char *temp_path;  /* the temporary file, or NULL when writing in place */
     int is_stdout;
-    int replace;      /* an existing file at final_path may be replaced */
-    int slot;         /* the signal handler's record of temp_path */
+    int replace; /* an existing file at final_path may be replaced */
+    int slot;    /* the signal handler's record of temp_path */
 } cr_outfile;
 
 /* Opens `path` for writing. Returns 0; -1 with a one-line message in err; -2 when the path is an

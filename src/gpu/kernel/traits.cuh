@@ -27,10 +27,10 @@ template <coopreduce_dtype D> struct Elem;
 #define CR_ELEM(D, BITS, FLOAT, SIGNED, INF, NAN_)                                                 \
     template <> struct Elem<D> {                                                                   \
         static constexpr coopreduce_dtype kDtype = D;                                              \
-        typedef BITS Bits;                       /* the storage, as an unsigned integer */        \
+        typedef BITS Bits; /* the storage, as an unsigned integer */                               \
         static constexpr int kBytes = sizeof(BITS);                                                \
-        static constexpr int W = 8 * kBytes;     /* bits */                                       \
-        static constexpr int kPerVec = 16 / kBytes; /* elements per 16-byte load */               \
+        static constexpr int W = 8 * kBytes;        /* bits */                                     \
+        static constexpr int kPerVec = 16 / kBytes; /* elements per 16-byte load */                \
         static constexpr bool kFloat = FLOAT, kSigned = SIGNED;                                    \
         static constexpr unsigned long long kInf = INF, kNaN = NAN_; /* floats: +inf, the NaN */   \
     };
@@ -64,7 +64,10 @@ template <> struct Layout<double> {
     static constexpr int kVec = 2;
     static constexpr int kLanes = CR_LANES_F64; /* 64 */
     static constexpr uint64_t kChunk = CR_CHUNK_F64;
-    static __device__ __forceinline__ double nan() { return __longlong_as_double(0x7ff8000000000000ll); }
+    static __device__ __forceinline__ double nan()
+    {
+        return __longlong_as_double(0x7ff8000000000000ll);
+    }
 };
 
 } // namespace

@@ -41,8 +41,7 @@ template <typename T> struct Lanes {
     T v[Layout<T>::kVec];
 };
 
-template <typename T>
-__device__ __forceinline__ Lanes<T> add(const Lanes<T> &a, const Lanes<T> &b)
+template <typename T> __device__ __forceinline__ Lanes<T> add(const Lanes<T> &a, const Lanes<T> &b)
 {
     Lanes<T> r;
 #pragma unroll
@@ -61,7 +60,7 @@ __device__ __forceinline__ T lane_tree(const cg::thread_block_tile<32> &warp, co
         v = (s.v[0] + s.v[1]) + (s.v[2] + s.v[3]);
     else
         v = s.v[0] + s.v[1];
-    /* Lane levels across threads: thread t holds the node of lanes [VEC*t, VEC*t + VEC);
+        /* Lane levels across threads: thread t holds the node of lanes [VEC*t, VEC*t + VEC);
      * xor 1 pairs adjacent threads, xor 2 adjacent pairs of those, and so on. */
 #pragma unroll
     for (int d = 1; d < 32; d *= 2) v += warp.shfl_xor(v, d);
@@ -91,7 +90,10 @@ typedef unsigned long long Word;
 template <typename T> struct Tagged;
 template <> struct Tagged<float> {
     static constexpr int kWords = 1;
-    static __device__ __forceinline__ float unpack(const Word *w) { return __uint_as_float((unsigned int)w[0]); }
+    static __device__ __forceinline__ float unpack(const Word *w)
+    {
+        return __uint_as_float((unsigned int)w[0]);
+    }
 };
 template <> struct Tagged<double> {
     static constexpr int kWords = 2;
@@ -126,9 +128,11 @@ __device__ __forceinline__ void store_tagged(Word *w, double v, unsigned int tag
     const Word b = (Word)__double_as_longlong(v), t = (Word)tag << 32;
     const Word hi = t | (b >> 32), lo = t | (b & 0xffffffffull);
     if (sys)
-        asm volatile("st.relaxed.sys.global.v2.u64 [%0], {%1, %2};" ::"l"(w), "l"(hi), "l"(lo) : "memory");
+        asm volatile("st.relaxed.sys.global.v2.u64 [%0], {%1, %2};" ::"l"(w), "l"(hi), "l"(lo)
+                     : "memory");
     else
-        asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(w), "l"(hi), "l"(lo) : "memory");
+        asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(w), "l"(hi), "l"(lo)
+                     : "memory");
 }
 
 /* The rule the top warp applies to the top node (write_result). ordered == 0: the plain
@@ -139,24 +143,24 @@ __device__ __forceinline__ void store_tagged(Word *w, double v, unsigned int tag
 struct Final {
     int ordered;
     int op, dtype, narrow;
-    int cls;               /* NORM2: 0 big, 1 medium, 2 small */
-    Word *slots;           /* NORM2: each class's sum, tagged, two words apart */
-    unsigned int *join;    /* NORM2: trees completed; zero between launches */
+    int cls;            /* NORM2: 0 big, 1 medium, 2 small */
+    Word *slots;        /* NORM2: each class's sum, tagged, two words apart */
+    unsigned int *join; /* NORM2: trees completed; zero between launches */
 };
 
 template <typename T> struct Params {
-    const T *x;                              /* the input (canonical.cu; ordered.cu has its own) */
-    void *out;                               /* the result in device memory, or: */
-    Word *host;                              /* the host-result slot (mapped host memory) */
-    unsigned int seq;                        /*   and the tag the host waits for there */
-    Word *partials[CR_MAX_LEVELS + 1];       /* partials[k]: level-k nodes, tagged, 1 <= k < levels */
+    const T *x;                        /* the input (canonical.cu; ordered.cu has its own) */
+    void *out;                         /* the result in device memory, or: */
+    Word *host;                        /* the host-result slot (mapped host memory) */
+    unsigned int seq;                  /*   and the tag the host waits for there */
+    Word *partials[CR_MAX_LEVELS + 1]; /* partials[k]: level-k nodes, tagged, 1 <= k < levels */
     unsigned int *counters[CR_MAX_LEVELS + 1]; /* counters[k]: one per level-k node, k >= 2 */
-    unsigned int *epoch;                     /* the tag of the last multi-block launch */
+    unsigned int *epoch;                       /* the tag of the last multi-block launch */
     uint64_t count[CR_MAX_LEVELS + 1];
     int levels;
-    int x_aligned;                           /* x is 16-byte aligned: vector loads */
-    int quad;                                /* four warps per chunk, two chunks per block */
-    Final fin;                               /* what the top node becomes */
+    int x_aligned; /* x is 16-byte aligned: vector loads */
+    int quad;      /* four warps per chunk, two chunks per block */
+    Final fin;     /* what the top node becomes */
 };
 
 /* This launch's tag (see "Tagged partials"). */
@@ -184,14 +188,15 @@ __device__ __noinline__ void write_final(const Final &F, uint64_t n, double a0, 
     const int f64 = F.dtype == COOPREDUCE_FLOAT64;
     double a[3] = {a0, a1, a2};
     for (int k = 0; k < 3; k++)
-        if (a[k] != a[k]) a[k] = cr_f64_from(CR_NAN_F64); /* as the CPU's canonical sums return it */
+        if (a[k] != a[k])
+            a[k] = cr_f64_from(CR_NAN_F64); /* as the CPU's canonical sums return it */
     double v = a[0];
     if (F.op == COOPREDUCE_OP_MEAN) v = cr_mean_of_float(a[0], n, f64);
     if (F.op == COOPREDUCE_OP_NORM2)
         v = f64 ? cr_norm2_combine_F64(a[0], a[1], a[2])
                 : (double)cr_norm2_combine_F32((float)a[0], (float)a[1], (float)a[2]);
-    cr_write_float(v, f64, F.dtype == COOPREDUCE_FLOAT16, F.dtype == COOPREDUCE_BFLOAT16,
-                   F.narrow, out);
+    cr_write_float(v, f64, F.dtype == COOPREDUCE_FLOAT16, F.dtype == COOPREDUCE_BFLOAT16, F.narrow,
+                   out);
 }
 
 /* The result of an operation on no elements (n == 0), by one thread: the final rule on the
@@ -220,7 +225,8 @@ template <typename T> __device__ __forceinline__ T poll_tagged(const Word *w, un
  * class's sum tagged into F.slots and counts itself in F.join; the third waits for the other two
  * sums (tags, as for partials), resets the count for the next launch and writes the result. */
 template <typename T>
-__device__ __noinline__ void join_three(const Final &F, uint64_t n, T v, unsigned int tag, void *out)
+__device__ __noinline__ void join_three(const Final &F, uint64_t n, T v, unsigned int tag,
+                                        void *out)
 {
     store_tagged(F.slots + 2 * F.cls, v, tag, false);
     if (atomicAdd(F.join, 1u) != 2) return;
@@ -247,7 +253,8 @@ __device__ __forceinline__ void write_result(const cg::thread_block_tile<32> &wa
             store_tagged(P.host, v, P.seq, true);
         else
             *static_cast<T *>(P.out) = v;
-        if (tag) asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(P.epoch), "r"(tag) : "memory");
+        if (tag)
+            asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(P.epoch), "r"(tag) : "memory");
     }
 }
 
@@ -300,7 +307,8 @@ __device__ __forceinline__ Lanes<T> load_tagged_row(const Word *g, int r, int t,
  * Four rows, not eight: 16 words per thread in flight, which fits beside the caller's
  * registers (eight rows spilled). */
 template <typename T>
-__device__ __forceinline__ Lanes<T> tagged_rows4(const Word *g, int r0, int t, int m, unsigned int tag)
+__device__ __forceinline__ Lanes<T> tagged_rows4(const Word *g, int r0, int t, int m,
+                                                 unsigned int tag)
 {
     Lanes<T> r[4];
     if (r0 * Layout<T>::kLanes >= m) {
@@ -319,8 +327,7 @@ __device__ __forceinline__ Lanes<T> tagged_rows4(const Word *g, int r0, int t, i
 
 /* The row trees of a group from its eight 4-row trees h[0..8): batch b_q = h[2q] + h[2q+1],
  * lane sums (b0 + b1) + (b2 + b3) — the 32-row pairwise tree. */
-template <typename T>
-__device__ __forceinline__ Lanes<T> rows_from_quarters(const Lanes<T> *h)
+template <typename T> __device__ __forceinline__ Lanes<T> rows_from_quarters(const Lanes<T> *h)
 {
     return add(add(add(h[0], h[1]), add(h[2], h[3])), add(add(h[4], h[5]), add(h[6], h[7])));
 }
@@ -345,7 +352,7 @@ __device__ __noinline__ T reduce_group_warp(const cg::thread_block_tile<32> &war
  * level 1 come here, so one ticket per node costs nothing that shows. */
 template <typename T>
 __device__ __noinline__ void climb(const cg::thread_block_tile<32> &warp, const Params<T> &P, int k,
-                      uint64_t idx, T v, unsigned int tag)
+                                   uint64_t idx, T v, unsigned int tag)
 {
     constexpr uint64_t C = Layout<T>::kChunk;
     for (;;) {
@@ -383,9 +390,9 @@ __device__ __forceinline__ void balanced_range(uint64_t total, uint64_t parts, u
  * do not weigh on the level-1 loop's. */
 template <typename T>
 __device__ __noinline__ void post_tickets(const cg::thread_block &block,
-                                          const cg::thread_block_tile<32> &warp,
-                                          const Params<T> &P, uint64_t b0, uint64_t b1,
-                                          Lanes<T> (&quarter)[2][4][32], unsigned int tag)
+                                          const cg::thread_block_tile<32> &warp, const Params<T> &P,
+                                          uint64_t b0, uint64_t b1, Lanes<T> (&quarter)[2][4][32],
+                                          unsigned int tag)
 {
     constexpr uint64_t C = Layout<T>::kChunk;
     constexpr int kBatch = 64; /* completed groups handled per round (one round is typical) */
@@ -428,13 +435,11 @@ __device__ __noinline__ void post_tickets(const cg::thread_block &block,
     }
 }
 
-
 /* The partial arrays, counters and epoch of a launch over n elements in the handle's
  * workspace (the layout of cr_gpu_workspace_bytes() in gpu_host.c): tagged partial arrays one after
  * the other, each 256-byte aligned; the counters region starts with the epoch word, then
  * 256 bytes on, the counters, zero between launches. Sets P.count and P.levels too. */
-template <typename T>
-void tree_setup(Params<T> &P, uint64_t n, void *partials, void *counters)
+template <typename T> void tree_setup(Params<T> &P, uint64_t n, void *partials, void *counters)
 {
     P.levels = cr_level_counts(n, Layout<T>::kChunk, P.count);
     char *pp = static_cast<char *>(partials);

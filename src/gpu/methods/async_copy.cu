@@ -180,7 +180,7 @@ __global__ void __launch_bounds__(kThreads)
     cg::thread_block block = cg::this_thread_block();
     const unsigned int t = block.thread_rank();
     if (t == 0) init(&tile_ready, block.size()); /* every thread arrives in each phase */
-    block.sync(); /* initialised before anyone uses it */
+    block.sync();                                /* initialised before anyone uses it */
 
     const TileSplit<T> s = split_tiles(x, n);
     Acc acc = ragged_sum(x, n, s);
@@ -267,16 +267,14 @@ __global__ void __launch_bounds__(kThreads)
 
 /* ---- Launchers ---------------------------------------------------------------------------- */
 
-template <typename T>
-struct TileKernel {
+template <typename T> struct TileKernel {
     typedef void (*Fn)(const T *, uint64_t, typename crm::Traits<T>::Acc *, unsigned int *,
                        typename crm::Traits<T>::Acc *);
 };
 
 /* Grid, launch and report for any of the three kernels (same arguments, same grid rule). */
 template <typename T>
-int launch_tiled(typename TileKernel<T>::Fn kernel, const cr_method_args *a,
-                 cr_method_report *r)
+int launch_tiled(typename TileKernel<T>::Fn kernel, const cr_method_args *a, cr_method_report *r)
 {
     typedef typename crm::Traits<T>::Acc Acc;
     const uint64_t tile_elems = (uint64_t)kThreads * crm::Traits<T>::kVec;
@@ -285,9 +283,8 @@ int launch_tiled(typename TileKernel<T>::Fn kernel, const cr_method_args *a,
     int blocks = crm::stride_grid(a->n, tile_elems, resident, a->blocks);
     r->blocks = blocks;
     crm::clear_stale_error();
-    kernel<<<blocks, kThreads, 0, (cudaStream_t)a->stream>>>((const T *)a->x, a->n,
-                                                             (Acc *)a->partials, a->ticket,
-                                                             (Acc *)a->out);
+    kernel<<<blocks, kThreads, 0, (cudaStream_t)a->stream>>>(
+        (const T *)a->x, a->n, (Acc *)a->partials, a->ticket, (Acc *)a->out);
     CRM_CHECK_LAUNCH();
     r->launches = 1;
     return 0;

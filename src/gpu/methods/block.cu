@@ -57,8 +57,7 @@ const char kTooManyBlocks[] =
 static_assert(sizeof kTooManyBlocks <= sizeof(((cr_method_report *)0)->notice),
               "the notice fits the report");
 
-template <typename T>
-int launch_block(const cr_method_args *a, cr_method_report *r)
+template <typename T> int launch_block(const cr_method_args *a, cr_method_report *r)
 {
     typedef typename crm::Traits<T>::Acc Acc;
     /* ceil(n / 256), written so that it cannot overflow (n >= 1) */
@@ -69,9 +68,9 @@ int launch_block(const cr_method_args *a, cr_method_report *r)
     }
     r->blocks = (int)blocks;
     crm::clear_stale_error();
-    block_partials_kernel<T><<<(unsigned int)blocks, CR_METHOD_THREADS, 0,
-                               (cudaStream_t)a->stream>>>((const T *)a->x, a->n,
-                                                          (Acc *)a->partials);
+    block_partials_kernel<T>
+        <<<(unsigned int)blocks, CR_METHOD_THREADS, 0, (cudaStream_t)a->stream>>>(
+            (const T *)a->x, a->n, (Acc *)a->partials);
     CRM_CHECK_LAUNCH();
     r->launches = 1;
     return 0;

@@ -65,9 +65,8 @@ __device__ __forceinline__ void add_halves(int x, unsigned int &lo, int &hi)
 /* The same for int32, exactly, through redux.sync on 32-bit halves: the vector loop of
  * crm::strided_sum_vec (same head, body and tail split), in warp-uniform batches. */
 template <>
-__device__ __forceinline__ long long warp_share<int>(cg::thread_block_tile<32> warp,
-                                                     const int *x, uint64_t n, uint64_t rank,
-                                                     uint64_t stride)
+__device__ __forceinline__ long long warp_share<int>(cg::thread_block_tile<32> warp, const int *x,
+                                                     uint64_t n, uint64_t rank, uint64_t stride)
 {
     uint64_t head = crm::head_elems(x, n);
     uint64_t vecs = (n - head) / 4;
@@ -134,8 +133,7 @@ template <typename T> int cgreduce_launch(const cr_method_args *a, cr_method_rep
 {
     typedef typename crm::Traits<T>::Acc Acc;
     int resident = 0;
-    CRM_TRY(crm::resident_blocks(cgreduce_kernel<T>, CR_METHOD_THREADS, 0, a->sm_count,
-                                 &resident));
+    CRM_TRY(crm::resident_blocks(cgreduce_kernel<T>, CR_METHOD_THREADS, 0, a->sm_count, &resident));
     int blocks = crm::stride_grid(a->n, (uint64_t)CR_METHOD_THREADS * crm::Traits<T>::kVec,
                                   resident, a->blocks);
     r->blocks = blocks;

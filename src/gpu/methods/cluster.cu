@@ -108,8 +108,7 @@ __global__ void __launch_bounds__(CR_METHOD_THREADS)
     /* 5. One partial per cluster, fixed-order finish. */
     if (leader)
         crm::store_and_finish(block, cluster_total, (unsigned int)grid.cluster_rank(),
-                              (unsigned int)grid.num_clusters(), partials, ticket, out,
-                              scratch);
+                              (unsigned int)grid.num_clusters(), partials, ticket, out, scratch);
 #else
     /* Never launched: the host refuses GPUs below compute capability 9.0. */
     (void)x, (void)n, (void)partials, (void)ticket, (void)out;
@@ -117,8 +116,7 @@ __global__ void __launch_bounds__(CR_METHOD_THREADS)
 #endif
 }
 
-template <typename T>
-int launch_cluster(const cr_method_args *a, cr_method_report *r)
+template <typename T> int launch_cluster(const cr_method_args *a, cr_method_report *r)
 {
     typedef typename crm::Traits<T>::Acc Acc;
     cudaLaunchAttribute attr[1];

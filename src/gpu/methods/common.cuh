@@ -112,10 +112,9 @@ __device__ __forceinline__ Acc fixed_order_sum(cg::thread_block block, const Acc
  * The block that takes the last ticket adds the partials in index order, writes *out and resets
  * the ticket for the next launch. */
 template <typename Acc>
-__device__ __forceinline__ void store_and_finish(cg::thread_block block, Acc total,
-                                                 unsigned int slot, unsigned int count,
-                                                 Acc *partials, unsigned int *ticket, Acc *out,
-                                                 Acc *scratch)
+__device__ __forceinline__ void
+store_and_finish(cg::thread_block block, Acc total, unsigned int slot, unsigned int count,
+                 Acc *partials, unsigned int *ticket, Acc *out, Acc *scratch)
 {
     __shared__ bool is_last;
     if (block.thread_rank() == 0) {
@@ -170,8 +169,7 @@ __device__ __forceinline__ typename Traits<T>::Acc strided_sum(const T *x, uint6
  * threads one element each, the aligned body one vector at a time (tutorial 004's int4 loop). */
 template <typename T>
 __device__ __forceinline__ typename Traits<T>::Acc strided_sum_vec(const T *x, uint64_t n,
-                                                                   uint64_t start,
-                                                                   uint64_t stride)
+                                                                   uint64_t start, uint64_t stride)
 {
     typedef typename Traits<T>::Vec Vec;
     const int kVec = Traits<T>::kVec;
@@ -188,10 +186,10 @@ __device__ __forceinline__ typename Traits<T>::Acc strided_sum_vec(const T *x, u
 
 /* ---- Host side --------------------------------------------------------------------------- */
 
-#define CRM_TRY(call)                                                                          \
-    do {                                                                                       \
-        cudaError_t crm_e_ = (call);                                                           \
-        if (crm_e_ != cudaSuccess) return (int)crm_e_;                                         \
+#define CRM_TRY(call)                                                                              \
+    do {                                                                                           \
+        cudaError_t crm_e_ = (call);                                                               \
+        if (crm_e_ != cudaSuccess) return (int)crm_e_;                                             \
     } while (0)
 
 /* After a <<<>>> launch: its configuration error, if any. */
@@ -226,9 +224,9 @@ static inline void clear_stale_error(void) { (void)cudaGetLastError(); }
 } // namespace crm
 
 /* Dispatch on dtype: calls F<float>, F<double> or F<int> with the same arguments. */
-#define CRM_DISPATCH(dtype, F, ...)                                                            \
-    ((dtype) == COOPREDUCE_FLOAT32   ? F<float>(__VA_ARGS__)                                   \
-     : (dtype) == COOPREDUCE_FLOAT64 ? F<double>(__VA_ARGS__)                                  \
+#define CRM_DISPATCH(dtype, F, ...)                                                                \
+    ((dtype) == COOPREDUCE_FLOAT32   ? F<float>(__VA_ARGS__)                                       \
+     : (dtype) == COOPREDUCE_FLOAT64 ? F<double>(__VA_ARGS__)                                      \
                                      : F<int>(__VA_ARGS__))
 
 #endif

@@ -90,7 +90,7 @@ __global__ void __launch_bounds__(CR_METHOD_THREADS)
     Acc v = crm::strided_sum(x, n, grid.thread_rank(), grid.num_threads());
     v = crm::warp_sum(warp, v);
     if (warp.thread_rank() == 0) crm::atomic_add(&block_total, v); /* shared-memory atomic */
-    block.sync(); /* every warp's add has landed */
+    block.sync();                                                  /* every warp's add has landed */
     if (block.thread_rank() == 0) crm::atomic_add(out, block_total);
 }
 
@@ -103,8 +103,8 @@ template <typename T> int grid_launch(const cr_method_args *a, cr_method_report 
     cudaStream_t stream = (cudaStream_t)a->stream;
 
     int resident = 0;
-    CRM_TRY(crm::resident_blocks(grid_atomic_kernel<T>, CR_METHOD_THREADS, 0, a->sm_count,
-                                 &resident));
+    CRM_TRY(
+        crm::resident_blocks(grid_atomic_kernel<T>, CR_METHOD_THREADS, 0, a->sm_count, &resident));
     /* One element per thread per pass of the scalar loop. */
     int blocks = coresident_grid(n, CR_METHOD_THREADS, resident, a->blocks);
 
@@ -162,8 +162,8 @@ __global__ void __launch_bounds__(CR_METHOD_THREADS)
     grid.sync();
     if (grid.block_rank() == 0) {
         /* What crm::final_pass_kernel<<<1, 256>>> computes, with the same 256 threads. */
-        Acc sum = crm::fixed_order_sum(cg::this_thread_block(), partials, grid.num_blocks(),
-                                       scratch);
+        Acc sum =
+            crm::fixed_order_sum(cg::this_thread_block(), partials, grid.num_blocks(), scratch);
         if (threadIdx.x == 0) *out = sum;
     }
 }
@@ -189,11 +189,10 @@ template <typename T> int gridsync_launch(const cr_method_args *a, cr_method_rep
     /* The cooperative kernel's residency sizes the grid on both paths, so the fallback runs
      * the grid (and gives the bits) the cooperative launch would have. */
     int resident = 0;
-    CRM_TRY(crm::resident_blocks(gridsync_kernel<T>, CR_METHOD_THREADS, 0, a->sm_count,
-                                 &resident));
+    CRM_TRY(crm::resident_blocks(gridsync_kernel<T>, CR_METHOD_THREADS, 0, a->sm_count, &resident));
     /* One 16-byte vector per thread per pass. */
-    int blocks = coresident_grid(n, (uint64_t)CR_METHOD_THREADS * crm::Traits<T>::kVec,
-                                 resident, a->blocks);
+    int blocks =
+        coresident_grid(n, (uint64_t)CR_METHOD_THREADS * crm::Traits<T>::kVec, resident, a->blocks);
 
     r->blocks = blocks;
     r->threads = CR_METHOD_THREADS;
@@ -208,8 +207,8 @@ template <typename T> int gridsync_launch(const cr_method_args *a, cr_method_rep
         gridsync_partials_kernel<T><<<blocks, CR_METHOD_THREADS, 0, stream>>>(x, n, partials);
         CRM_CHECK_LAUNCH();
         /* 256 threads: the in-kernel finish's block size, hence its order. */
-        crm::final_pass_kernel<Acc><<<1, CR_METHOD_THREADS, 0, stream>>>(
-            partials, (unsigned long long)blocks, out);
+        crm::final_pass_kernel<Acc>
+            <<<1, CR_METHOD_THREADS, 0, stream>>>(partials, (unsigned long long)blocks, out);
         CRM_CHECK_LAUNCH();
         r->launches = 2;
         r->cooperative = 0;

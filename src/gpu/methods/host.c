@@ -17,16 +17,24 @@ typedef int (*method_launcher)(const cr_method_args *, cr_method_report *);
 
 /* Indexed by coopreduce_method; CANONICAL is not a tutorial method. */
 static const method_launcher launchers[] = {
-    NULL,               cr_method_block,      cr_method_grid,    cr_method_gridsync,
-    cr_method_twopass,  cr_method_cluster,    cr_method_cgreduce, cr_method_vec4int,
-    cr_method_multilevel, cr_method_async,    cr_method_barrier, cr_method_pipeline,
+    NULL,
+    cr_method_block,
+    cr_method_grid,
+    cr_method_gridsync,
+    cr_method_twopass,
+    cr_method_cluster,
+    cr_method_cgreduce,
+    cr_method_vec4int,
+    cr_method_multilevel,
+    cr_method_async,
+    cr_method_barrier,
+    cr_method_pipeline,
 };
 
 /* 1 when the handle's GPU lacks `feature` (COOPREDUCE_FEATURE_*), or a test disabled it, with
  * the reason in why; 0 when it may be used. From the attributes read when the handle was made:
  * nothing is asked of the driver per call. */
-static int feature_missing(const coopreduce_handle *h, unsigned int feature, char *why,
-                           size_t len)
+static int feature_missing(const coopreduce_handle *h, unsigned int feature, char *why, size_t len)
 {
     const struct cr_gpu_state *g = h->gpu;
     if (feature == COOPREDUCE_FEATURE_CLUSTERS && g->cc_major < 9)
@@ -38,9 +46,10 @@ static int feature_missing(const coopreduce_handle *h, unsigned int feature, cha
     else if (feature == COOPREDUCE_FEATURE_COOPERATIVE_LAUNCH && !g->cooperative_launch)
         snprintf(why, len, "not supported by this GPU");
     else if (h->disabled & feature)
-        snprintf(why, len, feature == COOPREDUCE_FEATURE_CLUSTERS
-                               ? "thread-block clusters disabled for testing"
-                               : "disabled for testing");
+        snprintf(why, len,
+                 feature == COOPREDUCE_FEATURE_CLUSTERS
+                     ? "thread-block clusters disabled for testing"
+                     : "disabled for testing");
     else
         return 0;
     return 1;
@@ -133,13 +142,15 @@ coopreduce_status cr_gpu_method_sum(coopreduce_handle *h, const cr_plan *plan, c
         a.sm_count = g->sm_count;
         a.blocks = h->grid_blocks;
         a.stages = h->stages;
-        a.no_cooperative = feature_missing(h, COOPREDUCE_FEATURE_COOPERATIVE_LAUNCH, no_coop,
-                                           sizeof no_coop) ? no_coop : NULL;
+        a.no_cooperative =
+            feature_missing(h, COOPREDUCE_FEATURE_COOPERATIVE_LAUNCH, no_coop, sizeof no_coop)
+                ? no_coop
+                : NULL;
         a.stream = stream;
         int rc = launchers[m] ? launchers[m](&a, &r) : CR_METHOD_UNSUPPORTED;
         if (rc == CR_METHOD_UNSUPPORTED)
-            return cr_fail(h, COOPREDUCE_ERROR_NOT_SUPPORTED, "method %s: %s",
-                           cr_method_name(m), r.notice);
+            return cr_fail(h, COOPREDUCE_ERROR_NOT_SUPPORTED, "method %s: %s", cr_method_name(m),
+                           r.notice);
         if (rc != 0) {
             char what[64];
             snprintf(what, sizeof what, "launching method %s", cr_method_name(m));

@@ -32,29 +32,29 @@ extern "C" {
 #define CR_METHOD_MAX_GRID 65536
 
 typedef struct {
-    int dtype;               /* coopreduce_dtype: COOPREDUCE_FLOAT32, _FLOAT64 or _INT32 */
-    const void *x;           /* n elements, aligned to the element size, maybe not to 16 bytes */
-    uint64_t n;              /* >= 1 */
-    void *out;               /* device: the result: float, double, or int64_t for INT32 */
-    void *partials;          /* device: cr_method_partials_needed() slots of 8 bytes each */
-    unsigned int *ticket;    /* device: zero on entry; the method leaves it zero */
+    int dtype;            /* coopreduce_dtype: COOPREDUCE_FLOAT32, _FLOAT64 or _INT32 */
+    const void *x;        /* n elements, aligned to the element size, maybe not to 16 bytes */
+    uint64_t n;           /* >= 1 */
+    void *out;            /* device: the result: float, double, or int64_t for INT32 */
+    void *partials;       /* device: cr_method_partials_needed() slots of 8 bytes each */
+    unsigned int *ticket; /* device: zero on entry; the method leaves it zero */
     int sm_count;
-    int blocks;              /* 0: the method chooses its grid; > 0: forced (tests), clamped to
+    int blocks;                 /* 0: the method chooses its grid; > 0: forced (tests), clamped to
                                 what the method can run (co-residency for cooperative launch) */
-    int stages;              /* `pipeline` only: 1 .. 8 stages in flight */
+    int stages;                 /* `pipeline` only: 1 .. 8 stages in flight */
     const char *no_cooperative; /* NULL: may launch cooperatively; else why not (the GPU
                                    lacks it, or a test disabled it), for the notice */
-    void *stream;            /* cudaStream_t */
+    void *stream;               /* cudaStream_t */
 } cr_method_args;
 
 typedef struct {
-    int blocks;              /* blocks of the first (main) kernel */
-    int threads;             /* threads per block of that kernel */
-    int launches;            /* kernels (and memsets) enqueued by the launcher */
-    int cooperative;         /* 1: launched with cudaLaunchCooperativeKernel */
-    int fell_back;           /* 1: the preferred launch was not available; see notice */
-    int cluster_size;        /* blocks per cluster, 0 when not a cluster launch */
-    char notice[240];        /* why a fallback happened, or why the method is unsupported */
+    int blocks;       /* blocks of the first (main) kernel */
+    int threads;      /* threads per block of that kernel */
+    int launches;     /* kernels (and memsets) enqueued by the launcher */
+    int cooperative;  /* 1: launched with cudaLaunchCooperativeKernel */
+    int fell_back;    /* 1: the preferred launch was not available; see notice */
+    int cluster_size; /* blocks per cluster, 0 when not a cluster launch */
+    char notice[240]; /* why a fallback happened, or why the method is unsupported */
 } cr_method_report;
 
 /* 8-byte slots of workspace a method needs for n elements (the `block` and `twopass` methods

@@ -97,8 +97,7 @@ __global__ void __launch_bounds__(kThreads)
                           tree);
 }
 
-template <typename T>
-int launch_multilevel(const cr_method_args *a, cr_method_report *r)
+template <typename T> int launch_multilevel(const cr_method_args *a, cr_method_report *r)
 {
     typedef typename crm::Traits<T>::Acc Acc;
     int resident = 0;

@@ -33,8 +33,7 @@
 
 namespace {
 
-template <typename T>
-int launch_twopass(const cr_method_args *a, cr_method_report *r)
+template <typename T> int launch_twopass(const cr_method_args *a, cr_method_report *r)
 {
     typedef typename crm::Traits<T>::Acc Acc;
     /* First pass: fills r (blocks, threads, launches = 1) and leaves r->blocks partials. */

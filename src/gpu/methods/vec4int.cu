@@ -76,8 +76,8 @@ template <typename T> int vec4int_launch(const cr_method_args *a, cr_method_repo
     typedef typename crm::Traits<T>::Acc Acc;
     const size_t shared_bytes = CR_METHOD_THREADS * sizeof(Acc);
     int resident = 0;
-    CRM_TRY(crm::resident_blocks(vec4int_kernel<T>, CR_METHOD_THREADS, shared_bytes,
-                                 a->sm_count, &resident));
+    CRM_TRY(crm::resident_blocks(vec4int_kernel<T>, CR_METHOD_THREADS, shared_bytes, a->sm_count,
+                                 &resident));
     /* One 16-byte vector per thread per pass. */
     int blocks = crm::stride_grid(a->n, (uint64_t)CR_METHOD_THREADS * crm::Traits<T>::kVec,
                                   resident, a->blocks);
