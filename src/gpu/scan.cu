@@ -646,17 +646,10 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
         for (int k = 0; k < kUnroll; k++) acc.vec(v[k], i + k * stride);
     }
-    /* The last, partial round: its (up to three) loads issued together too, rather than one
-     * memory round trip after another, which at mid sizes is a visible share of the call. */
-    if (i < nvec) {
-        uint4 v[kUnroll - 1];
-#pragma unroll
-        for (int k = 0; k < kUnroll - 1; k++)
-            v[k] = i + k * stride < nvec ? __ldg(body + i + k * stride) : make_uint4(0, 0, 0, 0);
-#pragma unroll
-        for (int k = 0; k < kUnroll - 1; k++)
-            if (i + k * stride < nvec) acc.vec(v[k], i + k * stride);
-    }
+    /* The last, partial round one load at a time: issuing its loads together (predicated) was
+     * measured slower at mid sizes, the extra registers costing more than the round trips
+     * saved (docs/perf-log, run 26). */
+    for (; i < nvec; i += stride) acc.vec(__ldg(body + i), i);
     Part p = acc.part(head);
     if (t < head) combine<K>(p, elem_part<E, K>(__ldg(x + t), t));
     if (t < n - tail_start)
