@@ -639,7 +639,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (threadIdx.x == 0) mine[ND] = (long long)sflags;
     /* Every thread wrote part of the slot: the kernel layer's hand-off fences each thread's
      * stores before the ticket (handoff.cuh says why that matters). */
-    if (!last_block_arrive(ticket)) return;
+    if (!last_block_arrive<true>(ticket)) return;
     for (int i = threadIdx.x; i < ND; i += blockDim.x) acc[i] = 0;
     if (threadIdx.x == 0) sflags = 0;
     __syncthreads();

@@ -657,7 +657,7 @@ __global__ void __launch_bounds__(kThreads)
 
     p = block_combine<K>(p, scratch);
     if (threadIdx.x == 0) partials[blockIdx.x] = p;
-    if (!last_block_arrive(ticket)) return; /* also a barrier: scratch is free again */
+    if (!last_block_arrive<false>(ticket)) return; /* also a barrier: scratch is free again */
     /* Four loads issued before any is combined: one L2 round trip for the usual grid of
      * 4 or 8 blocks per SM, instead of one per partial. */
     Part q = identity<K>();

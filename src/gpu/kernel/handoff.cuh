@@ -22,13 +22,21 @@
 namespace {
 
 /* Called by every thread of the block once its slot is written. Returns true in every thread
- * of the last block to arrive, whose threads may then read every block's slot. */
-__device__ __forceinline__ bool last_block_arrive(unsigned int *ticket)
+ * of the last block to arrive, whose threads may then read every block's slot. kEveryThread:
+ * the slot was written by many threads (each fences, then the barrier); false: by thread 0
+ * alone, whose own fence then suffices, and the other threads skip theirs (a fence per thread
+ * is a visible cost at mid sizes). */
+template <bool kEveryThread> __device__ __forceinline__ bool last_block_arrive(unsigned int *ticket)
 {
     __shared__ bool is_last;
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) is_last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+    if (kEveryThread) {
+        __threadfence();
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        if (!kEveryThread) __threadfence();
+        is_last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+    }
     __syncthreads();
     const bool last = is_last;
     if (last) __threadfence();
