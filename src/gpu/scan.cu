@@ -646,9 +646,8 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
         for (int k = 0; k < kUnroll; k++) acc.vec(v[k], i + k * stride);
     }
-    /* The last, partial round one load at a time: issuing its loads together (predicated) was
-     * measured slower at mid sizes, the extra registers costing more than the round trips
-     * saved (docs/perf-log, run 26). */
+    /* The last, partial round one load at a time: issuing its loads together (predicated)
+     * was tried and gained nothing measurable at 2^20-2^24 (docs/perf-log, runs 26-28). */
     for (; i < nvec; i += stride) acc.vec(__ldg(body + i), i);
     Part p = acc.part(head);
     if (t < head) combine<K>(p, elem_part<E, K>(__ldg(x + t), t));
