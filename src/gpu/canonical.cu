@@ -431,10 +431,6 @@ cudaError_t cr_gpu_canonical_grid(const cr_gpu_call *c, cr_gpu_grid *g)
 
 cudaError_t cr_gpu_canonical_launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g)
 {
-    /* cudaGetLastError() after a launch reports whatever error is pending on this thread, so
-     * one left by an earlier failed call of ours (an allocation, say) must not be taken for this
-     * launch's: clear it first. Sticky errors (a broken context) survive this and are reported. */
-    (void)cudaGetLastError();
     return c->plan->dtype == COOPREDUCE_FLOAT64 ? launch<double>(c, w, g) : launch<float>(c, w, g);
 }
 

@@ -751,7 +751,6 @@ cudaError_t cr_gpu_exact_grid(const cr_gpu_call *c, cr_gpu_grid *g) { return dis
 
 cudaError_t cr_gpu_exact_launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g)
 {
-    (void)cudaGetLastError(); /* a stale error must not be taken for this launch's */
     return dispatch<Launcher>(c, w, g);
 }
 

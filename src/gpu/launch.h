@@ -7,7 +7,8 @@
  *                           needs), from the kernel layer's occupancy and grid rules;
  *   cr_gpu_<family>_launch  enqueues it on the call's stream, in the workspace the backend has
  *                           made large enough for that grid.
- * Neither synchronises, allocates or prints; both return a cudaError_t. The tutorial methods
+ * Neither synchronises, allocates or prints; both return a cudaError_t (the caller clears any
+ * stale error before a launch). The tutorial methods
  * have their own seam (methods/methods.h). */
 #ifndef COOPREDUCE_GPU_LAUNCH_H
 #define COOPREDUCE_GPU_LAUNCH_H

@@ -813,7 +813,6 @@ cudaError_t cr_gpu_ordered_grid(const cr_gpu_call *c,
 
 cudaError_t cr_gpu_ordered_launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g)
 {
-    (void)cudaGetLastError(); /* an earlier failed call's error is not this launch's */
     CR_ORDERED_DISPATCH(launch, c, w, g)
 }
 

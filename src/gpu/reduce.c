@@ -141,6 +141,10 @@ coopreduce_status cr_gpu_reduce(coopreduce_handle *h, const cr_plan *p, const vo
     if ((s = size_grid(h, f, &c, &grid))) return s;
     cr_gpu_work w;
     if ((s = cr_gpu_work_ensure(h, p, n, grid.slot_bytes, grid.slot_blocks, &w))) return s;
+    /* cudaGetLastError() after a launch reports whatever error is pending on this thread, so one
+     * left by an earlier failed call (an allocation, say) must not be taken for this launch's:
+     * clear it first. Sticky errors (a broken context) survive this and are reported. */
+    (void)cudaGetLastError();
     e = f->launch(&c, &w, &grid);
     if (e != cudaSuccess) {
         char what[96];

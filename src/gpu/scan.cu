@@ -763,7 +763,6 @@ cudaError_t cr_gpu_scan_grid(const cr_gpu_call *c, cr_gpu_grid *g) { return disp
 
 cudaError_t cr_gpu_scan_launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g)
 {
-    (void)cudaGetLastError(); /* a stale error must not be taken for this launch's */
     return dispatch<Launcher>(c, w, g);
 }
 
