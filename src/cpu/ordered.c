@@ -79,9 +79,19 @@ __attribute__((target("avx2,f16c"))) static void widen_f16_f16c(const uint16_t *
 static int cpu_has_f16c(void)
 {
 #ifdef CR_HAVE_F16C_PATH
-    /* F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports does not know it. */
-    unsigned int a, b, c, d;
-    return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1);
+    /* F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports does not know it.
+     * Asked once: CPUID is slow, and under a hypervisor a trap, too dear for every call.
+     * 0: not asked yet; racing first calls store the same answer. */
+    static int cached;
+    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (!v) {
+        unsigned int a, b, c, d;
+        const int has =
+            __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1);
+        v = has ? 1 : -1;
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+    }
+    return v > 0;
 #else
     return 0;
 #endif

@@ -183,7 +183,7 @@ coopreduce_status cr_gpu_work_ensure(coopreduce_handle *h, const cr_plan *plan, 
     memset(w, 0, sizeof *w);
     w->tree_partials = g->tree_partials;
     w->tree_counters = g->tree_counters;
-    if (g->norm2) norm2_layout(g->norm2_cap, (char *)g->norm2, &w->norm2);
+    if (plan->trees == 3) norm2_layout(g->norm2_cap, (char *)g->norm2, &w->norm2);
     w->slots = g->slots;
     w->ticket = (unsigned int *)g->ticket;
     return COOPREDUCE_SUCCESS;
