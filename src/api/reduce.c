@@ -68,13 +68,11 @@ static coopreduce_status reduce(coopreduce_op op, const void *x, const void *y, 
     coopreduce_status s = check_args(h, &p, x, y, result, n);
     if (s) return s;
     if (routed) return routed;
-    if (h->device < 0) {
-        s = cr_cpu_reduce(h, &p, x, y, n, result);
-    } else {
-        s = cr_gpu_reduce(h, &p, x, y, result, n, stream, to_host);
-        if (!s && !to_host) return s; /* the device result is the caller's to check */
-    }
-    return s || !p.check_overflow ? s : check_overflow(h, &p, result);
+    s = h->device < 0 ? cr_cpu_reduce(h, &p, x, y, n, result)
+                      : cr_gpu_reduce(h, &p, x, y, result, n, stream, to_host);
+    /* A result in device memory is the caller's to check (the header says so). */
+    const int on_host = h->device < 0 || to_host;
+    return s || !p.check_overflow || !on_host ? s : check_overflow(h, &p, result);
 }
 
 CR_EXPORT coopreduce_status coopreduce_sum(const void *x, void *result, uint64_t n,

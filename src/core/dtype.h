@@ -58,12 +58,6 @@ static inline int cr_dtype_is_float(coopreduce_dtype dtype)
     return d && d->cls == CR_CLASS_FLOAT;
 }
 
-static inline int cr_dtype_is_integer(coopreduce_dtype dtype)
-{
-    const cr_dtype_info *d = cr_dtype(dtype);
-    return d && d->cls != CR_CLASS_FLOAT;
-}
-
 /* FLOAT16 and BFLOAT16: the types that accumulate in float32. */
 static inline int cr_dtype_is_half(coopreduce_dtype dtype)
 {

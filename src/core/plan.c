@@ -180,7 +180,6 @@ coopreduce_status cr_plan_make(struct coopreduce_handle *h, coopreduce_op op,
                        row->name, cr_dtype(dtype)->name);
     p->inputs = row->inputs;
     p->needs_element = row->needs_element;
-    p->op_is_sum = op == COOPREDUCE_OP_SUM;
     p->max_n = UINT64_MAX / cr_dtype_size(dtype);
     if (op == COOPREDUCE_OP_SUM && cls == C_INT && cr_dtype_size(dtype) == 4)
         p->max_n = CR_INT32_MAX_N;

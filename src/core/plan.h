@@ -70,7 +70,6 @@ typedef struct {
     int check_overflow;            /* a 128-bit integer SUM: outside the input type's 64 bits
                                    fails with COOPREDUCE_ERROR_OVERFLOW where the result is
                                    read on the host */
-    int op_is_sum;                 /* SUM itself (not MEAN): the canonical host-result path */
 } cr_plan;
 
 struct coopreduce_handle;

@@ -13,8 +13,7 @@
  * builds the baseline alone: CI's CPU-only build does, so that the golden bits are checked on
  * it too. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(CR_NO_SIMD_CLONES)
-#define CR_SIMD_CLONES      __attribute__((target_clones("avx512f", "avx2", "default")))
-#define CR_HAVE_SIMD_CLONES 1
+#define CR_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define CR_SIMD_CLONES
 #endif

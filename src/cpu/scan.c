@@ -30,8 +30,6 @@ typedef struct {
     __int128 iv;   /* integers: the best value, or the sum */
 } scan_job;
 
-static int is_float(coopreduce_dtype dt) { return cr_dtype_is_float(dt); }
-
 static void float_at(const void *x, uint64_t i, coopreduce_dtype dt, double *v, uint64_t *bits)
 {
     switch (dt) {
@@ -106,7 +104,7 @@ static void scan_merge(scan_job *a, const scan_job *b)
         a->iv += b->iv;
         return;
     }
-    if (is_float(a->dt)) {
+    if (cr_dtype_is_float(a->dt)) {
         if (a->nan) return; /* a's NaN comes first */
         if (b->nan) {
             *a = (scan_job){a->op, a->dt, a->x, a->i0, a->i1, 1, 1, b->idx, b->v, b->bits, 0};
@@ -205,7 +203,7 @@ static int block_may_change(const scan_job *j, uint64_t b0, uint64_t b1)
     const uint64_t m = b1 - b0;
     const coopreduce_op op = j->op;
     const int lowest = op == COOPREDUCE_OP_MIN || op == COOPREDUCE_OP_ARGMIN;
-    if (is_float(j->dt)) {
+    if (cr_dtype_is_float(j->dt)) {
         const size_t es = cr_dtype_size(j->dt);
         uint64_t inf_mag;
         if (es == 8) {
@@ -246,7 +244,7 @@ static int block_may_change(const scan_job *j, uint64_t b0, uint64_t b1)
 /* The fold of elements [b0, b1) into j; returns 1 when a NaN ended the scan. */
 static int fold_range(scan_job *j, uint64_t b0, uint64_t b1)
 {
-    if (is_float(j->dt)) {
+    if (cr_dtype_is_float(j->dt)) {
         for (uint64_t i = b0; i < b1; i++) {
             double v;
             uint64_t bits;
@@ -309,7 +307,7 @@ static void *scan_worker(void *arg)
 {
     scan_job *j = arg;
     if (j->i0 >= j->i1) return NULL;
-    const int fl = is_float(j->dt);
+    const int fl = cr_dtype_is_float(j->dt);
     const int sum = j->op == COOPREDUCE_OP_SUM || j->op == COOPREDUCE_OP_MEAN;
     j->have = 1;
     j->nan = 0;
@@ -404,7 +402,7 @@ coopreduce_status cr_cpu_scan(coopreduce_handle *h, const cr_plan *p, const void
         memcpy(result, &r.idx, 8);
         return COOPREDUCE_SUCCESS;
     }
-    if (is_float(dt)) {
+    if (cr_dtype_is_float(dt)) {
         uint64_t bits = r.nan ? nan_bits(dt) : r.bits;
         if (!r.nan && op == COOPREDUCE_OP_ABSMAX) bits &= ~(1ull << (8 * es - 1)); /* |x| */
         memcpy(result, &bits, es); /* little-endian: the low es bytes */

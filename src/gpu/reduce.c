@@ -126,7 +126,8 @@ coopreduce_status cr_gpu_reduce(coopreduce_handle *h, const cr_plan *p, const vo
     if (e != cudaSuccess) return cr_cuda_fail(h, e, "selecting the GPU");
 
     cr_gpu_call c = call_of(h, p, x, y, n, stream);
-    const int tagged = to_host && p->family == CR_FAMILY_CANONICAL && p->op_is_sum && n > 0;
+    const int tagged =
+        to_host && p->family == CR_FAMILY_CANONICAL && p->op == COOPREDUCE_OP_SUM && n > 0;
     if (tagged) {
         c.seq = ++g->seq ? g->seq : ++g->seq; /* never 0 */
         /* Other results leave plain values in the slot; no word may carry seq before the

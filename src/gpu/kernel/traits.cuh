@@ -26,7 +26,6 @@ template <coopreduce_dtype D> struct Elem;
 
 #define CR_ELEM(D, BITS, FLOAT, SIGNED, INF, NAN_)                                                 \
     template <> struct Elem<D> {                                                                   \
-        static constexpr coopreduce_dtype kDtype = D;                                              \
         typedef BITS Bits; /* the storage, as an unsigned integer */                               \
         static constexpr int kBytes = sizeof(BITS);                                                \
         static constexpr int W = 8 * kBytes;        /* bits */                                     \
