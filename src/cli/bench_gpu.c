@@ -231,6 +231,20 @@ static int distinct_results(gpu_ctx *c, const coopreduce_method *methods, int nm
     return 0;
 }
 
+/* A handle for GPU `ordinal` and its properties, the device named in the tables and printed
+ * above them. Returns nonzero, with the reason on stderr, when the GPU cannot be used. */
+static int open_gpu(int ordinal, coopreduce_handle **h, coopreduce_gpu_props *props)
+{
+    if (coopreduce_create_gpu(h, ordinal) || coopreduce_gpu_props_get(ordinal, props)) {
+        fprintf(stderr, "coopreduce: %s\n", coopreduce_last_error(NULL));
+        return 1;
+    }
+    bench_set_device_name(props->name);
+    printf("Device: %s (%d SMs, compute capability %d.%d, L2 %.0f MB)\n\n", props->name,
+           props->sm_count, props->cc_major, props->cc_minor, props->l2_bytes / 1e6);
+    return 0;
+}
+
 static const char *const stage_names[9] = {"",           "pipeline/1", "pipeline/2",
                                            "pipeline/3", "pipeline/4", "pipeline/5",
                                            "pipeline/6", "pipeline/7", "pipeline/8"};
@@ -250,15 +264,9 @@ int bench_gpu(int ordinal, const bench_options *o)
     for (int i = 0; i < nn; i++)
         if (ns[i] > nmax) nmax = ns[i];
     coopreduce_gpu_props props;
-    if (coopreduce_create_gpu(&h, ordinal) || coopreduce_gpu_props_get(ordinal, &props)) {
-        fprintf(stderr, "coopreduce: %s\n", coopreduce_last_error(NULL));
-        return 1;
-    }
+    if (open_gpu(ordinal, &h, &props)) return 1;
     fprintf(stderr, "bench: %s, %d SMs, L2 %.0f MB\n", props.name, props.sm_count,
             props.l2_bytes / 1e6);
-    bench_set_device_name(props.name);
-    printf("Device: %s (%d SMs, compute capability %d.%d, L2 %.0f MB)\n\n", props.name,
-           props.sm_count, props.cc_major, props.cc_minor, props.l2_bytes / 1e6);
     CK(cudaSetDevice(ordinal));
     CK(cudaMalloc(&x, nmax * 8 + 16));
     CK(cudaMalloc(&out, 16));
@@ -391,13 +399,7 @@ int bench_ops_gpu(int ordinal, const bench_options *o)
     for (int i = 0; i < nn; i++)
         if (ns[i] > nmax) nmax = ns[i];
     coopreduce_gpu_props props;
-    if (coopreduce_create_gpu(&h, ordinal) || coopreduce_gpu_props_get(ordinal, &props)) {
-        fprintf(stderr, "coopreduce: %s\n", coopreduce_last_error(NULL));
-        return 1;
-    }
-    bench_set_device_name(props.name);
-    printf("Device: %s (%d SMs, compute capability %d.%d, L2 %.0f MB)\n\n", props.name,
-           props.sm_count, props.cc_major, props.cc_minor, props.l2_bytes / 1e6);
+    if (open_gpu(ordinal, &h, &props)) return 1;
     CK(cudaSetDevice(ordinal));
     CK(cudaMalloc(&x, 2 * nmax * 8 + 32)); /* x, then y */
     CK(cudaMalloc(&out, 16));
