@@ -284,12 +284,13 @@ coopreduce_status coopreduce_destroy(coopreduce_handle *handle);
 /* -1 for a CPU handle, else the GPU ordinal. Returns -2 for NULL. */
 int coopreduce_handle_device(const coopreduce_handle *handle);
 
-/* Grows the handle's workspace so that sums of up to n elements of `dtype` with the handle's
- * current method allocate nothing (set the method first).
- * A sum larger than the workspace grows it itself, which allocates (and, on a GPU, synchronises
+/* Grows the handle's workspace so that reductions of up to n elements of `dtype` — every
+ * operation the handle's current method and mode compute on it — allocate nothing (set the
+ * method and the mode first).
+ * A call larger than the workspace grows it itself, which allocates (and, on a GPU, synchronises
  * the device): call this once up front to keep allocation off the hot path. The workspace is
- * about n/1024 bytes for float32 and n/256 bytes for float64, and is kept until the handle is
- * destroyed. If it cannot be grown, the handle keeps the workspace it had. Fails with
+ * about n/1024 bytes for float32 and n/256 bytes for float64 (three times that for NORM2's
+ * trees), and is kept until the handle is destroyed. If it cannot be grown, the handle keeps the workspace it had. Fails with
  * COOPREDUCE_ERROR_INVALID_ARGUMENT (n * element size overflows), COOPREDUCE_ERROR_OUT_OF_MEMORY
  * or COOPREDUCE_ERROR_CUDA. */
 coopreduce_status coopreduce_reserve(coopreduce_handle *handle, uint64_t n, coopreduce_dtype dtype);
