@@ -38,7 +38,8 @@ typedef struct {
     void *tree_counters;        /* its group counters and epoch word, zero between launches */
     struct cr_norm2_work norm2; /* NORM2's three trees */
     void *slots;                /* one slot per block (scan, exact), cr_gpu_grid.slot_bytes each */
-    unsigned int *ticket;       /* the last-block ticket, zero between launches */
+    unsigned int *ticket;       /* the last-block ticket, then scan.cu's three folded words at
+                                   ticket + 4: 256 bytes, zero between launches */
 } cr_gpu_work;
 
 /* One call, as the backend hands it to a family. */

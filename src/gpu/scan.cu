@@ -23,10 +23,11 @@
  * (under 16 bytes each) are taken by the first threads, one element each. Each thread folds
  * into a small accumulator specialised per (kind, dtype) for the fewest instructions per 16
  * bytes (16-bit floats use packed 16x2 integer min/max), turns it into a 16-byte "Part", and
- * the block combines the Parts with warp shuffles. Thread 0 stores the block's Part and the
- * block takes a ticket (the kernel layer's last-block hand-off, handoff.cuh); the block that
- * takes the last ticket combines all Parts (read through L2), writes the result and puts the
- * ticket back to zero for the next launch in stream order.
+ * the block combines the Parts with warp shuffles. Thread 0 folds the block's Part into two
+ * words by atomics (SUM, MINMAX, ABSMAX) or stores it in the block's slot (ARGMIN, ARGMAX), and
+ * the block takes a ticket (the kernel layer's last-block hand-off, handoff.cuh); the block
+ * that takes the last ticket reads the two words or combines every slot's Part, writes the
+ * result and leaves the words and the ticket zero for the next launch in stream order.
  *
  * ARGMIN / ARGMAX in the hot loop: a thread reduces each vector to its best value, and keeps
  * the first vector (in its own, increasing visit order) whose best value strictly improves its
@@ -349,21 +350,26 @@ template <class E> struct Acc<kAbsMax, E, 64> {
     __device__ Part part(u64) const { return Part{m, 0}; }
 };
 
-/* SUM, 32-bit integers: the vector's four elements in 64 bits (exact: |sum| < 2^34), then into
- * a 128-bit total, so no thread can overflow whatever n and the grid. */
+/* SUM, 32-bit integers: in 64 bits per thread, which no thread can overflow: a thread sums at
+ * most ceil(n / 256) elements (a grid of one block), under 2^32 for any array a GPU can hold
+ * (2^34 bytes of int32 per 2^32 elements, times 256), and 2^32 elements of magnitude at most
+ * 2^31 sum to at most 2^63 in magnitude (and at most 2^64 - 2^32 unsigned). Cheaper in the
+ * hot loop than a 128-bit total. (Forcing 8 blocks per SM onto these kernels, 32 registers,
+ * spilled and was slower: docs/perf-log, run 29.) */
 template <class E> struct Acc<kSum, E, 32> {
-    u128 s;
+    u64 s;
     __device__ void init() { s = 0; }
     __device__ __forceinline__ void vec(const uint4 &v, u64)
     {
-        if (E::kSigned) {
-            const i64 t = (i64)(int)v.x + (i64)(int)v.y + (i64)(int)v.z + (i64)(int)v.w;
-            s += (u128)(i128)t;
-        } else {
+        if (E::kSigned)
+            s += (u64)((i64)(int)v.x + (i64)(int)v.y + (i64)(int)v.z + (i64)(int)v.w);
+        else
             s += (u64)v.x + (u64)v.y + (u64)v.z + (u64)v.w;
-        }
     }
-    __device__ Part part(u64) const { return Part{(u64)s, (u64)(s >> 64)}; }
+    __device__ Part part(u64) const
+    {
+        return Part{s, E::kSigned && (i64)s < 0 ? ~0ull : 0ull};
+    }
 };
 
 /* SUM, 64-bit integers: each element sign- or zero-extended into the 128-bit total. */
@@ -620,6 +626,61 @@ template <class E, int K> __device__ void write_result(const Part &p, int op, ui
         *(u64 *)out = bits;
 }
 
+/* ---- The grid's fold by atomics ---------------------------------------------------------------
+ * SUM, MINMAX and ABSMAX combine with operations the GPU does atomically in L2, and thread 0
+ * need not wait for their results (reductions, not fetches): 64-bit adds and 64-bit unsigned
+ * maxima. The words live beside the ticket (bytes 16-39 of its zeroed 256, workspace.c), zero
+ * between launches, so zero must be each fold's identity:
+ *  - SUM: a 128-bit Part (lo, hi) as three independent sums, of lo's low 32 bits, of lo's high
+ *    32 bits (each at most 65536 blocks * 2^32: no carry out of 64 bits) and of hi (modulo
+ *    2^64); the last block puts them back together modulo 2^128. No add waits for another's
+ *    carry, in any order the same total.
+ *  - MINMAX: max(key ^ sign) gives the largest key and max(~(key ^ sign)) the smallest (both
+ *    order-preserving maps of i64 onto u64, with 0 the identity's image). ABSMAX: max(magnitude).
+ * The last block takes the words and leaves zeros (atomicExch), so no Part is written to or read
+ * from the slots: at mid sizes that read of every Part was the hand-off's cost. ARGMIN and
+ * ARGMAX (a key and an index, 16 bytes: no atomic) keep the slots. */
+template <int K> constexpr bool kFolds = K == kSum || K == kMinMax || K == kAbsMax;
+
+const u64 kSignBit = 1ull << 63;
+
+__device__ __forceinline__ void red_add(u64 *w, u64 v)
+{
+    if (v) atomicAdd((unsigned long long *)w, (unsigned long long)v);
+}
+__device__ __forceinline__ void red_max(u64 *w, u64 v)
+{
+    if (v) atomicMax((unsigned long long *)w, (unsigned long long)v);
+}
+__device__ __forceinline__ u64 take(u64 *w) { return atomicExch((unsigned long long *)w, 0ull); }
+
+/* Called by one thread per block, before its ticket (whose fence orders these atomics). */
+template <int K> __device__ __forceinline__ void fold_atomic(u64 *w, const Part &p)
+{
+    if (K == kSum) {
+        red_add(&w[0], p.a & 0xffffffffull);
+        red_add(&w[1], p.a >> 32);
+        red_add(&w[2], p.b);
+    } else if (K == kMinMax) {
+        red_max(&w[0], ~(p.a ^ kSignBit));
+        red_max(&w[1], p.b ^ kSignBit);
+    } else {
+        red_max(&w[0], p.a);
+    }
+}
+
+/* Called by one thread of the last block: the grid's Part, and the words zero again. */
+template <int K> __device__ __forceinline__ Part take_folded(u64 *w)
+{
+    if (K == kSum) {
+        const u64 l0 = take(&w[0]), l1 = take(&w[1]), h = take(&w[2]);
+        const u64 lo = l0 + (l1 << 32);
+        return Part{lo, h + (l1 >> 32) + (lo < l0)};
+    }
+    if (K == kMinMax) return Part{~take(&w[0]) ^ kSignBit, take(&w[1]) ^ kSignBit};
+    return Part{take(&w[0]), 0};
+}
+
 template <class E, int K>
 __global__ void __launch_bounds__(kThreads)
     ops_kernel(const typename E::Bits *__restrict__ x, uint64_t n, int op, Part *partials,
@@ -655,6 +716,18 @@ __global__ void __launch_bounds__(kThreads)
         combine<K>(p, elem_part<E, K>(__ldg(x + tail_start + t), tail_start + t));
 
     p = block_combine<K>(p, scratch);
+    if (kFolds<K>) {
+        /* The kinds whose combine an atomic does: the grid folds into one 16-byte word pair
+         * beside the ticket, and the last block reads two words instead of every Part. */
+        u64 *folded = (u64 *)(ticket + 4);
+        if (threadIdx.x == 0) fold_atomic<K>(folded, p);
+        if (!last_block_arrive<false>(ticket)) return;
+        if (threadIdx.x == 0) {
+            write_result<E, K>(take_folded<K>(folded), op, n, out);
+            last_block_release(ticket);
+        }
+        return;
+    }
     if (threadIdx.x == 0) partials[blockIdx.x] = p;
     if (!last_block_arrive<false>(ticket)) return; /* also a barrier: scratch is free again */
     /* Four loads issued before any is combined: one L2 round trip for the usual grid of
@@ -707,6 +780,7 @@ template <class E, int K> struct Grid {
     static cudaError_t run(const cr_gpu_call *c, cr_gpu_grid *g)
     {
         const uint64_t vecs = c->n / E::kPerVec + 1;
+        /* The folding kinds use no slot, but the slots' allocation is also the ticket's. */
         return slotted_grid<ops_kernel<E, K>>(c, kThreads, (vecs + kThreads - 1) / kThreads,
                                               kMaxGrid, kMaxBlocksPerSm, sizeof(Part), g);
     }

@@ -31,7 +31,8 @@ struct cr_gpu_state {
     uint64_t norm2_cap; /*   the elements it is laid out for */
     void *slots;        /* per-block slots (scan, exact, the methods' partials) */
     size_t slots_bytes;
-    void *ticket;        /* 256 zeroed bytes; every kernel leaves them zero */
+    void *ticket;        /* 256 zeroed bytes, zero again after every kernel: the last-block
+                            ticket (bytes 0-3), scan.cu's atomic fold (bytes 16-39) */
     void *out;           /* 256 bytes: a device result slot (the methods' host results) */
     void *host_slot;     /* pinned, mapped host memory for results sent to the host: */
     void *host_slot_dev; /*   16 bytes, tagged words (reduce.c) or a plain result */

@@ -1,8 +1,9 @@
 /* handoff.cuh — the last-block hand-off of the kernel families that finish in one launch with
- * a slot per block (scan.cu, exact.cu).
+ * a slot per block, or a fold by atomics (scan.cu, exact.cu).
  *
- * Every block stores its partial result in its slot of the workspace, then takes a ticket; the
- * block that takes the last ticket reads every slot, writes the result and puts the ticket back
+ * Every block stores its partial result in its slot of the workspace (or folds it in by
+ * atomics), then takes a ticket; the block that takes the last ticket reads every slot (or the
+ * folded words), writes the result and puts the ticket back
  * to zero, ready for the next launch in stream order (no memset between calls). The ordering is
  * the whole difficulty:
  *  - Before the ticket, EVERY thread that wrote part of the slot fences its own stores, and the
