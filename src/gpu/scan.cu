@@ -366,10 +366,7 @@ template <class E> struct Acc<kSum, E, 32> {
         else
             s += (u64)v.x + (u64)v.y + (u64)v.z + (u64)v.w;
     }
-    __device__ Part part(u64) const
-    {
-        return Part{s, E::kSigned && (i64)s < 0 ? ~0ull : 0ull};
-    }
+    __device__ Part part(u64) const { return Part{s, E::kSigned && (i64)s < 0 ? ~0ull : 0ull}; }
 };
 
 /* SUM, 64-bit integers: each element sign- or zero-extended into the 128-bit total. */
