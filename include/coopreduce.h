@@ -453,6 +453,51 @@ coopreduce_status coopreduce_reduce_to_host(coopreduce_op op, const void *x, con
                                             void *result_host, uint64_t n, coopreduce_dtype dtype,
                                             coopreduce_handle *handle, void *stream);
 
+/* ---- Along an axis, over segments ----------------------------------------------------------
+ * Many reductions in one call: every result is the 1-D coopreduce_reduce() of exactly the values
+ * it reduces, laid out contiguously in their order, bit for bit. So a result does not depend on
+ * how many other rows or segments are reduced beside it, on their values, on the shape's other
+ * extents, nor on the device, the grid or the thread count (batch invariance;
+ * docs/DETERMINISM.md, "Axis and segments"). ARGMIN and ARGMAX give the index within the reduced
+ * values (numpy's convention). The results form an array of the operation's result type
+ * (coopreduce_reduce's table; 16 bytes each for the 128-bit integer sums), aligned as that type.
+ * Memory, streams and synchronisation as for coopreduce_reduce(); on a GPU handle, one call
+ * enqueues its work without waiting for the GPU, and the reductions themselves allocate nothing
+ * after coopreduce_reserve() of the longest row or segment. Only the CANONICAL method reduces
+ * along an axis or over segments, in either mode. */
+
+/* A contiguous array x viewed as (outer, len, inner), reduced over len:
+ *   result[o * inner + i] = op over k in [0, len) of x[(o * len + k) * inner + i]
+ * for o < outer, i < inner (and, for DOT, the same elements of y). numpy's and torch's
+ * reduction of a C-ordered array along axis a is outer = the product of the extents before a,
+ * len = the extent of a, inner = the product of the extents after it; a Fortran-ordered array's
+ * axis a is the C-ordered axis (ndim - 1 - a) of the same memory. Writes outer * inner results;
+ * an empty result (outer or inner 0) writes nothing and succeeds. len == 0 follows the 1-D
+ * rules: SUM, SUMSQ, NORM2 and DOT give +0, MEAN NaN, and MIN, MAX, ABSMAX, ARGMIN and ARGMAX
+ * fail with COOPREDUCE_ERROR_EMPTY, writing nothing. The total outer * len * inner may exceed
+ * 2^32, and so may len (but for INT32 and UINT32 sums, whose len is at most 2^32).
+ * Fails as coopreduce_reduce() does, with COOPREDUCE_ERROR_INVALID_ARGUMENT when the extents'
+ * product overflows, and with COOPREDUCE_ERROR_OVERFLOW (CPU handle) when some 128-bit integer sum
+ * is outside the input type: every result is written, the message names the first. */
+coopreduce_status coopreduce_reduce_axis(coopreduce_op op, const void *x, const void *y,
+                                         void *result, uint64_t outer, uint64_t len, uint64_t inner,
+                                         coopreduce_dtype dtype, coopreduce_handle *handle,
+                                         void *stream);
+
+/* Segments of x: result[s] = op over x[offsets[s] .. offsets[s + 1]) (and y's same elements,
+ * for DOT), for s < nseg. offsets holds nseg + 1 int64 element offsets, non-decreasing, from
+ * offsets[0] >= 0 (COOPREDUCE_ERROR_INVALID_ARGUMENT otherwise, naming the first bad one); the
+ * segments need not start at 0 or cover x. An empty segment follows the 1-D rules: MIN, MAX,
+ * ABSMAX, ARGMIN and ARGMAX fail with COOPREDUCE_ERROR_EMPTY, naming the segment. Every check is
+ * made before any result is written. offsets is host memory for a CPU handle and device memory
+ * for a GPU handle, which reads it back to check it: on a GPU handle this call waits for the
+ * earlier work on `stream` (unlike coopreduce_reduce_axis, it is not asynchronous). Fails
+ * otherwise as coopreduce_reduce_axis() does. */
+coopreduce_status coopreduce_reduce_segments(coopreduce_op op, const void *x, const void *y,
+                                             void *result, const int64_t *offsets, uint64_t nseg,
+                                             coopreduce_dtype dtype, coopreduce_handle *handle,
+                                             void *stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,12 +1,15 @@
 /* reduce.c — the reduction entry points: make the plan, check the call against it, hand it to
  * the handle's backend. */
 #include <stdint.h>
+#include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include "api/api.h"
 
-/* The checks every reduction entry point shares, against the plan's types and limits. */
-static coopreduce_status check_args(coopreduce_handle *h, const cr_plan *p, const void *x,
-                                    const void *y, const void *result, uint64_t n)
+/* The checks every reduction entry point shares: the pointers against the plan's types, for a
+ * call that reads `n` elements in all (x may be NULL only when it reads none). */
+static coopreduce_status check_pointers(coopreduce_handle *h, const cr_plan *p, const void *x,
+                                        const void *y, const void *result, uint64_t n)
 {
     const size_t es = cr_dtype_size(p->dtype);
     const char *opname = cr_op_name(p->op);
@@ -26,18 +29,34 @@ static coopreduce_status check_args(coopreduce_handle *h, const cr_plan *p, cons
     if ((uintptr_t)result % ra)
         return cr_fail(h, COOPREDUCE_ERROR_MISALIGNED, "result = %p is not aligned to %zu bytes",
                        result, ra);
+    return COOPREDUCE_SUCCESS;
+}
+
+/* One reduction of n elements against the plan's limits; `what` names it in messages
+ * ("array", "row", "segment 7"). */
+static coopreduce_status check_length(coopreduce_handle *h, const cr_plan *p, uint64_t n,
+                                      const char *what)
+{
     if (n > p->max_n) {
         if (p->max_n == CR_INT32_MAX_N)
             return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT,
                            "%s sums are limited to 2^32 elements (where a 64-bit result cannot "
-                           "overflow); got n = %llu",
-                           cr_dtype(p->dtype)->name, (unsigned long long)n);
-        return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT, "n = %llu elements is too large",
-                       (unsigned long long)n);
+                           "overflow); the %s has %llu",
+                           cr_dtype(p->dtype)->name, what, (unsigned long long)n);
+        return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT, "the %s has too many elements (%llu)",
+                       what, (unsigned long long)n);
     }
     if (n == 0 && p->needs_element)
-        return cr_fail(h, COOPREDUCE_ERROR_EMPTY, "%s of an empty array is undefined", opname);
+        return cr_fail(h, COOPREDUCE_ERROR_EMPTY, "%s of an empty %s is undefined",
+                       cr_op_name(p->op), what);
     return COOPREDUCE_SUCCESS;
+}
+
+static coopreduce_status check_args(coopreduce_handle *h, const cr_plan *p, const void *x,
+                                    const void *y, const void *result, uint64_t n)
+{
+    coopreduce_status s = check_pointers(h, p, x, y, result, n);
+    return s ? s : check_length(h, p, n, "array");
 }
 
 /* A 64-bit integer sum whose exact 128-bit value (in host memory) is outside the input type. */
@@ -102,4 +121,128 @@ CR_EXPORT coopreduce_status coopreduce_reduce_to_host(coopreduce_op op, const vo
                                                       coopreduce_handle *handle, void *stream)
 {
     return reduce(op, x, y, result_host, n, dtype, handle, stream, 1);
+}
+
+/* ---- Along an axis, over segments ------------------------------------------------------------ */
+
+/* Every 128-bit sum of a shaped call (results in host memory) against the input type. */
+static coopreduce_status check_overflows(coopreduce_handle *h, const cr_plan *p, const void *result)
+{
+    const char *r = result;
+    for (uint64_t k = 0; k < p->shape.outputs; k++) {
+        if (!check_overflow(h, p, r + k * 16)) continue;
+        char first[sizeof h->err];
+        memcpy(first, h->err, sizeof first);
+        return cr_fail(h, COOPREDUCE_ERROR_OVERFLOW, "result %llu: %s", (unsigned long long)k,
+                       first);
+    }
+    return COOPREDUCE_SUCCESS;
+}
+
+/* The plan for a shaped call, or the status that ends it: *routed keeps a refusal by the mode
+ * or method, reported after the arguments are checked (as for the 1-D calls). */
+static coopreduce_status shaped_plan(coopreduce_handle *h, coopreduce_op op, coopreduce_dtype dtype,
+                                     cr_plan *p, coopreduce_status *routed)
+{
+    if (!h) return cr_fail(NULL, COOPREDUCE_ERROR_INVALID_ARGUMENT, "handle is NULL");
+    *routed = cr_plan_make(h, op, dtype, h->mode, h->method, h->device, h->narrow, p);
+    return *routed && *routed != COOPREDUCE_ERROR_NOT_SUPPORTED ? *routed : COOPREDUCE_SUCCESS;
+}
+
+static coopreduce_status run_shaped(coopreduce_handle *h, cr_plan *p, coopreduce_status routed,
+                                    const cr_shape *shape, const void *x, const void *y,
+                                    void *result, void *stream)
+{
+    if (routed) return routed;
+    coopreduce_status s = cr_plan_shape(h, p, shape);
+    if (s || shape->outputs == 0) return s;
+    s = h->device < 0 ? cr_cpu_reduce(h, p, x, y, 0, result)
+                      : cr_gpu_reduce(h, p, x, y, result, 0, stream, 0);
+    return s || !p->check_overflow || h->device >= 0 ? s : check_overflows(h, p, result);
+}
+
+CR_EXPORT coopreduce_status coopreduce_reduce_axis(coopreduce_op op, const void *x, const void *y,
+                                                   void *result, uint64_t outer, uint64_t len,
+                                                   uint64_t inner, coopreduce_dtype dtype,
+                                                   coopreduce_handle *h, void *stream)
+{
+    cr_plan p;
+    coopreduce_status routed = COOPREDUCE_SUCCESS, s;
+    if ((s = shaped_plan(h, op, dtype, &p, &routed))) return s;
+    cr_shape sh = {.kind = CR_SHAPE_AXIS, .outer = outer, .len = len, .inner = inner};
+    if (__builtin_mul_overflow(outer, inner, &sh.outputs) ||
+        __builtin_mul_overflow(sh.outputs, len, &sh.elements) ||
+        sh.elements > UINT64_MAX / cr_dtype_size(dtype))
+        return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT,
+                       "the shape (outer %llu, len %llu, inner %llu) has more elements than a "
+                       "64-bit size can count",
+                       (unsigned long long)outer, (unsigned long long)len,
+                       (unsigned long long)inner);
+    if ((s = check_pointers(h, &p, x, y, result, sh.elements))) return s;
+    if (sh.outputs > 0 && (s = check_length(h, &p, len, "row"))) return s;
+    return run_shaped(h, &p, routed, &sh, x, y, result, stream);
+}
+
+/* The segments' checks, on offsets in host memory. */
+static coopreduce_status check_segments(coopreduce_handle *h, const cr_plan *p, cr_shape *sh,
+                                        const void *x, const void *y, const void *result)
+{
+    const int64_t *off = sh->offsets;
+    const uint64_t nseg = sh->nseg;
+    coopreduce_status s;
+    if (off[0] < 0)
+        return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT, "offsets[0] = %lld is negative",
+                       (long long)off[0]);
+    for (uint64_t k = 0; k < nseg; k++) {
+        if (off[k + 1] < off[k])
+            return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT,
+                           "offsets decrease at segment %llu: offsets[%llu] = %lld, offsets[%llu] "
+                           "= %lld",
+                           (unsigned long long)k, (unsigned long long)k, (long long)off[k],
+                           (unsigned long long)(k + 1), (long long)off[k + 1]);
+    }
+    sh->elements = (uint64_t)off[nseg];
+    if (sh->elements > UINT64_MAX / cr_dtype_size(p->dtype))
+        return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT,
+                       "offsets[nseg] = %lld elements is too many", (long long)off[nseg]);
+    if ((s = check_pointers(h, p, x, y, result, sh->elements))) return s;
+    for (uint64_t k = 0; k < nseg; k++) {
+        const uint64_t len = (uint64_t)(off[k + 1] - off[k]);
+        if (len <= p->max_n && (len > 0 || !p->needs_element)) continue;
+        char what[48];
+        snprintf(what, sizeof what, "segment %llu", (unsigned long long)k);
+        return check_length(h, p, len, what);
+    }
+    return COOPREDUCE_SUCCESS;
+}
+
+CR_EXPORT coopreduce_status coopreduce_reduce_segments(coopreduce_op op, const void *x,
+                                                       const void *y, void *result,
+                                                       const int64_t *offsets, uint64_t nseg,
+                                                       coopreduce_dtype dtype, coopreduce_handle *h,
+                                                       void *stream)
+{
+    cr_plan p;
+    coopreduce_status routed = COOPREDUCE_SUCCESS, s;
+    if ((s = shaped_plan(h, op, dtype, &p, &routed))) return s;
+    cr_shape sh = {.kind = CR_SHAPE_SEGMENTS, .offsets = offsets, .nseg = nseg, .outputs = nseg};
+    if (!offsets)
+        return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT,
+                       "offsets is NULL (it holds nseg + 1 offsets, even for nseg = 0)");
+    if ((uintptr_t)offsets % sizeof(int64_t))
+        return cr_fail(h, COOPREDUCE_ERROR_MISALIGNED, "offsets = %p is not aligned to 8 bytes",
+                       (const void *)offsets);
+    if (nseg > UINT64_MAX / sizeof(int64_t) - 1)
+        return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT, "nseg = %llu is too large",
+                       (unsigned long long)nseg);
+    int64_t *copy = NULL; /* a GPU handle's offsets, read back to be checked */
+    if (h->device >= 0) {
+        if ((s = cr_gpu_offsets_to_host(h, offsets, nseg, stream, &copy))) return s;
+        sh.offsets = copy;
+        sh.offsets_dev = offsets;
+    }
+    s = check_segments(h, &p, &sh, x, y, result);
+    if (!s) s = run_shaped(h, &p, routed, &sh, x, y, result, stream);
+    free(copy);
+    return s;
 }

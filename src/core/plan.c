@@ -172,6 +172,7 @@ coopreduce_status cr_plan_make(struct coopreduce_handle *h, coopreduce_op op,
     p->method = method;
     p->device = device;
     p->narrow = narrow != 0;
+    p->shape.outputs = 1;
     p->result_size = result_of(row->result[cls], dtype, p->narrow, &p->result_dtype);
     if (!p->result_size)
         return cr_fail(h, COOPREDUCE_ERROR_UNSUPPORTED_DTYPE,
@@ -232,6 +233,19 @@ coopreduce_status cr_plan_make(struct coopreduce_handle *h, coopreduce_op op,
         p->family = CR_FAMILY_METHOD;
         p->trees = 0;
         p->acc = dtype;
+    }
+    return COOPREDUCE_SUCCESS;
+}
+
+coopreduce_status cr_plan_shape(struct coopreduce_handle *h, cr_plan *p, const cr_shape *shape)
+{
+    p->shape = *shape;
+    if (shape->kind != CR_SHAPE_FLAT && p->family == CR_FAMILY_METHOD) {
+        p->family = CR_FAMILY_NONE;
+        return cr_fail(h, COOPREDUCE_ERROR_NOT_SUPPORTED,
+                       "method \"%s\" reduces whole arrays; reductions along an axis or over "
+                       "segments need the canonical method",
+                       cr_method_name(p->method));
     }
     return COOPREDUCE_SUCCESS;
 }

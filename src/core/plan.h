@@ -46,6 +46,27 @@ typedef enum {
  * 2^63); longer ones are refused rather than risk a wrap. */
 #define CR_INT32_MAX_N (1ull << 32)
 
+/* The shape of a call: which values each of its results reduces. Every result is the 1-D
+ * reduction of its own values, laid out contiguously in their order (docs/DETERMINISM.md, "Axis
+ * and segments"): a backend may compute it any way that gives those bits. */
+typedef enum {
+    CR_SHAPE_FLAT = 0, /* one result over x[0..n) */
+    CR_SHAPE_AXIS,     /* x as (outer, len, inner), reduced over len: result[o * inner + i]
+                          reduces x[(o * len + k) * inner + i], k = 0 .. len-1 */
+    CR_SHAPE_SEGMENTS  /* result[s] reduces x[offsets[s] .. offsets[s + 1]) */
+} cr_shape_kind;
+
+typedef struct {
+    cr_shape_kind kind;
+    uint64_t outer, len, inner; /* AXIS */
+    const int64_t *offsets;     /* SEGMENTS: nseg + 1 offsets, in host memory (checked) */
+    const int64_t *offsets_dev; /*   and, on a GPU handle, the caller's device copy */
+    uint64_t nseg;              /* SEGMENTS */
+    uint64_t outputs;           /* results written: 1, outer * inner or nseg */
+    uint64_t elements;          /* AXIS: outer * len * inner; SEGMENTS: offsets[nseg] where
+                                     the host knows it, else 0 */
+} cr_shape;
+
 typedef struct {
     /* the call */
     coopreduce_op op;
@@ -70,6 +91,7 @@ typedef struct {
     int check_overflow;            /* a 128-bit integer SUM: outside the input type's 64 bits
                                    fails with COOPREDUCE_ERROR_OVERFLOW where the result is
                                    read on the host */
+    cr_shape shape;                /* which values each result reduces (cr_plan_shape) */
 } cr_plan;
 
 struct coopreduce_handle;
@@ -81,6 +103,10 @@ struct coopreduce_handle;
 coopreduce_status cr_plan_make(struct coopreduce_handle *h, coopreduce_op op,
                                coopreduce_dtype dtype, coopreduce_mode mode,
                                coopreduce_method method, int device, int narrow, cr_plan *plan);
+
+/* Gives the plan an axis or segmented shape (cr_plan_make leaves it flat), or fails: only the
+ * canonical method reduces along an axis or over segments (COOPREDUCE_ERROR_NOT_SUPPORTED). */
+coopreduce_status cr_plan_shape(struct coopreduce_handle *h, cr_plan *plan, const cr_shape *shape);
 
 /* The result type and size of (op, dtype) in the deterministic canonical case, without a
  * handle: what coopreduce_op_result_size() answers. 0 when the pair has no result. */

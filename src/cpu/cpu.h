@@ -14,6 +14,10 @@
 /* Runs the plan (any family the CPU computes) in the IEEE environment runtime.h sets. */
 coopreduce_status cr_cpu_reduce(struct coopreduce_handle *h, const cr_plan *p, const void *x,
                                 const void *y, uint64_t n, void *result);
+/* A plan with an axis or segmented shape (axis.c): every result as the 1-D call of its own
+ * values computes it. Segment offsets are validated already. */
+coopreduce_status cr_cpu_shaped(struct coopreduce_handle *h, const cr_plan *p, const void *x,
+                                const void *y, void *result);
 /* Grows the handle's workspace so that the plan's calls of up to n elements allocate nothing
  * beyond what their family documents. */
 coopreduce_status cr_cpu_reserve(struct coopreduce_handle *h, const cr_plan *p, uint64_t n);

@@ -6,6 +6,7 @@
 coopreduce_status cr_cpu_reduce(coopreduce_handle *h, const cr_plan *p, const void *x,
                                 const void *y, uint64_t n, void *result)
 {
+    if (p->shape.kind != CR_SHAPE_FLAT) return cr_cpu_shaped(h, p, x, y, result);
     cr_fp_state st;
     cr_fp_enter(&st);
     coopreduce_status s;

@@ -43,3 +43,11 @@ coopreduce_status cr_gpu_reduce(struct coopreduce_handle *h, const cr_plan *plan
     (void)plan, (void)x, (void)y, (void)result, (void)n, (void)stream, (void)to_host;
     return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
 }
+
+coopreduce_status cr_gpu_offsets_to_host(struct coopreduce_handle *h, const int64_t *offsets,
+                                         uint64_t nseg, void *stream, int64_t **host)
+{
+    (void)offsets, (void)nseg, (void)stream;
+    *host = NULL;
+    return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
+}

@@ -75,6 +75,11 @@ cudaError_t cr_gpu_scan_launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gp
 cudaError_t cr_gpu_exact_grid(const cr_gpu_call *c, cr_gpu_grid *g); /* exact.cu */
 cudaError_t cr_gpu_exact_launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g);
 
+/* axis.cu: dst[c * len + e] = src[e * inner + c] for c < w, e < len (elements of elem_size
+ * bytes: 2, 4 or 8), enqueued on stream. */
+cudaError_t cr_gpu_gather_launch(const void *src, void *dst, size_t elem_size, uint64_t len,
+                                 uint64_t inner, uint64_t w, int sm_count, cudaStream_t stream);
+
 /* Whether the current GPU (`device`) can run the canonical kernels, which every handle needs:
  * cudaSuccess, or the error the occupancy calculator gave for a GPU without code for them. */
 cudaError_t cr_gpu_canonical_check(int device);

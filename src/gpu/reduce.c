@@ -110,9 +110,44 @@ static coopreduce_status wait_for_result(coopreduce_handle *h, unsigned int seq,
     return COOPREDUCE_SUCCESS;
 }
 
+/* Sizes, equips and launches the call on its family; names the call in a launch failure. */
+static coopreduce_status launch(coopreduce_handle *h, const family_ops *f, const cr_gpu_call *c,
+                                cr_gpu_grid *grid)
+{
+    const cr_plan *p = c->plan;
+    coopreduce_status s;
+    if ((s = size_grid(h, f, c, grid))) return s;
+    cr_gpu_work w;
+    if ((s = cr_gpu_work_ensure(h, p, c->n, grid->slot_bytes, grid->slot_blocks, &w))) return s;
+    /* cudaGetLastError() after a launch reports whatever error is pending on this thread, so one
+     * left by an earlier failed call (an allocation, say) must not be taken for this launch's:
+     * clear it first. Sticky errors (a broken context) survive this and are reported. */
+    (void)cudaGetLastError();
+    cudaError_t e = f->launch(c, &w, grid);
+    if (e != cudaSuccess) {
+        char what[96];
+        snprintf(what, sizeof what, "launching %s of %s", cr_op_name(p->op),
+                 cr_dtype(p->dtype)->name);
+        return cr_cuda_fail(h, e, what);
+    }
+    return COOPREDUCE_SUCCESS;
+}
+
+coopreduce_status cr_gpu_launch_flat(coopreduce_handle *h, const cr_plan *p, const void *x,
+                                     const void *y, void *out, uint64_t n, void *stream)
+{
+    const family_ops *f = family_of(h, p);
+    if (!f) return COOPREDUCE_ERROR_INTERNAL;
+    cr_gpu_call c = call_of(h, p, x, y, n, stream);
+    c.out = out;
+    cr_gpu_grid grid;
+    return launch(h, f, &c, &grid);
+}
+
 coopreduce_status cr_gpu_reduce(coopreduce_handle *h, const cr_plan *p, const void *x,
                                 const void *y, void *result, uint64_t n, void *stream, int to_host)
 {
+    if (p->shape.kind != CR_SHAPE_FLAT) return cr_gpu_shaped(h, p, x, y, result, stream);
     if (p->family == CR_FAMILY_METHOD)
         return cr_gpu_method_sum(h, p, x, result, n, stream, to_host);
     const family_ops *f = family_of(h, p);
@@ -139,20 +174,7 @@ coopreduce_status cr_gpu_reduce(coopreduce_handle *h, const cr_plan *p, const vo
         c.out = to_host ? g->host_slot_dev : result;
     }
     cr_gpu_grid grid;
-    if ((s = size_grid(h, f, &c, &grid))) return s;
-    cr_gpu_work w;
-    if ((s = cr_gpu_work_ensure(h, p, n, grid.slot_bytes, grid.slot_blocks, &w))) return s;
-    /* cudaGetLastError() after a launch reports whatever error is pending on this thread, so one
-     * left by an earlier failed call (an allocation, say) must not be taken for this launch's:
-     * clear it first. Sticky errors (a broken context) survive this and are reported. */
-    (void)cudaGetLastError();
-    e = f->launch(&c, &w, &grid);
-    if (e != cudaSuccess) {
-        char what[96];
-        snprintf(what, sizeof what, "launching %s of %s", cr_op_name(p->op),
-                 cr_dtype(p->dtype)->name);
-        return cr_cuda_fail(h, e, what);
-    }
+    if ((s = launch(h, f, &c, &grid))) return s;
     if (tagged) {
         if ((s = wait_for_result(h, c.seq, (int)(p->result_size / 4), result, c.stream))) return s;
     } else if (to_host) {

@@ -37,7 +37,9 @@ struct cr_gpu_state {
     void *host_slot;     /* pinned, mapped host memory for results sent to the host: */
     void *host_slot_dev; /*   16 bytes, tagged words (reduce.c) or a plain result */
     unsigned int seq;    /* the tag of the last tagged host-result call */
-    void *method_host;   /* pinned host: the `block` method's partials */
+    void *gather;        /* device: strided rows gathered contiguous (axis.c) */
+    size_t gather_bytes;
+    void *method_host; /* pinned host: the `block` method's partials */
     size_t method_host_bytes;
 };
 
@@ -63,6 +65,17 @@ coopreduce_status cr_gpu_method_host_ensure(struct coopreduce_handle *h, size_t 
 coopreduce_status cr_gpu_host_slot_create(struct coopreduce_handle *h);
 /* Frees everything; returns the first error (the frees wait for the device's work). */
 coopreduce_status cr_gpu_work_free(struct coopreduce_handle *h);
+
+/* ---- reduce.c, axis.c ------------------------------------------------------------------------ */
+/* Enqueues a flat plan's family on n elements at x (and y) with its result at `out` (device
+ * memory), pointers already checked and the device current. */
+coopreduce_status cr_gpu_launch_flat(struct coopreduce_handle *h, const cr_plan *p, const void *x,
+                                     const void *y, void *out, uint64_t n, void *stream);
+/* A plan with an axis or segmented shape (axis.c). */
+coopreduce_status cr_gpu_shaped(struct coopreduce_handle *h, const cr_plan *p, const void *x,
+                                const void *y, void *result, void *stream);
+/* At least `bytes` of device memory for gathering strided rows (axis.c's generic path). */
+coopreduce_status cr_gpu_gather_ensure(struct coopreduce_handle *h, size_t bytes);
 
 /* ---- methods/host.c: the tutorial methods (a leaf: nothing else calls into it) -------------- */
 coopreduce_status cr_gpu_method_sum(struct coopreduce_handle *h, const cr_plan *plan, const void *x,

@@ -141,6 +141,22 @@ coopreduce_status cr_gpu_slots_ensure(coopreduce_handle *h, size_t bytes)
     return COOPREDUCE_SUCCESS;
 }
 
+coopreduce_status cr_gpu_gather_ensure(coopreduce_handle *h, size_t bytes)
+{
+    struct cr_gpu_state *g = h->gpu;
+    if (bytes <= g->gather_bytes) return COOPREDUCE_SUCCESS;
+    void *p = NULL;
+    cudaError_t e = cudaMalloc(&p, bytes);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return cr_cuda_fail(h, e, "allocating memory to gather strided rows");
+    }
+    if (g->gather) cudaFree(g->gather); /* waits for kernels still using it */
+    g->gather = p;
+    g->gather_bytes = bytes;
+    return COOPREDUCE_SUCCESS;
+}
+
 coopreduce_status cr_gpu_method_host_ensure(coopreduce_handle *h, size_t bytes)
 {
     struct cr_gpu_state *g = h->gpu;
@@ -193,7 +209,8 @@ coopreduce_status cr_gpu_work_free(coopreduce_handle *h)
 {
     struct cr_gpu_state *g = h->gpu;
     coopreduce_status s = COOPREDUCE_SUCCESS;
-    void *dev[] = {g->tree_partials, g->tree_counters, g->norm2, g->slots, g->ticket, g->out};
+    void *dev[] = {g->tree_partials, g->tree_counters, g->norm2, g->slots,
+                   g->ticket,        g->out,           g->gather};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) {
         cudaError_t e = dev[i] ? cudaFree(dev[i]) : cudaSuccess;
         if (e != cudaSuccess && !s) s = cr_cuda_fail(h, e, "freeing the workspace");
@@ -204,6 +221,8 @@ coopreduce_status cr_gpu_work_free(coopreduce_handle *h)
         if (e != cudaSuccess && !s) s = cr_cuda_fail(h, e, "freeing pinned memory");
     }
     g->tree_partials = g->tree_counters = g->norm2 = g->slots = g->ticket = g->out = NULL;
+    g->gather = NULL;
+    g->gather_bytes = 0;
     g->host_slot = g->host_slot_dev = g->method_host = NULL;
     g->tree_partials_bytes = g->tree_counters_bytes = g->slots_bytes = g->method_host_bytes = 0;
     g->norm2_cap = 0;

@@ -1,0 +1,110 @@
+/* axis.c — reductions along an axis and over segments on a GPU handle (CR_SHAPE_AXIS,
+ * _SEGMENTS): the generic path.
+ *
+ * Every result is the 1-D reduction of its own values (docs/DETERMINISM.md, "Axis and
+ * segments"), so this path launches the plan's family on each row or segment as on a 1-D array:
+ * contiguous rows in place, strided rows (a C-ordered axis with inner > 1) after a gather into
+ * contiguous rows of the workspace, a tile of adjacent columns at a time. Its bits are the 1-D
+ * calls' by construction; its speed is one launch per result, which suits few, long rows. All
+ * launches go on the caller's stream, in order, so the workspace each reuses is free again. */
+#include <stdlib.h>
+#include <string.h>
+#include "core/status.h"
+#include "gpu/state.h"
+
+/* Bytes of gathered rows a tile takes at most (x and y together): a tile is as many adjacent
+ * columns as fit, at least one. */
+#define CR_GATHER_BYTES ((size_t)64 << 20)
+
+coopreduce_status cr_gpu_offsets_to_host(coopreduce_handle *h, const int64_t *offsets,
+                                         uint64_t nseg, void *stream, int64_t **host)
+{
+    *host = NULL;
+    coopreduce_status s = cr_gpu_check_pointer(h, offsets, "offsets");
+    if (s) return s;
+    cudaError_t e = cr_gpu_use_device(h->device);
+    if (e != cudaSuccess) return cr_cuda_fail(h, e, "selecting the GPU");
+    const size_t bytes = (size_t)(nseg + 1) * sizeof(int64_t);
+    int64_t *p = malloc(bytes);
+    if (!p)
+        return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY, "cannot allocate %zu bytes of offsets",
+                       bytes);
+    e = cudaMemcpyAsync(p, offsets, bytes, cudaMemcpyDeviceToHost, (cudaStream_t)stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)stream);
+    if (e != cudaSuccess) {
+        free(p);
+        return cr_cuda_fail(h, e, "reading the offsets back");
+    }
+    *host = p;
+    return COOPREDUCE_SUCCESS;
+}
+
+coopreduce_status cr_gpu_shaped(coopreduce_handle *h, const cr_plan *shaped, const void *x,
+                                const void *y, void *result, void *stream)
+{
+    const cr_shape *sh = &shaped->shape;
+    cr_plan p = *shaped;
+    memset(&p.shape, 0, sizeof p.shape);
+    p.shape.outputs = 1;
+    const size_t es = cr_dtype_size(p.dtype), rs = p.result_size;
+    const int two = p.inputs == 2;
+    coopreduce_status s;
+    if (sh->elements > 0 && (s = cr_gpu_check_pointer(h, x, "x"))) return s;
+    if (sh->elements > 0 && two && (s = cr_gpu_check_pointer(h, y, "y"))) return s;
+    if ((s = cr_gpu_check_pointer(h, result, "result"))) return s;
+    cudaError_t e = cr_gpu_use_device(h->device);
+    if (e != cudaSuccess) return cr_cuda_fail(h, e, "selecting the GPU");
+    const char *cx = x, *cy = y;
+    char *out = result;
+
+    if (sh->kind == CR_SHAPE_SEGMENTS) {
+        for (uint64_t k = 0; k < sh->nseg; k++) {
+            const uint64_t a = (uint64_t)sh->offsets[k], n = (uint64_t)sh->offsets[k + 1] - a;
+            if ((s = cr_gpu_launch_flat(h, &p, cx + a * es, two ? cy + a * es : NULL, out + k * rs,
+                                        n, stream)))
+                return s;
+        }
+        return COOPREDUCE_SUCCESS;
+    }
+    const uint64_t len = sh->len, inner = sh->inner;
+    if (inner == 1 || len <= 1) { /* rows in place (len <= 1: every "row" is one element) */
+        for (uint64_t k = 0; k < sh->outputs; k++) {
+            const uint64_t o = k / inner, i = k % inner, a = o * len * inner + i;
+            if ((s = cr_gpu_launch_flat(h, &p, cx + a * es, two ? cy + a * es : NULL, out + k * rs,
+                                        len, stream)))
+                return s;
+        }
+        return COOPREDUCE_SUCCESS;
+    }
+    /* Strided rows: tiles of w adjacent columns of one outer index, gathered contiguous. */
+    const uint64_t per_col = len * es * (uint64_t)p.inputs;
+    uint64_t w = CR_GATHER_BYTES / per_col;
+    if (w > inner) w = inner;
+    if (w < 1) w = 1;
+    if (w * per_col > SIZE_MAX)
+        return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY,
+                       "rows of %llu elements are too long to "
+                       "gather",
+                       (unsigned long long)len);
+    if ((s = cr_gpu_gather_ensure(h, (size_t)(w * per_col)))) return s;
+    char *buf = h->gpu->gather;
+    for (uint64_t o = 0; o < sh->outer; o++) {
+        for (uint64_t i0 = 0; i0 < inner; i0 += w) {
+            const uint64_t tw = inner - i0 < w ? inner - i0 : w, a = o * len * inner + i0;
+            (void)cudaGetLastError();
+            e = cr_gpu_gather_launch(cx + a * es, buf, es, len, inner, tw, h->gpu->sm_count,
+                                     (cudaStream_t)stream);
+            if (e == cudaSuccess && two)
+                e = cr_gpu_gather_launch(cy + a * es, buf + tw * len * es, es, len, inner, tw,
+                                         h->gpu->sm_count, (cudaStream_t)stream);
+            if (e != cudaSuccess) return cr_cuda_fail(h, e, "gathering strided rows");
+            for (uint64_t c = 0; c < tw; c++) {
+                const char *gx = buf + c * len * es;
+                if ((s = cr_gpu_launch_flat(h, &p, gx, two ? gx + tw * len * es : NULL,
+                                            out + (o * inner + i0 + c) * rs, len, stream)))
+                    return s;
+            }
+        }
+    }
+    return COOPREDUCE_SUCCESS;
+}
