@@ -71,16 +71,18 @@ static coopreduce_status reduce_range(job *j)
             k++;
             continue;
         }
-        /* A tile of adjacent columns of one outer index o: results k .. k + w - 1. */
+        /* A tile of adjacent columns of one outer index o: results k .. k + w - 1, in a buffer
+         * sized once for the widest tile (every row of an axis call has the same length). */
         const uint64_t per_col = r.count * es * (uint64_t)p->inputs;
-        uint64_t w = CR_GATHER_BYTES / per_col;
+        uint64_t wmax = CR_GATHER_BYTES / per_col;
+        if (wmax > CR_TILE_MAX) wmax = CR_TILE_MAX;
+        if (wmax < 1) wmax = 1;
+        uint64_t w = wmax;
         const uint64_t left_in_o = sh->inner - k % sh->inner;
-        if (w > CR_TILE_MAX) w = CR_TILE_MAX;
         if (w > left_in_o) w = left_in_o;
         if (w > j->k1 - k) w = j->k1 - k;
-        if (w < 1) w = 1;
         if (!buf) {
-            const uint64_t want = w * per_col; /* later tiles of this job are no larger */
+            const uint64_t want = wmax * per_col;
             if (want > SIZE_MAX || !(buf = malloc((size_t)want)))
                 return cr_fail(j->h, COOPREDUCE_ERROR_OUT_OF_MEMORY,
                                "cannot allocate %llu bytes to gather rows of %llu elements",
