@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 LOG=$PWD/gpu-check-out
 mkdir -p "$LOG"
 BUILD=${BUILD:-build-gpu}
-SANITIZE=1 BENCH=1 GOLDEN=0 CTEST=1 BENCH_ARGS="--quick" TESTS="gpu methods ops ordered exact"
+SANITIZE=1 BENCH=1 GOLDEN=0 CTEST=1 BENCH_ARGS="--quick" TESTS="gpu methods ops ordered exact axis"
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-sanitizer) SANITIZE=0 ;;

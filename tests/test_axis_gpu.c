@@ -1,0 +1,189 @@
+/* test_axis_gpu.c — reductions along an axis and over segments on the GPU: every result equal to
+ * the CPU's 1-D call of its own values (axis_check.h), for every operation, dtype and mode,
+ * along each axis of random 1-D, 2-D and 3-D shapes, over random segments (offsets in device
+ * memory); the same row's bits in batches of 1, 7 and 10,000 rows; inputs one element off
+ * 16-byte alignment; errors; more than 2^31 elements in all.
+ *
+ *   test_axis_gpu           all checks; exits 77 (ctest: skipped) without CUDA or a GPU
+ *   test_axis_gpu --quick   smaller cases, no n > 2^31 case (for compute-sanitizer)
+ *
+ * Seeds are fresh each run (printed); COOPREDUCE_TEST_SEED=S replays a run. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "axis_check.h"
+#include "check.h"
+#include "coopreduce.h"
+#include "gpu_util.h"
+#include "util.h"
+
+#ifndef COOPREDUCE_HAVE_CUDA
+GPU_TEST_MAIN_WITHOUT_CUDA("test_axis_gpu")
+#else
+
+static coopreduce_handle *gpu;
+
+static void *put(const void *host, size_t bytes)
+{
+    void *p = NULL;
+    if (!cuda_ok(cudaMalloc(&p, bytes ? bytes : 1), "cudaMalloc")) exit(1);
+    if (host) cuda_ok(cudaMemcpy(p, host, bytes, cudaMemcpyHostToDevice), "upload");
+    return p;
+}
+static void get(void *host, const void *mem, size_t bytes)
+{
+    cuda_ok(cudaMemcpy(host, mem, bytes, cudaMemcpyDeviceToHost), "download");
+}
+static void drop(void *mem) { cudaFree(mem); }
+static void sync_dev(void) { cuda_ok(cudaDeviceSynchronize(), "synchronize"); }
+
+static axis_env env(void) { return (axis_env){gpu, g_cpu, "gpu", put, get, drop, sync_dev}; }
+
+static void sweep(void)
+{
+    const axis_env e = env();
+    axis_sweep(&e, test_quick ? 3000 : 20000);
+}
+
+static void segments(void)
+{
+    const axis_env e = env();
+    segments_sweep(&e, test_quick ? 3000 : 50000);
+}
+
+static void batches(void)
+{
+    const axis_env e = env();
+    batch_invariance(&e, 10000);
+}
+
+/* x and y one element past a 16-byte boundary (and 2 elements, for 16-bit types): the rows of
+ * a call start wherever the layout puts them; every result against the CPU's 1-D call. */
+static void misaligned(void)
+{
+    static const coopreduce_dtype dts[] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT16,
+                                           COOPREDUCE_FLOAT64, COOPREDUCE_INT32};
+    static const coopreduce_op ops[] = {COOPREDUCE_OP_SUM, COOPREDUCE_OP_DOT, COOPREDUCE_OP_MAX,
+                                        COOPREDUCE_OP_ARGMIN};
+    for (size_t d = 0; d < 4; d++) {
+        for (size_t o = 0; o < 4; o++) {
+            const coopreduce_dtype dt = dts[d];
+            const coopreduce_op op = ops[o];
+            const size_t es = dt_size(dt), rs = coopreduce_op_result_size(op, dt, 0, NULL);
+            if (!rs) continue;
+            const uint64_t outer = 5, len = 1031, inner = 3, n = outer * len * inner;
+            for (uint64_t off = 1; off <= 2; off++) {
+                char *x = xmalloc(n * es), *y = xmalloc(n * es), *res = xmalloc(outer * inner * rs);
+                axis_fill(x, n, dt, 1);
+                axis_fill(y, n, dt, 0);
+                char *dx = put(NULL, (n + off) * es), *dy = put(NULL, (n + off) * es);
+                char *dr = put(NULL, outer * inner * rs);
+                cuda_ok(cudaMemcpy(dx + off * es, x, n * es, cudaMemcpyHostToDevice), "upload");
+                cuda_ok(cudaMemcpy(dy + off * es, y, n * es, cudaMemcpyHostToDevice), "upload");
+                coopreduce_status s = coopreduce_reduce_axis(op, dx + off * es, dy + off * es, dr,
+                                                             outer, len, inner, dt, gpu, NULL);
+                sync_dev();
+                get(res, dr, outer * inner * rs);
+                char *xs = xmalloc(len * es), *ys = xmalloc(len * es), want[16];
+                int bad = 0;
+                for (uint64_t k = 0; k < outer * inner && s == COOPREDUCE_SUCCESS; k++) {
+                    const uint64_t ob = k / inner, i = k % inner;
+                    for (uint64_t e = 0; e < len; e++) {
+                        memcpy(xs + e * es, x + ((ob * len + e) * inner + i) * es, es);
+                        memcpy(ys + e * es, y + ((ob * len + e) * inner + i) * es, es);
+                    }
+                    coopreduce_reduce(op, xs, ys, want, len, dt, g_cpu, NULL);
+                    bad += memcmp(want, res + k * rs, rs) != 0;
+                }
+                CHECK(s == COOPREDUCE_SUCCESS && bad == 0,
+                      "%s %s, x %llu elements off 16 bytes: %s, %d results differ from the CPU",
+                      coopreduce_op_name(op), dt_name(dt), (unsigned long long)off,
+                      coopreduce_status_string(s), bad);
+                drop(dx), drop(dy), drop(dr);
+                free(x), free(y), free(res), free(xs), free(ys);
+            }
+        }
+    }
+}
+
+static void errors(void)
+{
+    float host[8] = {0};
+    void *dx = put(host, sizeof host), *dr = put(NULL, 64);
+    const int64_t off_host[] = {0, 2, 1};
+    void *doff = put(off_host, sizeof off_host);
+    CHECK(coopreduce_reduce_axis(COOPREDUCE_OP_SUM, host, NULL, dr, 2, 2, 2, COOPREDUCE_FLOAT32,
+                                 gpu, NULL) == COOPREDUCE_ERROR_NOT_DEVICE_MEMORY,
+          "host x on a GPU handle");
+    CHECK(coopreduce_reduce_axis(COOPREDUCE_OP_SUM, dx, NULL, host, 2, 2, 2, COOPREDUCE_FLOAT32,
+                                 gpu, NULL) == COOPREDUCE_ERROR_NOT_DEVICE_MEMORY,
+          "host result on a GPU handle");
+    CHECK(coopreduce_reduce_segments(COOPREDUCE_OP_SUM, dx, NULL, dr, off_host, 2,
+                                     COOPREDUCE_FLOAT32, gpu,
+                                     NULL) == COOPREDUCE_ERROR_NOT_DEVICE_MEMORY,
+          "host offsets on a GPU handle");
+    CHECK(coopreduce_reduce_segments(COOPREDUCE_OP_SUM, dx, NULL, dr, doff, 2, COOPREDUCE_FLOAT32,
+                                     gpu, NULL) == COOPREDUCE_ERROR_INVALID_ARGUMENT,
+          "decreasing device offsets: %s", coopreduce_last_error(gpu));
+    CHECK(coopreduce_set_method(gpu, COOPREDUCE_METHOD_GRID) == COOPREDUCE_SUCCESS, "method");
+    CHECK(coopreduce_reduce_axis(COOPREDUCE_OP_SUM, dx, NULL, dr, 2, 2, 2, COOPREDUCE_FLOAT32, gpu,
+                                 NULL) == COOPREDUCE_ERROR_NOT_SUPPORTED,
+          "a tutorial method along an axis");
+    coopreduce_set_method(gpu, COOPREDUCE_METHOD_CANONICAL);
+    drop(dx), drop(dr), drop(doff);
+}
+
+/* More than 2^31 elements in all: 2^16 rows of 2^15 + 3 float16 values (4 GiB); a sample of
+ * rows against the CPU. */
+static void huge(void)
+{
+    const uint64_t rows = 1ull << 16, len = (1ull << 15) + 3, n = rows * len;
+    const coopreduce_dtype dt = COOPREDUCE_FLOAT16;
+    if (!gpu_room_for(n * 2 + rows * 4)) return;
+    uint16_t *x = xmalloc(n * 2);
+    axis_fill(x, n, dt, 0);
+    void *dx = put(x, n * 2), *dr = put(NULL, rows * 4);
+    float *res = xmalloc(rows * 4);
+    coopreduce_status s =
+        coopreduce_reduce_axis(COOPREDUCE_OP_SUM, dx, NULL, dr, rows, len, 1, dt, gpu, NULL);
+    sync_dev();
+    get(res, dr, rows * 4);
+    int bad = 0;
+    for (int t = 0; t < 64; t++) {
+        const uint64_t r = t == 0 ? rows - 1 : rnd_below(rows);
+        float want;
+        coopreduce_reduce(COOPREDUCE_OP_SUM, x + r * len, NULL, &want, len, dt, g_cpu, NULL);
+        bad += memcmp(&want, &res[r], 4) != 0;
+    }
+    CHECK(s == COOPREDUCE_SUCCESS && bad == 0, "2^16 rows of 2^15 + 3 float16: %s, %d differ",
+          coopreduce_status_string(s), bad);
+    drop(dx), drop(dr);
+    free(x), free(res);
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick"))
+            test_quick = 1;
+        else {
+            printf("usage: test_axis_gpu [--quick]\n");
+            return 2;
+        }
+    }
+    coopreduce_gpu_props props;
+    if (gpu_test_open("test_axis_gpu", &gpu, &props)) return 77;
+    if (!CHECK(coopreduce_create_cpu(&g_cpu, 0) == COOPREDUCE_SUCCESS, "create_cpu"))
+        return check_summary("test_axis_gpu");
+    if (test_quick) printf("test_axis_gpu: --quick\n");
+    test_seed_init("test_axis_gpu");
+    static const test_section sections[] = {{"sweep", sweep},     {"segments", segments},
+                                            {"batches", batches}, {"misaligned", misaligned},
+                                            {"errors", errors},   {"huge", huge}};
+    run_sections(sections, sizeof sections / sizeof sections[0], test_quick ? huge : NULL);
+    CHECK(coopreduce_destroy(g_cpu) == COOPREDUCE_SUCCESS, "destroy cpu");
+    CHECK(coopreduce_destroy(gpu) == COOPREDUCE_SUCCESS, "destroy gpu");
+    return check_summary("test_axis_gpu");
+}
+#endif
