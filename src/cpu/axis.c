@@ -23,6 +23,20 @@
 #define CR_GATHER_BYTES (8u << 20)
 #define CR_TILE_MAX     64
 
+/* Columns [0, w) of a (count, stride) slab at src, each made a contiguous row of dst. Typed
+ * copies: an element is 2, 4 or 8 bytes. */
+#define GATHER(T, src, dst, count, stride, w)                                                      \
+    do {                                                                                           \
+        const T *s_ = (const T *)(const void *)(src);                                              \
+        T *d_ = (T *)(void *)(dst);                                                                \
+        for (uint64_t e_ = 0; e_ < (count); e_++)                                                  \
+            for (uint64_t c_ = 0; c_ < (w); c_++) d_[c_ * (count) + e_] = s_[e_ * (stride) + c_];  \
+    } while (0)
+
+/* Below this many elements a call runs on the calling thread alone: starting threads would cost
+ * more than the work. */
+#define CR_SERIAL_ELEMENTS (1u << 16)
+
 /* Result k's run of elements: x[start + j * stride], j < count. */
 typedef struct {
     uint64_t start, count, stride;
@@ -91,10 +105,10 @@ static coopreduce_status reduce_range(job *j)
         for (int in = 0; in < p->inputs; in++) {
             const char *src = (in ? j->y : j->x) + r.start * es;
             char *dst = buf + (size_t)in * (size_t)(w * r.count * es);
-            for (uint64_t e = 0; e < r.count; e++) {
-                const char *row = src + e * r.stride * es;
-                for (uint64_t c = 0; c < w; c++)
-                    memcpy(dst + (c * r.count + e) * es, row + c * es, es);
+            switch (es) {
+            case 2: GATHER(uint16_t, src, dst, r.count, r.stride, w); break;
+            case 4: GATHER(uint32_t, src, dst, r.count, r.stride, w); break;
+            default: GATHER(uint64_t, src, dst, r.count, r.stride, w); break;
             }
         }
         for (uint64_t c = 0; c < w && !s; c++) {
@@ -126,6 +140,10 @@ coopreduce_status cr_cpu_shaped(coopreduce_handle *h, const cr_plan *shaped, con
     if (nout == 0) return COOPREDUCE_SUCCESS;
     uint64_t t = (uint64_t)cr_cpu_threads(h);
     if (t > nout) t = 1; /* fewer results than threads: each result with every thread */
+    const uint64_t total = sh->kind == CR_SHAPE_SEGMENTS
+                               ? (uint64_t)(sh->offsets[nout] - sh->offsets[0])
+                               : sh->elements;
+    if (total < CR_SERIAL_ELEMENTS) t = 1;
     job jobs[CR_MAX_THREADS];
     for (uint64_t i = 0; i < t; i++) {
         jobs[i] = (job){h, &flat, sh, x, y, result, 0, 0, COOPREDUCE_SUCCESS};
@@ -135,9 +153,6 @@ coopreduce_status cr_cpu_shaped(coopreduce_handle *h, const cr_plan *shaped, con
         return reduce_range(&jobs[0]);
     }
     /* Ranges of about equal element counts (segments differ in length; rows do not). */
-    const uint64_t total = sh->kind == CR_SHAPE_SEGMENTS
-                               ? (uint64_t)(sh->offsets[nout] - sh->offsets[0])
-                               : sh->elements;
     coopreduce_handle subs[CR_MAX_THREADS];
     uint64_t k = 0, done = 0;
     for (uint64_t i = 0; i < t; i++) {

@@ -6,7 +6,10 @@
  * contiguous rows in place, strided rows (a C-ordered axis with inner > 1) after a gather into
  * contiguous rows of the workspace, a tile of adjacent columns at a time. Its bits are the 1-D
  * calls' by construction; its speed is one launch per result, which suits few, long rows. All
- * launches go on the caller's stream, in order, so the workspace each reuses is free again. */
+ * launches go on the caller's stream, in order, so the workspace each reuses is free again.
+ * Many contiguous rows take one launch of a kernel for many rows where one serves the plan
+ * (canonical.cu: float32 / float64 SUM and MEAN of rows up to a chunk; scan.cu: the
+ * order-independent operations), one warp per row, computing the 1-D call's tree. */
 #include <stdlib.h>
 #include <string.h>
 #include "core/status.h"
@@ -15,6 +18,9 @@
 /* Bytes of gathered rows a tile takes at most (x and y together): a tile is as many adjacent
  * columns as fit, at least one. */
 #define CR_GATHER_BYTES ((size_t)64 << 20)
+
+/* Rows from which a kernel for many rows is launched instead of one 1-D launch per row. */
+#define CR_ROWS_MIN 32
 
 coopreduce_status cr_gpu_offsets_to_host(coopreduce_handle *h, const int64_t *offsets,
                                          uint64_t nseg, void *stream, int64_t **host)
@@ -67,6 +73,12 @@ coopreduce_status cr_gpu_shaped(coopreduce_handle *h, const cr_plan *shaped, con
         return COOPREDUCE_SUCCESS;
     }
     const uint64_t len = sh->len, inner = sh->inner;
+    /* Many contiguous rows: one launch of a kernel that gives every row the 1-D bits, where one
+     * serves the plan (short rows; for the scan family, also long rows when there are enough of
+     * them to fill the GPU with one warp each). */
+    if (inner == 1 && sh->outer >= CR_ROWS_MIN && cr_gpu_rows_served(&p, len) &&
+        (len <= 8192 || sh->outer >= 8 * (uint64_t)h->gpu->sm_count))
+        return cr_gpu_launch_rows(h, &p, x, result, sh->outer, len, stream);
     if (inner == 1 || len <= 1) { /* rows in place (len <= 1: every "row" is one element) */
         for (uint64_t k = 0; k < sh->outputs; k++) {
             const uint64_t o = k / inner, i = k % inner, a = o * len * inner + i;

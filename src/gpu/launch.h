@@ -75,6 +75,13 @@ cudaError_t cr_gpu_scan_launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gp
 cudaError_t cr_gpu_exact_grid(const cr_gpu_call *c, cr_gpu_grid *g); /* exact.cu */
 cudaError_t cr_gpu_exact_launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g);
 
+/* Many contiguous rows (reductions along an axis): rows rows of len elements, row r at
+ * x + r * len elements, result r at out + r * the plan's result size, each the 1-D call's bits.
+ * canonical.cu: SUM and MEAN of float32 / float64 rows of len <= one chunk (4096 / 2048);
+ * scan.cu: every operation of the scan family, any len. */
+cudaError_t cr_gpu_canonical_rows_launch(const cr_gpu_call *c, uint64_t rows, uint64_t len);
+cudaError_t cr_gpu_scan_rows_launch(const cr_gpu_call *c, uint64_t rows, uint64_t len);
+
 /* axis.cu: dst[c * len + e] = src[e * inner + c] for c < w, e < len (elements of elem_size
  * bytes: 2, 4 or 8), enqueued on stream. */
 cudaError_t cr_gpu_gather_launch(const void *src, void *dst, size_t elem_size, uint64_t len,

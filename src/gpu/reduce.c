@@ -15,6 +15,7 @@
  * and the call synchronises the stream. */
 #include <stdio.h>
 #include <string.h>
+#include "core/order.h"
 #include "core/status.h"
 #include "gpu/gpu.h"
 #include "gpu/state.h"
@@ -142,6 +143,27 @@ coopreduce_status cr_gpu_launch_flat(coopreduce_handle *h, const cr_plan *p, con
     c.out = out;
     cr_gpu_grid grid;
     return launch(h, f, &c, &grid);
+}
+
+int cr_gpu_rows_served(const cr_plan *p, uint64_t len)
+{
+    if (p->family == CR_FAMILY_SCAN) return 1;
+    return p->family == CR_FAMILY_CANONICAL && len <= cr_chunk_elems(p->acc);
+}
+
+coopreduce_status cr_gpu_launch_rows(coopreduce_handle *h, const cr_plan *p, const void *x,
+                                     void *out, uint64_t rows, uint64_t len, void *stream)
+{
+    cr_gpu_call c = call_of(h, p, x, NULL, rows * len, stream);
+    c.out = out;
+    (void)cudaGetLastError(); /* see launch() */
+    cudaError_t e = p->family == CR_FAMILY_SCAN ? cr_gpu_scan_rows_launch(&c, rows, len)
+                                                : cr_gpu_canonical_rows_launch(&c, rows, len);
+    if (e == cudaSuccess) return COOPREDUCE_SUCCESS;
+    char what[96];
+    snprintf(what, sizeof what, "launching %s of %s rows", cr_op_name(p->op),
+             cr_dtype(p->dtype)->name);
+    return cr_cuda_fail(h, e, what);
 }
 
 coopreduce_status cr_gpu_reduce(coopreduce_handle *h, const cr_plan *p, const void *x,

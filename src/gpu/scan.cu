@@ -825,9 +825,58 @@ cudaError_t dispatch(const cr_gpu_call *c, A... args)
     return cudaErrorInvalidValue;
 }
 
+/* ---- Many rows (reductions along an axis) -------------------------------------------------
+ * One warp per row, any length: every kind here is order-independent, so the warp's lanes take
+ * the row's elements k = lane, lane + 32, ... (four loads in flight), fold them with the same
+ * Parts and rules as the 1-D kernel (index k within the row for ARGMIN / ARGMAX), and lane 0
+ * writes the row's result as the 1-D kernel's last block does. */
+template <class E, int K>
+__global__ void __launch_bounds__(kThreads)
+    rows_kernel(const typename E::Bits *__restrict__ x, uint64_t rows, uint64_t len, int op,
+                size_t result_size, char *out)
+{
+    const int lane = threadIdx.x & 31;
+    const uint64_t warps = (uint64_t)gridDim.x * (kThreads / 32);
+    for (uint64_t r = (uint64_t)blockIdx.x * (kThreads / 32) + (threadIdx.x >> 5); r < rows;
+         r += warps) {
+        const typename E::Bits *row = x + r * len;
+        Part p = identity<K>();
+        uint64_t k = lane;
+        for (; k + 96 < len; k += 128) {
+            u64 v[4];
+#pragma unroll
+            for (int j = 0; j < 4; j++) v[j] = __ldg(row + k + 32 * j);
+#pragma unroll
+            for (int j = 0; j < 4; j++) combine<K>(p, elem_part<E, K>(v[j], k + 32 * j));
+        }
+        for (; k < len; k += 32) combine<K>(p, elem_part<E, K>(__ldg(row + k), k));
+        for (int d = 16; d > 0; d >>= 1) combine<K>(p, shfl_down<K>(p, d));
+        if (lane == 0) write_result<E, K>(p, op, len, out + r * result_size);
+    }
+}
+
+template <class E, int K> struct RowsLauncher {
+    static cudaError_t run(const cr_gpu_call *c, uint64_t rows, uint64_t len)
+    {
+        uint64_t blocks = (rows + kThreads / 32 - 1) / (kThreads / 32);
+        const uint64_t wave = (uint64_t)c->sm_count * kMaxBlocksPerSm;
+        if (blocks > wave) blocks = wave;
+        if (blocks < 1) blocks = 1;
+        rows_kernel<E, K><<<(unsigned)blocks, kThreads, 0, c->stream>>>(
+            (const typename E::Bits *)c->x, rows, len, (int)c->plan->op, c->plan->result_size,
+            (char *)c->out);
+        return cudaGetLastError();
+    }
+};
+
 } // namespace
 
 extern "C" {
+
+cudaError_t cr_gpu_scan_rows_launch(const cr_gpu_call *c, uint64_t rows, uint64_t len)
+{
+    return dispatch<RowsLauncher>(c, rows, len);
+}
 
 /* n may be 0 (SUM, MEAN: the kernel writes 0 or the NaN of an empty mean). */
 cudaError_t cr_gpu_scan_grid(const cr_gpu_call *c, cr_gpu_grid *g) { return dispatch<Grid>(c, g); }
