@@ -40,7 +40,7 @@ static void shape_of(const cr_npy_array *a, cli_shape *s)
 int sum_batch_prepare(const sum_options *o, const sum_input *x, const sum_input *y, sum_batch *b)
 {
     memset(b, 0, sizeof *b);
-    shape_of(&x->array, &b->in_shape);
+    shape_of(&x->array, &b->in_shape); /* extents beyond ndim stay 0, for comparisons */
     if (o->segments_path != NULL) {
         b->is_segments = 1;
         if (y != NULL && y->array.n != x->array.n) return EXIT_ERROR; /* check_dot_inputs says */
@@ -63,6 +63,7 @@ int sum_batch_prepare(const sum_options *o, const sum_input *x, const sum_input 
     b->axis = axis < 0 ? axis + ndim : axis;
     if (y != NULL) {
         cli_shape ys;
+        memset(&ys, 0, sizeof ys);
         shape_of(&y->array, &ys);
         if (ys.ndim != ndim || memcmp(ys.extent, b->in_shape.extent, sizeof ys.extent) != 0 ||
             y->array.fortran_order != x->array.fortran_order) {
