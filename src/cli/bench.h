@@ -18,6 +18,8 @@
 #include <stdio.h>
 
 #include "coopreduce.h"
+#include "offsets.h"
+#include "shape.h"
 
 #define BENCH_MAX_N      64
 #define BENCH_MAX_LIST   32 /* items of --dtype, --op, --mode, --method */
@@ -38,7 +40,32 @@ typedef struct {
     int stages[BENCH_MAX_STAGES]; /* --stages: the pipeline method once per count */
     int nstages;
     int quick, cold, host_latency, extras, batches, threads;
+    /* Along an axis (--shape, --axis) or over segments (--segments random:MIN:MAX): each --op
+     * through coopreduce_reduce_axis / coopreduce_reduce_segments against the read ceiling. */
+    int have_axis, axis; /* axis: 0 <= axis < shape.ndim once checked */
+    int have_shape;
+    cli_shape shape;
+    int have_segments;
+    uint64_t seg_min, seg_max;
 } bench_options;
+
+/* One timed library call: coopreduce_reduce over n elements, or along an axis (outer, len,
+ * inner), or over segments; result holds every result. */
+typedef struct {
+    int kind; /* BENCH_CALL_* */
+    coopreduce_op op;
+    coopreduce_dtype dtype;
+    const void *x, *y;
+    void *result;
+    uint64_t n, outer, len, inner;
+    const int64_t *offsets; /* host memory on the CPU, device memory on a GPU */
+    uint64_t nseg;
+} bench_call;
+enum { BENCH_CALL_REDUCE, BENCH_CALL_AXIS, BENCH_CALL_SEGMENTS };
+coopreduce_status bench_run_call(coopreduce_handle *h, const bench_call *c);
+/* "sum/axis1 (1024x256)", "sum/segments (1708 of 1..10000)": the row's method column. */
+const char *bench_batch_label(const bench_options *o, coopreduce_op op, coopreduce_mode mode,
+                              uint64_t nseg);
 
 typedef struct {
     uint64_t n;
@@ -70,9 +97,11 @@ void bench_abort_files(void);
 /* bench_cpu.c: 0, or nonzero after printing an error. */
 int bench_cpu(const bench_options *o);
 int bench_ops_cpu(const bench_options *o);
+int bench_batch_cpu(const bench_options *o);
 
 /* bench_gpu.c: 0, or nonzero after printing an error (always, in a build without CUDA). */
 int bench_gpu(int ordinal, const bench_options *o);
 int bench_ops_gpu(int ordinal, const bench_options *o);
+int bench_batch_gpu(int ordinal, const bench_options *o);
 
 #endif

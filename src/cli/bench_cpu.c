@@ -8,6 +8,8 @@
 #include "device.h"
 #include "gen.h"
 #include "messages.h"
+#include "offsets.h"
+#include "shape.h"
 
 /* The CPU ceiling (the canonical sum, and every --op): every byte read once and added as a
  * 64-bit integer (no floating point, so no data pattern can slow it down), four independent
@@ -81,25 +83,23 @@ static double cpu_bytes_us(const void *x, uint64_t bytes, int threads)
     return t;
 }
 
-/* Host wall time of coopreduce_reduce(op, ...) and of the streaming read of the same `bytes`
- * on the same threads, `reps` (<= 64) of each after one warm-up, alternating which goes first so
- * that neither inherits the other's cache state; medians and noise. Returns nonzero when a call
- * fails. */
-static int time_cpu_call(coopreduce_handle *h, coopreduce_op op, const void *x, const void *y,
-                         uint64_t n, coopreduce_dtype dt, uint64_t bytes, int nthreads, int reps,
-                         double *med_s, double *noise_s, double *med_r, double *noise_r)
+/* Host wall time of the library call c and of the streaming read of the same `bytes` (at
+ * c->x) on the same threads, `reps` (<= 64) of each after one warm-up, alternating which goes
+ * first so that neither inherits the other's cache state; medians and noise. Returns nonzero
+ * when a call fails. */
+static int time_cpu_call(coopreduce_handle *h, const bench_call *c, uint64_t bytes, int nthreads,
+                         int reps, double *med_s, double *noise_s, double *med_r, double *noise_r)
 {
     double ts[64], tr[64];
-    unsigned char result[16];
     if (reps > 64) reps = 64;
-    if (coopreduce_reduce(op, x, y, result, n, dt, h, NULL)) return 1; /* warm-up */
-    cpu_bytes_us(x, bytes, nthreads);
+    if (bench_run_call(h, c)) return 1; /* warm-up */
+    cpu_bytes_us(c->x, bytes, nthreads);
     for (int j = 0; j < reps; j++) {
-        if (j % 2) tr[j] = cpu_bytes_us(x, bytes, nthreads);
+        if (j % 2) tr[j] = cpu_bytes_us(c->x, bytes, nthreads);
         double t0 = bench_now_us();
-        if (coopreduce_reduce(op, x, y, result, n, dt, h, NULL)) return 1;
+        if (bench_run_call(h, c)) return 1;
         ts[j] = bench_now_us() - t0;
-        if (j % 2 == 0) tr[j] = cpu_bytes_us(x, bytes, nthreads);
+        if (j % 2 == 0) tr[j] = cpu_bytes_us(c->x, bytes, nthreads);
     }
     bench_median_noise(ts, reps, med_s, noise_s);
     bench_median_noise(tr, reps, med_r, noise_r);
@@ -143,8 +143,11 @@ int bench_cpu(const bench_options *o)
     for (int i = 0; i < o->nn; i++) {
         uint64_t n = o->ns[i];
         double med_s, med_r, noise_s, noise_r;
-        if (time_cpu_call(h, COOPREDUCE_OP_SUM, x, NULL, n, COOPREDUCE_FLOAT32, n * sizeof *x,
-                          nthreads, reps, &med_s, &noise_s, &med_r, &noise_r)) {
+        unsigned char result[16];
+        bench_call c = {.kind = BENCH_CALL_REDUCE, .op = COOPREDUCE_OP_SUM,
+                        .dtype = COOPREDUCE_FLOAT32, .x = x, .result = result, .n = n};
+        if (time_cpu_call(h, &c, n * sizeof *x, nthreads, reps, &med_s, &noise_s, &med_r,
+                          &noise_r)) {
             cli_error("bench: %s", coopreduce_last_error(h));
             coopreduce_destroy(h);
             free(x);
@@ -205,8 +208,10 @@ int bench_ops_cpu(const bench_options *o)
                     }
                     const uint64_t bytes = n * es * (dot ? 2 : 1);
                     double med_s, med_r, noise_s, noise_r;
-                    if (time_cpu_call(h, op, x, y, n, dt, bytes, nthreads, reps, &med_s, &noise_s,
-                                      &med_r, &noise_r))
+                    bench_call c = {.kind = BENCH_CALL_REDUCE, .op = op, .dtype = dt, .x = x, .y = y,
+                                    .result = result, .n = n};
+                    if (time_cpu_call(h, &c, bytes, nthreads, reps, &med_s, &noise_s, &med_r,
+                                      &noise_r))
                         goto out;
                     const char *name = bench_op_label(op, o->modes[m]);
                     bench_row *r =
@@ -224,6 +229,91 @@ int bench_ops_cpu(const bench_options *o)
 out:
     if (rc) cli_error("bench: %s", coopreduce_last_error(h));
     coopreduce_destroy(h);
+    free(x);
+    return rc;
+}
+
+/* --shape/--axis or --segments on the CPU: each operation (in each --mode) over each dtype,
+ * host wall time of coopreduce_reduce_axis / coopreduce_reduce_segments against the streaming
+ * read of the same bytes (x, and y for DOT), medians of 5 (--quick) or 9. With --segments, the
+ * segments of each n are drawn anew (seed 1: the same on every machine). */
+int bench_batch_cpu(const bench_options *o)
+{
+    const int nthreads = o->threads > 0 ? o->threads : cli_online_cpus();
+    const int reps = o->quick ? 5 : 9;
+    uint64_t nmax = 1;
+    for (int i = 0; i < o->nn; i++)
+        if (o->ns[i] > nmax) nmax = o->ns[i];
+    unsigned char *x = alloc_data(2 * nmax, 8), *result = NULL;
+    cli_segments seg = {NULL, 0};
+    coopreduce_handle *h = NULL;
+    int rc = 1;
+    if (x == NULL) return 1;
+    if (coopreduce_create_cpu(&h, o->threads)) {
+        cli_error("%s", coopreduce_last_error(NULL));
+        goto out;
+    }
+    for (int i = 0; i < o->nn; i++) {
+        const uint64_t n = o->ns[i];
+        bench_call c = {.kind = o->have_segments ? BENCH_CALL_SEGMENTS : BENCH_CALL_AXIS};
+        uint64_t count;
+        if (o->have_segments) {
+            free(seg.offsets);
+            if (cli_random_segments(n, o->seg_min, o->seg_max, 1, &seg) != EXIT_OK) goto out;
+            c.offsets = seg.offsets;
+            c.nseg = count = seg.nseg;
+        } else {
+            cli_shape reduced;
+            cli_axis_view(&o->shape, 0, o->axis, 0, &c.outer, &c.len, &c.inner, &reduced);
+            count = c.outer * c.inner;
+        }
+        free(result);
+        if ((result = alloc_data(count + 1, 16)) == NULL) goto out;
+        c.result = result;
+        for (int d = 0; d < o->nd; d++) {
+            const coopreduce_dtype dt = o->dtypes[d];
+            const size_t es = coopreduce_dtype_size(dt);
+            const char *dname = coopreduce_dtype_name(dt);
+            if (cr_gen_fill(x, 0, 2 * n, dt, CR_GEN_UNIFORM, 1, nthreads)) {
+                cli_error("bench: cannot generate %s data", dname);
+                goto out;
+            }
+            c.dtype = dt;
+            c.x = x;
+            c.y = x + n * es;
+            for (int m = 0; m < o->nmodes; m++) {
+                if (coopreduce_set_mode(h, o->modes[m])) goto out;
+                for (int k = 0; k < o->nops; k++) {
+                    c.op = o->ops[k];
+                    if (!coopreduce_op_result_size(c.op, dt, 0, NULL)) continue; /* sumsq of ints */
+                    if (bench_run_call(h, &c) != COOPREDUCE_SUCCESS) {
+                        fprintf(stderr, "bench: %s %s (%s): %s\n", coopreduce_op_name(c.op),
+                                dname, coopreduce_mode_name(o->modes[m]), coopreduce_last_error(h));
+                        continue; /* a mode that refuses it, an empty segment for min: no row */
+                    }
+                    const uint64_t bytes = n * es * (c.op == COOPREDUCE_OP_DOT ? 2 : 1);
+                    double med_s, med_r, noise_s, noise_r;
+                    if (time_cpu_call(h, &c, bytes, nthreads, reps, &med_s, &noise_s, &med_r,
+                                      &noise_r))
+                        goto out;
+                    const char *name = bench_batch_label(o, c.op, o->modes[m], count);
+                    bench_row *r =
+                        bench_add_row(n, dname, name, "host_us", med_s, noise_s, (double)bytes);
+                    if (r) {
+                        r->ceiling_us = med_r;
+                        r->det = 1;
+                    }
+                }
+            }
+            fprintf(stderr, "  cpu %s n=%llu done\n", dname, (unsigned long long)n);
+        }
+    }
+    rc = 0;
+out:
+    if (rc && h != NULL) cli_error("bench: %s", coopreduce_last_error(h));
+    coopreduce_destroy(h);
+    free(seg.offsets);
+    free(result);
     free(x);
     return rc;
 }

@@ -7,6 +7,8 @@
 #include "device.h"
 #include "gen.h"
 #include "messages.h"
+#include "offsets.h"
+#include "shape.h"
 
 #ifdef COOPREDUCE_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -40,7 +42,7 @@ int cr_bl_cub_sum(int dtype, const void *x, void *out, uint64_t n, void *temp, s
     } while (0)
 
 /* What a timed call runs: a coopreduce method (set on the handle) or one of the baselines. */
-enum { M_LIBRARY, M_CUB, M_READ, M_EMPTY, M_COPY, M_OP };
+enum { M_LIBRARY, M_CUB, M_READ, M_EMPTY, M_COPY, M_OP, M_CALL };
 
 typedef struct {
     coopreduce_handle *h;
@@ -55,6 +57,9 @@ typedef struct {
     const void *y;
 } gpu_ctx;
 
+/* M_CALL's call (along an axis or over segments), kept beside the context rather than in it. */
+static const bench_call *timed_call;
+
 static size_t elem_size(int dtype) { return coopreduce_dtype_size((coopreduce_dtype)dtype); }
 
 static int run_method(gpu_ctx *c, int m)
@@ -68,6 +73,7 @@ static int run_method(gpu_ctx *c, int m)
     case M_EMPTY: return cr_bl_empty(NULL);
     case M_COPY:
         return (int)cudaMemcpyAsync(c->copy_dst, c->x, c->n * es, cudaMemcpyDeviceToDevice, NULL);
+    case M_CALL: return bench_run_call(c->h, timed_call) ? -1 : 0;
     case M_OP:
         return coopreduce_reduce(c->op, c->x, c->y, c->out, c->n, (coopreduce_dtype)c->dtype, c->h,
                                  NULL)
@@ -480,7 +486,126 @@ fail:
     return rc;
 }
 
+/* --shape/--axis or --segments on the GPU: each operation (in each --mode) over each dtype,
+ * coopreduce_reduce_axis / coopreduce_reduce_segments timed as the other rows are (batches of
+ * back-to-back calls between CUDA events; a segments call waits for its stream, as the library
+ * says) against the float4 read of the same bytes. */
+int bench_batch_gpu(int ordinal, const bench_options *o)
+{
+    const int batches = o->quick ? 5 : o->batches;
+    coopreduce_handle *h = NULL;
+    void *x = NULL, *out = NULL, *hx = NULL, *d_off = NULL;
+    float *read_out = NULL;
+    cli_segments seg = {NULL, 0};
+    int rc = 1;
+    uint64_t nmax = 1;
+    for (int i = 0; i < o->nn; i++)
+        if (o->ns[i] > nmax) nmax = o->ns[i];
+    coopreduce_gpu_props props;
+    if (open_gpu(ordinal, &h, &props)) return 1;
+    CK(cudaSetDevice(ordinal));
+    CK(cudaMalloc(&x, 2 * nmax * 8 + 32)); /* x, then y */
+    const int read_blocks = props.sm_count * 16;
+    CK(cudaMalloc((void **)&read_out, read_blocks * sizeof(float)));
+    hx = malloc(2 * nmax * 8);
+    if (!hx) {
+        fprintf(stderr, "coopreduce: bench: out of host memory\n");
+        reported = 1;
+        goto fail;
+    }
+    for (int i = 0; i < o->nn; i++) {
+        const uint64_t n = o->ns[i];
+        bench_call call = {.kind = o->have_segments ? BENCH_CALL_SEGMENTS : BENCH_CALL_AXIS};
+        uint64_t count;
+        if (o->have_segments) {
+            free(seg.offsets);
+            if (cli_random_segments(n, o->seg_min, o->seg_max, 1, &seg) != EXIT_OK) {
+                reported = 1;
+                goto fail;
+            }
+            if (d_off) cudaFree(d_off);
+            d_off = NULL;
+            CK(cudaMalloc(&d_off, sizeof(int64_t) * (seg.nseg + 1)));
+            CK(cudaMemcpy(d_off, seg.offsets, sizeof(int64_t) * (seg.nseg + 1),
+                          cudaMemcpyHostToDevice));
+            call.offsets = d_off;
+            call.nseg = count = seg.nseg;
+        } else {
+            cli_shape reduced;
+            cli_axis_view(&o->shape, 0, o->axis, 0, &call.outer, &call.len, &call.inner,
+                          &reduced);
+            count = call.outer * call.inner;
+        }
+        if (out) cudaFree(out);
+        out = NULL;
+        CK(cudaMalloc(&out, (count + 1) * 16));
+        call.result = out;
+        const uint64_t longest = o->have_segments ? (o->seg_max < n ? o->seg_max : n) : call.len;
+        for (int d = 0; d < o->nd; d++) {
+            const coopreduce_dtype dt = o->dtypes[d];
+            const size_t es = elem_size(dt);
+            const char *dname = coopreduce_dtype_name(dt);
+            if (cr_gen_fill(hx, 0, 2 * n, dt, CR_GEN_UNIFORM, 1, cli_online_cpus())) {
+                fprintf(stderr, "coopreduce: bench: cannot generate %s data\n", dname);
+                reported = 1;
+                goto fail;
+            }
+            CK(cudaMemcpy(x, hx, 2 * n * es, cudaMemcpyHostToDevice));
+            CKS(coopreduce_reserve(h, longest, dt));
+            call.dtype = dt;
+            call.x = x;
+            call.y = (const char *)x + n * es;
+            gpu_ctx c = {h,           dt, x, out, NULL, NULL, 0, read_out,
+                         read_blocks, n,  COOPREDUCE_OP_SUM, NULL};
+            timed_call = &call;
+            double noise, read1 = time_method(&c, M_READ, batches, 0, NULL, 0, &noise);
+            c.n = 2 * n;
+            double read2 = time_method(&c, M_READ, batches, 0, NULL, 0, &noise);
+            c.n = n;
+            if (read1 < 0 || read2 < 0) goto fail;
+            bench_add_row(n, dname, "float4_read", "gpu_us", read1, noise, (double)n * es);
+            for (int m = 0; m < o->nmodes; m++) {
+                CKS(coopreduce_set_mode(h, o->modes[m]));
+                for (int k = 0; k < o->nops; k++) {
+                    call.op = o->ops[k];
+                    if (!coopreduce_op_result_size(call.op, dt, 0, NULL)) continue;
+                    if (bench_run_call(h, &call) != COOPREDUCE_SUCCESS) {
+                        fprintf(stderr, "bench: %s %s (%s): %s\n", coopreduce_op_name(call.op),
+                                dname, coopreduce_mode_name(o->modes[m]), coopreduce_last_error(h));
+                        continue; /* refused in this mode, or an empty segment: no row */
+                    }
+                    double t = time_method(&c, M_CALL, batches, 0, NULL, 0, &noise);
+                    if (t < 0) goto fail;
+                    const int dot = call.op == COOPREDUCE_OP_DOT;
+                    const char *name = bench_batch_label(o, call.op, o->modes[m], count);
+                    bench_row *r = bench_add_row(n, dname, name, "gpu_us", t, noise,
+                                                 (double)n * es * (dot ? 2 : 1));
+                    if (r) {
+                        r->ceiling_us = dot ? read2 : read1;
+                        r->det = 1;
+                    }
+                }
+            }
+            CKS(coopreduce_set_mode(h, COOPREDUCE_MODE_DETERMINISTIC));
+            fprintf(stderr, "  %s n=%llu done\n", dname, (unsigned long long)n);
+        }
+    }
+    rc = 0;
+fail:
+    if (rc && !reported) fprintf(stderr, "coopreduce: bench: %s\n", coopreduce_last_error(h));
+    coopreduce_destroy(h);
+    if (x) cudaFree(x);
+    if (out) cudaFree(out);
+    if (d_off) cudaFree(d_off);
+    if (read_out) cudaFree(read_out);
+    free(seg.offsets);
+    free(hx);
+    return rc;
+}
+
 #else
+
+int bench_batch_gpu(int ordinal, const bench_options *o) { return bench_gpu(ordinal, o); }
 
 int bench_gpu(int ordinal, const bench_options *o)
 {

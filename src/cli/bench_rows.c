@@ -12,7 +12,7 @@
 static bench_row rows[BENCH_MAX_ROWS];
 static int nrows;
 static char device_name[300]; /* the GPU's name, for the JSON file */
-static char op_labels[BENCH_MAX_ROWS][24];
+static char op_labels[BENCH_MAX_ROWS][64];
 
 bench_row *bench_add_row(uint64_t n, const char *dtype, const char *method, const char *kind,
                          double us, double noise, double bytes)
@@ -30,6 +30,45 @@ const char *bench_op_label(coopreduce_op op, coopreduce_mode mode)
     snprintf(label, sizeof op_labels[0], "%s%s", coopreduce_op_name(op),
              mode == COOPREDUCE_MODE_EXACT ? "/exact" : "");
     return label;
+}
+
+const char *bench_batch_label(const bench_options *o, coopreduce_op op, coopreduce_mode mode,
+                              uint64_t nseg)
+{
+    char name[24], shape[32];
+    snprintf(name, sizeof name, "%s", bench_op_label(op, mode));
+    char *label = op_labels[nrows % BENCH_MAX_ROWS];
+    if (o->have_segments) {
+        snprintf(shape, sizeof shape, "%llu of %llu..%llu", (unsigned long long)nseg,
+                 (unsigned long long)o->seg_min, (unsigned long long)o->seg_max);
+        snprintf(label, sizeof op_labels[0], "%s/segments (%s)", name, shape);
+        return label;
+    }
+    size_t used = 0;
+    shape[0] = '\0';
+    for (int d = 0; d < o->shape.ndim && used < sizeof shape; d++)
+        used += (size_t)snprintf(shape + used, sizeof shape - used, "%s%llu", d ? "x" : "",
+                                 (unsigned long long)o->shape.extent[d]);
+    snprintf(label, sizeof op_labels[0], "%s/axis%d (%s)", name, o->axis, shape);
+    return label;
+}
+
+coopreduce_status bench_run_call(coopreduce_handle *h, const bench_call *c)
+{
+    coopreduce_status st;
+    switch (c->kind) {
+    case BENCH_CALL_AXIS:
+        st = coopreduce_reduce_axis(c->op, c->x, c->y, c->result, c->outer, c->len, c->inner,
+                                    c->dtype, h, NULL);
+        /* Random int64 rows overflow 64 bits: every 128-bit sum is computed and written all
+         * the same, which is what is timed. */
+        return st == COOPREDUCE_ERROR_OVERFLOW ? COOPREDUCE_SUCCESS : st;
+    case BENCH_CALL_SEGMENTS:
+        st = coopreduce_reduce_segments(c->op, c->x, c->y, c->result, c->offsets, c->nseg,
+                                        c->dtype, h, NULL);
+        return st == COOPREDUCE_ERROR_OVERFLOW ? COOPREDUCE_SUCCESS : st;
+    default: return coopreduce_reduce(c->op, c->x, c->y, c->result, c->n, c->dtype, h, NULL);
+    }
 }
 
 void bench_set_device_name(const char *name)

@@ -18,7 +18,8 @@ static int parse_bench_options(int argc, char **argv, bench_options *o, cli_devi
         {"device", 1},    {"quick", 0}, {"cold", 0},   {"no-host-latency", 0},
         {"no-extras", 0}, {"n", 1},     {"method", 1}, {"stages", 1},
         {"dtype", 1},     {"op", 1},    {"mode", 1},   {"batches", 1},
-        {"threads", 1},   {"json", 1},  {"csv", 1},    {NULL, 0},
+        {"threads", 1},   {"json", 1},  {"csv", 1},    {"shape", 1},
+        {"axis", 1},      {"segments", 1}, {NULL, 0},
     };
     memset(o, 0, sizeof *o);
     o->host_latency = 1;
@@ -32,7 +33,7 @@ static int parse_bench_options(int argc, char **argv, bench_options *o, cli_devi
     cli_parse_method_list("method", "all", o->methods, BENCH_MAX_LIST, &o->nm);
     *device = CLI_DEVICE_AUTO;
     *ordinal = 0;
-    int have_dtype = 0;
+    int have_dtype = 0, have_method = 0, have_n = 0;
 
     cli_args args;
     cli_args_init(&args, argc, argv, specs);
@@ -53,10 +54,32 @@ static int parse_bench_options(int argc, char **argv, bench_options *o, cli_devi
             o->host_latency = 0;
         else if (strcmp(name, "no-extras") == 0)
             o->extras = 0;
-        else if (strcmp(name, "n") == 0)
+        else if (strcmp(name, "n") == 0) {
             bad = cli_parse_count_list(name, v, o->ns, BENCH_MAX_N, &o->nn);
-        else if (strcmp(name, "method") == 0)
+            have_n = 1;
+        }
+        else if (strcmp(name, "method") == 0) {
             bad = cli_parse_method_list(name, v, o->methods, BENCH_MAX_LIST, &o->nm);
+            have_method = 1;
+        } else if (strcmp(name, "shape") == 0) {
+            uint64_t n;
+            if (cli_parse_shape(v, &o->shape, &n) != 0 || n == 0)
+                return cli_usage_error("--shape '%s': expected positive extents separated by 'x' "
+                                       "or ',' (1024x256; at most %d, product below 2^64)",
+                                       v, CLI_MAX_DIMS);
+            o->have_shape = 1;
+        } else if (strcmp(name, "axis") == 0) {
+            if (cli_parse_axis(v, &o->axis) != 0)
+                return cli_usage_error("--axis '%s': not an axis (0, 1, ..., or -1 for the last)",
+                                       v);
+            o->have_axis = 1;
+        } else if (strcmp(name, "segments") == 0) {
+            if (cli_parse_segments_spec(v, &o->seg_min, &o->seg_max) != 0)
+                return cli_usage_error("--segments '%s': expected random:MIN:MAX, segment lengths "
+                                       "from MIN to MAX elements (0 <= MIN <= MAX, MAX >= 1)",
+                                       v);
+            o->have_segments = 1;
+        }
         else if (strcmp(name, "stages") == 0)
             bad = cli_parse_int_list(name, v, 1, 8, o->stages, BENCH_MAX_STAGES, &o->nstages);
         else if (strcmp(name, "dtype") == 0) {
@@ -82,7 +105,34 @@ static int parse_bench_options(int argc, char **argv, bench_options *o, cli_devi
         }
         if (bad) return EXIT_USAGE;
     }
-    if (o->nops == 0) {
+    int batch = o->have_shape || o->have_axis || o->have_segments;
+    if (batch) {
+        const char *what = o->have_segments ? "--segments" : "--axis";
+        if (o->have_segments && (o->have_shape || o->have_axis))
+            return cli_usage_error("--segments cannot be combined with --shape or --axis");
+        if (!o->have_segments && !(o->have_shape && o->have_axis))
+            return cli_usage_error("--shape and --axis go together: --shape 1024x256 --axis 1");
+        if (o->have_shape && have_n)
+            return cli_usage_error("--shape gives the element count: drop --n");
+        if (have_method) return cli_usage_error("%s times the canonical method: drop --method", what);
+        if (o->cold || o->nstages > 0)
+            return cli_usage_error("%s does not take --%s", what, o->cold ? "cold" : "stages");
+        if (o->have_shape) {
+            int nd = o->shape.ndim;
+            if (o->axis < -nd || o->axis >= nd)
+                return cli_usage_error("--axis %d is out of range for --shape of %d dimension%s",
+                                       o->axis, nd, nd == 1 ? "" : "s");
+            if (o->axis < 0) o->axis += nd;
+            o->ns[0] = 1;
+            for (int d = 0; d < nd; d++) o->ns[0] *= o->shape.extent[d];
+            o->nn = 1;
+        }
+        if (o->nops == 0) {
+            o->ops[0] = COOPREDUCE_OP_SUM;
+            o->nops = 1;
+        }
+        if (!have_dtype) o->nd = 1; /* f32 */
+    } else if (o->nops == 0) {
         /* The method sweep holds each method against CUB, which it runs on these three. */
         for (int d = 0; d < o->nd; d++)
             if (o->dtypes[d] != COOPREDUCE_FLOAT32 && o->dtypes[d] != COOPREDUCE_FLOAT64 &&
@@ -126,7 +176,8 @@ int cmd_bench(int argc, char **argv)
             memcpy(o.ns, d, sizeof d);
         }
         snprintf(device_id, sizeof device_id, "cpu");
-        rc = o.nops ? bench_ops_cpu(&o) : bench_cpu(&o);
+        int batch = o.have_shape || o.have_segments;
+        rc = batch ? bench_batch_cpu(&o) : o.nops ? bench_ops_cpu(&o) : bench_cpu(&o);
     } else {
         if (!CLI_BUILT_WITH_CUDA || ordinal >= gpus) {
             if (!CLI_BUILT_WITH_CUDA)
@@ -144,7 +195,10 @@ int cmd_bench(int argc, char **argv)
             }
         }
         snprintf(device_id, sizeof device_id, "gpu:%d", ordinal);
-        rc = o.nops ? bench_ops_gpu(ordinal, &o) : bench_gpu(ordinal, &o);
+        int batch = o.have_shape || o.have_segments;
+        rc = batch      ? bench_batch_gpu(ordinal, &o)
+             : o.nops ? bench_ops_gpu(ordinal, &o)
+                      : bench_gpu(ordinal, &o);
     }
     if (rc) {
         bench_abort_files();

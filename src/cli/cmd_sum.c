@@ -33,13 +33,35 @@ static int load_input(const sum_options *o, int which, sum_input *in)
         uint64_t seed = o->seed + (uint64_t)which;
         snprintf(in->description, sizeof in->description, "gen %s, seed %llu%s",
                  cr_gen_name(o->gen_kind), (unsigned long long)seed, which ? " (--seed + 1)" : "");
-        return cli_generate(o->gen_kind, o->n, seed, o->dtype, &in->array);
+        if (cli_generate(o->gen_kind, o->n, seed, o->dtype, &in->array) != EXIT_OK)
+            return EXIT_ERROR;
+        if (o->have_shape) {
+            in->array.ndim = o->shape.ndim;
+            memcpy(in->array.shape, o->shape.extent, sizeof o->shape.extent);
+        }
+        return EXIT_OK;
     }
     const char *path = which ? o->y_path : o->raw_path != NULL ? o->raw_path : o->npy_path;
     const char *name = cli_input_name(path);
     if (o->raw_path != NULL) {
         snprintf(in->description, sizeof in->description, "%s (raw)", name);
-        return cli_read_array(path, 1, o->dtype, o->max_input, &in->array);
+        if (cli_read_array(path, 1, o->dtype, o->max_input, &in->array) != EXIT_OK)
+            return EXIT_ERROR;
+        uint64_t n = 1;
+        for (int d = 0; o->have_shape && d < o->shape.ndim; d++) n *= o->shape.extent[d];
+        if (o->have_shape && n != in->array.n) {
+            char shape[700];
+            cli_format_shape(&o->shape, shape, sizeof shape);
+            cli_error("--shape %s has %llu elements, %s holds %llu", shape,
+                      (unsigned long long)n, name, (unsigned long long)in->array.n);
+            cr_npy_free(&in->array);
+            return EXIT_ERROR;
+        }
+        if (o->have_shape) {
+            in->array.ndim = o->shape.ndim;
+            memcpy(in->array.shape, o->shape.extent, sizeof o->shape.extent);
+        }
+        return EXIT_OK;
     }
     if (cli_read_array(path, 0, o->dtype, o->max_input, &in->array) != EXIT_OK) return EXIT_ERROR;
     if (o->have_dtype && o->dtype != in->array.dtype) {
@@ -99,6 +121,12 @@ static int parse_sum_options(int argc, char **argv, sum_options *o, int *positio
         {"mode", 1},
         {"narrow", 0},
         {"max-input", 1},
+        {"axis", 1},
+        {"keepdims", 0},
+        {"segments", 1},
+        {"shape", 1},
+        {"out", 1},
+        {"force", 0},
         {NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -197,6 +225,27 @@ static int parse_sum_options(int argc, char **argv, sum_options *o, int *positio
             o->disabled_features |= COOPREDUCE_FEATURE_COOPERATIVE_LAUNCH;
         } else if (strcmp(name, "no-clusters") == 0) {
             o->disabled_features |= COOPREDUCE_FEATURE_CLUSTERS;
+        } else if (strcmp(name, "axis") == 0) {
+            if (cli_parse_axis(value, &o->axis) != 0)
+                return cli_usage_error("--axis '%s': not an axis (0, 1, ..., or -1 for the last)",
+                                       value);
+            o->have_axis = 1;
+        } else if (strcmp(name, "keepdims") == 0) {
+            o->keepdims = 1;
+        } else if (strcmp(name, "segments") == 0) {
+            o->segments_path = value;
+        } else if (strcmp(name, "shape") == 0) {
+            uint64_t n;
+            if (cli_parse_shape(value, &o->shape, &n) != 0)
+                return cli_usage_error("--shape '%s': expected extents separated by ',' or 'x' "
+                                       "(1024,256 or 1024x256; at most %d, product below 2^64)",
+                                       value, CLI_MAX_DIMS);
+            o->have_shape = 1;
+            o->n = n;
+        } else if (strcmp(name, "out") == 0) {
+            o->out_path = value;
+        } else if (strcmp(name, "force") == 0) {
+            o->force = 1;
         } else if (strcmp(name, "max-input") == 0) {
             if (cli_parse_size(value, &o->max_input) != 0)
                 return cli_usage_error("--max-input '%s': not a size in bytes (e.g. 512M, 16G, "
@@ -229,7 +278,25 @@ static int check_sum_options(const sum_options *o, int positionals, int have_y_o
                                o->y_path);
     if (is_dot && o->y_path == NULL && !o->have_gen)
         return cli_usage_error("--op dot needs two inputs: X.npy Y.npy, --raw X --y Y, or --gen");
-    if (o->have_gen && !o->have_n) return cli_usage_error("--gen needs --n N");
+    if (o->have_gen && o->have_n && o->have_shape)
+        return cli_usage_error("--n and --shape both give the element count: give one");
+    if (o->have_gen && !o->have_n && !o->have_shape)
+        return cli_usage_error("--gen needs --n N (or --shape R,C,...)");
+    if (o->have_shape && !o->have_gen && o->raw_path == NULL)
+        return cli_usage_error("--shape applies to --gen and --raw only (a .npy file has its own)");
+    int batch = o->have_axis || o->segments_path != NULL;
+    if (o->have_axis && o->segments_path != NULL)
+        return cli_usage_error("--axis and --segments cannot be combined: give one");
+    if (o->keepdims && !o->have_axis) return cli_usage_error("--keepdims applies only to --axis");
+    if (o->out_path != NULL && !batch)
+        return cli_usage_error("--out applies only to --axis and --segments (a whole-array "
+                               "reduction prints its one result)");
+    if (o->force && o->out_path == NULL) return cli_usage_error("--force applies only to --out");
+    if (o->segments_path != NULL && strcmp(o->segments_path, "-") == 0)
+        return cli_usage_error("--segments needs a file: standard input holds the data at most");
+    if (batch && o->method != COOPREDUCE_METHOD_CANONICAL)
+        return cli_usage_error("--%s needs the canonical method (drop --method)",
+                               o->have_axis ? "axis" : "segments");
     if (!o->have_gen && (o->have_n || o->have_seed))
         return cli_usage_error("--%s applies only to --gen", o->have_n ? "n" : "seed");
     if (o->raw_path != NULL && !o->have_dtype)
@@ -271,6 +338,21 @@ int cmd_sum(int argc, char **argv)
     int is_dot = o.op == COOPREDUCE_OP_DOT;
     const char *gpu_option = gpu_only_option(&o);
 
+    int batch = o.have_axis || o.segments_path != NULL;
+
+    /* The output first, as gen does: an existing file without --force is refused before any
+     * input is read. */
+    cr_outfile out;
+    memset(&out, 0, sizeof out);
+    if (o.out_path != NULL) {
+        char err[ERRLEN];
+        cr_outfile_remove_on_signals();
+        if (cr_outfile_open(&out, o.out_path, o.force, err, sizeof err) != 0) {
+            cli_error("%s", err);
+            return EXIT_ERROR;
+        }
+    }
+
     /* The inputs first: a file error, a dtype the operation does not take or a dot mismatch is
      * reported before any device is touched. */
     sum_input in, yin;
@@ -292,8 +374,15 @@ int cmd_sum(int argc, char **argv)
                       "input",
                       coopreduce_op_name(o.op), coopreduce_dtype_name(rk.dtype));
             rc = EXIT_ERROR;
+        } else if (o.out_path != NULL && rk.rdtype == COOPREDUCE_BFLOAT16) {
+            cli_error("the results are bfloat16 (--narrow), which a .npy file cannot hold: NumPy "
+                      "has no bfloat16 type (drop --narrow for float32 results)");
+            rc = EXIT_ERROR;
         }
     }
+    sum_batch b;
+    memset(&b, 0, sizeof b);
+    if (rc == EXIT_OK && batch) rc = sum_batch_prepare(&o, &in, is_dot ? &yin : NULL, &b);
     cli_device dev;
     memset(&dev, 0, sizeof dev);
     if (rc == EXIT_OK) rc = cli_open_device(&dev, o.device, o.ordinal, o.threads, o.device_text);
@@ -314,11 +403,24 @@ int cmd_sum(int argc, char **argv)
     sum_result res;
     memset(&res, 0, sizeof res);
     cr_npy_array *y = is_dot ? &yin.array : NULL;
+    /* auto may fall back to the CPU for what the GPU cannot compute yet, but not when a GPU
+     * method or option was asked for. */
+    int may_fall_back = o.device == CLI_DEVICE_AUTO && o.method == COOPREDUCE_METHOD_CANONICAL &&
+                        gpu_option == NULL;
+    if (batch) {
+        if (rc == EXIT_OK) rc = sum_batch_run(&dev, &o, &rk, &b, &in.array, y, may_fall_back, &out);
+        else if (o.out_path != NULL) cr_outfile_abort(&out);
+        sum_batch_free(&b);
+        cr_npy_free(&in.array);
+        cr_npy_free(&yin.array);
+        coopreduce_status st = coopreduce_destroy(dev.handle);
+        if (rc == EXIT_OK && st != COOPREDUCE_SUCCESS) {
+            cli_error("releasing the device failed: %s", cli_library_message(NULL, st));
+            rc = EXIT_ERROR;
+        }
+        return rc == EXIT_OK ? cli_finish_stdout() : rc;
+    }
     if (rc == EXIT_OK && dev.is_gpu) {
-        /* auto may fall back to the CPU for what the GPU cannot compute yet, but not when a
-         * GPU method or option was asked for. */
-        int may_fall_back = o.device == CLI_DEVICE_AUTO &&
-                            o.method == COOPREDUCE_METHOD_CANONICAL && gpu_option == NULL;
         rc = sum_run_gpu(&dev, &rk, &in.array, y, o.method, o.repeat, may_fall_back, &res);
         if (rc == RUN_FALLBACK) {
             rc = sum_fall_back_to_cpu(&dev, &o, &res);

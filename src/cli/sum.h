@@ -10,6 +10,9 @@
 #include "device.h"
 #include "gen.h"
 #include "npy.h"
+#include "offsets.h"
+#include "outfile.h"
+#include "shape.h"
 
 #define SUM_DEFAULT_REPEAT 5
 #define SUM_MAX_REPEAT     1000000
@@ -40,6 +43,15 @@ typedef struct {
     int stages;      /* 0: not given */
     int grid_blocks; /* -1: not given */
     unsigned int disabled_features;
+    /* Along an axis or over segments (sum_batch.c). */
+    int have_axis;
+    int axis; /* as given: negative counts from the end */
+    int keepdims;
+    const char *segments_path;
+    int have_shape; /* --shape, for --gen and --raw */
+    cli_shape shape;
+    const char *out_path;
+    int force;
 } sum_options;
 
 /* An input and how the report names it. */
@@ -81,6 +93,32 @@ int sum_run_gpu(cli_device *dev, const result_kind *rk, cr_npy_array *x, cr_npy_
                 coopreduce_method method, int repeat, int may_fall_back, sum_result *res);
 /* After RUN_FALLBACK: a configured CPU handle in dev's place. */
 int sum_fall_back_to_cpu(cli_device *dev, const sum_options *o, const sum_result *res);
+
+/* sum_batch.c: `coopreduce sum --axis K` and `--segments OFFSETS.npy`, many results at once.
+ * What the reduction is: the library's view of the memory and the shape of the results. */
+typedef struct {
+    int is_segments;
+    int axis; /* 0 <= axis < ndim */
+    cli_shape in_shape;
+    int fortran; /* the input is Fortran-ordered, and so are the results */
+    uint64_t outer, len, inner;
+    cli_shape out_shape;
+    cli_segments segments;
+    uint64_t count; /* results */
+} sum_batch;
+
+/* The reduction `o` asks of x (and dot's y): the axis checked against x's shape, or the
+ * offsets read and checked against x's length. Prints its own error. */
+int sum_batch_prepare(const sum_options *o, const sum_input *x, const sum_input *y,
+                      sum_batch *b);
+void sum_batch_free(sum_batch *b);
+/* Runs it (warm-up and --repeat timed runs, all giving the same bits) and prints the values or
+ * the JSON, or writes the .npy to `out` (opened before the inputs were read). Frees x and y.
+ * With may_fall_back, a GPU that cannot compute it hands over to the CPU (--device auto).
+ * EXIT_OK or EXIT_ERROR, the error printed. */
+int sum_batch_run(cli_device *dev, const sum_options *o, const result_kind *rk,
+                  const sum_batch *b, cr_npy_array *x, cr_npy_array *y, int may_fall_back,
+                  cr_outfile *out);
 
 /* sum_report.c */
 const char *sum_result_dtype_name(const result_kind *rk);

@@ -64,6 +64,11 @@ int cr_npy_write(const char *path, const void *data, uint64_t n, coopreduce_dtyp
  * removed. */
 int cr_npy_write_stream(FILE *f, const char *name, const void *data, uint64_t n,
                         coopreduce_dtype dtype, char *err, size_t errlen);
+/* The .npy image of an array of any shape (ndim 0 .. 32; the data holds the product of the
+ * extents, in C order, or in Fortran order with fortran_order set, which the header records). */
+int cr_npy_write_stream_shape(FILE *f, const char *name, const void *data, int ndim,
+                              const uint64_t *shape, int fortran_order, coopreduce_dtype dtype,
+                              char *err, size_t errlen);
 int cr_raw_write_stream(FILE *f, const char *name, const void *data, uint64_t n,
                         coopreduce_dtype dtype, char *err, size_t errlen);
 

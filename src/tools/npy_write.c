@@ -68,23 +68,40 @@ static int check_write(const char *name, const void *data, uint64_t n, coopreduc
     return 0;
 }
 
-int cr_npy_write_stream(FILE *f, const char *name, const void *data, uint64_t n,
-                        coopreduce_dtype dtype, char *err, size_t errlen)
+int cr_npy_write_stream_shape(FILE *f, const char *name, const void *data, int ndim,
+                              const uint64_t *shape, int fortran_order, coopreduce_dtype dtype,
+                              char *err, size_t errlen)
 {
     const char *code = NULL;
+    uint64_t n = 1;
+    if (ndim < 0 || ndim > NPY_MAX_DIMS || (ndim > 0 && shape == NULL)) {
+        cr_npy_set_err(err, errlen, "%s: cannot write %d dimensions (0 .. %d)",
+                       name != NULL ? name : "writing an array", ndim, NPY_MAX_DIMS);
+        return -1;
+    }
+    for (int d = 0; d < ndim; d++)
+        if (__builtin_mul_overflow(n, shape[d], &n)) {
+            cr_npy_set_err(err, errlen, "%s: the shape's element count overflows",
+                           name != NULL ? name : "writing an array");
+            return -1;
+        }
     if (check_write(name, data, n, dtype, 1, &code, err, errlen) != 0) return -1;
     /* Version 1.0: magic, 1, 0, uint16 header length, header. The header is padded with spaces
      * and ends with '\n' so that the data starts at a multiple of 64 bytes, which lets readers
      * map the file and use the data in place with aligned vector loads. */
-    char dict[128];
-    int dict_len =
-        snprintf(dict, sizeof dict, "{'descr': '<%s', 'fortran_order': False, 'shape': (%llu,), }",
-                 code, (unsigned long long)n);
+    char dict[128 + 24 * NPY_MAX_DIMS];
+    int dict_len = snprintf(dict, sizeof dict, "{'descr': '<%s', 'fortran_order': %s, 'shape': (",
+                            code, fortran_order ? "True" : "False");
+    for (int d = 0; d < ndim; d++)
+        dict_len += snprintf(dict + dict_len, sizeof dict - (size_t)dict_len, "%s%llu",
+                             d ? ", " : "", (unsigned long long)shape[d]);
+    dict_len += snprintf(dict + dict_len, sizeof dict - (size_t)dict_len, "%s), }",
+                         ndim == 1 ? "," : "");
     size_t preamble = NPY_MAGIC_LEN + 2 + 2;
     size_t unpadded = preamble + (size_t)dict_len + 1; /* + '\n' */
     size_t total = (unpadded + NPY_ALIGNMENT - 1) / NPY_ALIGNMENT * NPY_ALIGNMENT;
     size_t header_len = total - preamble;
-    unsigned char head[256];
+    unsigned char head[sizeof dict + 2 * NPY_ALIGNMENT];
     memcpy(head, NPY_MAGIC, NPY_MAGIC_LEN);
     head[6] = 1;
     head[7] = 0;
@@ -99,6 +116,12 @@ int cr_npy_write_stream(FILE *f, const char *name, const void *data, uint64_t n,
         return -1;
     }
     return 0;
+}
+
+int cr_npy_write_stream(FILE *f, const char *name, const void *data, uint64_t n,
+                        coopreduce_dtype dtype, char *err, size_t errlen)
+{
+    return cr_npy_write_stream_shape(f, name, data, 1, &n, 0, dtype, err, errlen);
 }
 
 int cr_raw_write_stream(FILE *f, const char *name, const void *data, uint64_t n,
