@@ -109,16 +109,14 @@ typedef struct {
 
 /* The reduction `o` asks of x (and dot's y): the axis checked against x's shape, or the
  * offsets read and checked against x's length. Prints its own error. */
-int sum_batch_prepare(const sum_options *o, const sum_input *x, const sum_input *y,
-                      sum_batch *b);
+int sum_batch_prepare(const sum_options *o, const sum_input *x, const sum_input *y, sum_batch *b);
 void sum_batch_free(sum_batch *b);
 /* Runs it (warm-up and --repeat timed runs, all giving the same bits) and prints the values or
  * the JSON, or writes the .npy to `out` (opened before the inputs were read). Frees x and y.
  * With may_fall_back, a GPU that cannot compute it hands over to the CPU (--device auto).
  * EXIT_OK or EXIT_ERROR, the error printed. */
-int sum_batch_run(cli_device *dev, const sum_options *o, const result_kind *rk,
-                  const sum_batch *b, cr_npy_array *x, cr_npy_array *y, int may_fall_back,
-                  cr_outfile *out);
+int sum_batch_run(cli_device *dev, const sum_options *o, const result_kind *rk, const sum_batch *b,
+                  cr_npy_array *x, cr_npy_array *y, int may_fall_back, cr_outfile *out);
 
 /* sum_report.c */
 const char *sum_result_dtype_name(const result_kind *rk);
@@ -127,5 +125,10 @@ void sum_print_report(const sum_options *o, const cli_device *dev, const sum_inp
                       const sum_result *res);
 /* 1 when a 16-byte sum of int64 (uint64) fits in the input's 64 bits. */
 int sum_result_fits(const result_kind *rk, const unsigned char *bits);
+
+/* Timing helpers of the sum command's --time runs (sum_run.c): a monotonic clock in
+ * microseconds, and the median of count values (sorts them in place). */
+double sum_clock_us(void);
+double sum_median(double *values, int count);
 
 #endif

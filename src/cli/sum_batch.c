@@ -11,26 +11,6 @@
 #include "messages.h"
 #include "sum.h"
 
-static double monotonic_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *values, int count)
-{
-    qsort(values, (size_t)count, sizeof *values, compare_doubles);
-    if (count % 2 == 1) return values[count / 2];
-    return 0.5 * (values[count / 2 - 1] + values[count / 2]);
-}
-
 static void shape_of(const cr_npy_array *a, cli_shape *s)
 {
     s->ndim = a->ndim;
@@ -162,16 +142,16 @@ static int run_cpu(cli_device *dev, const result_kind *rk, const sum_batch *b,
         goto done;
     }
     for (int r = 0; r < repeat; r++) {
-        double t0 = monotonic_us();
+        double t0 = sum_clock_us();
         st = call(dev, rk, b, x->data, yd, again, b->segments.offsets);
-        times[r] = monotonic_us() - t0;
+        times[r] = sum_clock_us() - t0;
         if (!reduce_ok(st)) {
             print_failure(dev, rk, b, st);
             goto done;
         }
         if (check_repetition(rk, res->bits, again, b->count, r + 1) != EXIT_OK) goto done;
     }
-    res->time_us = median(times, repeat);
+    res->time_us = sum_median(times, repeat);
     rc = EXIT_OK;
 done:
     free(again);
@@ -207,9 +187,9 @@ static int run_gpu(cli_device *dev, const result_kind *rk, const sum_batch *b,
         cli_gpu_memcpy_h2d(d_x, x->data, xbytes, err, sizeof err) != 0 ||
         (y != NULL && (cli_gpu_malloc(&d_y, xbytes > 256 ? xbytes : 256, err, sizeof err) != 0 ||
                        cli_gpu_memcpy_h2d(d_y, y->data, xbytes, err, sizeof err) != 0)) ||
-        (obytes > 0 && (cli_gpu_malloc(&d_off, obytes, err, sizeof err) != 0 ||
-                        cli_gpu_memcpy_h2d(d_off, b->segments.offsets, obytes, err,
-                                           sizeof err) != 0)) ||
+        (obytes > 0 &&
+         (cli_gpu_malloc(&d_off, obytes, err, sizeof err) != 0 ||
+          cli_gpu_memcpy_h2d(d_off, b->segments.offsets, obytes, err, sizeof err) != 0)) ||
         cli_gpu_timer_create(&timer, err, sizeof err) != 0) {
         cli_error("GPU %d: %s", dev->ordinal, err);
         goto done;
@@ -245,7 +225,7 @@ static int run_gpu(cli_device *dev, const result_kind *rk, const sum_batch *b,
             times[r - 1] = us;
         }
     }
-    res->time_us = median(times, repeat);
+    res->time_us = sum_median(times, repeat);
     rc = EXIT_OK;
 done:
     cli_gpu_timer_destroy(timer);
@@ -267,8 +247,8 @@ static int narrow_int128(const result_kind *rk, const sum_batch *b, unsigned cha
     for (uint64_t k = 0; k < b->count; k++) {
         uint64_t w[2];
         memcpy(w, bits + 16 * k, 16);
-        int fits = rk->rdtype == COOPREDUCE_UINT64 ? w[1] == 0
-                                                   : w[1] == ((w[0] >> 63) ? UINT64_MAX : 0);
+        int fits =
+            rk->rdtype == COOPREDUCE_UINT64 ? w[1] == 0 : w[1] == ((w[0] >> 63) ? UINT64_MAX : 0);
         if (!fits) {
             char value[64];
             cli_format_int128(w, rk->rdtype == COOPREDUCE_INT64, value, sizeof value);
@@ -349,9 +329,8 @@ static int write_npy(const sum_options *o, const result_kind *rk, const sum_batc
 {
     char err[ERRLEN];
     int fortran = b->fortran && b->out_shape.ndim >= 2;
-    if (cr_npy_write_stream_shape(out->f, o->out_path, bits, b->out_shape.ndim,
-                                  b->out_shape.extent, fortran, rk->rdtype, err,
-                                  sizeof err) != 0) {
+    if (cr_npy_write_stream_shape(out->f, o->out_path, bits, b->out_shape.ndim, b->out_shape.extent,
+                                  fortran, rk->rdtype, err, sizeof err) != 0) {
         cr_outfile_abort(out);
         cli_error("%s", err);
         return EXIT_ERROR;
@@ -370,14 +349,12 @@ static int write_npy(const sum_options *o, const result_kind *rk, const sum_batc
         snprintf(what, sizeof what, "along axis %d", b->axis);
     fprintf(report, "wrote %llu %s results (%s %s, shape %s%s) to %s\n",
             (unsigned long long)b->count, coopreduce_dtype_name(rk->rdtype),
-            coopreduce_op_name(rk->op), what, shape, fortran ? ", Fortran order" : "",
-            o->out_path);
+            coopreduce_op_name(rk->op), what, shape, fortran ? ", Fortran order" : "", o->out_path);
     return EXIT_OK;
 }
 
-int sum_batch_run(cli_device *dev, const sum_options *o, const result_kind *rk,
-                  const sum_batch *b, cr_npy_array *x, cr_npy_array *y, int may_fall_back,
-                  cr_outfile *out)
+int sum_batch_run(cli_device *dev, const sum_options *o, const result_kind *rk, const sum_batch *b,
+                  cr_npy_array *x, cr_npy_array *y, int may_fall_back, cr_outfile *out)
 {
     batch_result res;
     memset(&res, 0, sizeof res);

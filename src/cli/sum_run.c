@@ -10,7 +10,7 @@
 #include "messages.h"
 #include "sum.h"
 
-static double monotonic_us(void)
+double sum_clock_us(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -23,7 +23,7 @@ static int compare_doubles(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static double median(double *values, int count)
+double sum_median(double *values, int count)
 {
     qsort(values, (size_t)count, sizeof *values, compare_doubles);
     if (count % 2 == 1) return values[count / 2];
@@ -96,9 +96,9 @@ int sum_run_cpu(cli_device *dev, const result_kind *rk, const cr_npy_array *x,
         goto done;
     }
     for (int r = 0; r < repeat; r++) {
-        double t0 = monotonic_us();
+        double t0 = sum_clock_us();
         st = coopreduce_reduce(rk->op, x->data, yd, bits, x->n, x->dtype, dev->handle, NULL);
-        double t1 = monotonic_us();
+        double t1 = sum_clock_us();
         if (!reduce_ok(st)) {
             print_reduce_failure(dev, rk, st);
             goto done;
@@ -107,7 +107,7 @@ int sum_run_cpu(cli_device *dev, const result_kind *rk, const cr_npy_array *x,
         times[r] = t1 - t0;
     }
     memcpy(res->bits, first, size);
-    res->time_us = median(times, repeat);
+    res->time_us = sum_median(times, repeat);
     res->deterministic = 1; /* the CPU computes the canonical order only */
     res->runs = repeat + 1;
     res->distinct = 1;
@@ -297,7 +297,7 @@ int sum_run_gpu(cli_device *dev, const result_kind *rk, cr_npy_array *x, cr_npy_
         times[r - 1] = us;
     }
     memcpy(res->bits, first, size);
-    res->time_us = median(times, repeat);
+    res->time_us = sum_median(times, repeat);
     res->deterministic = deterministic;
     res->runs = repeat + 1;
     res->distinct = count_distinct(results, repeat + 1);
