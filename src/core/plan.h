@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include "coopreduce.h"
 #include "core/dtype.h"
 
@@ -103,6 +104,41 @@ struct coopreduce_handle;
 coopreduce_status cr_plan_make(struct coopreduce_handle *h, coopreduce_op op,
                                coopreduce_dtype dtype, coopreduce_mode mode,
                                coopreduce_method method, int device, int narrow, cr_plan *plan);
+
+/* Result k's run of elements in a shape: x[start + j * stride], j < count (SEGMENTS: from the
+ * host copy of the offsets). The one mapping of results to elements the backends share. */
+typedef struct {
+    uint64_t start, count, stride;
+} cr_run;
+
+static inline cr_run cr_shape_run(const cr_shape *sh, uint64_t k)
+{
+    cr_run r;
+    if (sh->kind == CR_SHAPE_SEGMENTS) {
+        r.start = (uint64_t)sh->offsets[k];
+        r.count = (uint64_t)(sh->offsets[k + 1] - sh->offsets[k]);
+        r.stride = 1;
+    } else if (sh->kind == CR_SHAPE_AXIS) {
+        const uint64_t o = k / sh->inner, i = k % sh->inner;
+        r.start = o * sh->len * sh->inner + i;
+        r.count = sh->len;
+        r.stride = sh->inner;
+    } else {
+        r.start = 0;
+        r.count = sh->elements;
+        r.stride = 1;
+    }
+    return r;
+}
+
+/* The plan of one result of a shaped plan: the same call, flat. */
+static inline cr_plan cr_plan_flat(const cr_plan *shaped)
+{
+    cr_plan p = *shaped;
+    memset(&p.shape, 0, sizeof p.shape);
+    p.shape.outputs = 1;
+    return p;
+}
 
 /* Gives the plan an axis or segmented shape (cr_plan_make leaves it flat), or fails: only the
  * canonical method reduces along an axis or over segments (COOPREDUCE_ERROR_NOT_SUPPORTED). */

@@ -37,27 +37,6 @@
  * more than the work. */
 #define CR_SERIAL_ELEMENTS (1u << 16)
 
-/* Result k's run of elements: x[start + j * stride], j < count. */
-typedef struct {
-    uint64_t start, count, stride;
-} run;
-
-static run run_of(const cr_shape *sh, uint64_t k)
-{
-    run r;
-    if (sh->kind == CR_SHAPE_SEGMENTS) {
-        r.start = (uint64_t)sh->offsets[k];
-        r.count = (uint64_t)(sh->offsets[k + 1] - sh->offsets[k]);
-        r.stride = 1;
-    } else {
-        const uint64_t o = k / sh->inner, i = k % sh->inner;
-        r.start = o * sh->len * sh->inner + i;
-        r.count = sh->len;
-        r.stride = sh->inner;
-    }
-    return r;
-}
-
 typedef struct {
     coopreduce_handle *h; /* the handle the results are computed with */
     const cr_plan *p;     /* the plan, flat */
@@ -77,7 +56,7 @@ static coopreduce_status reduce_range(job *j)
     char *buf = NULL;
     coopreduce_status s = COOPREDUCE_SUCCESS;
     for (uint64_t k = j->k0; k < j->k1 && !s;) {
-        const run r = run_of(sh, k);
+        const cr_run r = cr_shape_run(sh, k);
         if (r.stride == 1 || r.count <= 1) {
             s = cr_cpu_reduce(j->h, p, j->x + r.start * es,
                               p->inputs == 2 ? j->y + r.start * es : NULL, r.count,
@@ -132,10 +111,8 @@ static void *worker(void *arg)
 coopreduce_status cr_cpu_shaped(coopreduce_handle *h, const cr_plan *shaped, const void *x,
                                 const void *y, void *result)
 {
-    cr_plan flat = *shaped;
+    const cr_plan flat = cr_plan_flat(shaped);
     const cr_shape *sh = &shaped->shape;
-    memset(&flat.shape, 0, sizeof flat.shape);
-    flat.shape.outputs = 1;
     const uint64_t nout = sh->outputs;
     if (nout == 0) return COOPREDUCE_SUCCESS;
     uint64_t t = (uint64_t)cr_cpu_threads(h);
@@ -170,7 +147,7 @@ coopreduce_status cr_cpu_shaped(coopreduce_handle *h, const cr_plan *shaped, con
             k = nout;
         } else {
             do {
-                done += run_of(sh, k).count;
+                done += cr_shape_run(sh, k).count;
                 k++;
             } while (k < last && done < goal);
         }

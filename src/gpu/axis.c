@@ -49,9 +49,7 @@ coopreduce_status cr_gpu_shaped(coopreduce_handle *h, const cr_plan *shaped, con
                                 const void *y, void *result, void *stream)
 {
     const cr_shape *sh = &shaped->shape;
-    cr_plan p = *shaped;
-    memset(&p.shape, 0, sizeof p.shape);
-    p.shape.outputs = 1;
+    const cr_plan p = cr_plan_flat(shaped);
     const size_t es = cr_dtype_size(p.dtype), rs = p.result_size;
     const int two = p.inputs == 2;
     coopreduce_status s;
@@ -63,27 +61,19 @@ coopreduce_status cr_gpu_shaped(coopreduce_handle *h, const cr_plan *shaped, con
     const char *cx = x, *cy = y;
     char *out = result;
 
-    if (sh->kind == CR_SHAPE_SEGMENTS) {
-        for (uint64_t k = 0; k < sh->nseg; k++) {
-            const uint64_t a = (uint64_t)sh->offsets[k], n = (uint64_t)sh->offsets[k + 1] - a;
-            if ((s = cr_gpu_launch_flat(h, &p, cx + a * es, two ? cy + a * es : NULL, out + k * rs,
-                                        n, stream)))
-                return s;
-        }
-        return COOPREDUCE_SUCCESS;
-    }
     const uint64_t len = sh->len, inner = sh->inner;
     /* Many contiguous rows: one launch of a kernel that gives every row the 1-D bits, where one
      * serves the plan (short rows; for the scan family, also long rows when there are enough of
      * them to fill the GPU with one warp each). */
-    if (inner == 1 && sh->outer >= CR_ROWS_MIN && cr_gpu_rows_served(&p, len) &&
-        (len <= 8192 || sh->outer >= 8 * (uint64_t)h->gpu->sm_count))
+    if (sh->kind == CR_SHAPE_AXIS && inner == 1 && sh->outer >= CR_ROWS_MIN &&
+        cr_gpu_rows_served(&p, len) && (len <= 8192 || sh->outer >= 8 * (uint64_t)h->gpu->sm_count))
         return cr_gpu_launch_rows(h, &p, x, result, sh->outer, len, stream);
-    if (inner == 1 || len <= 1) { /* rows in place (len <= 1: every "row" is one element) */
+    /* Segments and contiguous rows in place (a "row" of one element is contiguous too). */
+    if (sh->kind == CR_SHAPE_SEGMENTS || inner == 1 || len <= 1) {
         for (uint64_t k = 0; k < sh->outputs; k++) {
-            const uint64_t o = k / inner, i = k % inner, a = o * len * inner + i;
-            if ((s = cr_gpu_launch_flat(h, &p, cx + a * es, two ? cy + a * es : NULL, out + k * rs,
-                                        len, stream)))
+            const cr_run r = cr_shape_run(sh, k);
+            if ((s = cr_gpu_launch_flat(h, &p, cx + r.start * es, two ? cy + r.start * es : NULL,
+                                        out + k * rs, r.count, stream)))
                 return s;
         }
         return COOPREDUCE_SUCCESS;
@@ -95,9 +85,7 @@ coopreduce_status cr_gpu_shaped(coopreduce_handle *h, const cr_plan *shaped, con
     if (w < 1) w = 1;
     if (w * per_col > SIZE_MAX)
         return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY,
-                       "rows of %llu elements are too long to "
-                       "gather",
-                       (unsigned long long)len);
+                       "rows of %llu elements are too long to gather", (unsigned long long)len);
     if ((s = cr_gpu_gather_ensure(h, (size_t)(w * per_col)))) return s;
     char *buf = h->gpu->gather;
     for (uint64_t o = 0; o < sh->outer; o++) {
