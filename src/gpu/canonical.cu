@@ -464,13 +464,12 @@ __global__ void __launch_bounds__(kThreads)
 template <typename T> cudaError_t rows_launch(const cr_gpu_call *c, uint64_t rows, uint64_t len)
 {
     if (len > Layout<T>::kChunk) return cudaErrorInvalidValue;
-    uint64_t blocks = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
-    const uint64_t wave = (uint64_t)c->sm_count * 8; /* 8 blocks of 8 warps per SM */
-    if (blocks > wave) blocks = wave;
-    if (blocks < 1) blocks = 1;
+    /* A warp per row, at most a wave of 8 blocks of 8 warps per SM (a forced grid as given). */
+    const int blocks = grid_blocks((rows + kWarpsPerBlock - 1) / kWarpsPerBlock, c->sm_count, 8,
+                                   c->forced_blocks, INT32_MAX);
     const Final F = {1, (int)c->plan->op, (int)c->plan->dtype, 0, 0, nullptr, nullptr};
-    rows_kernel<T><<<(unsigned)blocks, kThreads, 0, c->stream>>>(static_cast<const T *>(c->x), rows,
-                                                                 len, F, static_cast<T *>(c->out));
+    rows_kernel<T><<<blocks, kThreads, 0, c->stream>>>(static_cast<const T *>(c->x), rows, len, F,
+                                                       static_cast<T *>(c->out));
     return cudaGetLastError();
 }
 

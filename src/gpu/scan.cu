@@ -858,13 +858,12 @@ __global__ void __launch_bounds__(kThreads)
 template <class E, int K> struct RowsLauncher {
     static cudaError_t run(const cr_gpu_call *c, uint64_t rows, uint64_t len)
     {
-        uint64_t blocks = (rows + kThreads / 32 - 1) / (kThreads / 32);
-        const uint64_t wave = (uint64_t)c->sm_count * kMaxBlocksPerSm;
-        if (blocks > wave) blocks = wave;
-        if (blocks < 1) blocks = 1;
-        rows_kernel<E, K><<<(unsigned)blocks, kThreads, 0, c->stream>>>(
-            (const typename E::Bits *)c->x, rows, len, (int)c->plan->op, c->plan->result_size,
-            (char *)c->out);
+        /* A warp per row, at most a wave of kMaxBlocksPerSm blocks per SM. */
+        const int blocks = grid_blocks((rows + kThreads / 32 - 1) / (kThreads / 32), c->sm_count,
+                                       kMaxBlocksPerSm, c->forced_blocks, kMaxGrid);
+        rows_kernel<E, K><<<blocks, kThreads, 0, c->stream>>>((const typename E::Bits *)c->x, rows,
+                                                              len, (int)c->plan->op,
+                                                              c->plan->result_size, (char *)c->out);
         return cudaGetLastError();
     }
 };
