@@ -10,37 +10,8 @@
 # options fail cleanly.
 set -u
 
-if [ $# -ne 2 ]; then
-    echo "usage: bash test_cli.sh PATH_TO_coopreduce SCRATCH_DIR" >&2
-    exit 2
-fi
-CLI=$1
-DIR=$2
-# Some checks run from another directory.
-case $CLI in /*) ;; */*) CLI=$PWD/$CLI ;; esac
-mkdir -p "$DIR" || exit 2
-OUT="$DIR/stdout"
-ERR="$DIR/stderr"
-
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); }
-fail() {
-    failed=$((failed + 1))
-    echo "FAIL: $*" >&2
-    if [ -s "$ERR" ]; then sed 's/^/    stderr: /' "$ERR" >&2; fi
-}
-
-# Runs the CLI; stdout in $OUT, stderr in $ERR, exit status in $RC.
-run() {
-    "$CLI" "$@" >"$OUT" 2>"$ERR"
-    RC=$?
-}
-
-# The value of a top-level "key" in the one-line JSON object in $OUT (quotes stripped).
-json() {
-    sed -n 's/.*"'"$1"'": *"\{0,1\}\([^",}]*\)"\{0,1\}[,}].*/\1/p' "$OUT" | head -n 1
-}
+. "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
+cli_setup test_cli "$@"
 
 # expect_json DESCRIPTION KEY EXPECTED -- checks a key of the last run.
 expect_json() {
@@ -390,12 +361,9 @@ if [ "$RC" -eq 2 ]; then pass; else fail "a usage error exits 2 (got $RC)"; fi
 
 # ---------------------------------------------------------------- operations and types
 
-# Files are written here byte by byte: le HEX writes the hex number HEX little-endian (its width
-# is the element's), npy_head DESCR N writes a version 1.0 header (10 + 118 bytes) for N elements.
-le() {
-    local h=$1 i
-    for ((i = ${#h} - 2; i >= 0; i -= 2)); do printf "\\x${h:i:2}"; done
-}
+# Files are written here byte by byte: le HEX (cli_lib.sh) writes the hex number HEX
+# little-endian (its width is the element's), npy_head DESCR N writes a version 1.0 header
+# (10 + 118 bytes) for N elements.
 npy_head() {
     printf '\223NUMPY\001\000\166\000'
     printf "%-117s\n" "{'descr': '$1', 'fortran_order': False, 'shape': ($2,), }"
@@ -1151,5 +1119,4 @@ else
     expect_error "--grid-blocks, auto without a GPU" sum --gen ones --n 10 --grid-blocks 3
 fi
 
-echo "test_cli: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+cli_summary test_cli

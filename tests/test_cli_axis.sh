@@ -9,30 +9,8 @@
 # 1-D `coopreduce sum` of exactly its values.
 set -u
 
-if [ $# -ne 2 ]; then
-    echo "usage: bash test_cli_axis.sh PATH_TO_coopreduce SCRATCH_DIR" >&2
-    exit 2
-fi
-CLI=$1
-DIR=$2
-case $CLI in /*) ;; */*) CLI=$PWD/$CLI ;; esac
-mkdir -p "$DIR" || exit 2
-OUT="$DIR/stdout"
-ERR="$DIR/stderr"
-
-passed=0
-failed=0
-pass() { passed=$((passed + 1)); }
-fail() {
-    failed=$((failed + 1))
-    echo "FAIL: $*" >&2
-    if [ -s "$ERR" ]; then sed 's/^/    stderr: /' "$ERR" >&2; fi
-}
-
-run() {
-    "$CLI" "$@" >"$OUT" 2>"$ERR"
-    RC=$?
-}
+. "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
+cli_setup test_cli_axis "$@"
 
 # expect_lines DESCRIPTION "EXPECTED LINES" ARGS... -- exit 0, stdout exactly the lines given
 # (space-separated).
@@ -65,15 +43,6 @@ expect_error() {
 # A JSON array of the one-line object in $OUT, one item a line, quotes dropped.
 json_array() {
     sed -n 's/.*"'"$1"'": \[\([^]]*\)\].*/\1/p' "$OUT" | tr -d '" ' | tr ',' '\n'
-}
-json() {
-    sed -n 's/.*"'"$1"'": *"\{0,1\}\([^",}]*\)"\{0,1\}[,}].*/\1/p' "$OUT" | head -n 1
-}
-
-# le HEX: the number HEX little-endian, as many bytes as it has digit pairs.
-le() {
-    local h=$1 i
-    for ((i = ${#h} - 2; i >= 0; i -= 2)); do printf "\\x${h:i:2}"; done
 }
 # npy FILE DESCR FORTRAN SHAPE HEX...: a version 1.0 .npy file (128-byte header).
 npy() {
@@ -369,5 +338,4 @@ expect_error "bench --segments with --axis" 2 bench --device cpu --segments rand
 expect_error "bench --segments random:5:1" 2 bench --device cpu --segments random:5:1
 expect_error "bench --shape with --method" 2 bench --device cpu --shape 4x4 --axis 1 --method grid
 
-echo "test_cli_axis: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+cli_summary test_cli_axis
