@@ -144,8 +144,12 @@ int bench_cpu(const bench_options *o)
         uint64_t n = o->ns[i];
         double med_s, med_r, noise_s, noise_r;
         unsigned char result[16];
-        bench_call c = {.kind = BENCH_CALL_REDUCE, .op = COOPREDUCE_OP_SUM,
-                        .dtype = COOPREDUCE_FLOAT32, .x = x, .result = result, .n = n};
+        bench_call c = {.kind = BENCH_CALL_REDUCE,
+                        .op = COOPREDUCE_OP_SUM,
+                        .dtype = COOPREDUCE_FLOAT32,
+                        .x = x,
+                        .result = result,
+                        .n = n};
         if (time_cpu_call(h, &c, n * sizeof *x, nthreads, reps, &med_s, &noise_s, &med_r,
                           &noise_r)) {
             cli_error("bench: %s", coopreduce_last_error(h));
@@ -208,18 +212,19 @@ int bench_ops_cpu(const bench_options *o)
                     }
                     const uint64_t bytes = n * es * (dot ? 2 : 1);
                     double med_s, med_r, noise_s, noise_r;
-                    bench_call c = {.kind = BENCH_CALL_REDUCE, .op = op, .dtype = dt, .x = x, .y = y,
-                                    .result = result, .n = n};
+                    bench_call c = {.kind = BENCH_CALL_REDUCE,
+                                    .op = op,
+                                    .dtype = dt,
+                                    .x = x,
+                                    .y = y,
+                                    .result = result,
+                                    .n = n};
                     if (time_cpu_call(h, &c, bytes, nthreads, reps, &med_s, &noise_s, &med_r,
                                       &noise_r))
                         goto out;
                     const char *name = bench_op_label(op, o->modes[m]);
-                    bench_row *r =
-                        bench_add_row(n, dname, name, "host_us", med_s, noise_s, (double)bytes);
-                    if (r) {
-                        r->ceiling_us = med_r;
-                        r->det = 1;
-                    }
+                    bench_add_op_row(n, dname, name, "host_us", med_s, noise_s, (double)bytes,
+                                     med_r);
                 }
             }
             fprintf(stderr, "  cpu %s n=%llu done\n", dname, (unsigned long long)n);
@@ -287,8 +292,8 @@ int bench_batch_cpu(const bench_options *o)
                     c.op = o->ops[k];
                     if (!coopreduce_op_result_size(c.op, dt, 0, NULL)) continue; /* sumsq of ints */
                     if (bench_run_call(h, &c) != COOPREDUCE_SUCCESS) {
-                        fprintf(stderr, "bench: %s %s (%s): %s\n", coopreduce_op_name(c.op),
-                                dname, coopreduce_mode_name(o->modes[m]), coopreduce_last_error(h));
+                        fprintf(stderr, "bench: %s %s (%s): %s\n", coopreduce_op_name(c.op), dname,
+                                coopreduce_mode_name(o->modes[m]), coopreduce_last_error(h));
                         continue; /* a mode that refuses it, an empty segment for min: no row */
                     }
                     const uint64_t bytes = n * es * (c.op == COOPREDUCE_OP_DOT ? 2 : 1);
@@ -297,12 +302,8 @@ int bench_batch_cpu(const bench_options *o)
                                       &noise_r))
                         goto out;
                     const char *name = bench_batch_label(o, c.op, o->modes[m], count);
-                    bench_row *r =
-                        bench_add_row(n, dname, name, "host_us", med_s, noise_s, (double)bytes);
-                    if (r) {
-                        r->ceiling_us = med_r;
-                        r->det = 1;
-                    }
+                    bench_add_op_row(n, dname, name, "host_us", med_s, noise_s, (double)bytes,
+                                     med_r);
                 }
             }
             fprintf(stderr, "  cpu %s n=%llu done\n", dname, (unsigned long long)n);

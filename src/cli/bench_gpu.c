@@ -463,12 +463,8 @@ int bench_ops_gpu(int ordinal, const bench_options *o)
                     if (t < 0) goto fail;
                     const char *name = bench_op_label(ops[k], modes[m]);
                     const int dot = ops[k] == COOPREDUCE_OP_DOT;
-                    bench_row *r = bench_add_row(n, dname, name, "gpu_us", t, noise,
-                                                 (double)n * es * (dot ? 2 : 1));
-                    if (r) {
-                        r->ceiling_us = dot ? read2 : read1;
-                        r->det = 1;
-                    }
+                    bench_add_op_row(n, dname, name, "gpu_us", t, noise,
+                                     (double)n * es * (dot ? 2 : 1), dot ? read2 : read1);
                 }
             }
             CKS(coopreduce_set_mode(h, COOPREDUCE_MODE_DETERMINISTIC));
@@ -532,8 +528,7 @@ int bench_batch_gpu(int ordinal, const bench_options *o)
             call.nseg = count = seg.nseg;
         } else {
             cli_shape reduced;
-            cli_axis_view(&o->shape, 0, o->axis, 0, &call.outer, &call.len, &call.inner,
-                          &reduced);
+            cli_axis_view(&o->shape, 0, o->axis, 0, &call.outer, &call.len, &call.inner, &reduced);
             count = call.outer * call.inner;
         }
         if (out) cudaFree(out);
@@ -555,8 +550,8 @@ int bench_batch_gpu(int ordinal, const bench_options *o)
             call.dtype = dt;
             call.x = x;
             call.y = (const char *)x + n * es;
-            gpu_ctx c = {h,           dt, x, out, NULL, NULL, 0, read_out,
-                         read_blocks, n,  COOPREDUCE_OP_SUM, NULL};
+            gpu_ctx c = {
+                h, dt, x, out, NULL, NULL, 0, read_out, read_blocks, n, COOPREDUCE_OP_SUM, NULL};
             timed_call = &call;
             double noise, read1 = time_method(&c, M_READ, batches, 0, NULL, 0, &noise);
             c.n = 2 * n;
@@ -578,12 +573,8 @@ int bench_batch_gpu(int ordinal, const bench_options *o)
                     if (t < 0) goto fail;
                     const int dot = call.op == COOPREDUCE_OP_DOT;
                     const char *name = bench_batch_label(o, call.op, o->modes[m], count);
-                    bench_row *r = bench_add_row(n, dname, name, "gpu_us", t, noise,
-                                                 (double)n * es * (dot ? 2 : 1));
-                    if (r) {
-                        r->ceiling_us = dot ? read2 : read1;
-                        r->det = 1;
-                    }
+                    bench_add_op_row(n, dname, name, "gpu_us", t, noise,
+                                     (double)n * es * (dot ? 2 : 1), dot ? read2 : read1);
                 }
             }
             CKS(coopreduce_set_mode(h, COOPREDUCE_MODE_DETERMINISTIC));

@@ -23,6 +23,16 @@ bench_row *bench_add_row(uint64_t n, const char *dtype, const char *method, cons
     return r;
 }
 
+void bench_add_op_row(uint64_t n, const char *dtype, const char *name, const char *kind, double us,
+                      double noise, double bytes, double ceiling_us)
+{
+    bench_row *r = bench_add_row(n, dtype, name, kind, us, noise, bytes);
+    if (r) {
+        r->ceiling_us = ceiling_us;
+        r->det = 1;
+    }
+}
+
 const char *bench_op_label(coopreduce_op op, coopreduce_mode mode)
 {
     /* One label per row at most, so the slot of the next row is free. */
@@ -64,8 +74,8 @@ coopreduce_status bench_run_call(coopreduce_handle *h, const bench_call *c)
          * the same, which is what is timed. */
         return st == COOPREDUCE_ERROR_OVERFLOW ? COOPREDUCE_SUCCESS : st;
     case BENCH_CALL_SEGMENTS:
-        st = coopreduce_reduce_segments(c->op, c->x, c->y, c->result, c->offsets, c->nseg,
-                                        c->dtype, h, NULL);
+        st = coopreduce_reduce_segments(c->op, c->x, c->y, c->result, c->offsets, c->nseg, c->dtype,
+                                        h, NULL);
         return st == COOPREDUCE_ERROR_OVERFLOW ? COOPREDUCE_SUCCESS : st;
     default: return coopreduce_reduce(c->op, c->x, c->y, c->result, c->n, c->dtype, h, NULL);
     }
