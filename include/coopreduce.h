@@ -462,9 +462,12 @@ coopreduce_status coopreduce_reduce_to_host(coopreduce_op op, const void *x, con
  * values (numpy's convention). The results form an array of the operation's result type
  * (coopreduce_reduce's table; 16 bytes each for the 128-bit integer sums), aligned as that type.
  * Memory, streams and synchronisation as for coopreduce_reduce(); on a GPU handle, one call
- * enqueues its work without waiting for the GPU, and the reductions themselves allocate nothing
- * after coopreduce_reserve() of the longest row or segment. Only the CANONICAL method reduces
- * along an axis or over segments, in either mode. */
+ * enqueues its work without waiting for the GPU (but see coopreduce_reduce_segments). Workspace:
+ * coopreduce_reserve() of the longest row or segment covers the reductions themselves; a GPU call
+ * along an axis with inner > 1 also gathers its columns into a buffer of up to 64 MiB, allocated
+ * on first use and kept by the handle (which synchronises the device once), and a CPU call
+ * allocates per call the buffers its threads gather columns and long rows into. Only the
+ * CANONICAL method reduces along an axis or over segments, in either mode. */
 
 /* A contiguous array x viewed as (outer, len, inner), reduced over len:
  *   result[o * inner + i] = op over k in [0, len) of x[(o * len + k) * inner + i]
