@@ -465,7 +465,7 @@ coopreduce_status coopreduce_reduce_to_host(coopreduce_op op, const void *x, con
  * enqueues its work without waiting for the GPU (but see coopreduce_reduce_segments). Workspace:
  * coopreduce_reserve() of the longest row or segment covers the reductions themselves; a GPU call
  * along an axis with inner > 1 also gathers its columns into a buffer of up to 64 MiB, allocated
- * on first use and kept by the handle (which synchronises the device once), and a CPU call
+ * on first use and kept by the handle (allocating may synchronise the device), and a CPU call
  * allocates per call the buffers its threads gather columns and long rows into. Only the
  * CANONICAL method reduces along an axis or over segments, in either mode. */
 
