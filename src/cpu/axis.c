@@ -58,9 +58,9 @@ static coopreduce_status reduce_range(job *j)
     for (uint64_t k = j->k0; k < j->k1 && !s;) {
         const cr_run r = cr_shape_run(sh, k);
         if (r.stride == 1 || r.count <= 1) {
-            s = cr_cpu_reduce(j->h, p, j->x + r.start * es,
-                              p->inputs == 2 ? j->y + r.start * es : NULL, r.count,
-                              j->result + k * rs);
+            s = cr_cpu_run_plan(j->h, p, j->x + r.start * es,
+                                p->inputs == 2 ? j->y + r.start * es : NULL, r.count,
+                                j->result + k * rs);
             k++;
             continue;
         }
@@ -93,7 +93,7 @@ static coopreduce_status reduce_range(job *j)
         for (uint64_t c = 0; c < w && !s; c++) {
             const char *cx = buf + c * r.count * es;
             const char *cy = p->inputs == 2 ? cx + w * r.count * es : NULL;
-            s = cr_cpu_reduce(j->h, p, cx, cy, r.count, j->result + (k + c) * rs);
+            s = cr_cpu_run_plan(j->h, p, cx, cy, r.count, j->result + (k + c) * rs);
         }
         k += w;
     }

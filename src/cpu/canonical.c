@@ -172,21 +172,9 @@ coopreduce_status cr_cpu_tree_reserve(coopreduce_handle *h, uint64_t n, coopredu
     return COOPREDUCE_SUCCESS;
 }
 
-static coopreduce_status cpu_sum(coopreduce_handle *h, const void *x, uint64_t n,
-                                 coopreduce_dtype dtype, void *result);
-
+/* In the IEEE environment cr_cpu_reduce entered (every caller runs under it). */
 coopreduce_status cr_cpu_sum(coopreduce_handle *h, const void *x, uint64_t n,
                              coopreduce_dtype dtype, void *result)
-{
-    cr_fp_state st;
-    cr_fp_enter(&st);
-    coopreduce_status s = cpu_sum(h, x, n, dtype, result);
-    cr_fp_leave(&st);
-    return s;
-}
-
-static coopreduce_status cpu_sum(coopreduce_handle *h, const void *x, uint64_t n,
-                                 coopreduce_dtype dtype, void *result)
 {
     size_t es = cr_dtype_size(dtype);
     if (n == 0) {

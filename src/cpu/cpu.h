@@ -14,8 +14,11 @@
 /* Runs the plan (any family the CPU computes) in the IEEE environment runtime.h sets. */
 coopreduce_status cr_cpu_reduce(struct coopreduce_handle *h, const cr_plan *p, const void *x,
                                 const void *y, uint64_t n, void *result);
+/* A flat plan's family, in the IEEE environment the caller has entered (reduce.c). */
+coopreduce_status cr_cpu_run_plan(struct coopreduce_handle *h, const cr_plan *p, const void *x,
+                                  const void *y, uint64_t n, void *result);
 /* A plan with an axis or segmented shape (axis.c): every result as the 1-D call of its own
- * values computes it. Segment offsets are validated already. */
+ * values computes it, in the caller's IEEE environment. Segment offsets are validated already. */
 coopreduce_status cr_cpu_shaped(struct coopreduce_handle *h, const cr_plan *p, const void *x,
                                 const void *y, void *result);
 /* Grows the handle's workspace so that the plan's calls of up to n elements allocate nothing
@@ -33,7 +36,8 @@ coopreduce_status cr_cpu_exact(struct coopreduce_handle *h, const cr_plan *p, co
                                const void *y, uint64_t n, void *result); /* exact.c */
 
 /* canonical.c's pieces the ordered family builds on. */
-/* The canonical sum of x[0..n) of FLOAT32 or FLOAT64 into *result (one element of dtype). */
+/* The canonical sum of x[0..n) of FLOAT32 or FLOAT64 into *result (one element of dtype), in
+ * the IEEE environment cr_cpu_reduce entered. */
 coopreduce_status cr_cpu_sum(struct coopreduce_handle *h, const void *x, uint64_t n,
                              coopreduce_dtype dtype, void *result);
 /* Grows the handle's buffer of level partials for a canonical sum of n elements of acc. */

@@ -16,7 +16,8 @@
  * added (integer addition: any order, same digits) and the total is rounded once.
  *
  * Compiled with -ffp-contract=off and without fast-math (CMakeLists.txt): TwoSum must not be
- * fused or reassociated. Runs in round-to-nearest without FTZ/DAZ (cr_fp_enter, canonical.c). */
+ * fused or reassociated. Runs in round-to-nearest without FTZ/DAZ (the environment cr_cpu_reduce
+ * enters, runtime.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -372,8 +373,6 @@ coopreduce_status cr_cpu_exact(coopreduce_handle *h, const cr_plan *p, const voi
         j->nd = dot64 ? CR_SA_DOT64_DIGITS : CR_SA_SUM_DIGITS;
         j->lsb = dot64 ? CR_SA_DOT64_LSB : CR_SA_SUM_LSB;
     }
-    cr_fp_state st;
-    cr_fp_enter(&st);
     if (n > 0) cr_cpu_run((int)t, worker, jobs, sizeof *jobs);
     /* Integer addition: the thread order does not matter. */
     unsigned flags = n > 0 ? CR_X_ANY : 0;
@@ -383,7 +382,6 @@ coopreduce_status cr_cpu_exact(coopreduce_handle *h, const cr_plan *p, const voi
             for (int k = 0; k < jobs[0].nd; k++) jobs[0].d[k] += jobs[i].d[k];
     }
     cr_sa_finish(jobs[0].d, jobs[0].nd, jobs[0].lsb, flags, fmt, result);
-    cr_fp_leave(&st);
     if (jobs != stack_jobs) free(jobs);
     return COOPREDUCE_SUCCESS;
 }

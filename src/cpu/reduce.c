@@ -3,23 +3,30 @@
 #include "cpu/cpu.h"
 #include "cpu/runtime.h"
 
+coopreduce_status cr_cpu_run_plan(coopreduce_handle *h, const cr_plan *p, const void *x,
+                                  const void *y, uint64_t n, void *result)
+{
+    switch (p->family) {
+    case CR_FAMILY_CANONICAL: return cr_cpu_canonical(h, p, x, n, result);
+    case CR_FAMILY_ORDERED: return cr_cpu_ordered(h, p, x, y, n, result);
+    case CR_FAMILY_SCAN: return cr_cpu_scan(h, p, x, n, result);
+    case CR_FAMILY_EXACT: return cr_cpu_exact(h, p, x, y, n, result);
+    default:
+        return cr_fail(h, COOPREDUCE_ERROR_INTERNAL, "the CPU has no code for family %d of %s",
+                       (int)p->family, cr_op_name(p->op));
+    }
+}
+
 coopreduce_status cr_cpu_reduce(coopreduce_handle *h, const cr_plan *p, const void *x,
                                 const void *y, uint64_t n, void *result)
 {
-    if (p->shape.kind != CR_SHAPE_FLAT) return cr_cpu_shaped(h, p, x, y, result);
+    /* The IEEE environment once per call, whatever the number of rows; worker threads inherit
+     * it from this thread. */
     cr_fp_state st;
     cr_fp_enter(&st);
-    coopreduce_status s;
-    switch (p->family) {
-    case CR_FAMILY_CANONICAL: s = cr_cpu_canonical(h, p, x, n, result); break;
-    case CR_FAMILY_ORDERED: s = cr_cpu_ordered(h, p, x, y, n, result); break;
-    case CR_FAMILY_SCAN: s = cr_cpu_scan(h, p, x, n, result); break;
-    case CR_FAMILY_EXACT: s = cr_cpu_exact(h, p, x, y, n, result); break;
-    default:
-        s = cr_fail(h, COOPREDUCE_ERROR_INTERNAL, "the CPU has no code for family %d of %s",
-                    (int)p->family, cr_op_name(p->op));
-        break;
-    }
+    const coopreduce_status s = p->shape.kind != CR_SHAPE_FLAT
+                                    ? cr_cpu_shaped(h, p, x, y, result)
+                                    : cr_cpu_run_plan(h, p, x, y, n, result);
     cr_fp_leave(&st);
     return s;
 }
