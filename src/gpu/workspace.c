@@ -112,6 +112,25 @@ static coopreduce_status norm2_ensure(coopreduce_handle *h, uint64_t n)
     return COOPREDUCE_SUCCESS;
 }
 
+/* At least `bytes` of (uninitialised) device memory at *buf, of *have bytes now: the new buffer
+ * is allocated before the old is freed (which waits for kernels still using it), so a failure
+ * leaves *buf as it was. */
+static coopreduce_status grow(coopreduce_handle *h, void **buf, size_t *have, size_t bytes,
+                              const char *what)
+{
+    if (bytes <= *have) return COOPREDUCE_SUCCESS;
+    void *p = NULL;
+    cudaError_t e = cudaMalloc(&p, bytes);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return cr_cuda_fail(h, e, what);
+    }
+    if (*buf) cudaFree(*buf);
+    *buf = p;
+    *have = bytes;
+    return COOPREDUCE_SUCCESS;
+}
+
 coopreduce_status cr_gpu_slots_ensure(coopreduce_handle *h, size_t bytes)
 {
     struct cr_gpu_state *g = h->gpu;
@@ -127,34 +146,13 @@ coopreduce_status cr_gpu_slots_ensure(coopreduce_handle *h, size_t bytes)
         g->ticket = t;
         g->out = o;
     }
-    if (bytes > g->slots_bytes) {
-        void *p = NULL;
-        e = cudaMalloc(&p, bytes);
-        if (e != cudaSuccess) {
-            (void)cudaGetLastError();
-            return cr_cuda_fail(h, e, "allocating the partials");
-        }
-        if (g->slots) cudaFree(g->slots); /* waits for kernels still using it */
-        g->slots = p;
-        g->slots_bytes = bytes;
-    }
-    return COOPREDUCE_SUCCESS;
+    return grow(h, &g->slots, &g->slots_bytes, bytes, "allocating the partials");
 }
 
 coopreduce_status cr_gpu_gather_ensure(coopreduce_handle *h, size_t bytes)
 {
     struct cr_gpu_state *g = h->gpu;
-    if (bytes <= g->gather_bytes) return COOPREDUCE_SUCCESS;
-    void *p = NULL;
-    cudaError_t e = cudaMalloc(&p, bytes);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return cr_cuda_fail(h, e, "allocating memory to gather strided rows");
-    }
-    if (g->gather) cudaFree(g->gather); /* waits for kernels still using it */
-    g->gather = p;
-    g->gather_bytes = bytes;
-    return COOPREDUCE_SUCCESS;
+    return grow(h, &g->gather, &g->gather_bytes, bytes, "allocating memory to gather strided rows");
 }
 
 coopreduce_status cr_gpu_method_host_ensure(coopreduce_handle *h, size_t bytes)
