@@ -73,19 +73,25 @@ static coopreduce_status check_overflow(coopreduce_handle *h, const cr_plan *p, 
                    cr_dtype(p->dtype)->name, (unsigned long long)w[1], (unsigned long long)w[0]);
 }
 
+/* The plan of a call, or the status that ends it: unknown values and pairs without a result fail
+ * at once; *routed keeps a refusal by the mode or method, which the caller reports after the
+ * arguments are checked (a bad pointer is reported first). */
+static coopreduce_status make_plan(coopreduce_handle *h, coopreduce_op op, coopreduce_dtype dtype,
+                                   cr_plan *p, coopreduce_status *routed)
+{
+    if (!h) return cr_fail(NULL, COOPREDUCE_ERROR_INVALID_ARGUMENT, "handle is NULL");
+    *routed = cr_plan_make(h, op, dtype, h->mode, h->method, h->device, h->narrow, p);
+    return *routed && *routed != COOPREDUCE_ERROR_NOT_SUPPORTED ? *routed : COOPREDUCE_SUCCESS;
+}
+
 static coopreduce_status reduce(coopreduce_op op, const void *x, const void *y, void *result,
                                 uint64_t n, coopreduce_dtype dtype, coopreduce_handle *h,
                                 void *stream, int to_host)
 {
-    if (!h) return cr_fail(NULL, COOPREDUCE_ERROR_INVALID_ARGUMENT, "handle is NULL");
     cr_plan p;
-    const coopreduce_status routed =
-        cr_plan_make(h, op, dtype, h->mode, h->method, h->device, h->narrow, &p);
-    /* Unknown values and pairs without a result fail at once; a mode or method that refuses
-     * the op fails after the arguments are checked (a bad pointer is reported first). */
-    if (routed && routed != COOPREDUCE_ERROR_NOT_SUPPORTED) return routed;
-    coopreduce_status s = check_args(h, &p, x, y, result, n);
-    if (s) return s;
+    coopreduce_status routed = COOPREDUCE_SUCCESS, s;
+    if ((s = make_plan(h, op, dtype, &p, &routed))) return s;
+    if ((s = check_args(h, &p, x, y, result, n))) return s;
     if (routed) return routed;
     s = h->device < 0 ? cr_cpu_reduce(h, &p, x, y, n, result)
                       : cr_gpu_reduce(h, &p, x, y, result, n, stream, to_host);
@@ -139,16 +145,6 @@ static coopreduce_status check_overflows(coopreduce_handle *h, const cr_plan *p,
     return COOPREDUCE_SUCCESS;
 }
 
-/* The plan for a shaped call, or the status that ends it: *routed keeps a refusal by the mode
- * or method, reported after the arguments are checked (as for the 1-D calls). */
-static coopreduce_status shaped_plan(coopreduce_handle *h, coopreduce_op op, coopreduce_dtype dtype,
-                                     cr_plan *p, coopreduce_status *routed)
-{
-    if (!h) return cr_fail(NULL, COOPREDUCE_ERROR_INVALID_ARGUMENT, "handle is NULL");
-    *routed = cr_plan_make(h, op, dtype, h->mode, h->method, h->device, h->narrow, p);
-    return *routed && *routed != COOPREDUCE_ERROR_NOT_SUPPORTED ? *routed : COOPREDUCE_SUCCESS;
-}
-
 static coopreduce_status run_shaped(coopreduce_handle *h, cr_plan *p, coopreduce_status routed,
                                     const cr_shape *shape, const void *x, const void *y,
                                     void *result, void *stream)
@@ -168,7 +164,7 @@ CR_EXPORT coopreduce_status coopreduce_reduce_axis(coopreduce_op op, const void 
 {
     cr_plan p;
     coopreduce_status routed = COOPREDUCE_SUCCESS, s;
-    if ((s = shaped_plan(h, op, dtype, &p, &routed))) return s;
+    if ((s = make_plan(h, op, dtype, &p, &routed))) return s;
     cr_shape sh = {.kind = CR_SHAPE_AXIS, .outer = outer, .len = len, .inner = inner};
     if (__builtin_mul_overflow(outer, inner, &sh.outputs) ||
         __builtin_mul_overflow(sh.outputs, len, &sh.elements) ||
@@ -224,7 +220,7 @@ CR_EXPORT coopreduce_status coopreduce_reduce_segments(coopreduce_op op, const v
 {
     cr_plan p;
     coopreduce_status routed = COOPREDUCE_SUCCESS, s;
-    if ((s = shaped_plan(h, op, dtype, &p, &routed))) return s;
+    if ((s = make_plan(h, op, dtype, &p, &routed))) return s;
     cr_shape sh = {.kind = CR_SHAPE_SEGMENTS, .offsets = offsets, .nseg = nseg, .outputs = nseg};
     if (!offsets)
         return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT,
