@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # axis-bench.sh — the GPU benchmark of reductions along an axis and over segments: the shapes
 # docs/PERF.md tracks (float32 rows and columns, RMSNorm's bfloat16 shapes, random segments),
-# each against the float4 read of the same bytes in the same call; each call bounded to 90 s.
+# each against the float4 read of the same bytes in the same call, and each float32 SUM of rows
+# or segments against CUB's segmented sum (rows cub_segmented; columns have none); each call
+# bounded to 90 s. torch's times on the same shapes: scripts/torch_baseline.py --axis-shapes.
 # usage: scripts/axis-bench.sh   (after a build in build-gpu/, e.g. scripts/gpu-check.sh)
 cd "$(dirname "$0")/.."
 B=${BUILD:-build-gpu}/coopreduce

@@ -1,13 +1,20 @@
 /* baselines.cu — what the benchmark holds coopreduce against, measured in the same run:
  *  - CUB DeviceReduce::Sum (the CCCL bundled with CUDA): NVIDIA's own reduction, two launches,
  *    run-to-run deterministic on one GPU model only;
+ *  - CUB DeviceSegmentedReduce::Sum: one sum per contiguous segment, for the benchmark along an
+ *    axis (rows of the last axis) and over segments;
  *  - a plain float4 read kernel: reads every byte once and does nothing else — the bandwidth
  *    ceiling for any reduction;
  *  - an empty kernel: the launch floor.
  * Benchmark code only; the library never calls these. */
 #include <cub/device/device_reduce.cuh>
+#include <cub/device/device_segmented_reduce.cuh>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
 
 namespace {
 
@@ -37,6 +44,53 @@ __global__ void __launch_bounds__(256)
     s[threadIdx.x] = (a + b) + (c + d);
     __syncthreads();
     if (threadIdx.x == 0) out[blockIdx.x] = s[0] + s[255];
+}
+
+/* Row r of rows of len elements starts at r * len: the offsets of fixed-size segments, computed
+ * rather than read. */
+struct row_start {
+    int64_t len;
+    __host__ __device__ int64_t operator()(int64_t r) const { return r * len; }
+};
+
+/* The segmented sum of T into R, begin and end being offset iterators: DeviceSegmentedReduce::Sum
+ * where T is R, else Reduce with R's plus from 0 (the 16-bit types summed in float, as coopreduce
+ * sums them by default). */
+template <typename T, typename R, typename Begin, typename End>
+cudaError_t segmented_sum(const void *x, void *out, uint64_t nseg, Begin begin, End end, void *temp,
+                          size_t *temp_bytes, cudaStream_t stream)
+{
+    if constexpr (::cuda::std::is_same_v<T, R>)
+        return cub::DeviceSegmentedReduce::Sum(temp, *temp_bytes, (const T *)x, (R *)out,
+                                               (int64_t)nseg, begin, end, stream);
+    else
+        return cub::DeviceSegmentedReduce::Reduce(temp, *temp_bytes, (const T *)x, (R *)out,
+                                                  (int64_t)nseg, begin, end, ::cuda::std::plus<R>(),
+                                                  R(0), stream);
+}
+
+template <typename Begin, typename End>
+int segmented_sum_dtype(int dtype, const void *x, void *out, uint64_t nseg, Begin begin, End end,
+                        void *temp, size_t *temp_bytes, cudaStream_t stream)
+{
+    cudaError_t e;
+    switch (dtype) {
+    case 0:
+        e = segmented_sum<float, float>(x, out, nseg, begin, end, temp, temp_bytes, stream);
+        break;
+    case 1:
+        e = segmented_sum<double, double>(x, out, nseg, begin, end, temp, temp_bytes, stream);
+        break;
+    case 3:
+        e = segmented_sum<__half, float>(x, out, nseg, begin, end, temp, temp_bytes, stream);
+        break;
+    case 4:
+        e = segmented_sum<__nv_bfloat16, float>(x, out, nseg, begin, end, temp, temp_bytes, stream);
+        break;
+    default: return (int)cudaErrorNotSupported;
+    }
+    if (e != cudaSuccess) return (int)e;
+    return temp ? (int)cudaGetLastError() : 0;
 }
 
 } // namespace
@@ -75,6 +129,29 @@ int cr_bl_cub_sum(int dtype, const void *x, void *out, uint64_t n, void *temp, s
                                       (cudaStream_t)stream);
     if (e != cudaSuccess) return (int)e;
     return temp ? (int)cudaGetLastError() : 0;
+}
+
+/* DeviceSegmentedReduce::Sum of nseg segments, segment s being x[begin[s] .. end[s]) (int64
+ * offsets in device memory). dtype as coopreduce_dtype: 0 = float, 1 = double, 3 = float16 and
+ * 4 = bfloat16 summed into float; any other returns cudaErrorNotSupported. With temp == NULL,
+ * stores the temporary storage size. */
+int cr_bl_cub_segmented_sum(int dtype, const void *x, void *out, uint64_t nseg,
+                            const int64_t *d_offsets_begin, const int64_t *d_offsets_end,
+                            void *temp, size_t *temp_bytes, void *stream)
+{
+    return segmented_sum_dtype(dtype, x, out, nseg, d_offsets_begin, d_offsets_end, temp,
+                               temp_bytes, (cudaStream_t)stream);
+}
+
+/* The same over nrows rows of len contiguous elements (row r: x[r * len .. (r + 1) * len)), the
+ * offsets computed by a counting iterator rather than read from memory. */
+int cr_bl_cub_segmented_sum_rows(int dtype, const void *x, void *out, uint64_t nrows, uint64_t len,
+                                 void *temp, size_t *temp_bytes, void *stream)
+{
+    auto begin = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0),
+                                                 row_start{(int64_t)len});
+    return segmented_sum_dtype(dtype, x, out, nrows, begin, begin + 1, temp, temp_bytes,
+                               (cudaStream_t)stream);
 }
 
 } // extern "C"

@@ -82,9 +82,10 @@ typedef struct {
 /* bench_rows.c */
 bench_row *bench_add_row(uint64_t n, const char *dtype, const char *method, const char *kind,
                          double us, double noise, double bytes);
-/* A row of a deterministic coopreduce operation, held against the read of ceiling_us. */
-void bench_add_op_row(uint64_t n, const char *dtype, const char *name, const char *kind, double us,
-                      double noise, double bytes, double ceiling_us);
+/* A row of a deterministic coopreduce operation, held against the read of ceiling_us; the row,
+ * or NULL when the table is full. */
+bench_row *bench_add_op_row(uint64_t n, const char *dtype, const char *name, const char *kind,
+                            double us, double noise, double bytes, double ceiling_us);
 /* "sum" or "sum/exact", kept as long as the rows. */
 const char *bench_op_label(coopreduce_op op, coopreduce_mode mode);
 void bench_set_device_name(const char *name);

@@ -1,5 +1,6 @@
 /* bench_gpu.c — the GPU benchmark: every method against CUB, the float4 read ceiling, the
- * launch floor and a device copy, in the same run; or each operation against the read. */
+ * launch floor and a device copy, in the same run; or each operation against the read (and,
+ * along an axis or over segments, the sum against CUB's segmented sum). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,11 @@ int cr_bl_empty(void *stream);
 int cr_bl_read(const void *x, uint64_t bytes, float *out, int blocks, void *stream);
 int cr_bl_cub_sum(int dtype, const void *x, void *out, uint64_t n, void *temp, size_t *temp_bytes,
                   void *stream);
+int cr_bl_cub_segmented_sum(int dtype, const void *x, void *out, uint64_t nseg,
+                            const int64_t *d_offsets_begin, const int64_t *d_offsets_end,
+                            void *temp, size_t *temp_bytes, void *stream);
+int cr_bl_cub_segmented_sum_rows(int dtype, const void *x, void *out, uint64_t nrows, uint64_t len,
+                                 void *temp, size_t *temp_bytes, void *stream);
 
 #define CK(call)                                                                                   \
     do {                                                                                           \
@@ -41,8 +47,9 @@ int cr_bl_cub_sum(int dtype, const void *x, void *out, uint64_t n, void *temp, s
         }                                                                                          \
     } while (0)
 
-/* What a timed call runs: a coopreduce method (set on the handle) or one of the baselines. */
-enum { M_LIBRARY, M_CUB, M_READ, M_EMPTY, M_COPY, M_OP, M_CALL };
+/* What a timed call runs: a coopreduce method (set on the handle) or one of the baselines.
+ * M_CUB_SEG: CUB's segmented sum of M_CALL's rows or segments. */
+enum { M_LIBRARY, M_CUB, M_READ, M_EMPTY, M_COPY, M_OP, M_CALL, M_CUB_SEG };
 
 typedef struct {
     coopreduce_handle *h;
@@ -62,6 +69,18 @@ static const bench_call *timed_call;
 
 static size_t elem_size(int dtype) { return coopreduce_dtype_size((coopreduce_dtype)dtype); }
 
+/* CUB DeviceSegmentedReduce::Sum of the call's segments (its offsets, offsets + 1) or of its
+ * rows (inner == 1: outer rows of len elements), into the call's result; with temp == NULL,
+ * the temporary storage size into *temp_bytes. */
+static int cub_segmented(const bench_call *k, void *temp, size_t *temp_bytes)
+{
+    if (k->kind == BENCH_CALL_SEGMENTS)
+        return cr_bl_cub_segmented_sum((int)k->dtype, k->x, k->result, k->nseg, k->offsets,
+                                       k->offsets + 1, temp, temp_bytes, NULL);
+    return cr_bl_cub_segmented_sum_rows((int)k->dtype, k->x, k->result, k->outer, k->len, temp,
+                                        temp_bytes, NULL);
+}
+
 static int run_method(gpu_ctx *c, int m)
 {
     size_t es = elem_size(c->dtype);
@@ -74,6 +93,7 @@ static int run_method(gpu_ctx *c, int m)
     case M_COPY:
         return (int)cudaMemcpyAsync(c->copy_dst, c->x, c->n * es, cudaMemcpyDeviceToDevice, NULL);
     case M_CALL: return bench_run_call(c->h, timed_call) ? -1 : 0;
+    case M_CUB_SEG: return cub_segmented(timed_call, c->temp, &c->temp_bytes);
     case M_OP:
         return coopreduce_reduce(c->op, c->x, c->y, c->out, c->n, (coopreduce_dtype)c->dtype, c->h,
                                  NULL)
@@ -482,21 +502,34 @@ fail:
     return rc;
 }
 
+/* The dtypes of CUB's segmented sum in baselines.cu (the 16-bit ones summed in float). */
+static int cub_segmented_takes(coopreduce_dtype dt)
+{
+    return dt == COOPREDUCE_FLOAT32 || dt == COOPREDUCE_FLOAT64 || dt == COOPREDUCE_FLOAT16 ||
+           dt == COOPREDUCE_BFLOAT16;
+}
+
 /* --shape/--axis or --segments on the GPU: each operation (in each --mode) over each dtype,
  * coopreduce_reduce_axis / coopreduce_reduce_segments timed as the other rows are (batches of
  * back-to-back calls between CUDA events; a segments call waits for its stream, as the library
- * says) against the float4 read of the same bytes. */
+ * says) against the float4 read of the same bytes. With --op sum, also CUB's segmented sum
+ * (row cub_segmented, the "x CUB" of the sum rows) over the same segments, or over the rows
+ * when every extent after the axis is 1 (inner == 1: --axis 1 of RxC); CUB has no strided
+ * form, so columns have no such row. */
 int bench_batch_gpu(int ordinal, const bench_options *o)
 {
     const int batches = o->quick ? 5 : o->batches;
     coopreduce_handle *h = NULL;
-    void *x = NULL, *out = NULL, *hx = NULL, *d_off = NULL;
+    void *x = NULL, *out = NULL, *hx = NULL, *d_off = NULL, *temp = NULL;
+    size_t temp_alloc = 0;
     float *read_out = NULL;
     cli_segments seg = {NULL, 0};
     int rc = 1;
     uint64_t nmax = 1;
     for (int i = 0; i < o->nn; i++)
         if (o->ns[i] > nmax) nmax = o->ns[i];
+    int wants_sum = 0;
+    for (int k = 0; k < o->nops; k++) wants_sum |= o->ops[k] == COOPREDUCE_OP_SUM;
     coopreduce_gpu_props props;
     if (open_gpu(ordinal, &h, &props)) return 1;
     CK(cudaSetDevice(ordinal));
@@ -536,6 +569,12 @@ int bench_batch_gpu(int ordinal, const bench_options *o)
         CK(cudaMalloc(&out, (count + 1) * 16));
         call.result = out;
         const uint64_t longest = o->have_segments ? (o->seg_max < n ? o->seg_max : n) : call.len;
+        const int contiguous = o->have_segments || call.inner == 1;
+        if (wants_sum && !contiguous && i == 0)
+            fprintf(stderr,
+                    "bench: no cub_segmented row along axis %d: CUB's segmented sum "
+                    "takes contiguous segments, not columns\n",
+                    o->axis);
         for (int d = 0; d < o->nd; d++) {
             const coopreduce_dtype dt = o->dtypes[d];
             const size_t es = elem_size(dt);
@@ -559,6 +598,34 @@ int bench_batch_gpu(int ordinal, const bench_options *o)
             c.n = n;
             if (read1 < 0 || read2 < 0) goto fail;
             bench_add_row(n, dname, "float4_read", "gpu_us", read1, noise, (double)n * es);
+            /* CUB's segmented sum: its temporary storage sized and allocated here, outside the
+             * timing; one untimed call reports a failure by name. */
+            double cub_us = 0;
+            if (wants_sum && contiguous && !cub_segmented_takes(dt))
+                fprintf(stderr, "bench: no cub_segmented row for %s (float types only)\n", dname);
+            if (wants_sum && contiguous && cub_segmented_takes(dt)) {
+                size_t tb = 0;
+                CK(cub_segmented(&call, NULL, &tb));
+                if (tb + 16 > temp_alloc) {
+                    if (temp) cudaFree(temp);
+                    temp = NULL;
+                    temp_alloc = 0;
+                    CK(cudaMalloc(&temp, tb + 16));
+                    temp_alloc = tb + 16;
+                }
+                c.temp = temp;
+                c.temp_bytes = temp_alloc;
+                CK(cub_segmented(&call, temp, &c.temp_bytes));
+                CK(cudaDeviceSynchronize());
+                cub_us = time_method(&c, M_CUB_SEG, batches, 0, NULL, 0, &noise);
+                if (cub_us < 0) goto fail;
+                bench_row *r = bench_add_row(n, dname, "cub_segmented", "gpu_us", cub_us, noise,
+                                             (double)n * es);
+                if (r) {
+                    r->ceiling_us = read1;
+                    r->ref_us = cub_us;
+                }
+            }
             for (int m = 0; m < o->nmodes; m++) {
                 CKS(coopreduce_set_mode(h, o->modes[m]));
                 for (int k = 0; k < o->nops; k++) {
@@ -573,8 +640,10 @@ int bench_batch_gpu(int ordinal, const bench_options *o)
                     if (t < 0) goto fail;
                     const int dot = call.op == COOPREDUCE_OP_DOT;
                     const char *name = bench_batch_label(o, call.op, o->modes[m], count);
-                    bench_add_op_row(n, dname, name, "gpu_us", t, noise,
-                                     (double)n * es * (dot ? 2 : 1), dot ? read2 : read1);
+                    bench_row *r =
+                        bench_add_op_row(n, dname, name, "gpu_us", t, noise,
+                                         (double)n * es * (dot ? 2 : 1), dot ? read2 : read1);
+                    if (r && call.op == COOPREDUCE_OP_SUM) r->ref_us = cub_us;
                 }
             }
             CKS(coopreduce_set_mode(h, COOPREDUCE_MODE_DETERMINISTIC));
@@ -588,6 +657,7 @@ fail:
     if (x) cudaFree(x);
     if (out) cudaFree(out);
     if (d_off) cudaFree(d_off);
+    if (temp) cudaFree(temp);
     if (read_out) cudaFree(read_out);
     free(seg.offsets);
     free(hx);

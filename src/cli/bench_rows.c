@@ -23,14 +23,15 @@ bench_row *bench_add_row(uint64_t n, const char *dtype, const char *method, cons
     return r;
 }
 
-void bench_add_op_row(uint64_t n, const char *dtype, const char *name, const char *kind, double us,
-                      double noise, double bytes, double ceiling_us)
+bench_row *bench_add_op_row(uint64_t n, const char *dtype, const char *name, const char *kind,
+                            double us, double noise, double bytes, double ceiling_us)
 {
     bench_row *r = bench_add_row(n, dtype, name, kind, us, noise, bytes);
     if (r) {
         r->ceiling_us = ceiling_us;
         r->det = 1;
     }
+    return r;
 }
 
 const char *bench_op_label(coopreduce_op op, coopreduce_mode mode)

@@ -222,12 +222,14 @@ static const char *const BENCH_HELP =
     "  --json FILE, --csv FILE: the rows, also as files (replaced if they exist).\n"
     "  --shape RxC[x...] --axis K: each --op (default sum) over each --dtype (default f32)\n"
     "  through coopreduce_reduce_axis on uniform data of that shape (C order), in each --mode,\n"
-    "  against the read of the same bytes; rows 'OP/axisK (RxC)', N = the element count.\n"
+    "  against the read of the same bytes; rows 'OP/axisK (RxC)', N = the element count. With\n"
+    "  sum, on a GPU: CUB DeviceSegmentedReduce::Sum of the same rows too (row cub_segmented,\n"
+    "  float types only), when every extent after K is 1 (CUB reads no columns).\n"
     "  --segments random:MIN:MAX: the same through coopreduce_reduce_segments, for each --n,\n"
     "  over segments covering the array with lengths uniform in [MIN, MAX] (the last one cut;\n"
-    "  the same on every machine); rows 'OP/segments (NSEG of MIN..MAX)'. A segment of MIN = 0\n"
-    "  may be empty: min, max, absmax and arg* then have no row. Neither takes --method,\n"
-    "  --stages or --cold; --shape takes no --n.\n"
+    "  the same on every machine), and cub_segmented over the same offsets; rows 'OP/segments\n"
+    "  (NSEG of MIN..MAX)'. A segment of MIN = 0 may be empty: min, max, absmax and arg* then\n"
+    "  have no row. Neither takes --method, --stages or --cold; --shape takes no --n.\n"
     "  Markdown tables on stdout, progress on stderr.\n";
 
 static const struct {
