@@ -1,7 +1,8 @@
 /* test_axis_cpu.c — reductions along an axis and over segments on the CPU: every result equal
  * to the 1-D call of its own values (axis_check.h), for every operation, dtype and mode, along
- * each axis of random 1-D, 2-D and 3-D shapes, over random segments; the same row's bits in
- * batches of 1, 7 and 2,000 rows; the same bits with 1, 2, 3 and 8 threads; the errors.
+ * each axis of random 1-D, 2-D and 3-D shapes, over random segments; columns (inner > 1) of
+ * every width and length around the gather's blocks and tiles; the same row's bits in batches
+ * of 1, 7 and 2,000 rows; the same bits with 1, 2, 3 and 8 threads; the errors.
  *
  * No GPU needed. Seeds are fresh each run (printed); COOPREDUCE_TEST_SEED=S replays a run. */
 #include <stdlib.h>
@@ -40,6 +41,32 @@ static void segments(void)
     for (int r = 0; r < rounds; r++) segments_sweep(&env, test_quick ? 20000 : 100000);
 }
 
+/* Columns, which the CPU gathers by a blocked transpose (src/cpu/axis.c): inner around the
+ * blocks (8 x 8 elements of 2 and 4 bytes, 4 x 4 of 8 bytes), all of a narrow inner split (2
+ * to 7 columns), partial tiles (16 to 128 columns), positions far enough apart to be prefetched
+ * (1 KiB); len around the blocks; one and two inputs; outer 1 and 3 (tiles end at each outer
+ * index). Then long columns, whose tiles the gather's memory cap narrows (13 and 6 columns). */
+static void columns(void)
+{
+    const axis_env env = env_with(g_cpu, "cpu");
+    static const uint64_t inners[] = {1,  2,  3,  4,  5,  6,   7,   8,   9,   15,
+                                      16, 17, 33, 63, 65, 127, 129, 200, 257, 520};
+    static const uint64_t lens[] = {1, 3, 4, 7, 8, 9, 17, 40};
+    static const uint64_t outers[] = {1, 3};
+    static const coopreduce_dtype dts[] = {COOPREDUCE_BFLOAT16, COOPREDUCE_FLOAT32,
+                                           COOPREDUCE_FLOAT64};
+    static const coopreduce_op ops[] = {COOPREDUCE_OP_SUM, COOPREDUCE_OP_DOT, COOPREDUCE_OP_ARGMAX};
+    int kind = 0;
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++)
+        for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++)
+            for (size_t i = 0; i < sizeof inners / sizeof inners[0]; i++)
+                for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++)
+                    for (size_t u = 0; u < sizeof outers / sizeof outers[0]; u++, kind ^= 1)
+                        axis_case(&env, ops[o], dts[d], outers[u], lens[l], inners[i], kind);
+    axis_case(&env, COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT32, 1, 600000, 17, 0);
+    axis_case(&env, COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT64, 1, 300000, 9, 1);
+}
+
 static void batches(void)
 {
     const axis_env env = env_with(g_cpu, "cpu");
@@ -62,6 +89,10 @@ static void threads(void)
             axis_case(&env, ops[o], COOPREDUCE_FLOAT32, 1000, 37, 1, 1);
             axis_case(&env, ops[o], COOPREDUCE_FLOAT64, 2, 20000, 1, 3);
             axis_case(&env, ops[o], COOPREDUCE_BFLOAT16, 3, 999, 70, 4);
+            /* Threads' ranges ending inside an outer index: partial tiles of a narrow inner
+             * (split otherwise) and of a wide one. */
+            axis_case(&env, ops[o], COOPREDUCE_FLOAT32, 5, 5000, 3, 1);
+            axis_case(&env, ops[o], COOPREDUCE_FLOAT64, 3, 701, 65, 0);
             const int64_t off[] = {0, 1, 40000, 40000, 40017, 40100, 90000};
             segments_case(&env, ops[o], COOPREDUCE_FLOAT32, off, 6, 90000, 1);
         }
@@ -161,5 +192,5 @@ static void errors(void)
     CHECK(lo == 3, "the results after the overflowing one are written");
 }
 
-CPU_TEST_MAIN("test_axis_cpu", {"sweep", sweep}, {"segments", segments}, {"batches", batches},
-              {"threads", threads}, {"errors", errors})
+CPU_TEST_MAIN("test_axis_cpu", {"sweep", sweep}, {"segments", segments}, {"columns", columns},
+              {"batches", batches}, {"threads", threads}, {"errors", errors})
