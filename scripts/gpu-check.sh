@@ -9,6 +9,9 @@
 #   --no-ctest  skip the CPU tests (ctest), which CI runs anyway: saves about 2 minutes
 #   --tests   the GPU test programs to run, and to run under the sanitizers (default: all built;
 #             NAME is tests/test_NAME_gpu, "gpu" is tests/test_gpu)
+# Environment: BUILD (build directory, default build-gpu), STEP_TIMEOUT (seconds per step),
+#   CMAKE_EXTRA (more configure options, e.g. -DCMAKE_CUDA_ARCHITECTURES=90 to build for the
+#   GPU at hand only, about half the build time)
 # Full logs go to gpu-check-out/; the few files worth keeping (summary, bench, golden bits, the
 # GPU test and sanitizer logs) are also copied to $OUT when the device tool sets it.
 set -uo pipefail
@@ -42,7 +45,7 @@ step() { # step NAME COMMAND...: runs, logs to $OUT/NAME.log, records PASS/FAIL 
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$LOG/gpu.txt"
 GEN=(); command -v ninja >/dev/null && GEN=(-G Ninja)
-step configure cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release || { printf '%s\n' "${SUMMARY[@]}"; exit 1; }
+step configure cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release ${CMAKE_EXTRA:-} || { printf '%s\n' "${SUMMARY[@]}"; exit 1; }
 step build cmake --build "$BUILD" -j "$(nproc)" || { printf '%s\n' "${SUMMARY[@]}"; exit 1; }
 [ $CTEST = 1 ] && step ctest ctest --test-dir "$BUILD" --output-on-failure -E '^gpu_'
 gpu_test() { [ "$1" = gpu ] && echo "$BUILD/tests/test_gpu" || echo "$BUILD/tests/test_$1_gpu"; }

@@ -306,3 +306,57 @@ void batch_invariance(const axis_env *env, uint64_t big_batch)
         }
     }
 }
+
+/* The GPU kernels' paths, each on purpose (every float dtype, the canonical-order operations):
+ * rows of every length class (one 16-byte load or a few per row, one chunk row, partial and
+ * full chunks, several chunks and two levels), columns (inner > 1) of one and of several
+ * chunks, and segments of every length class with empty ones. Data kinds rotate, so special
+ * values reach full chunks too (NORM2's three-class fallback). */
+void kernel_paths_sweep(const axis_env *env, uint64_t budget)
+{
+    static const coopreduce_dtype dts[] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64,
+                                           COOPREDUCE_FLOAT16, COOPREDUCE_BFLOAT16};
+    static const coopreduce_op ops[] = {COOPREDUCE_OP_SUM, COOPREDUCE_OP_MEAN, COOPREDUCE_OP_SUMSQ,
+                                        COOPREDUCE_OP_DOT, COOPREDUCE_OP_NORM2};
+    static const uint64_t lens[] = {1,    2,    3,    4,    5,    7,    8,    9,    15,
+                                    16,   17,   31,   32,   33,   63,   64,   65,   127,
+                                    128,  129,  200,  255,  256,  257,  1000, 2047, 2048,
+                                    2049, 4095, 4096, 4097, 8191, 8192, 8193, 12293, 40000};
+    static const uint64_t inners[] = {2, 3, 31, 32, 33, 70};
+    int kind = (int)rnd_below(AXIS_KINDS);
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+        for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+            const coopreduce_op op = ops[o];
+            const coopreduce_dtype dt = dts[d];
+            for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+                const uint64_t len = lens[l];
+                uint64_t outer = budget / len;
+                if (outer > 300) outer = 37 + rnd_below(300);
+                if (outer < 1) outer = 1;
+                axis_case(env, op, dt, outer, len, 1, kind++ % AXIS_KINDS);
+                if (l % 3 == 0 || len > 4000) {
+                    const uint64_t inner = inners[rnd_below(sizeof inners / sizeof inners[0])];
+                    uint64_t out2 = budget / (len * inner);
+                    if (out2 > 3) out2 = 3;
+                    if (out2 < 1) out2 = 1;
+                    axis_case(env, op, dt, out2, len, inner, kind++ % AXIS_KINDS);
+                }
+            }
+            /* Segments: short and long ones, empty ones, a long one of several chunks. */
+            const uint64_t nseg = 20 + rnd_below(60);
+            int64_t *off = xmalloc((nseg + 1) * sizeof *off);
+            off[0] = (int64_t)rnd_below(9);
+            for (uint64_t k = 0; k < nseg; k++) {
+                const uint64_t r = rnd_below(10);
+                const uint64_t n = r == 0   ? 0
+                                   : r < 5  ? rnd_below(200)
+                                   : r < 9  ? rnd_below(10000)
+                                            : 10000 + rnd_below(budget / 4);
+                off[k + 1] = off[k] + (int64_t)n;
+            }
+            segments_case(env, op, dt, off, nseg, (uint64_t)off[nseg] + rnd_below(3),
+                          kind++ % AXIS_KINDS);
+            free(off);
+        }
+    }
+}

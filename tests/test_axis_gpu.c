@@ -52,6 +52,12 @@ static void segments(void)
     segments_sweep(&e, test_quick ? 3000 : 50000);
 }
 
+static void paths(void)
+{
+    const axis_env e = env();
+    kernel_paths_sweep(&e, test_quick ? 30000 : 300000);
+}
+
 static void batches(void)
 {
     const axis_env e = env();
@@ -179,7 +185,7 @@ int main(int argc, char **argv)
     if (test_quick) printf("test_axis_gpu: --quick\n");
     test_seed_init("test_axis_gpu");
     static const test_section sections[] = {{"sweep", sweep},     {"segments", segments},
-                                            {"batches", batches}, {"misaligned", misaligned},
+                                            {"paths", paths},     {"batches", batches}, {"misaligned", misaligned},
                                             {"errors", errors},   {"huge", huge}};
     run_sections(sections, sizeof sections / sizeof sections[0], test_quick ? huge : NULL);
     CHECK(coopreduce_destroy(g_cpu) == COOPREDUCE_SUCCESS, "destroy cpu");

@@ -1,17 +1,21 @@
 /* axis.c — reductions along an axis and over segments on a GPU handle (CR_SHAPE_AXIS,
- * _SEGMENTS): the generic path.
+ * _SEGMENTS): which kernels compute a shaped call.
  *
  * Every result is the 1-D reduction of its own values (docs/DETERMINISM.md, "Axis and
- * segments"), so this path launches the plan's family on each row or segment as on a 1-D array:
- * contiguous rows in place, strided rows (a C-ordered axis with inner > 1) after a gather into
- * contiguous rows of the workspace, a tile of adjacent columns at a time. Its bits are the 1-D
- * calls' by construction; its speed is one launch per result, which suits few, long rows. All
- * launches go on the caller's stream, in order, so the workspace each reuses is free again.
- * Many contiguous rows take one launch of a kernel for many rows where one serves the plan
- * (canonical.cu: float32 / float64 SUM and MEAN of rows up to a chunk; scan.cu: the
- * order-independent operations), one warp per row, computing the 1-D call's tree. */
+ * segments"). Three ways to it, in order of preference:
+ *  - the canonical-order operations (CANONICAL and ORDERED families): rows.cu's kernels, a few
+ *    launches for all rows, columns or segments of up to C^2 elements (C = 4096 float32 /
+ *    16-bit, 2048 float64); longer segments take one 1-D launch each;
+ *  - the scan family's contiguous rows: scan.cu's kernel for many rows, a warp per row;
+ *  - everything else (the exact family, the scan family's columns and segments, rows longer than
+ *    C^2): the generic path, the plan's 1-D family launched on each row or segment, contiguous
+ *    rows in place, strided rows (a C-ordered axis with inner > 1) after a gather into
+ *    contiguous rows of the workspace, a tile of adjacent columns at a time. Its bits are the
+ *    1-D calls' by construction; its speed is one launch per result, which suits few, long rows.
+ * All launches go on the caller's stream, in order, so the workspace each reuses is free again. */
 #include <stdlib.h>
 #include <string.h>
+#include "core/order.h"
 #include "core/status.h"
 #include "gpu/state.h"
 
@@ -62,11 +66,55 @@ coopreduce_status cr_gpu_shaped(coopreduce_handle *h, const cr_plan *shaped, con
     char *out = result;
 
     const uint64_t len = sh->len, inner = sh->inner;
+    /* The canonical-order operations: rows.cu's kernels, two levels of the tree. */
+    if (p.family == CR_FAMILY_CANONICAL || p.family == CR_FAMILY_ORDERED) {
+        const uint64_t C = cr_chunk_elems(p.acc);
+        const size_t acc = cr_dtype_size(p.acc), classes = p.trees == 3 ? 3 : 1;
+        cr_gpu_shape_call sc;
+        memset(&sc, 0, sizeof sc);
+        uint64_t slots = 0;
+        int served = 1;
+        if (sh->kind == CR_SHAPE_AXIS) {
+            sc.outer = sh->outer;
+            sc.len = len;
+            sc.inner = inner;
+            served = len <= C * C;
+            if (len > C) slots = sh->outer * ((len + C - 1) / C) * inner;
+        } else {
+            const int64_t *o = sh->offsets;
+            sc.offsets = sh->offsets_dev;
+            sc.nseg = sh->nseg;
+            sc.total = (uint64_t)(o[sh->nseg] - o[0]);
+            for (uint64_t k = 0; k < sh->nseg; k++) {
+                const uint64_t n = (uint64_t)(o[k + 1] - o[k]);
+                if (n == 0 || n > C) sc.second_level = 1;
+                if (n > C) slots = sc.total / C + sh->nseg;
+            }
+        }
+        if (served) {
+            /* Each class's partials start on a 256-byte boundary (16-byte loads). */
+            const size_t class_bytes = (size_t)((slots * acc + 255) / 256 * 256);
+            if (slots && (s = cr_gpu_gather_ensure(h, class_bytes * classes))) return s;
+            sc.partials = h->gpu->gather;
+            sc.class_bytes = class_bytes;
+            if ((s = cr_gpu_launch_shape(h, &p, x, y, result, &sc, stream))) return s;
+            if (sh->kind == CR_SHAPE_AXIS) return COOPREDUCE_SUCCESS;
+            /* Segments longer than C^2, which rows.cu leaves: one 1-D launch each. */
+            for (uint64_t k = 0; k < sh->outputs; k++) {
+                const cr_run r = cr_shape_run(sh, k);
+                if (r.count > C * C &&
+                    (s = cr_gpu_launch_flat(h, &p, cx + r.start * es, two ? cy + r.start * es : NULL,
+                                            out + k * rs, r.count, stream)))
+                    return s;
+            }
+            return COOPREDUCE_SUCCESS;
+        }
+    }
     /* Many contiguous rows: one launch of a kernel that gives every row the 1-D bits, where one
      * serves the plan (short rows; for the scan family, also long rows when there are enough of
      * them to fill the GPU with one warp each). */
     if (sh->kind == CR_SHAPE_AXIS && inner == 1 && sh->outer >= CR_ROWS_MIN &&
-        cr_gpu_rows_served(&p, len) && (len <= 8192 || sh->outer >= 8 * (uint64_t)h->gpu->sm_count))
+        cr_gpu_rows_served(&p) && (len <= 8192 || sh->outer >= 8 * (uint64_t)h->gpu->sm_count))
         return cr_gpu_launch_rows(h, &p, x, result, sh->outer, len, stream);
     /* Segments and contiguous rows in place (a "row" of one element is contiguous too). */
     if (sh->kind == CR_SHAPE_SEGMENTS || inner == 1 || len <= 1) {

@@ -420,68 +420,9 @@ cudaError_t launch(const cr_gpu_call *c, const cr_gpu_work *w, const cr_gpu_grid
     return cudaGetLastError();
 }
 
-/* ---- Many short rows (reductions along an axis) ----------------------------------------------
- * Each row of len <= C elements is one chunk, padded with -0.0 (docs/DETERMINISM.md): one warp
- * reduces a row, as the 1-D call's single chunk. The padding is the exact identity of addition
- * (a + -0.0 == a for every a, -0.0 and NaN included, and a NaN result becomes the canonical NaN
- * at the end), so a subtree of padding rows is -0.0 and a node whose right subtree is all
- * padding equals its left one: the row tree stops at the last row holding data, the same
- * bits for a fraction of the adds and no loads of padding. */
-template <typename T, int ROWS>
-__device__ __forceinline__ Lanes<T> rows_used_tree(const T *p, int r0, int t, int m, int used)
-{
-    if constexpr (ROWS == 1) {
-        return load_row<T, Load::kGuarded>(p, r0, t, m);
-    } else {
-        const Lanes<T> a = rows_used_tree<T, ROWS / 2>(p, r0, t, m, used);
-        if (r0 + ROWS / 2 >= used) return a; /* warp-uniform */
-        return add(a, rows_used_tree<T, ROWS / 2>(p, r0 + ROWS / 2, t, m, used));
-    }
-}
-
-/* rows rows of len <= C elements, row r at x + r * len; result r at out + r * sizeof(T): the
- * 1-D call's SUM or MEAN of the row (the final rule of values.h, as the 1-D launch's top warp
- * applies it; an empty row gives the sum of nothing, +0.0, or MEAN's NaN). */
-template <typename T>
-__global__ void __launch_bounds__(kThreads)
-    rows_kernel(const T *__restrict__ x, uint64_t rows, uint64_t len, const Final F, T *out)
-{
-    cg::thread_block block = cg::this_thread_block();
-    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
-    const uint64_t warps = (uint64_t)gridDim.x * kWarpsPerBlock;
-    const int m = (int)len;
-    const int used = (m + Layout<T>::kLanes - 1) / Layout<T>::kLanes;
-    for (uint64_t r = (uint64_t)blockIdx.x * kWarpsPerBlock + warp.meta_group_rank(); r < rows;
-         r += warps) {
-        T v = T(0);
-        if (m > 0)
-            v = lane_tree(warp,
-                          rows_used_tree<T, CR_ROWS>(x + r * len, 0, warp.thread_rank(), m, used));
-        if (warp.thread_rank() == 0) write_final(F, len, (double)v, 0.0, 0.0, out + r);
-    }
-}
-
-template <typename T> cudaError_t rows_launch(const cr_gpu_call *c, uint64_t rows, uint64_t len)
-{
-    if (len > Layout<T>::kChunk) return cudaErrorInvalidValue;
-    /* A warp per row, at most a wave of 8 blocks of 8 warps per SM (a forced grid as given). */
-    const int blocks = grid_blocks((rows + kWarpsPerBlock - 1) / kWarpsPerBlock, c->sm_count, 8,
-                                   c->forced_blocks, INT32_MAX);
-    const Final F = {1, (int)c->plan->op, (int)c->plan->dtype, 0, 0, nullptr, nullptr};
-    rows_kernel<T><<<blocks, kThreads, 0, c->stream>>>(static_cast<const T *>(c->x), rows, len, F,
-                                                       static_cast<T *>(c->out));
-    return cudaGetLastError();
-}
-
 } // namespace
 
 extern "C" {
-
-cudaError_t cr_gpu_canonical_rows_launch(const cr_gpu_call *c, uint64_t rows, uint64_t len)
-{
-    return c->plan->dtype == COOPREDUCE_FLOAT64 ? rows_launch<double>(c, rows, len)
-                                                : rows_launch<float>(c, rows, len);
-}
 
 cudaError_t cr_gpu_canonical_grid(const cr_gpu_call *c, cr_gpu_grid *g)
 {

@@ -75,12 +75,28 @@ cudaError_t cr_gpu_scan_launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gp
 cudaError_t cr_gpu_exact_grid(const cr_gpu_call *c, cr_gpu_grid *g); /* exact.cu */
 cudaError_t cr_gpu_exact_launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g);
 
-/* Many contiguous rows (reductions along an axis): rows rows of len elements, row r at
- * x + r * len elements, result r at out + r * the plan's result size, each the 1-D call's bits.
- * canonical.cu: SUM and MEAN of float32 / float64 rows of len <= one chunk (4096 / 2048);
- * scan.cu: every operation of the scan family, any len. */
-cudaError_t cr_gpu_canonical_rows_launch(const cr_gpu_call *c, uint64_t rows, uint64_t len);
+/* Many contiguous rows of the scan family (reductions along an axis), scan.cu: rows rows of len
+ * elements, row r at x + r * len elements, result r at out + r * the plan's result size, each
+ * the 1-D call's bits, any len. */
 cudaError_t cr_gpu_scan_rows_launch(const cr_gpu_call *c, uint64_t rows, uint64_t len);
+
+/* A shaped call for rows.cu (reductions along an axis and over segments of the CANONICAL and
+ * ORDERED families): the device shape, and the workspace for level-1 partials. */
+typedef struct {
+    uint64_t outer, len, inner;   /* AXIS (offsets NULL): rows (inner == 1) or columns */
+    const int64_t *offsets;       /* SEGMENTS: nseg + 1 offsets in device memory */
+    uint64_t nseg, total;         /*   and offsets[nseg] - offsets[0] */
+    int second_level;             /* SEGMENTS: some segment is empty or longer than a chunk */
+    void *partials;               /* three arrays of class_bytes each (one for one leaf class) */
+    size_t class_bytes;
+} cr_gpu_shape_call;
+
+/* rows.cu: every result of the call, each the 1-D call's bits, on c->stream. Rows and columns
+ * of at most C^2 elements (rows.cu's kernels compute two levels of the tree); over segments,
+ * those of at most C^2 elements, the longer ones left for the caller (none written). The
+ * partials need, per leaf class, one accumulation-type value per chunk of the rows longer than
+ * a chunk (columns: of every column; segments: (total / C + nseg) when any is longer). */
+cudaError_t cr_gpu_rows_launch(const cr_gpu_call *c, const cr_gpu_shape_call *s);
 
 /* axis.cu: dst[c * len + e] = src[e * inner + c] for c < w, e < len (elements of elem_size
  * bytes: 2, 4 or 8), enqueued on stream. */

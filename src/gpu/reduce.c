@@ -145,11 +145,7 @@ coopreduce_status cr_gpu_launch_flat(coopreduce_handle *h, const cr_plan *p, con
     return launch(h, f, &c, &grid);
 }
 
-int cr_gpu_rows_served(const cr_plan *p, uint64_t len)
-{
-    if (p->family == CR_FAMILY_SCAN) return 1;
-    return p->family == CR_FAMILY_CANONICAL && len <= cr_chunk_elems(p->acc);
-}
+int cr_gpu_rows_served(const cr_plan *p) { return p->family == CR_FAMILY_SCAN; }
 
 coopreduce_status cr_gpu_launch_rows(coopreduce_handle *h, const cr_plan *p, const void *x,
                                      void *out, uint64_t rows, uint64_t len, void *stream)
@@ -157,12 +153,26 @@ coopreduce_status cr_gpu_launch_rows(coopreduce_handle *h, const cr_plan *p, con
     cr_gpu_call c = call_of(h, p, x, NULL, rows * len, stream);
     c.out = out;
     (void)cudaGetLastError(); /* see launch() */
-    cudaError_t e = p->family == CR_FAMILY_SCAN ? cr_gpu_scan_rows_launch(&c, rows, len)
-                                                : cr_gpu_canonical_rows_launch(&c, rows, len);
+    cudaError_t e = cr_gpu_scan_rows_launch(&c, rows, len);
     if (e == cudaSuccess) return COOPREDUCE_SUCCESS;
     char what[96];
     snprintf(what, sizeof what, "launching %s of %s rows", cr_op_name(p->op),
              cr_dtype(p->dtype)->name);
+    return cr_cuda_fail(h, e, what);
+}
+
+coopreduce_status cr_gpu_launch_shape(coopreduce_handle *h, const cr_plan *p, const void *x,
+                                      const void *y, void *out, const cr_gpu_shape_call *s,
+                                      void *stream)
+{
+    cr_gpu_call c = call_of(h, p, x, y, 0, stream);
+    c.out = out;
+    (void)cudaGetLastError(); /* see launch() */
+    const cudaError_t e = cr_gpu_rows_launch(&c, s);
+    if (e == cudaSuccess) return COOPREDUCE_SUCCESS;
+    char what[96];
+    snprintf(what, sizeof what, "launching %s of %s %s", cr_op_name(p->op),
+             cr_dtype(p->dtype)->name, s->offsets ? "segments" : s->inner > 1 ? "columns" : "rows");
     return cr_cuda_fail(h, e, what);
 }
 

@@ -71,12 +71,17 @@ coopreduce_status cr_gpu_work_free(struct coopreduce_handle *h);
  * memory), pointers already checked and the device current. */
 coopreduce_status cr_gpu_launch_flat(struct coopreduce_handle *h, const cr_plan *p, const void *x,
                                      const void *y, void *out, uint64_t n, void *stream);
-/* Whether a kernel for many rows computes the flat plan's rows of len elements (the scan
- * family, any len; canonical SUM and MEAN, rows of one chunk at most), and its launch: rows
- * contiguous rows at x, results at out (device memory), every result the 1-D call's bits. */
-int cr_gpu_rows_served(const cr_plan *p, uint64_t len);
+/* Whether scan.cu's kernel for many rows computes the flat plan (the scan family, any len), and
+ * its launch: rows contiguous rows at x, results at out (device memory), every result the 1-D
+ * call's bits. */
+int cr_gpu_rows_served(const cr_plan *p);
 coopreduce_status cr_gpu_launch_rows(struct coopreduce_handle *h, const cr_plan *p, const void *x,
                                      void *out, uint64_t rows, uint64_t len, void *stream);
+/* rows.cu's kernels for a shaped call of the CANONICAL or ORDERED family (launch.h), pointers
+ * already checked and the device current. */
+coopreduce_status cr_gpu_launch_shape(struct coopreduce_handle *h, const cr_plan *p, const void *x,
+                                      const void *y, void *out, const cr_gpu_shape_call *s,
+                                      void *stream);
 /* A plan with an axis or segmented shape (axis.c). */
 coopreduce_status cr_gpu_shaped(struct coopreduce_handle *h, const cr_plan *p, const void *x,
                                 const void *y, void *result, void *stream);

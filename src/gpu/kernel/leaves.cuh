@@ -1,0 +1,733 @@
+/* leaves.cuh — level 1 of the canonical order over leaves: one chunk's tree, by one warp.
+ *
+ * The vocabulary of the canonical-order operations (docs/DETERMINISM.md, "Operations"): how an
+ * input type's 16 bytes decode into elements and widen to the accumulation type (F32, F64,
+ * Half), the leaves each operation makes of an element (Leaf, make_leaf), how a chunk's rows and
+ * lanes map onto the threads of a warp (Shape), and the chunk tree built from them, for full,
+ * aligned chunks (full_chunk_rows; stream_chunks, a warp's chunks one after another with the
+ * loads of the next batch in flight) and for ragged or misaligned ones (rows_guarded, rows_used),
+ * then across the warp (chunk_tree, finish_chunk). ordered.cu streams a 1-D array's chunks
+ * through it; rows.cu gives each row, segment or column its own chunks.
+ *
+ * Part of the kernel layer (src/gpu/kernel/): included by .cu files only, after traits.cuh,
+ * load.cuh and tree.cuh. Compiled with --fmad=false (CMakeLists.txt): a product and the
+ * addition that follows are two roundings, as on the CPU. */
+#ifndef COOPREDUCE_KERNEL_LEAVES_CUH
+#define COOPREDUCE_KERNEL_LEAVES_CUH
+
+#include <cooperative_groups.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "gpu/kernel/load.cuh"
+#include "gpu/kernel/traits.cuh"
+#include "gpu/kernel/tree.cuh"
+
+namespace {
+/* kMedium: NORM2's medium-class pass (norm2_kernel): per element its square (the medium leaf,
+ * |x|*|x| == x*x) and, beside the tree, the input type's Ext (the largest |x| and the smallest
+ * nonzero |x| of the chunk), which says whether the chunk has an element of another class.
+ * Not a leaf of the contract by itself. */
+enum class Leaf { kWiden, kSquare, kProduct, kNorm2, kMedium };
+
+/* Input element types (on the kernel layer's Elem): how 16 bytes decode into elements, and how
+ * an element widens.
+ *
+ * Ext: NORM2's medium pass notes, beside the tree of squares, what says whether a chunk has
+ * an element outside the medium class (values.h's class tests): the largest |x| and the
+ * smallest nonzero |x|, kept as the bits of |x| where those order as the values do. For
+ * float32 and the 16-bit types: integer max / min on the bits (sm_90's 3-input and add-min
+ * instructions, two 16-bit halves at once for the 16-bit types); zero excluded from the
+ * minimum by taking bits - 1 with wrap-around. NaN and inf have bits above the big threshold:
+ * their chunks take the three-class path, which applies the rules to them. Float64: the same
+ * on a 32-bit key (below): Hopper has no max / min instruction for doubles. Integer max /
+ * min on the bits take far fewer instructions than float max / min on the values; the time
+ * gained is smaller: these loops are not bound by their instruction count alone
+ * (docs/perf-log). */
+struct Ext {
+    unsigned int mx = 0, mn = 0xffffffffu; /* the largest bits; the smallest of (bits - 1) */
+};
+__device__ __forceinline__ Ext ext_shfl(const cg::thread_block_tile<32> &w, const Ext &e, int d)
+{
+    return {w.shfl_xor(e.mx, d), w.shfl_xor(e.mn, d)};
+}
+
+struct F32 : Elem<COOPREDUCE_FLOAT32> {
+    using Acc = float;
+    static constexpr int kVec = kPerVec; /* elements per 16-byte load: the lanes of a thread */
+    static __device__ __forceinline__ float at(const void *p, uint64_t i)
+    {
+        return __ldg(static_cast<const float *>(p) + i);
+    }
+    static __device__ __forceinline__ void decode(const uint4 &q, float *v)
+    {
+        v[0] = __uint_as_float(q.x);
+        v[1] = __uint_as_float(q.y);
+        v[2] = __uint_as_float(q.z);
+        v[3] = __uint_as_float(q.w);
+    }
+    static __device__ __forceinline__ void ext_fold(Ext &e, const uint4 &q)
+    {
+        const unsigned int a0 = q.x & 0x7fffffffu, a1 = q.y & 0x7fffffffu;
+        const unsigned int a2 = q.z & 0x7fffffffu, a3 = q.w & 0x7fffffffu;
+        e.mx = __vimax3_u32(__vimax3_u32(e.mx, a0, a1), a2, a3);
+        e.mn = __viaddmin_u32(
+            a0, 0xffffffffu,
+            __viaddmin_u32(a1, 0xffffffffu,
+                           __viaddmin_u32(a2, 0xffffffffu, __viaddmin_u32(a3, 0xffffffffu, e.mn))));
+    }
+    static __device__ __forceinline__ Ext ext_add(const Ext &a, const Ext &b)
+    {
+        return {max(a.mx, b.mx), min(a.mn, b.mn)};
+    }
+    static __device__ __forceinline__ bool ext_other(const Ext &e)
+    {
+        return e.mx > CR_NORM2_BIG_BITS_F32 || e.mn < CR_NORM2_SML_BITS_F32 - 1u;
+    }
+};
+struct F64 : Elem<COOPREDUCE_FLOAT64> {
+    using Acc = double;
+    static constexpr int kVec = kPerVec;
+    static __device__ __forceinline__ double at(const void *p, uint64_t i)
+    {
+        return __ldg(static_cast<const double *>(p) + i);
+    }
+    static __device__ __forceinline__ void decode(const uint4 &q, double *v)
+    {
+        v[0] = __hiloint2double((int)q.y, (int)q.x);
+        v[1] = __hiloint2double((int)q.w, (int)q.z);
+    }
+    /* The class tests on a 32-bit key per element: the high word of |x| with its lowest bit
+     * set when the low word is nonzero. TBIG and TSML are powers of two (low words zero), so
+     * |x| < TSML iff key < SML_HI, and |x| > TBIG implies key >= BIG_HI (TBIG itself, and the
+     * values within 2^-20 above it, also test as big: their chunks take the three-class path,
+     * which gives the same bits, only slower). The bit set for a nonzero low word keeps the
+     * tiniest subnormals (high word zero) from passing for zero. */
+    static __device__ __forceinline__ unsigned int key(unsigned int lo, unsigned int hi)
+    {
+        return (hi & 0x7fffffffu) | min(lo, 1u);
+    }
+    static __device__ __forceinline__ void ext_fold(Ext &e, const uint4 &q)
+    {
+        const unsigned int k0 = key(q.x, q.y), k1 = key(q.z, q.w);
+        e.mx = __vimax3_u32(e.mx, k0, k1);
+        e.mn = __viaddmin_u32(k0, 0xffffffffu, __viaddmin_u32(k1, 0xffffffffu, e.mn));
+    }
+    static __device__ __forceinline__ Ext ext_add(const Ext &a, const Ext &b)
+    {
+        return {max(a.mx, b.mx), min(a.mn, b.mn)};
+    }
+    static __device__ __forceinline__ bool ext_other(const Ext &e)
+    {
+        return e.mx >= CR_NORM2_BIG_HI_F64 || e.mn < CR_NORM2_SML_HI_F64 - 1u;
+    }
+};
+template <bool kBrain> struct Half : Elem<kBrain ? COOPREDUCE_BFLOAT16 : COOPREDUCE_FLOAT16> {
+    using Acc = float;
+    static constexpr int kVec = Half::kPerVec;
+    /* Exact either way; float16 through the hardware conversion (cvt.f32.f16), whose result
+     * equals values.h's cr_f16_to_f32 for every number (NaN payloads may differ, and every NaN
+     * result is made the canonical NaN at the end) at a fraction of its integer work, which
+     * makes the float16 sum as fast as bfloat16's (docs/PERF.md). */
+    static __device__ __forceinline__ float widen(unsigned int h)
+    {
+        if constexpr (kBrain)
+            return __uint_as_float(h << 16);
+        else
+            return __half2float(__ushort_as_half((unsigned short)h));
+    }
+    static __device__ __forceinline__ float at(const void *p, uint64_t i)
+    {
+        return widen(__ldg(static_cast<const unsigned short *>(p) + i));
+    }
+    static __device__ __forceinline__ void decode(const uint4 &q, float *v)
+    {
+        const unsigned int w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+        for (int k = 0; k < 4; k++) { /* little-endian: the lower address is the low half */
+            v[2 * k] = widen(w[k] & 0xffffu);
+            v[2 * k + 1] = widen(w[k] >> 16);
+        }
+    }
+    static __device__ __forceinline__ void ext_fold(Ext &e, const uint4 &q)
+    {
+        const unsigned int a0 = q.x & 0x7fff7fffu, a1 = q.y & 0x7fff7fffu;
+        const unsigned int a2 = q.z & 0x7fff7fffu, a3 = q.w & 0x7fff7fffu;
+        e.mx = __vimax3_u16x2(__vimax3_u16x2(e.mx, a0, a1), a2, a3);
+        e.mn = __viaddmin_u16x2(
+            a0, 0xffffffffu,
+            __viaddmin_u16x2(
+                a1, 0xffffffffu,
+                __viaddmin_u16x2(a2, 0xffffffffu, __viaddmin_u16x2(a3, 0xffffffffu, e.mn))));
+    }
+    static __device__ __forceinline__ Ext ext_add(const Ext &a, const Ext &b)
+    {
+        return {__vmaxu2(a.mx, b.mx), __vminu2(a.mn, b.mn)};
+    }
+    static __device__ __forceinline__ bool ext_other(const Ext &e)
+    {
+        constexpr unsigned int big = kBrain ? CR_NORM2_BIG_BITS_BF16 : CR_NORM2_BIG_BITS_F16;
+        constexpr unsigned int sml = kBrain ? CR_NORM2_SML_BITS_BF16 : CR_NORM2_SML_BITS_F16;
+        const unsigned int mx = max(e.mx & 0xffffu, e.mx >> 16),
+                           mn = min(e.mn & 0xffffu, e.mn >> 16);
+        return mx > big ||
+               mn + 1u < sml; /* mn < sml - 1, without a comparison with 0 for float16 */
+    }
+};
+
+/* The trees of one element (and, for DOT, its partner): K leaves of the accumulation type. NORM2's
+ * medium pass (kMedium) has one tree, the squares, and its Ext beside it. */
+template <Leaf LF> constexpr int kLeaves = LF == Leaf::kNorm2 ? 3 : 1;
+
+template <Leaf LF, typename A> __device__ __forceinline__ void make_leaf(A a, A b, A *out)
+{
+    if constexpr (LF == Leaf::kWiden) {
+        out[0] = a;
+    } else if constexpr (LF == Leaf::kSquare || LF == Leaf::kMedium) {
+        out[0] = a * a; /* kMedium: the medium leaf, |x|*|x| == x*x */
+    } else if constexpr (LF == Leaf::kProduct) {
+        out[0] = a * b;
+    } else if constexpr (sizeof(A) == 4) {
+        cr_norm2_leaf_F32(a, &out[0], &out[1], &out[2]);
+    } else {
+        cr_norm2_leaf_F64(a, &out[0], &out[1], &out[2]);
+    }
+}
+
+/* The shape of one chunk for input type In: lanes W, lanes per thread kVec, rows per thread. */
+template <typename In> struct Shape {
+    using Acc = typename In::Acc;
+    static constexpr int kLanes = sizeof(Acc) == 4 ? CR_LANES_F32 : CR_LANES_F64;
+    static constexpr uint64_t kChunk = (uint64_t)CR_ROWS * kLanes;
+    static constexpr int kVec = In::kVec;
+    static constexpr int kThreadsPerRow = kLanes / kVec; /* 32, or 16 for 16-bit input */
+    static constexpr int kHalves = 32 / kThreadsPerRow;  /* 1, or 2 */
+    static constexpr int kRows = CR_ROWS / kHalves;      /* rows per thread: 32 or 16 */
+    static_assert(kThreadsPerRow * kHalves == 32, "a row is one or two loads of the warp");
+};
+
+/* A thread's leaves of one row: kVec lanes, K leaves each. (kMedium's Ext is folded into one
+ * accumulator per chunk as the loads are consumed, BatchTree, not carried through the tree: no
+ * merging of row Exts: fewer instructions and spills, no measurable change in time.) */
+template <typename In, Leaf LF> struct RowVals {
+    typename In::Acc v[In::kVec][kLeaves<LF>];
+};
+
+template <typename In, Leaf LF>
+__device__ __forceinline__ RowVals<In, LF> add(const RowVals<In, LF> &a, const RowVals<In, LF> &b)
+{
+    RowVals<In, LF> r;
+#pragma unroll
+    for (int j = 0; j < In::kVec; j++)
+#pragma unroll
+        for (int k = 0; k < kLeaves<LF>; k++) r.v[j][k] = a.v[j][k] + b.v[j][k];
+    return r;
+}
+
+template <typename In, Leaf LF>
+__device__ __forceinline__ RowVals<In, LF> leaves_of(const uint4 &qx, const uint4 &qy)
+{
+    using Acc = typename In::Acc;
+    Acc a[In::kVec], b[In::kVec];
+    In::decode(qx, a);
+    if constexpr (LF == Leaf::kProduct) In::decode(qy, b);
+    RowVals<In, LF> r;
+#pragma unroll
+    for (int j = 0; j < In::kVec; j++)
+        make_leaf<LF>(a[j], LF == Leaf::kProduct ? b[j] : a[j], r.v[j]);
+    return r;
+}
+
+template <typename In> struct Args {
+    const void *x, *y;
+    uint64_t n;
+};
+
+/* The pairwise tree of the leaves of rows i0 .. i0+R-1 of a batch of loaded rows, built in
+ * tree order so that only the loads and log2(R) nodes are live at once; kMedium folds the rows
+ * into ext too. */
+template <typename In, Leaf LF, int R> struct BatchTree {
+    static __device__ __forceinline__ RowVals<In, LF> run(const uint4 *qx, const uint4 *qy, int i0,
+                                                          Ext &ext)
+    {
+        const RowVals<In, LF> l = BatchTree<In, LF, R / 2>::run(qx, qy, i0, ext);
+        const RowVals<In, LF> r = BatchTree<In, LF, R / 2>::run(qx, qy, i0 + R / 2, ext);
+        return add(l, r);
+    }
+};
+template <typename In, Leaf LF> struct BatchTree<In, LF, 1> {
+    static __device__ __forceinline__ RowVals<In, LF> run(const uint4 *qx, const uint4 *qy, int i0,
+                                                          Ext &ext)
+    {
+        if constexpr (LF == Leaf::kMedium) In::ext_fold(ext, qx[i0]);
+        return leaves_of<In, LF>(qx[i0], qy[i0]);
+    }
+};
+
+/* Rows loaded at once per thread: 16 (16 loads of 16 bytes in flight); 8 where each row is two
+ * loads (DOT) or three leaves (NORM2), so that the batch fits in registers beside its tree. */
+template <Leaf LF>
+constexpr int kBatchRows =
+    LF == Leaf::kWiden || LF == Leaf::kSquare || LF == Leaf::kMedium ? 16 : 8;
+
+/* The tree of kBatchRows rows r0 .. of this thread's half, from full, aligned input: all the
+ * batch's loads issued first, then the pairwise tree. */
+template <typename In, Leaf LF, bool kStream>
+__device__ __forceinline__ RowVals<In, LF> rows_aligned(const Args<In> &A, uint64_t base, int r0,
+                                                        int lane0, Ext &ext)
+{
+    constexpr int R = kBatchRows<LF>;
+    uint4 qx[R], qy[R];
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+        const uint64_t e = base + (uint64_t)(r0 + i) * Shape<In>::kLanes + lane0;
+        qx[i] = load16<kStream>(static_cast<const char *>(A.x) + e * In::kBytes);
+        qy[i] = LF == Leaf::kProduct
+                    ? load16<kStream>(static_cast<const char *>(A.y) + e * In::kBytes)
+                    : qx[i];
+    }
+    return BatchTree<In, LF, R>::run(qx, qy, 0, ext);
+}
+
+/* The same for a chunk of m valid elements, by element loads: misaligned input or the ragged
+ * chunk. Lanes at or past m are -0.0 leaves. Out of line, so the hot loop keeps its registers. */
+template <typename In, Leaf LF>
+__device__ __noinline__ RowVals<In, LF> rows_guarded(const Args<In> &A, uint64_t base, int half,
+                                                     int lane0, int m)
+{
+    using S = Shape<In>;
+    using Acc = typename In::Acc;
+    static_assert(LF != Leaf::kMedium,
+                  "kMedium is for full, aligned chunks (BatchTree folds its Ext)");
+    RowVals<In, LF> t[S::kRows];
+#pragma unroll 1
+    for (int i = 0; i < S::kRows; i++) {
+        const int first = (half * S::kRows + i) * S::kLanes + lane0;
+#pragma unroll
+        for (int j = 0; j < In::kVec; j++) {
+            if (first + j < m) {
+                const Acc a = In::at(A.x, base + first + j);
+                const Acc b = LF == Leaf::kProduct ? In::at(A.y, base + first + j) : a;
+                make_leaf<LF>(a, b, t[i].v[j]);
+            } else {
+#pragma unroll
+                for (int k = 0; k < kLeaves<LF>; k++) t[i].v[j][k] = Acc(-0.0);
+            }
+        }
+    }
+#pragma unroll
+    for (int w = 1; w < S::kRows; w *= 2)
+#pragma unroll
+        for (int i = 0; i < S::kRows; i += 2 * w) t[i] = add(t[i], t[i + w]);
+    return t[0];
+}
+
+/* The chunk tree above the rows of one leaf, from this thread's kVec lane values (its row
+ * tree): the top row level across the two halves (16-bit input), the lane levels inside the
+ * thread, then across threads. Every thread returns it. Constant loop bounds keep v[] in
+ * registers (bounds that depend on the leaf index put it in local memory). */
+template <typename In>
+__device__ __forceinline__ typename In::Acc chunk_tree(const cg::thread_block_tile<32> &warp,
+                                                       typename In::Acc (&v)[In::kVec])
+{
+    using S = Shape<In>;
+#pragma unroll
+    for (int j = 0; j < In::kVec; j++)
+        if constexpr (S::kHalves == 2) v[j] = v[j] + warp.shfl_xor(v[j], 16);
+#pragma unroll
+    for (int w = 1; w < In::kVec; w *= 2)
+#pragma unroll
+        for (int j = 0; j < In::kVec; j += 2 * w) v[j] = v[j] + v[j + w];
+#pragma unroll
+    for (int d = 1; d < S::kThreadsPerRow; d *= 2) v[0] = v[0] + warp.shfl_xor(v[0], d);
+    return v[0];
+}
+
+/* The values finish_chunk gives for a chunk: the K trees' values; kMedium: the tree of squares and
+ * a flag, nonzero when the chunk has an element outside the medium class (uniform across the
+ * warp). */
+template <Leaf LF> constexpr int kOut = LF == Leaf::kMedium ? 2 : kLeaves<LF>;
+
+/* The chunk's values from this thread's row tree and, for kMedium, its Ext (every thread
+ * returns them). */
+template <typename In, Leaf LF>
+__device__ __forceinline__ void finish_chunk(const cg::thread_block_tile<32> &warp,
+                                             const RowVals<In, LF> &s, const Ext &ext,
+                                             typename In::Acc *out)
+{
+#pragma unroll
+    for (int k = 0; k < kLeaves<LF>; k++) {
+        typename In::Acc v[In::kVec];
+#pragma unroll
+        for (int j = 0; j < In::kVec; j++) v[j] = s.v[j][k];
+        out[k] = chunk_tree<In>(warp, v);
+    }
+    if constexpr (LF == Leaf::kMedium) { /* max and min: any order gives the same */
+        Ext e = ext;
+#pragma unroll
+        for (int d = 1; d < 32; d *= 2) e = In::ext_add(e, ext_shfl(warp, e, d));
+        out[1] = In::ext_other(e) ? 1 : 0;
+    }
+}
+
+/* The row trees of this thread over a full, aligned chunk: its rows in 1, 2 or 4 batches,
+ * combined as the row tree: b0, b0 + b1, or (b0 + b1) + (b2 + b3). */
+template <typename In, Leaf LF, bool kStream>
+__device__ __forceinline__ RowVals<In, LF> full_chunk_rows(const Args<In> &A, uint64_t base,
+                                                           int half, int lane0, Ext &ext)
+{
+    using S = Shape<In>;
+    constexpr int R = kBatchRows<LF>, kBatches = S::kRows / R;
+    static_assert(kBatches == 1 || kBatches == 2 || kBatches == 4, "1, 2 or 4 batches");
+    const int r0 = half * S::kRows;
+    RowVals<In, LF> s = rows_aligned<In, LF, kStream>(A, base, r0, lane0, ext);
+    if constexpr (kBatches >= 2)
+        s = add(s, rows_aligned<In, LF, kStream>(A, base, r0 + R, lane0, ext));
+    if constexpr (kBatches == 4) {
+        const RowVals<In, LF> s2 = rows_aligned<In, LF, kStream>(A, base, r0 + 2 * R, lane0, ext);
+        s = add(s, add(s2, rows_aligned<In, LF, kStream>(A, base, r0 + 3 * R, lane0, ext)));
+    }
+    return s;
+}
+
+/* The streamed path of the one-launch kernel: a warp's full, aligned chunks one after the
+ * other, as batches of rows double-buffered in registers (as canonical.cu's stream_chunk), so
+ * that loads stay in flight while a batch's tree, the lane tree and the shuffles run, also
+ * across chunks. A batch is 8 16-byte loads per thread (4 rows of two loads for DOT): two
+ * batches are 64 registers. The batch trees combine pairwise — the same perfect row tree as
+ * full_chunk_rows, whatever the batch size. */
+template <Leaf LF> constexpr int kStreamRows = LF == Leaf::kProduct ? 4 : 8;
+/* DOT of float32 and float64 stays on the one-chunk-at-a-time path: its eight batches of two
+ * arrays spill, and that path runs at the read ceiling already (docs/PERF.md). */
+template <typename In, Leaf LF>
+constexpr bool kStreamed = !(LF == Leaf::kProduct && In::kBytes >= 4);
+
+template <Leaf LF> struct RowLoads {
+    uint4 x[kStreamRows<LF>];
+    uint4 y[LF == Leaf::kProduct ? kStreamRows<LF> : 1];
+};
+
+/* Issues the loads of rows r0 .. r0 + kStreamRows - 1 of the chunk at element `base`. */
+template <typename In, Leaf LF, bool kStream>
+__device__ __forceinline__ void load_rows(RowLoads<LF> &b, const Args<In> &A, uint64_t base, int r0,
+                                          int lane0)
+{
+#pragma unroll
+    for (int i = 0; i < kStreamRows<LF>; i++) {
+        const uint64_t e = base + (uint64_t)(r0 + i) * Shape<In>::kLanes + lane0;
+        b.x[i] = load16<kStream>(static_cast<const char *>(A.x) + e * In::kBytes);
+        if constexpr (LF == Leaf::kProduct)
+            b.y[i] = load16<kStream>(static_cast<const char *>(A.y) + e * In::kBytes);
+    }
+}
+
+/* Where the loads after the last batch of a chunk go: the next chunk's first batch, if any. */
+struct Next {
+    uint64_t base;
+    bool has;
+};
+
+/* The tree of batches K0 .. K0 + CNT - 1 of this thread's rows of the chunk at `base` (rows r0
+ * + R*k ..). Batch k sits in buf[k & 1]; the step of batch k first issues the loads of batch
+ * k + 1 (or of the next chunk's batch 0) into the other buffer, then computes batch k's tree. */
+template <typename In, Leaf LF, bool kStream, int K0, int CNT> struct BatchStream {
+    static __device__ __forceinline__ RowVals<In, LF> run(RowLoads<LF> (&buf)[2], const Args<In> &A,
+                                                          uint64_t base, int r0, int lane0,
+                                                          const Next &nx, Ext &ext)
+    {
+        const RowVals<In, LF> l =
+            BatchStream<In, LF, kStream, K0, CNT / 2>::run(buf, A, base, r0, lane0, nx, ext);
+        const RowVals<In, LF> r = BatchStream<In, LF, kStream, K0 + CNT / 2, CNT / 2>::run(
+            buf, A, base, r0, lane0, nx, ext);
+        return add(l, r);
+    }
+};
+template <typename In, Leaf LF, bool kStream, int K0> struct BatchStream<In, LF, kStream, K0, 1> {
+    static __device__ __forceinline__ RowVals<In, LF> run(RowLoads<LF> (&buf)[2], const Args<In> &A,
+                                                          uint64_t base, int r0, int lane0,
+                                                          const Next &nx, Ext &ext)
+    {
+        constexpr int R = kStreamRows<LF>, NB = Shape<In>::kRows / R;
+        static_assert(NB % 2 == 0,
+                      "an even number of batches: the next chunk's first lands in buf[0]");
+        if constexpr (K0 + 1 < NB)
+            load_rows<In, LF, kStream>(buf[(K0 + 1) & 1], A, base, r0 + (K0 + 1) * R, lane0);
+        else if (nx.has)
+            load_rows<In, LF, kStream>(buf[0], A, nx.base, r0, lane0);
+        const RowLoads<LF> &b = buf[K0 & 1];
+        return BatchTree<In, LF, R>::run(b.x, LF == Leaf::kProduct ? b.y : b.x, 0, ext);
+    }
+};
+
+/* The warp's full, aligned chunks c0, c0 + stride, ... below c1; emit(c, v) receives each
+ * chunk's values (in every thread). */
+template <typename In, Leaf LF, bool kStream, typename Emit>
+__device__ __forceinline__ void stream_chunks(const cg::thread_block_tile<32> &warp,
+                                              const Args<In> &A, uint64_t c0, uint64_t c1,
+                                              uint64_t stride, Emit emit)
+{
+    using S = Shape<In>;
+    constexpr int NB = S::kRows / kStreamRows<LF>;
+    const int t = warp.thread_rank(), half = t / S::kThreadsPerRow;
+    const int lane0 = (t % S::kThreadsPerRow) * In::kVec, r0 = half * S::kRows;
+    RowLoads<LF> buf[2];
+    load_rows<In, LF, kStream>(buf[0], A, c0 * S::kChunk, r0, lane0);
+    for (uint64_t c = c0; c < c1; c += stride) {
+        const Next nx = {(c + stride) * S::kChunk, c + stride < c1};
+        Ext ext;
+        const RowVals<In, LF> rows =
+            BatchStream<In, LF, kStream, 0, NB>::run(buf, A, c * S::kChunk, r0, lane0, nx, ext);
+        typename In::Acc v[kOut<LF>];
+        finish_chunk<In, LF>(warp, rows, ext, v);
+        emit(c, v);
+    }
+}
+
+/* NORM2's three classes of chunk c by element loads (from L2, the medium pass having just read
+ * the chunk): for a chunk with an element outside the medium class, and the ragged chunk. */
+template <typename In>
+__device__ __noinline__ void norm2_all_classes(const cg::thread_block_tile<32> &warp,
+                                               const Args<In> &A, uint64_t c,
+                                               typename In::Acc (&v)[3])
+{
+    using S = Shape<In>;
+    const int t = warp.thread_rank(), half = t / S::kThreadsPerRow;
+    const int lane0 = (t % S::kThreadsPerRow) * In::kVec;
+    const uint64_t base = c * S::kChunk, rest = A.n - base;
+    finish_chunk<In, Leaf::kNorm2>(
+        warp,
+        rows_guarded<In, Leaf::kNorm2>(A, base, half, lane0,
+                                       rest < S::kChunk ? (int)rest : (int)S::kChunk),
+        Ext(), v);
+}
+
+/* The leaves of this thread's kVec lanes of the chunk element `first` on (of m valid), by element
+ * loads; lanes at or past m are -0.0 leaves, and load nothing. */
+template <typename In, Leaf LF>
+__device__ __forceinline__ RowVals<In, LF> lanes_guarded(const Args<In> &A, uint64_t base,
+                                                         int first, int m)
+{
+    using Acc = typename In::Acc;
+    RowVals<In, LF> r;
+#pragma unroll
+    for (int j = 0; j < In::kVec; j++) {
+        if (first + j < m) {
+            const Acc a = In::at(A.x, base + first + j);
+            const Acc b = LF == Leaf::kProduct ? In::at(A.y, base + first + j) : a;
+            make_leaf<LF>(a, b, r.v[j]);
+        } else {
+#pragma unroll
+            for (int k = 0; k < kLeaves<LF>; k++) r.v[j][k] = Acc(-0.0);
+        }
+    }
+    return r;
+}
+
+/* Rows per batch of rows_used: 8, fewer where a row's leaves take many registers (NORM2's three
+ * classes), so that a batch's leaves fit beside its loads. A power of two. */
+template <typename In, Leaf LF>
+constexpr int kUsedRows = In::kVec * kLeaves<LF> <= 8 ? 8 : In::kVec * kLeaves<LF> <= 16 ? 4 : 2;
+
+/* How rows_used reads a thread's lane group: kLoadScalar, element loads (any alignment);
+ * kLoadVector, one 16-byte load (the chunk starts on a 16-byte boundary); kLoadShifted, the two
+ * aligned 16-byte loads around the group, shifted into place (the chunk starts anywhere, but
+ * the array it lies in starts on a 16-byte boundary, so that the bytes before the group down to
+ * a boundary are the array's). */
+enum { kLoadScalar = 0, kLoadVector = 1, kLoadShifted = 2 };
+
+/* The 16 bytes at byte offset d (a multiple of the element size, below 16) of the 32 in q0, q1. */
+__device__ __forceinline__ uint4 shift16(const uint4 &q0, const uint4 &q1, unsigned int d)
+{
+    const unsigned int w[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+    const unsigned int k = d >> 2, sh = 8 * (d & 3);
+    unsigned int u[5];
+#pragma unroll
+    for (int i = 0; i < 5; i++)
+        u[i] = k == 0 ? w[i] : k == 1 ? w[i + 1] : k == 2 ? w[i + 2] : w[i + 3];
+    return make_uint4(__funnelshift_r(u[0], u[1], sh), __funnelshift_r(u[1], u[2], sh),
+                      __funnelshift_r(u[2], u[3], sh), __funnelshift_r(u[3], u[4], sh));
+}
+
+/* The tree of R rows r0 .. r0+R-1 of a chunk of m valid elements (A.n in the whole row): all the
+ * rows' loads first, then the pairwise tree. A lane group wholly below m is one 16-byte load
+ * (kLoadVector) or two (kLoadShifted, if both lie within the row); other groups, and every group
+ * of kLoadScalar, element loads. Lanes at or past m are -0.0 leaves and load nothing. */
+template <typename In, Leaf LF, int kLoad, int R>
+__device__ __forceinline__ RowVals<In, LF> batch_used(const Args<In> &A, uint64_t base, int r0,
+                                                      int lane0, int m)
+{
+    using S = Shape<In>;
+    RowVals<In, LF> t[R];
+    if constexpr (kLoad == kLoadScalar) {
+#pragma unroll
+        for (int i = 0; i < R; i++)
+            t[i] = lanes_guarded<In, LF>(A, base, (r0 + i) * S::kLanes + lane0, m);
+    } else {
+        constexpr int N = kLoad == kLoadShifted ? 2 : 1, NY = LF == Leaf::kProduct ? N : 0;
+        uint4 qx[R][N], qy[R][NY ? NY : 1];
+        bool ok[R];
+        const char *xe = static_cast<const char *>(A.x) + A.n * In::kBytes;
+        const char *ye = static_cast<const char *>(A.y) + A.n * In::kBytes;
+#pragma unroll
+        for (int i = 0; i < R; i++) {
+            const int first = (r0 + i) * S::kLanes + lane0;
+            const uint64_t off = (base + (uint64_t)first) * In::kBytes;
+            const char *px = static_cast<const char *>(A.x) + off;
+            const char *py = static_cast<const char *>(A.y) + off;
+            const char *ax = reinterpret_cast<const char *>((uintptr_t)px & ~(uintptr_t)15);
+            const char *ay = reinterpret_cast<const char *>((uintptr_t)py & ~(uintptr_t)15);
+            ok[i] = first + In::kVec <= m;
+            if constexpr (kLoad == kLoadShifted) {
+                ok[i] = ok[i] && ax + 32 <= xe;
+                if constexpr (LF == Leaf::kProduct) ok[i] = ok[i] && ay + 32 <= ye;
+            }
+#pragma unroll
+            for (int k = 0; k < N; k++) {
+                qx[i][k] = make_uint4(0, 0, 0, 0);
+                if constexpr (NY) qy[i][k] = qx[i][k];
+            }
+            if (ok[i]) {
+#pragma unroll
+                for (int k = 0; k < N; k++) {
+                    qx[i][k] = __ldg(reinterpret_cast<const uint4 *>(ax + 16 * k));
+                    if constexpr (NY) qy[i][k] = __ldg(reinterpret_cast<const uint4 *>(ay + 16 * k));
+                }
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < R; i++) {
+            const int first = (r0 + i) * S::kLanes + lane0;
+            if (ok[i]) {
+                uint4 x = qx[i][0], y = x;
+                if constexpr (kLoad == kLoadShifted) {
+                    const uint64_t off = (base + (uint64_t)first) * In::kBytes;
+                    x = shift16(qx[i][0], qx[i][1],
+                                (unsigned int)(((uintptr_t)A.x + off) & 15));
+                    if constexpr (NY)
+                        y = shift16(qy[i][0], qy[i][1],
+                                    (unsigned int)(((uintptr_t)A.y + off) & 15));
+                } else if constexpr (NY) {
+                    y = qy[i][0];
+                }
+                t[i] = leaves_of<In, LF>(x, y);
+            } else {
+                t[i] = lanes_guarded<In, LF>(A, base, first, m);
+            }
+        }
+    }
+#pragma unroll
+    for (int w = 1; w < R; w *= 2)
+#pragma unroll
+        for (int i = 0; i < R; i += 2 * w) t[i] = add(t[i], t[i + w]);
+    return t[0];
+}
+
+/* The row tree over rows r0 .. r0+ROWS-1 of a chunk of m < C valid elements (a ragged chunk, a
+ * short row, or misaligned input), `used` rows holding data: a subtree wholly past the last of
+ * them is all padding, -0.0, the identity, and is left out (the same bits, no loads; uniform
+ * across the half-warp). */
+template <typename In, Leaf LF, int kLoad, int ROWS>
+__device__ __forceinline__ RowVals<In, LF> rows_used_from(const Args<In> &A, uint64_t base, int r0,
+                                                          int lane0, int m, int used)
+{
+    constexpr int R = kUsedRows<In, LF>;
+    if constexpr (ROWS <= R) {
+        return batch_used<In, LF, kLoad, ROWS>(A, base, r0, lane0, m);
+    } else {
+        RowVals<In, LF> s = rows_used_from<In, LF, kLoad, ROWS / 2>(A, base, r0, lane0, m, used);
+        if (r0 + ROWS / 2 < used)
+            s = add(s, rows_used_from<In, LF, kLoad, ROWS / 2>(A, base, r0 + ROWS / 2, lane0, m,
+                                                                used));
+        return s;
+    }
+}
+
+/* This thread's row tree over a chunk of m valid elements. */
+template <typename In, Leaf LF, int kLoad>
+__device__ __forceinline__ RowVals<In, LF> rows_used(const Args<In> &A, uint64_t base, int half,
+                                                     int lane0, int m)
+{
+    using S = Shape<In>;
+    const int used = (m + S::kLanes - 1) / S::kLanes;
+    return rows_used_from<In, LF, kLoad, S::kRows>(A, base, half * S::kRows, lane0, m, used);
+}
+
+/* chunk_values' chunks of m < C elements, or misaligned ones: out of line, so that the kernels
+ * that stream full chunks keep their registers for those. `load`: how (kLoadScalar, ...). */
+template <typename In, Leaf LF>
+__device__ __noinline__ void chunk_used(const cg::thread_block_tile<32> &warp, const Args<In> &A,
+                                        uint64_t base, int m, int load,
+                                        typename In::Acc (&v)[kLeaves<LF>])
+{
+    using S = Shape<In>;
+    const int t = warp.thread_rank(), half = t / S::kThreadsPerRow;
+    const int lane0 = (t % S::kThreadsPerRow) * In::kVec;
+    if (load == kLoadVector)
+        finish_chunk<In, LF>(warp, rows_used<In, LF, kLoadVector>(A, base, half, lane0, m), Ext(),
+                             v);
+    else if (load == kLoadShifted)
+        finish_chunk<In, LF>(warp, rows_used<In, LF, kLoadShifted>(A, base, half, lane0, m), Ext(),
+                             v);
+    else
+        finish_chunk<In, LF>(warp, rows_used<In, LF, kLoadScalar>(A, base, half, lane0, m), Ext(),
+                             v);
+}
+
+/* Level 1 off the stream: chunk c of the input (misaligned, ragged, or the only chunk) to its
+ * K partials. NORM2 tries the medium pass first on a full, aligned chunk, as norm2_kernel does,
+ * and falls back to the three classes by element loads. `aligned`: the input (both inputs of
+ * DOT) starts on a 16-byte boundary; `shift_ok`: the arrays the chunk lies in do (misaligned
+ * chunks may take shifted 16-byte loads). The other chunks: kUsed (rows.cu, where short rows and
+ * ragged chunks are most of the work) by chunk_used's batched loads; otherwise (the 1-D
+ * kernels, which meet one such chunk per call, or only misaligned ones) by rows_guarded's
+ * compact loop, which keeps the streaming kernels' registers as they are. */
+template <typename In, Leaf LF, bool kStream, bool kUsed = false>
+__device__ __forceinline__ void chunk_values(const cg::thread_block_tile<32> &warp,
+                                             const Args<In> &A, uint64_t c, bool aligned,
+                                             typename In::Acc (&v)[kLeaves<LF>],
+                                             bool shift_ok = false)
+{
+    using S = Shape<In>;
+    using Acc = typename In::Acc;
+    const int t = warp.thread_rank(), half = t / S::kThreadsPerRow;
+    const int lane0 = (t % S::kThreadsPerRow) * In::kVec;
+    const uint64_t base = c * S::kChunk;
+    const bool full = aligned && base + S::kChunk <= A.n;
+    bool done = false;
+    if constexpr (LF == Leaf::kNorm2) {
+        if (full) {
+            Acc m[kOut<Leaf::kMedium>];
+            Ext ext;
+            const RowVals<In, Leaf::kMedium> rows =
+                full_chunk_rows<In, Leaf::kMedium, kStream>(A, base, half, lane0, ext);
+            finish_chunk<In, Leaf::kMedium>(warp, rows, ext, m);
+            if (m[1] == 0) { /* uniform across the warp */
+                v[0] = v[2] = (Acc)0;
+                v[1] = m[0];
+                done = true;
+            }
+        }
+        if (done) return;
+        if (full || !kUsed) {
+            norm2_all_classes(warp, A, c, v);
+            return;
+        }
+    } else if (full) {
+        Ext ext; /* unused: one class */
+        finish_chunk<In, LF>(warp, full_chunk_rows<In, LF, kStream>(A, base, half, lane0, ext), ext,
+                             v);
+        return;
+    }
+    const uint64_t rest = A.n - base;
+    const int m = rest < S::kChunk ? (int)rest : (int)S::kChunk;
+    if constexpr (kUsed)
+        chunk_used<In, LF>(warp, A, base, m,
+                           aligned ? kLoadVector : shift_ok ? kLoadShifted : kLoadScalar, v);
+    else if constexpr (LF != Leaf::kNorm2)
+        finish_chunk<In, LF>(warp, rows_guarded<In, LF>(A, base, half, lane0, m), Ext(), v);
+}
+
+} // namespace
+
+#endif

@@ -1,0 +1,661 @@
+/* rows.cu — the canonical-order operations (float32 / float64 SUM and MEAN; SUM and MEAN of
+ * 16-bit input, SUMSQ, DOT, NORM2 of every float type) along an axis and over segments.
+ *
+ * Every result is the 1-D call's bits on its own values (docs/DETERMINISM.md, "Axis and
+ * segments"): the chunk tree of the row's chunks, then, for a row of more than one chunk, the
+ * canonical tree of its level-1 partials, then the operation's final rule (tree.cuh's
+ * write_final). These kernels decide only who computes which chunk of which row:
+ *
+ *  - narrow_kernel: rows of at most one chunk row (W lanes: 128 float32 / 16-bit, 64 float64).
+ *    Such a row's chunk tree is its lane tree (every other row of the chunk is padding), so
+ *    G = 1 .. 32 threads take a row, kVec lanes each (one 16-byte load), 32 / G rows per warp:
+ *    a warp's load covers whole rows back to back (rows of 16 float32: 8 rows, 512 bytes).
+ *  - few_kernel, short_kernel: rows of one chunk that is not full: a warp per row, the row tree
+ *    over the rows of the chunk holding data; few_kernel, for aligned rows of up to 8 chunk
+ *    rows, several rows per step with all their loads in flight.
+ *  - stream_kernel: rows of whole chunks (the RMSNorm shapes), aligned: the rows' chunks are the
+ *    flat array's, streamed per block as by the 1-D kernels, each chunk's value to its row.
+ *  - chunks_kernel: the other rows of several chunks, and segments. One warp per chunk of a row (leaves.cuh's
+ *    chunk_values, the 1-D kernels' level 1 on the row's own pointer: full aligned chunks by
+ *    16-byte loads, the row's ragged chunk and misaligned rows by element loads that stop at
+ *    the last row of the chunk holding data). A row of one chunk gets its result here; the
+ *    chunks of longer rows store their partials for partials_kernel. The chunks of all rows are
+ *    one grid of jobs ("slots"): row r's chunk j is slot r * cpr + j; segment s's chunk j is
+ *    slot (offsets[s] - offsets[0]) / C + s + j, which never meets another segment's slots
+ *    (below), so no prefix sum over the segments is needed, only a search for the segment of a
+ *    slot.
+ *  - partials_kernel: a warp per row or segment with more than one chunk, the chunk tree of its
+ *    partials (at most C: longer rows take the generic path), and the final rule; over
+ *    segments, also the empty ones (the final rule on the sum of nothing).
+ *  - columns_kernel: strided rows (an axis with inner > 1). A thread per column (32 adjacent
+ *    columns per warp: each load of the warp is one run of 32 elements) computes the chunk tree
+ *    of one chunk of its column serially, lane by lane: the 32 rows of a lane as one unrolled
+ *    pairwise tree (two lanes, 64 loads, in flight), the lane sums into a stack that merges
+ *    them as the perfect lane tree. (Walking a few adjacent lanes 4 rows at a time instead, so
+ *    that each step reads short runs of the column, measured slower: docs/perf-log.) A warp per (outer index, chunk, 32 columns); columns of more than one
+ *    chunk store partials as an (outer, chunks, inner) array that the same kernel then reduces
+ *    with identity leaves, as columns of their own.
+ *
+ * None of these choices changes a bit: the tree is fixed by each row's length alone. */
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "gpu/kernel/grid.cuh"   /* grid_blocks */
+#include "gpu/kernel/traits.cuh" /* Elem, Layout */
+#include "gpu/kernel/tree.cuh"   /* Final, write_final */
+#include "gpu/kernel/leaves.cuh" /* input types, leaves, chunk_values */
+#include "gpu/launch.h"
+
+namespace {
+
+/* The identity leaves of the levels above level 1: the accumulation type as an input type. */
+template <typename Acc> struct AccIn;
+template <> struct AccIn<float> {
+    using T = F32;
+};
+template <> struct AccIn<double> {
+    using T = F64;
+};
+
+/* A result: the final rule of tree.cuh (write_final), except for the plain float32 / float64
+ * SUM, whose rule is the value itself with NaN made canonical (the same bits, without the out-of-
+ * line call: rows of a few elements make it a large share of the work). */
+template <typename Acc, int K>
+__device__ __forceinline__ void put_result(const Final &F, uint64_t n, const Acc (&v)[K], char *out)
+{
+    if constexpr (K == 1) {
+        if (F.op == COOPREDUCE_OP_SUM &&
+            F.dtype == (sizeof(Acc) == 4 ? COOPREDUCE_FLOAT32 : COOPREDUCE_FLOAT64)) {
+            *reinterpret_cast<Acc *>(out) = v[0] != v[0] ? Layout<Acc>::nan() : v[0];
+            return;
+        }
+        write_final(F, n, (double)v[0], 0.0, 0.0, out);
+    } else {
+        write_final(F, n, (double)v[0], (double)v[1], (double)v[2], out);
+    }
+}
+
+/* One call's rows, as the kernels read them. */
+struct Rows {
+    const char *x, *y;        /* the input (y: DOT's second operand) */
+    uint64_t rows;            /* rows (outer) or segments */
+    uint64_t len, cpr;        /* rows: the length, and its chunks (C-element) */
+    const int64_t *offsets;   /* segments: nseg + 1 offsets in device memory; else NULL */
+    uint64_t longest;         /* segments longer than this are left to the host (C^2) */
+    uint64_t slots;           /* level-1 jobs */
+    void *part[3];            /* level-1 partials, one per slot, per leaf class */
+    char *out;                /* result r at out + r * rsize */
+    size_t rsize;
+    int aligned;              /* x (and y) 16-byte aligned */
+    Final F;
+};
+
+/* The first slot of segment s: its chunks take slots base(s) .. base(s) + ceil(n_s / C) - 1,
+ * and base(s) + ceil(n_s / C) <= base(s + 1): with a = offsets[s] - offsets[0] and
+ * b = offsets[s + 1] - offsets[0], floor(a / C) + ceil((b - a) / C) <= floor(b / C) + 1.
+ * base is strictly increasing in s. */
+template <uint64_t C>
+__device__ __forceinline__ uint64_t seg_base(const int64_t *off, uint64_t s)
+{
+    return (uint64_t)(__ldg(off + s) - __ldg(off)) / C + s;
+}
+
+/* The segment whose slots hold slot g (the last s with base(s) <= g), by the warp: each round
+ * the 32 threads probe 32 evenly spaced segments, which narrows the range 32-fold. */
+template <uint64_t C>
+__device__ __forceinline__ uint64_t find_segment(const cg::thread_block_tile<32> &warp,
+                                                 const int64_t *off, uint64_t nseg, uint64_t g)
+{
+    uint64_t lo = 0, hi = nseg; /* base(lo) <= g < base(hi) */
+    while (hi - lo > 1) {
+        const uint64_t step = (hi - lo + 31) / 32, p = lo + warp.thread_rank() * step;
+        const unsigned int b = warp.ballot(p < hi && seg_base<C>(off, p) <= g); /* bit 0 set */
+        lo += (uint64_t)(31 - __clz((int)b)) * step;
+        hi = lo + step < hi ? lo + step : hi;
+    }
+    return lo;
+}
+
+/* Level 1: a warp per slot. */
+template <typename In, Leaf LF, bool kSeg>
+__global__ void __launch_bounds__(kThreads) chunks_kernel(const __grid_constant__ Rows R)
+{
+    using S = Shape<In>;
+    using Acc = typename In::Acc;
+    constexpr int K = kLeaves<LF>;
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    const uint64_t warps = (uint64_t)gridDim.x * kWarpsPerBlock;
+    for (uint64_t g = (uint64_t)blockIdx.x * kWarpsPerBlock + warp.meta_group_rank(); g < R.slots;
+         g += warps) {
+        uint64_t r, j, start, n;
+        if constexpr (kSeg) {
+            r = find_segment<S::kChunk>(warp, R.offsets, R.rows, g);
+            start = (uint64_t)__ldg(R.offsets + r);
+            n = (uint64_t)__ldg(R.offsets + r + 1) - start;
+            j = g - seg_base<S::kChunk>(R.offsets, r);
+            if (j * S::kChunk >= n || n > R.longest) continue; /* a gap, or the host's */
+        } else {
+            r = g / R.cpr;
+            j = g - r * R.cpr;
+            start = r * R.len;
+            n = R.len;
+        }
+        const Args<In> A = {R.x + start * In::kBytes, R.y ? R.y + start * In::kBytes : nullptr, n};
+        const bool aligned = R.aligned && (start * In::kBytes) % 16 == 0;
+        Acc v[K];
+        chunk_values<In, LF, false, true>(warp, A, j, aligned, v, R.aligned != 0);
+        if (warp.thread_rank() != 0) continue;
+        if (n <= S::kChunk) {
+            put_result(R.F, n, v, R.out + r * R.rsize);
+        } else {
+#pragma unroll
+            for (int k = 0; k < K; k++) static_cast<Acc *>(R.part[k])[g] = v[k];
+        }
+    }
+}
+
+/* Levels 2 and up (a row of at most C partials is one chunk of them), then the final rule. */
+template <typename Acc, int K, bool kSeg>
+__global__ void __launch_bounds__(kThreads) partials_kernel(const __grid_constant__ Rows R)
+{
+    using In = typename AccIn<Acc>::T;
+    using S = Shape<In>;
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    const uint64_t warps = (uint64_t)gridDim.x * kWarpsPerBlock;
+    for (uint64_t r = (uint64_t)blockIdx.x * kWarpsPerBlock + warp.meta_group_rank(); r < R.rows;
+         r += warps) {
+        uint64_t n, first;
+        if constexpr (kSeg) {
+            const uint64_t s0 = (uint64_t)__ldg(R.offsets + r);
+            n = (uint64_t)__ldg(R.offsets + r + 1) - s0;
+            first = seg_base<S::kChunk>(R.offsets, r);
+            if ((n > 0 && n <= S::kChunk) || n > R.longest) continue; /* level 1's, the host's */
+        } else {
+            n = R.len;
+            first = r * R.cpr;
+        }
+        const uint64_t parts = (n + S::kChunk - 1) / S::kChunk;
+        Acc a[3] = {Acc(0), Acc(0), Acc(0)};
+        if (parts > 0) {
+#pragma unroll
+            for (int k = 0; k < K; k++) {
+                const Args<In> A = {static_cast<const char *>(R.part[k]) + first * sizeof(Acc),
+                                    nullptr, parts};
+                Acc v[1];
+                chunk_values<In, Leaf::kWiden, false, true>(warp, A, 0, (first * sizeof(Acc)) % 16 == 0,
+                                                      v);
+                a[k] = v[0];
+            }
+        }
+        if (warp.thread_rank() == 0)
+            write_final(R.F, n, (double)a[0], (double)a[1], (double)a[2], R.out + r * R.rsize);
+    }
+}
+
+/* Rows of len <= W: G = 2^gl threads per row, 32 / G rows per warp at a time, kGroups such
+ * groups of rows per step with all their loads issued first. */
+constexpr int kGroups = 8;
+
+template <typename In, Leaf LF>
+__global__ void __launch_bounds__(kThreads) narrow_kernel(const __grid_constant__ Rows R, int gl)
+{
+    using Acc = typename In::Acc;
+    constexpr int K = kLeaves<LF>;
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    const int t = warp.thread_rank(), G = 1 << gl, per_warp = 32 >> gl;
+    const int lane0 = (t & (G - 1)) * In::kVec, m = (int)R.len;
+    const uint64_t warps = (uint64_t)gridDim.x * kWarpsPerBlock;
+    const bool vec = R.aligned && (R.len * In::kBytes) % 16 == 0 && lane0 + In::kVec <= m;
+    for (uint64_t w = ((uint64_t)blockIdx.x * kWarpsPerBlock + warp.meta_group_rank()) * kGroups;
+         w * per_warp < R.rows; w += warps * kGroups) {
+        RowVals<In, LF> s[kGroups];
+        uint4 qx[kGroups], qy[kGroups];
+#pragma unroll
+        for (int u = 0; u < kGroups; u++) {
+            const uint64_t r = (w + u) * per_warp + (t >> gl);
+            qx[u] = qy[u] = make_uint4(0, 0, 0, 0);
+            if (vec && r < R.rows) {
+                const uint64_t at = r * R.len * In::kBytes + lane0 * In::kBytes;
+                qx[u] = __ldg(reinterpret_cast<const uint4 *>(R.x + at));
+                if constexpr (LF == Leaf::kProduct)
+                    qy[u] = __ldg(reinterpret_cast<const uint4 *>(R.y + at));
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < kGroups; u++) {
+            const uint64_t r = (w + u) * per_warp + (t >> gl);
+            const bool live = r < R.rows;
+            if (vec) {
+                s[u] = leaves_of<In, LF>(qx[u], qy[u]);
+            } else {
+                const uint64_t at = (live ? r : 0) * R.len * In::kBytes;
+                const Args<In> A = {R.x + at, R.y ? R.y + at : nullptr, R.len};
+                s[u] = lanes_guarded<In, LF>(A, 0, lane0, live ? m : 0);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < kGroups; u++) {
+            const uint64_t r = (w + u) * per_warp + (t >> gl);
+            /* The lane tree: inside the thread, then across the G threads of the row (the lanes
+             * past them are padding). */
+            Acc v[K];
+#pragma unroll
+            for (int k = 0; k < K; k++) {
+                Acc x[In::kVec];
+#pragma unroll
+                for (int j = 0; j < In::kVec; j++) x[j] = s[u].v[j][k];
+#pragma unroll
+                for (int d = 1; d < In::kVec; d *= 2)
+#pragma unroll
+                    for (int j = 0; j < In::kVec; j += 2 * d) x[j] = x[j] + x[j + d];
+                for (int d = 1; d < G; d *= 2) x[0] = x[0] + warp.shfl_xor(x[0], d);
+                v[k] = m ? x[0] : Acc(0); /* the sum of nothing is +0.0, not the padding */
+            }
+            if (r < R.rows && (t & (G - 1)) == 0) put_result(R.F, R.len, v, R.out + r * R.rsize);
+        }
+    }
+}
+
+/* Rows of W < len <= RB * W elements, aligned (every row starts on a 16-byte boundary): a warp
+ * per row as short_kernel, but U rows at a time with all their loads issued first (16 16-byte
+ * loads per thread in flight; a row is a batch of RB chunk rows, those past the row's end -0.0). */
+template <typename In, Leaf LF, int RB>
+__global__ void __launch_bounds__(kThreads) few_kernel(const __grid_constant__ Rows R)
+{
+    using S = Shape<In>;
+    using Acc = typename In::Acc;
+    constexpr int K = kLeaves<LF>, U = (LF == Leaf::kProduct ? 8 : 16) / RB;
+    constexpr int UY = LF == Leaf::kProduct ? U : 1, RY = LF == Leaf::kProduct ? RB : 1;
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    const int t = warp.thread_rank(), half = t / S::kThreadsPerRow;
+    const int lane0 = (t % S::kThreadsPerRow) * In::kVec, m = (int)R.len;
+    const uint64_t warps = (uint64_t)gridDim.x * kWarpsPerBlock;
+    for (uint64_t w = ((uint64_t)blockIdx.x * kWarpsPerBlock + warp.meta_group_rank()) * U;
+         w < R.rows; w += warps * U) {
+        uint4 qx[U][RB], qy[UY][RY];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+#pragma unroll
+            for (int i = 0; i < RB; i++) {
+                const int first = (half * S::kRows + i) * S::kLanes + lane0;
+                const uint64_t at = ((w + u) * R.len + first) * In::kBytes;
+                qx[u][i] = make_uint4(0, 0, 0, 0);
+                if constexpr (LF == Leaf::kProduct) qy[u][i] = qx[u][i];
+                if (w + u < R.rows && first < m) {
+                    qx[u][i] = __ldg(reinterpret_cast<const uint4 *>(R.x + at));
+                    if constexpr (LF == Leaf::kProduct)
+                        qy[u][i] = __ldg(reinterpret_cast<const uint4 *>(R.y + at));
+                }
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            RowVals<In, LF> b[RB];
+#pragma unroll
+            for (int i = 0; i < RB; i++) {
+                if ((half * S::kRows + i) * S::kLanes + lane0 < m) {
+                    if constexpr (LF == Leaf::kProduct)
+                        b[i] = leaves_of<In, LF>(qx[u][i], qy[u][i]);
+                    else
+                        b[i] = leaves_of<In, LF>(qx[u][i], qx[u][i]);
+                } else {
+#pragma unroll
+                    for (int j = 0; j < In::kVec; j++)
+#pragma unroll
+                        for (int k = 0; k < K; k++) b[i].v[j][k] = Acc(-0.0);
+                }
+            }
+#pragma unroll
+            for (int d = 1; d < RB; d *= 2)
+#pragma unroll
+                for (int i = 0; i < RB; i += 2 * d) b[i] = add(b[i], b[i + d]);
+            Acc v[K];
+            finish_chunk<In, LF>(warp, b[0], Ext(), v);
+            if (t == 0 && w + u < R.rows) put_result(R.F, R.len, v, R.out + (w + u) * R.rsize);
+        }
+    }
+}
+
+/* Rows of W < len < C elements (one chunk, not full): a warp per row, its row tree over the rows
+ * holding data only (leaves.cuh's rows_used), inline: none of the full-chunk code's registers. */
+template <typename In, Leaf LF>
+__global__ void __launch_bounds__(kThreads) short_kernel(const __grid_constant__ Rows R)
+{
+    using S = Shape<In>;
+    using Acc = typename In::Acc;
+    constexpr int K = kLeaves<LF>;
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    const int t = warp.thread_rank(), half = t / S::kThreadsPerRow;
+    const int lane0 = (t % S::kThreadsPerRow) * In::kVec, m = (int)R.len;
+    const uint64_t warps = (uint64_t)gridDim.x * kWarpsPerBlock;
+    const bool vec = R.aligned && (R.len * In::kBytes) % 16 == 0;
+    for (uint64_t r = (uint64_t)blockIdx.x * kWarpsPerBlock + warp.meta_group_rank(); r < R.rows;
+         r += warps) {
+        const uint64_t at = r * R.len * In::kBytes;
+        const Args<In> A = {R.x + at, R.y ? R.y + at : nullptr, R.len};
+        Acc v[K];
+        if (vec)
+            finish_chunk<In, LF>(warp, rows_used<In, LF, kLoadVector>(A, 0, half, lane0, m), Ext(),
+                                 v);
+        else if (R.aligned)
+            finish_chunk<In, LF>(warp, rows_used<In, LF, kLoadShifted>(A, 0, half, lane0, m), Ext(),
+                                 v);
+        else
+            finish_chunk<In, LF>(warp, rows_used<In, LF, kLoadScalar>(A, 0, half, lane0, m), Ext(),
+                                 v);
+        if (t == 0) put_result(R.F, R.len, v, R.out + r * R.rsize);
+    }
+}
+
+/* Rows of whole chunks (len a multiple of C), aligned, one leaf class: the rows' chunks are the
+ * flat array's, so each block streams a contiguous range of them as the 1-D kernels do
+ * (leaves.cuh's stream_chunks: the next batch's loads in flight while a batch's tree runs). */
+template <typename In, Leaf LF, bool kStream>
+__global__ void __launch_bounds__(kThreads, Layout<typename In::Acc>::kMinBlocks * 8 / kWarpsPerBlock)
+    stream_kernel(const __grid_constant__ Rows R)
+{
+    using Acc = typename In::Acc;
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    uint64_t b0, b1;
+    balanced_range(R.slots, gridDim.x, blockIdx.x, &b0, &b1);
+    const Args<In> A = {R.x, R.y, R.slots * Shape<In>::kChunk};
+    stream_chunks<In, LF, kStream>(warp, A, b0 + warp.meta_group_rank(), b1, kWarpsPerBlock,
+                                   [&](uint64_t c, const Acc(&v)[kOut<LF>]) {
+                                       if (warp.thread_rank() != 0) return;
+                                       if (R.cpr == 1)
+                                           put_result(R.F, R.len, v, R.out + c * R.rsize);
+                                       else
+                                           static_cast<Acc *>(R.part[0])[c] = v[0];
+                                   });
+}
+
+/* ---- Columns ------------------------------------------------------------------------------ */
+
+struct Cols {
+    const char *x, *y;              /* level 1: the input; above: NULL (part[] is the input) */
+    const void *in[3];              /* above level 1: each class's partials */
+    uint64_t outer, len, inner;     /* the columns of this level */
+    uint64_t cpr, blocks32, jobs;   /* chunks per column, 32-column groups, warp jobs */
+    uint64_t n;                     /* the columns' length at level 1, for the final rule */
+    void *part[3];                  /* this level's partials, (outer, cpr, inner), if cpr > 1 */
+    char *out;
+    size_t rsize;
+    Final F;
+};
+
+/* The chunk tree of m valid elements of one column, element i at p[e0 + i * stride], serially
+ * by one thread: lane by lane, the 32 rows of a lane as one pairwise tree, then the lane sums
+ * merged on a stack as the perfect lane tree (a lane sum enters at the lowest free level; lane
+ * l completes level b when bit b of l is 1). */
+template <typename In, Leaf LF>
+__device__ __forceinline__ void column_chunk(const char *x, const char *y, uint64_t e0,
+                                             uint64_t stride, int m,
+                                             typename In::Acc (&out)[kLeaves<LF>])
+{
+    using S = Shape<In>;
+    using Acc = typename In::Acc;
+    constexpr int K = kLeaves<LF>, kLog = S::kLanes == 128 ? 7 : 6;
+    Acc stack[kLog][K];
+#pragma unroll
+    for (int b = 0; b < kLog; b++)
+#pragma unroll
+        for (int k = 0; k < K; k++) stack[b][k] = Acc(0);
+    /* Two lanes per step for one class: 64 loads in flight per thread. */
+    constexpr int kStep = K == 1 ? 2 : 1;
+#pragma unroll kStep
+    for (int l = 0; l < S::kLanes; l++) {
+        Acc t[CR_ROWS][K];
+#pragma unroll
+        for (int r = 0; r < CR_ROWS; r++) {
+            const int i = r * S::kLanes + l;
+            if (i < m) {
+                const uint64_t e = e0 + (uint64_t)i * stride;
+                const Acc a = In::at(x, e);
+                const Acc b = LF == Leaf::kProduct ? In::at(y, e) : a;
+                make_leaf<LF>(a, b, t[r]);
+            } else {
+#pragma unroll
+                for (int k = 0; k < K; k++) t[r][k] = Acc(-0.0);
+            }
+        }
+#pragma unroll
+        for (int w = 1; w < CR_ROWS; w *= 2)
+#pragma unroll
+            for (int r = 0; r < CR_ROWS; r += 2 * w)
+#pragma unroll
+                for (int k = 0; k < K; k++) t[r][k] = t[r][k] + t[r + w][k];
+        bool placed = false;
+#pragma unroll
+        for (int b = 0; b < kLog; b++) {
+            if (!placed) {
+                if ((l >> b) & 1) {
+#pragma unroll
+                    for (int k = 0; k < K; k++) t[0][k] = stack[b][k] + t[0][k];
+                } else {
+#pragma unroll
+                    for (int k = 0; k < K; k++) stack[b][k] = t[0][k];
+                    placed = true;
+                }
+            }
+        }
+        if (!placed) /* the last lane: the whole tree */
+#pragma unroll
+            for (int k = 0; k < K; k++) out[k] = t[0][k];
+    }
+}
+
+/* A warp per (outer index, chunk, group of 32 columns); level 1 (KA == 0: leaves LF of x, y)
+ * or a level above (KA arrays of partials, identity leaves). */
+template <typename In, Leaf LF, int KA>
+__global__ void __launch_bounds__(kThreads) columns_kernel(const __grid_constant__ Cols P)
+{
+    using S = Shape<In>;
+    using Acc = typename In::Acc;
+    constexpr int K = KA ? KA : kLeaves<LF>;
+    const uint64_t warps = (uint64_t)gridDim.x * kWarpsPerBlock;
+    const int lane = threadIdx.x & 31;
+    for (uint64_t job = ((uint64_t)blockIdx.x * kThreads + threadIdx.x) / 32; job < P.jobs;
+         job += warps) {
+        /* Adjacent warps take adjacent groups of columns of the same chunk rows, so that a
+         * block reads runs of whole rows. */
+        const uint64_t cb = job % P.blocks32, rest = job / P.blocks32;
+        const uint64_t i = cb * 32 + lane, j = rest % P.cpr, o = rest / P.cpr;
+        if (i >= P.inner) continue;
+        const uint64_t first = j * S::kChunk;
+        const int m = (int)(P.len - first < S::kChunk ? P.len - first : S::kChunk);
+        const uint64_t e0 = (o * P.len + first) * P.inner + i;
+        Acc v[3] = {Acc(0), Acc(0), Acc(0)};
+        if constexpr (KA == 0) {
+            Acc u[kLeaves<LF>];
+            column_chunk<In, LF>(P.x, P.y, e0, P.inner, m, u);
+#pragma unroll
+            for (int k = 0; k < kLeaves<LF>; k++) v[k] = u[k];
+        } else {
+#pragma unroll
+            for (int k = 0; k < KA; k++) {
+                Acc u[1];
+                column_chunk<In, Leaf::kWiden>(static_cast<const char *>(P.in[k]), nullptr, e0,
+                                               P.inner, m, u);
+                v[k] = u[0];
+            }
+        }
+        if (P.len == 0) v[0] = v[1] = v[2] = Acc(0); /* the sum of nothing, not the padding */
+        if (P.cpr == 1) {
+            write_final(P.F, P.n, (double)v[0], (double)v[1], (double)v[2],
+                        P.out + (o * P.inner + i) * P.rsize);
+        } else {
+            const uint64_t at = (o * P.cpr + j) * P.inner + i;
+#pragma unroll
+            for (int k = 0; k < K; k++) static_cast<Acc *>(P.part[k])[at] = v[k];
+        }
+    }
+}
+
+/* ---- Host side ---------------------------------------------------------------------------- */
+
+int blocks_for(const cr_gpu_call *c, uint64_t warps)
+{
+    return grid_blocks((warps + kWarpsPerBlock - 1) / kWarpsPerBlock, c->sm_count, 8,
+                       c->forced_blocks, INT32_MAX);
+}
+
+Final final_of(const cr_plan *p)
+{
+    return Final{1, (int)p->op, (int)p->dtype, p->narrow, 0, nullptr, nullptr};
+}
+
+template <typename In, Leaf LF>
+cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
+{
+    using S = Shape<In>;
+    using Acc = typename In::Acc;
+    constexpr int K = kLeaves<LF>;
+    const cr_plan *p = c->plan;
+    Rows R = {};
+    R.x = static_cast<const char *>(c->x);
+    R.y = static_cast<const char *>(c->y);
+    R.out = static_cast<char *>(c->out);
+    R.rsize = p->result_size;
+    R.aligned = (uintptr_t)c->x % 16 == 0 && (p->inputs < 2 || (uintptr_t)c->y % 16 == 0);
+    R.F = final_of(p);
+    R.longest = (uint64_t)S::kChunk * S::kChunk;
+    for (int k = 0; k < 3; k++) R.part[k] = static_cast<char *>(s->partials) + k * s->class_bytes;
+    if (s->offsets) {
+        R.rows = s->nseg;
+        R.offsets = s->offsets;
+        R.slots = s->total / S::kChunk + s->nseg;
+        if (R.slots)
+            chunks_kernel<In, LF, true>
+                <<<blocks_for(c, R.slots), kThreads, 0, c->stream>>>(R);
+        cudaError_t e = cudaGetLastError();
+        if (e == cudaSuccess && s->second_level && R.rows)
+            partials_kernel<Acc, K, true><<<blocks_for(c, R.rows), kThreads, 0, c->stream>>>(R);
+        return e == cudaSuccess ? cudaGetLastError() : e;
+    }
+    R.rows = s->outer;
+    R.len = s->len;
+    if (R.len <= (uint64_t)S::kLanes) { /* a row is one chunk row: narrow rows */
+        int gl = 0;
+        while ((uint64_t)In::kVec << gl < R.len) gl++;
+        const uint64_t warps = (R.rows + (32 >> gl) * kGroups - 1) / ((32 >> gl) * kGroups);
+        narrow_kernel<In, LF><<<blocks_for(c, warps), kThreads, 0, c->stream>>>(R, gl);
+        return cudaGetLastError();
+    }
+    if (R.len < S::kChunk) { /* one chunk, not full */
+        const bool vec = R.aligned && (R.len * In::kBytes) % 16 == 0;
+        const uint64_t used = (R.len + S::kLanes - 1) / S::kLanes;
+        const int u = LF == Leaf::kProduct ? 8 : 16; /* rows per warp step times RB */
+        if (vec && used <= 2)
+            few_kernel<In, LF, 2><<<blocks_for(c, (R.rows * 2 + u - 1) / u), kThreads, 0,
+                                    c->stream>>>(R);
+        else if (vec && used <= 4)
+            few_kernel<In, LF, 4><<<blocks_for(c, (R.rows * 4 + u - 1) / u), kThreads, 0,
+                                    c->stream>>>(R);
+        else if (vec && used <= 8)
+            few_kernel<In, LF, 8><<<blocks_for(c, (R.rows * 8 + u - 1) / u), kThreads, 0,
+                                    c->stream>>>(R);
+        else
+            short_kernel<In, LF><<<blocks_for(c, R.rows), kThreads, 0, c->stream>>>(R);
+        return cudaGetLastError();
+    }
+    R.cpr = (R.len + S::kChunk - 1) / S::kChunk;
+    R.slots = R.rows * R.cpr;
+    cudaError_t e = cudaSuccess;
+    if constexpr (LF != Leaf::kNorm2 && kStreamed<In, LF>) {
+        if (R.aligned && R.len % S::kChunk == 0) {
+            const uint64_t per_sm = Layout<Acc>::kMinBlocks * 8 / kWarpsPerBlock;
+            const int blocks = grid_blocks((R.slots + kWarpsPerBlock - 1) / kWarpsPerBlock,
+                                           c->sm_count, (int)per_sm, c->forced_blocks, INT32_MAX);
+            if ((uint64_t)R.slots * S::kChunk * In::kBytes * p->inputs > c->l2_bytes)
+                stream_kernel<In, LF, true><<<blocks, kThreads, 0, c->stream>>>(R);
+            else
+                stream_kernel<In, LF, false><<<blocks, kThreads, 0, c->stream>>>(R);
+            e = cudaGetLastError();
+            if (e == cudaSuccess && R.cpr > 1)
+                partials_kernel<Acc, K, false>
+                    <<<blocks_for(c, R.rows), kThreads, 0, c->stream>>>(R);
+            return e == cudaSuccess ? cudaGetLastError() : e;
+        }
+    }
+    chunks_kernel<In, LF, false><<<blocks_for(c, R.slots), kThreads, 0, c->stream>>>(R);
+    e = cudaGetLastError();
+    if (e == cudaSuccess && R.cpr > 1)
+        partials_kernel<Acc, K, false><<<blocks_for(c, R.rows), kThreads, 0, c->stream>>>(R);
+    return e == cudaSuccess ? cudaGetLastError() : e;
+}
+
+template <typename In, Leaf LF>
+cudaError_t launch_columns(const cr_gpu_call *c, const cr_gpu_shape_call *s)
+{
+    using S = Shape<In>;
+    using Acc = typename In::Acc;
+    constexpr int K = kLeaves<LF>;
+    const cr_plan *p = c->plan;
+    Cols P = {};
+    P.x = static_cast<const char *>(c->x);
+    P.y = static_cast<const char *>(c->y);
+    P.outer = s->outer;
+    P.len = s->len;
+    P.inner = s->inner;
+    P.n = s->len;
+    P.blocks32 = (P.inner + 31) / 32;
+    P.cpr = P.len ? (P.len + S::kChunk - 1) / S::kChunk : 1;
+    P.jobs = P.outer * P.blocks32 * P.cpr;
+    P.out = static_cast<char *>(c->out);
+    P.rsize = p->result_size;
+    P.F = final_of(p);
+    for (int k = 0; k < 3; k++) P.part[k] = static_cast<char *>(s->partials) + k * s->class_bytes;
+    if (P.jobs)
+        columns_kernel<In, LF, 0><<<blocks_for(c, P.jobs), kThreads, 0, c->stream>>>(P);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess || P.cpr == 1) return e;
+    /* Levels above: the partials, (outer, cpr, inner), as columns of cpr elements; one level
+     * holds every column whose length is at most C^2 (the host sends longer ones elsewhere). */
+    using AI = typename AccIn<Acc>::T;
+    Cols Q = P;
+    Q.x = Q.y = nullptr;
+    for (int k = 0; k < 3; k++) Q.in[k] = P.part[k];
+    Q.len = P.cpr;
+    Q.cpr = (Q.len + Shape<AI>::kChunk - 1) / Shape<AI>::kChunk;
+    if (Q.cpr != 1) return cudaErrorInvalidValue;
+    Q.jobs = Q.outer * Q.blocks32;
+    columns_kernel<AI, Leaf::kWiden, K><<<blocks_for(c, Q.jobs), kThreads, 0, c->stream>>>(Q);
+    return cudaGetLastError();
+}
+
+template <typename In, Leaf LF> cudaError_t launch(const cr_gpu_call *c, const cr_gpu_shape_call *s)
+{
+    return s->inner > 1 ? launch_columns<In, LF>(c, s) : launch_rows<In, LF>(c, s);
+}
+
+template <typename In> cudaError_t by_leaf(const cr_gpu_call *c, const cr_gpu_shape_call *s)
+{
+    if (c->plan->family == CR_FAMILY_CANONICAL) return launch<In, Leaf::kWiden>(c, s);
+    switch (c->plan->leaf) {
+    case CR_LEAF_VALUE: return launch<In, Leaf::kWiden>(c, s);
+    case CR_LEAF_SQUARE: return launch<In, Leaf::kSquare>(c, s);
+    case CR_LEAF_PRODUCT: return launch<In, Leaf::kProduct>(c, s);
+    case CR_LEAF_NORM2: return launch<In, Leaf::kNorm2>(c, s);
+    }
+    return cudaErrorInvalidValue;
+}
+
+} // namespace
+
+extern "C" cudaError_t cr_gpu_rows_launch(const cr_gpu_call *c, const cr_gpu_shape_call *s)
+{
+    switch (c->plan->dtype) {
+    case COOPREDUCE_FLOAT32: return by_leaf<F32>(c, s);
+    case COOPREDUCE_FLOAT64: return by_leaf<F64>(c, s);
+    case COOPREDUCE_FLOAT16: return by_leaf<Half<false>>(c, s);
+    case COOPREDUCE_BFLOAT16: return by_leaf<Half<true>>(c, s);
+    default: return cudaErrorInvalidValue;
+    }
+}
