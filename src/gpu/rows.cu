@@ -15,6 +15,8 @@
  *    rows, several rows per step with all their loads in flight.
  *  - stream_kernel: rows of whole chunks (the RMSNorm shapes), aligned: the rows' chunks are the
  *    flat array's, streamed per block as by the 1-D kernels, each chunk's value to its row.
+ *  - narrow_kernel again for the partials of rows of up to W chunks (one leaf class), else
+ *    partials_kernel.
  *  - chunks_kernel: the other rows of several chunks, and segments. One warp per chunk of a row (leaves.cuh's
  *    chunk_values, the 1-D kernels' level 1 on the row's own pointer: full aligned chunks by
  *    16-byte loads, the row's ragged chunk and misaligned rows by element loads that stop at
@@ -81,6 +83,8 @@ struct Rows {
     const char *x, *y;        /* the input (y: DOT's second operand) */
     uint64_t rows;            /* rows (outer) or segments */
     uint64_t len, cpr;        /* rows: the length, and its chunks (C-element) */
+    uint64_t nfin;            /* rows: the length the final rule divides by (MEAN): len, or, for
+                                 rows of partials, the length of the rows they came from */
     const int64_t *offsets;   /* segments: nseg + 1 offsets in device memory; else NULL */
     uint64_t longest;         /* segments longer than this are left to the host (C^2) */
     uint64_t slots;           /* level-1 jobs */
@@ -210,10 +214,8 @@ __global__ void __launch_bounds__(kThreads) narrow_kernel(const __grid_constant_
     const int lane0 = (t & (G - 1)) * In::kVec, m = (int)R.len;
     const uint64_t warps = (uint64_t)gridDim.x * kWarpsPerBlock;
     const bool vec = R.aligned && (R.len * In::kBytes) % 16 == 0 && lane0 + In::kVec <= m;
-    for (uint64_t w = ((uint64_t)blockIdx.x * kWarpsPerBlock + warp.meta_group_rank()) * kGroups;
-         w * per_warp < R.rows; w += warps * kGroups) {
-        RowVals<In, LF> s[kGroups];
-        uint4 qx[kGroups], qy[kGroups];
+    /* The loads of the warp's next step are issued before this step's trees (two buffers). */
+    auto load = [&](uint64_t w, uint4 (&qx)[kGroups], uint4 (&qy)[kGroups]) {
 #pragma unroll
         for (int u = 0; u < kGroups; u++) {
             const uint64_t r = (w + u) * per_warp + (t >> gl);
@@ -225,6 +227,16 @@ __global__ void __launch_bounds__(kThreads) narrow_kernel(const __grid_constant_
                     qy[u] = __ldg(reinterpret_cast<const uint4 *>(R.y + at));
             }
         }
+    };
+    uint64_t w = ((uint64_t)blockIdx.x * kWarpsPerBlock + warp.meta_group_rank()) * kGroups;
+    uint4 nx[kGroups], ny[kGroups];
+    load(w, nx, ny);
+    for (; w * per_warp < R.rows; w += warps * kGroups) {
+        RowVals<In, LF> s[kGroups];
+        uint4 qx[kGroups], qy[kGroups];
+#pragma unroll
+        for (int u = 0; u < kGroups; u++) qx[u] = nx[u], qy[u] = ny[u];
+        load(w + warps * kGroups, nx, ny);
 #pragma unroll
         for (int u = 0; u < kGroups; u++) {
             const uint64_t r = (w + u) * per_warp + (t >> gl);
@@ -255,7 +267,7 @@ __global__ void __launch_bounds__(kThreads) narrow_kernel(const __grid_constant_
                 for (int d = 1; d < G; d *= 2) x[0] = x[0] + warp.shfl_xor(x[0], d);
                 v[k] = m ? x[0] : Acc(0); /* the sum of nothing is +0.0, not the padding */
             }
-            if (r < R.rows && (t & (G - 1)) == 0) put_result(R.F, R.len, v, R.out + r * R.rsize);
+            if (r < R.rows && (t & (G - 1)) == 0) put_result(R.F, R.nfin, v, R.out + r * R.rsize);
         }
     }
 }
@@ -316,7 +328,7 @@ __global__ void __launch_bounds__(kThreads) few_kernel(const __grid_constant__ R
                 for (int i = 0; i < RB; i += 2 * d) b[i] = add(b[i], b[i + d]);
             Acc v[K];
             finish_chunk<In, LF>(warp, b[0], Ext(), v);
-            if (t == 0 && w + u < R.rows) put_result(R.F, R.len, v, R.out + (w + u) * R.rsize);
+            if (t == 0 && w + u < R.rows) put_result(R.F, R.nfin, v, R.out + (w + u) * R.rsize);
         }
     }
 }
@@ -349,31 +361,66 @@ __global__ void __launch_bounds__(kThreads) short_kernel(const __grid_constant__
         else
             finish_chunk<In, LF>(warp, rows_used<In, LF, kLoadScalar>(A, 0, half, lane0, m), Ext(),
                                  v);
-        if (t == 0) put_result(R.F, R.len, v, R.out + r * R.rsize);
+        if (t == 0) put_result(R.F, R.nfin, v, R.out + r * R.rsize);
     }
 }
 
-/* Rows of whole chunks (len a multiple of C), aligned, one leaf class: the rows' chunks are the
- * flat array's, so each block streams a contiguous range of them as the 1-D kernels do
- * (leaves.cuh's stream_chunks: the next batch's loads in flight while a batch's tree runs). */
+/* Rows of whole chunks (len a multiple of C), aligned: the rows' chunks are the flat array's,
+ * so each block streams a contiguous range of them as the 1-D kernels do (leaves.cuh's
+ * stream_chunks: the next batch's loads in flight while a batch's tree runs). NORM2 streams its
+ * medium pass, as ordered.cu's norm2_kernel: a chunk with an element of another class is marked
+ * in `redo` (no call in the stream loop) and done with the three classes after each 64 chunks. */
 template <typename In, Leaf LF, bool kStream>
 __global__ void __launch_bounds__(kThreads, Layout<typename In::Acc>::kMinBlocks * 8 / kWarpsPerBlock)
     stream_kernel(const __grid_constant__ Rows R)
 {
     using Acc = typename In::Acc;
+    constexpr int K = kLeaves<LF>;
     cg::thread_block block = cg::this_thread_block();
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
     uint64_t b0, b1;
     balanced_range(R.slots, gridDim.x, blockIdx.x, &b0, &b1);
     const Args<In> A = {R.x, R.y, R.slots * Shape<In>::kChunk};
-    stream_chunks<In, LF, kStream>(warp, A, b0 + warp.meta_group_rank(), b1, kWarpsPerBlock,
-                                   [&](uint64_t c, const Acc(&v)[kOut<LF>]) {
-                                       if (warp.thread_rank() != 0) return;
-                                       if (R.cpr == 1)
-                                           put_result(R.F, R.len, v, R.out + c * R.rsize);
-                                       else
-                                           static_cast<Acc *>(R.part[0])[c] = v[0];
-                                   });
+    auto emit = [&](uint64_t c, const Acc(&v)[K]) {
+        if (warp.thread_rank() != 0) return;
+        if (R.cpr == 1)
+            put_result(R.F, R.nfin, v, R.out + c * R.rsize);
+        else
+#pragma unroll
+            for (int k = 0; k < K; k++) static_cast<Acc *>(R.part[k])[c] = v[k];
+    };
+    if constexpr (LF == Leaf::kNorm2) {
+        uint64_t redo = 0, j = 0;
+        auto emit_medium = [&](uint64_t c, const Acc(&md)[kOut<Leaf::kMedium>]) {
+            if (md[1] != 0) { /* another class: uniform across the warp */
+                redo |= 1ull << j;
+            } else {
+                const Acc v[3] = {Acc(0), md[0], Acc(0)};
+                emit(c, v);
+            }
+            j++;
+        };
+        for (uint64_t c = b0 + warp.meta_group_rank(); c < b1;) {
+            const uint64_t end = b1 - c > 64 * (uint64_t)kWarpsPerBlock
+                                     ? c + 64 * (uint64_t)kWarpsPerBlock
+                                     : b1;
+            redo = 0;
+            j = 0;
+            stream_chunks<In, Leaf::kMedium, kStream>(warp, A, c, end, kWarpsPerBlock,
+                                                      emit_medium);
+            for (uint64_t r = redo; r; r &= r - 1) {
+                const uint64_t cr =
+                    c + (uint64_t)(__ffsll((long long)r) - 1) * kWarpsPerBlock;
+                Acc v[3];
+                norm2_all_classes(warp, A, cr, v);
+                emit(cr, v);
+            }
+            c += (end - c + kWarpsPerBlock - 1) / kWarpsPerBlock * kWarpsPerBlock;
+        }
+    } else {
+        stream_chunks<In, LF, kStream>(warp, A, b0 + warp.meta_group_rank(), b1, kWarpsPerBlock,
+                                       emit);
+    }
 }
 
 /* ---- Columns ------------------------------------------------------------------------------ */
@@ -540,7 +587,7 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
         return e == cudaSuccess ? cudaGetLastError() : e;
     }
     R.rows = s->outer;
-    R.len = s->len;
+    R.len = R.nfin = s->len;
     if (R.len <= (uint64_t)S::kLanes) { /* a row is one chunk row: narrow rows */
         int gl = 0;
         while ((uint64_t)In::kVec << gl < R.len) gl++;
@@ -568,7 +615,8 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
     R.cpr = (R.len + S::kChunk - 1) / S::kChunk;
     R.slots = R.rows * R.cpr;
     cudaError_t e = cudaSuccess;
-    if constexpr (LF != Leaf::kNorm2 && kStreamed<In, LF>) {
+    bool streamed = false;
+    if constexpr (kStreamed<In, LF>) {
         if (R.aligned && R.len % S::kChunk == 0) {
             const uint64_t per_sm = Layout<Acc>::kMinBlocks * 8 / kWarpsPerBlock;
             const int blocks = grid_blocks((R.slots + kWarpsPerBlock - 1) / kWarpsPerBlock,
@@ -577,18 +625,30 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
                 stream_kernel<In, LF, true><<<blocks, kThreads, 0, c->stream>>>(R);
             else
                 stream_kernel<In, LF, false><<<blocks, kThreads, 0, c->stream>>>(R);
-            e = cudaGetLastError();
-            if (e == cudaSuccess && R.cpr > 1)
-                partials_kernel<Acc, K, false>
-                    <<<blocks_for(c, R.rows), kThreads, 0, c->stream>>>(R);
-            return e == cudaSuccess ? cudaGetLastError() : e;
+            streamed = true;
         }
     }
-    chunks_kernel<In, LF, false><<<blocks_for(c, R.slots), kThreads, 0, c->stream>>>(R);
+    if (!streamed)
+        chunks_kernel<In, LF, false><<<blocks_for(c, R.slots), kThreads, 0, c->stream>>>(R);
     e = cudaGetLastError();
-    if (e == cudaSuccess && R.cpr > 1)
+    if (e != cudaSuccess || R.cpr == 1) return e;
+    /* Level 2: rows of cpr partials. One class and at most W of them: narrow rows (several rows
+     * to a warp); otherwise a warp per row. */
+    using AI = typename AccIn<Acc>::T;
+    if (K == 1 && R.cpr <= (uint64_t)Shape<AI>::kLanes) {
+        Rows Q = R;
+        Q.x = static_cast<const char *>(R.part[0]);
+        Q.y = nullptr;
+        Q.len = R.cpr;
+        Q.aligned = 1;
+        int gl = 0;
+        while ((uint64_t)AI::kVec << gl < Q.len) gl++;
+        const uint64_t warps = (Q.rows + (32 >> gl) * kGroups - 1) / ((32 >> gl) * kGroups);
+        narrow_kernel<AI, Leaf::kWiden><<<blocks_for(c, warps), kThreads, 0, c->stream>>>(Q, gl);
+    } else {
         partials_kernel<Acc, K, false><<<blocks_for(c, R.rows), kThreads, 0, c->stream>>>(R);
-    return e == cudaSuccess ? cudaGetLastError() : e;
+    }
+    return cudaGetLastError();
 }
 
 template <typename In, Leaf LF>
