@@ -346,12 +346,15 @@ void kernel_paths_sweep(const axis_env *env, uint64_t budget)
             const uint64_t nseg = 20 + rnd_below(60);
             int64_t *off = xmalloc((nseg + 1) * sizeof *off);
             off[0] = (int64_t)rnd_below(9);
+            /* One segment of more than 16 float32 chunks (the GPU's search path) per case. */
+            const uint64_t longest = rnd_below(nseg);
             for (uint64_t k = 0; k < nseg; k++) {
                 const uint64_t r = rnd_below(10);
-                const uint64_t n = r == 0   ? 0
-                                   : r < 5  ? rnd_below(200)
-                                   : r < 9  ? rnd_below(10000)
-                                            : 10000 + rnd_below(budget / 4);
+                const uint64_t n = k == longest ? 16 * 4096 + 1 + rnd_below(9000)
+                                   : r == 0     ? 0
+                                   : r < 5      ? rnd_below(200)
+                                   : r < 9      ? rnd_below(10000)
+                                                : 10000 + rnd_below(budget / 4);
                 off[k + 1] = off[k] + (int64_t)n;
             }
             segments_case(env, op, dt, off, nseg, (uint64_t)off[nseg] + rnd_below(3),
