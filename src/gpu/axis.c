@@ -88,7 +88,6 @@ coopreduce_status cr_gpu_shaped(coopreduce_handle *h, const cr_plan *shaped, con
             for (uint64_t k = 0; k < sh->nseg; k++) {
                 const uint64_t n = (uint64_t)(o[k + 1] - o[k]);
                 if (n == 0 || n > C) sc.second_level = 1;
-                if (n > sc.longest) sc.longest = n;
                 if (n > C) slots = sc.total / C + sh->nseg;
             }
         }

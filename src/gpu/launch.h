@@ -86,7 +86,6 @@ typedef struct {
     uint64_t outer, len, inner;   /* AXIS (offsets NULL): rows (inner == 1) or columns */
     const int64_t *offsets;       /* SEGMENTS: nseg + 1 offsets in device memory */
     uint64_t nseg, total;         /*   and offsets[nseg] - offsets[0] */
-    uint64_t longest;             /*   and the longest segment's length */
     int second_level;             /* SEGMENTS: some segment is empty or longer than a chunk */
     void *partials;               /* three arrays of class_bytes each (one for one leaf class) */
     size_t class_bytes;

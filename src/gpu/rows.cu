@@ -17,8 +17,7 @@
  *    flat array's, streamed per block as by the 1-D kernels, each chunk's value to its row.
  *  - narrow_kernel again for the partials of rows of up to W chunks (one leaf class), else
  *    partials_kernel.
- *  - segments_kernel: segments of up to 16 chunks, a warp per segment, its chunks in turn.
- *  - chunks_kernel: the other rows of several chunks, and longer segments. One warp per chunk
+ *  - chunks_kernel: the other rows of several chunks, and segments. One warp per chunk
  *    of a row (leaves.cuh's chunk_values, the 1-D kernels' level 1 on the row's own pointer:
  *    full aligned chunks by 16-byte loads; the row's ragged chunk and misaligned rows by
  *    16-byte loads shifted into place, or element loads, that stop at the last row of the
@@ -27,6 +26,8 @@
  *    ("slots"): row r's chunk j is slot r * cpr + j; segment s's chunk j is slot
  *    (offsets[s] - offsets[0]) / C + s + j, which never meets another segment's slots (below),
  *    so no prefix sum over the segments is needed, only a search for the segment of a slot.
+ *    (A warp per segment, its chunks in turn, measured slower on segments of 1 to 10,000
+ *    elements: the chunks of uneven segments spread unevenly over the warps; docs/perf-log.)
  *  - partials_kernel: a warp per row or segment with more than one chunk, the chunk tree of its
  *    partials (at most C: longer rows take the generic path), and the final rule; over
  *    segments, also the empty ones (the final rule on the sum of nothing).
@@ -96,9 +97,6 @@ struct Rows {
     Final F;
 };
 
-/* Segments of up to this many chunks are segments_kernel's, longer ones chunks_kernel's. */
-constexpr uint64_t kSegChunks = 16;
-
 /* The first slot of segment s: its chunks take slots base(s) .. base(s) + ceil(n_s / C) - 1,
  * and base(s) + ceil(n_s / C) <= base(s + 1): with a = offsets[s] - offsets[0] and
  * b = offsets[s + 1] - offsets[0], floor(a / C) + ceil((b - a) / C) <= floor(b / C) + 1.
@@ -143,8 +141,7 @@ __global__ void __launch_bounds__(kThreads) chunks_kernel(const __grid_constant_
             start = (uint64_t)__ldg(R.offsets + r);
             n = (uint64_t)__ldg(R.offsets + r + 1) - start;
             j = g - seg_base<S::kChunk>(R.offsets, r);
-            if (j * S::kChunk >= n || n > R.longest || n <= kSegChunks * S::kChunk)
-                continue; /* a gap, the host's segment, or segments_kernel's */
+            if (j * S::kChunk >= n || n > R.longest) continue; /* a gap, or the host's */
         } else {
             r = g / R.cpr;
             j = g - r * R.cpr;
@@ -161,44 +158,6 @@ __global__ void __launch_bounds__(kThreads) chunks_kernel(const __grid_constant_
         } else {
 #pragma unroll
             for (int k = 0; k < K; k++) static_cast<Acc *>(R.part[k])[g] = v[k];
-        }
-    }
-}
-
-/* Segments of at most kSegChunks chunks (the common case): a warp per segment, its chunks one
- * after the other (no search for the segment of a slot); partials at the segment's slots as in
- * chunks_kernel. Longer segments are chunks_kernel's. */
-template <typename In, Leaf LF>
-__global__ void __launch_bounds__(kThreads) segments_kernel(const __grid_constant__ Rows R)
-{
-    using S = Shape<In>;
-    using Acc = typename In::Acc;
-    constexpr int K = kLeaves<LF>;
-    cg::thread_block block = cg::this_thread_block();
-    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
-    const uint64_t warps = (uint64_t)gridDim.x * kWarpsPerBlock;
-    for (uint64_t r = (uint64_t)blockIdx.x * kWarpsPerBlock + warp.meta_group_rank(); r < R.rows;
-         r += warps) {
-        const uint64_t start = (uint64_t)__ldg(R.offsets + r);
-        const uint64_t n = (uint64_t)__ldg(R.offsets + r + 1) - start;
-        const uint64_t chunks = (n + S::kChunk - 1) / S::kChunk;
-        if (chunks > kSegChunks) continue; /* uniform across the warp */
-        const uint64_t first = chunks > 1 ? seg_base<S::kChunk>(R.offsets, r) : 0;
-        const Args<In> A = {R.x + start * In::kBytes, R.y ? R.y + start * In::kBytes : nullptr, n};
-        const int load = !R.aligned                           ? kLoadScalar
-                         : (start * In::kBytes) % 16 == 0 ? kLoadVector
-                                                              : kLoadShifted;
-        for (uint64_t j = 0; j < chunks; j++) {
-            const uint64_t rest = n - j * S::kChunk;
-            Acc v[K];
-            chunk_used<In, LF>(warp, A, j * S::kChunk, rest < S::kChunk ? (int)rest : (int)S::kChunk,
-                               load, v);
-            if (warp.thread_rank() != 0) continue;
-            if (chunks == 1)
-                put_result(R.F, n, v, R.out + r * R.rsize);
-            else
-#pragma unroll
-                for (int k = 0; k < K; k++) static_cast<Acc *>(R.part[k])[first + j] = v[k];
         }
     }
 }
@@ -633,12 +592,9 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
         R.rows = s->nseg;
         R.offsets = s->offsets;
         R.slots = s->total / S::kChunk + s->nseg;
-        if (R.rows)
-            segments_kernel<In, LF><<<blocks_for(c, R.rows), kThreads, 0, c->stream>>>(R);
-        cudaError_t e = cudaGetLastError();
-        if (e == cudaSuccess && s->longest > kSegChunks * S::kChunk)
+        if (R.slots)
             chunks_kernel<In, LF, true><<<blocks_for(c, R.slots), kThreads, 0, c->stream>>>(R);
-        if (e == cudaSuccess) e = cudaGetLastError();
+        cudaError_t e = cudaGetLastError();
         if (e == cudaSuccess && s->second_level && R.rows)
             partials_kernel<Acc, K, true><<<blocks_for(c, R.rows), kThreads, 0, c->stream>>>(R);
         return e == cudaSuccess ? cudaGetLastError() : e;
