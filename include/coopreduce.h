@@ -464,9 +464,11 @@ coopreduce_status coopreduce_reduce_to_host(coopreduce_op op, const void *x, con
  * Memory, streams and synchronisation as for coopreduce_reduce(); on a GPU handle, one call
  * enqueues its work without waiting for the GPU (but see coopreduce_reduce_segments). Workspace:
  * coopreduce_reserve() of the longest row or segment covers the reductions themselves; a GPU call
- * along an axis with inner > 1 also gathers its columns into a buffer of up to 64 MiB, allocated
- * on first use and kept by the handle (allocating may synchronise the device), and a CPU call
- * allocates per call the buffers its threads gather columns and long rows into. Only the
+ * also uses a buffer kept by the handle, allocated on first use and grown when a call needs more
+ * (allocating may synchronise the device): for the partials of rows, columns and segments longer
+ * than a chunk (4 or 8 bytes per chunk, times 3 for NORM2), and for the columns the generic path
+ * gathers (up to 64 MiB); a CPU call allocates per call the buffers its threads gather columns
+ * and long rows into. Only the
  * CANONICAL method reduces along an axis or over segments, in either mode. */
 
 /* A contiguous array x viewed as (outer, len, inner), reduced over len:
