@@ -572,6 +572,16 @@ Final final_of(const cr_plan *p)
     return Final{1, (int)p->op, (int)p->dtype, p->narrow, 0, nullptr, nullptr};
 }
 
+/* Rows of at most W elements: G threads per row, the fewest whose kVec lanes each cover it. */
+template <typename In, Leaf LF> cudaError_t launch_narrow(const cr_gpu_call *c, const Rows &R)
+{
+    int gl = 0;
+    while ((uint64_t)In::kVec << gl < R.len) gl++;
+    const uint64_t warps = (R.rows + (32 >> gl) * kGroups - 1) / ((32 >> gl) * kGroups);
+    narrow_kernel<In, LF><<<blocks_for(c, warps), kThreads, 0, c->stream>>>(R, gl);
+    return cudaGetLastError();
+}
+
 template <typename In, Leaf LF>
 cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
 {
@@ -601,13 +611,7 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
     }
     R.rows = s->outer;
     R.len = R.nfin = s->len;
-    if (R.len <= (uint64_t)S::kLanes) { /* a row is one chunk row: narrow rows */
-        int gl = 0;
-        while ((uint64_t)In::kVec << gl < R.len) gl++;
-        const uint64_t warps = (R.rows + (32 >> gl) * kGroups - 1) / ((32 >> gl) * kGroups);
-        narrow_kernel<In, LF><<<blocks_for(c, warps), kThreads, 0, c->stream>>>(R, gl);
-        return cudaGetLastError();
-    }
+    if (R.len <= (uint64_t)S::kLanes) return launch_narrow<In, LF>(c, R); /* one chunk row */
     if (R.len < S::kChunk) { /* one chunk, not full */
         const bool vec = R.aligned && (R.len * In::kBytes) % 16 == 0;
         const uint64_t used = (R.len + S::kLanes - 1) / S::kLanes;
@@ -654,10 +658,7 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
         Q.y = nullptr;
         Q.len = R.cpr;
         Q.aligned = 1;
-        int gl = 0;
-        while ((uint64_t)AI::kVec << gl < Q.len) gl++;
-        const uint64_t warps = (Q.rows + (32 >> gl) * kGroups - 1) / ((32 >> gl) * kGroups);
-        narrow_kernel<AI, Leaf::kWiden><<<blocks_for(c, warps), kThreads, 0, c->stream>>>(Q, gl);
+        return launch_narrow<AI, Leaf::kWiden>(c, Q);
     } else {
         partials_kernel<Acc, K, false><<<blocks_for(c, R.rows), kThreads, 0, c->stream>>>(R);
     }
