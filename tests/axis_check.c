@@ -307,7 +307,8 @@ void batch_invariance(const axis_env *env, uint64_t big_batch)
     }
 }
 
-/* The GPU kernels' paths, each on purpose (every float dtype, the canonical-order operations):
+/* The GPU kernels' paths, each on purpose (every float dtype, the canonical-order operations and
+ * two order-independent ones):
  * rows of every length class (one 16-byte load or a few per row, one chunk row, partial and
  * full chunks, several chunks and two levels), columns (inner > 1) of one and of several
  * chunks, and segments of every length class with empty ones. Data kinds rotate, so special
@@ -316,8 +317,10 @@ void kernel_paths_sweep(const axis_env *env, uint64_t budget)
 {
     static const coopreduce_dtype dts[] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64,
                                            COOPREDUCE_FLOAT16, COOPREDUCE_BFLOAT16};
-    static const coopreduce_op ops[] = {COOPREDUCE_OP_SUM, COOPREDUCE_OP_MEAN, COOPREDUCE_OP_SUMSQ,
-                                        COOPREDUCE_OP_DOT, COOPREDUCE_OP_NORM2};
+    static const coopreduce_op ops[] = {COOPREDUCE_OP_SUM,   COOPREDUCE_OP_MEAN,
+                                        COOPREDUCE_OP_SUMSQ, COOPREDUCE_OP_DOT,
+                                        COOPREDUCE_OP_NORM2, COOPREDUCE_OP_MAX,
+                                        COOPREDUCE_OP_ARGMIN};
     static const uint64_t lens[] = {1,    2,    3,    4,    5,    7,    8,    9,    15,
                                     16,   17,   31,   32,   33,   63,   64,   65,   127,
                                     128,  129,  200,  255,  256,  257,  1000, 2047, 2048,
@@ -346,12 +349,14 @@ void kernel_paths_sweep(const axis_env *env, uint64_t budget)
             const uint64_t nseg = 20 + rnd_below(60);
             int64_t *off = xmalloc((nseg + 1) * sizeof *off);
             off[0] = (int64_t)rnd_below(9);
-            /* One segment of more than 16 float32 chunks (the GPU's search path) per case. */
-            const uint64_t longest = rnd_below(nseg);
+            /* In half the cases, one segment of more than 16 float32 chunks (and more than the
+             * order-independent operations' kernel for many segments takes). */
+            const uint64_t longest = rnd_below(2) ? rnd_below(nseg) : nseg;
+            const int need = op == COOPREDUCE_OP_MAX || op == COOPREDUCE_OP_ARGMIN;
             for (uint64_t k = 0; k < nseg; k++) {
                 const uint64_t r = rnd_below(10);
                 const uint64_t n = k == longest ? 16 * 4096 + 1 + rnd_below(9000)
-                                   : r == 0     ? 0
+                                   : r == 0     ? (need ? 1 : 0)
                                    : r < 5      ? rnd_below(200)
                                    : r < 9      ? rnd_below(10000)
                                                 : 10000 + rnd_below(budget / 4);

@@ -43,7 +43,8 @@ void axis_sweep(const axis_env *env, uint64_t scale);
 void segments_sweep(const axis_env *env, uint64_t scale);
 void batch_invariance(const axis_env *env, uint64_t big_batch);
 /* The GPU kernels' length classes of rows, columns and segments, each on purpose, for the
- * canonical-order operations of every float dtype; `budget` bounds the elements per case. */
+ * canonical-order operations (and MAX, ARGMIN) of every float dtype; `budget` bounds the
+ * elements per case. */
 void kernel_paths_sweep(const axis_env *env, uint64_t budget);
 
 #endif

@@ -6,9 +6,10 @@
  *  - the canonical-order operations (CANONICAL and ORDERED families): rows.cu's kernels, a few
  *    launches for all rows, columns or segments of up to C^2 elements (C = 4096 float32 /
  *    16-bit, 2048 float64); longer segments take one 1-D launch each;
- *  - the scan family's contiguous rows: scan.cu's kernel for many rows, a warp per row;
- *  - everything else (the exact family, the scan family's columns and segments, rows longer than
- *    C^2): the generic path, the plan's 1-D family launched on each row or segment, contiguous
+ *  - the scan family's contiguous rows, and its segments when none is long: scan.cu's kernel for
+ *    many rows, a warp per row or segment;
+ *  - everything else (the exact family, the scan family's columns and long segments, rows longer
+ *    than C^2): the generic path, the plan's 1-D family launched on each row or segment, contiguous
  *    rows in place, strided rows (a C-ordered axis with inner > 1) after a gather into
  *    contiguous rows of the workspace, a tile of adjacent columns at a time. Its bits are the
  *    1-D calls' by construction; its speed is one launch per result, which suits few, long rows.
@@ -25,6 +26,8 @@
 
 /* Rows from which a kernel for many rows is launched instead of one 1-D launch per row. */
 #define CR_ROWS_MIN 32
+/* The longest segment the scan family's kernel for many rows takes (a warp per segment). */
+#define CR_SEGMENT_ROWS_MAX ((uint64_t)1 << 16)
 
 coopreduce_status cr_gpu_offsets_to_host(coopreduce_handle *h, const int64_t *offsets,
                                          uint64_t nseg, void *stream, int64_t **host)
@@ -115,7 +118,17 @@ coopreduce_status cr_gpu_shaped(coopreduce_handle *h, const cr_plan *shaped, con
      * them to fill the GPU with one warp each). */
     if (sh->kind == CR_SHAPE_AXIS && inner == 1 && sh->outer >= CR_ROWS_MIN &&
         cr_gpu_rows_served(&p) && (len <= 8192 || sh->outer >= 8 * (uint64_t)h->gpu->sm_count))
-        return cr_gpu_launch_rows(h, &p, x, result, sh->outer, len, stream);
+        return cr_gpu_launch_rows(h, &p, x, result, sh->outer, len, NULL, stream);
+    /* Many segments, none long (a warp reads one at about 0.5 GB/s): the same kernel. */
+    if (sh->kind == CR_SHAPE_SEGMENTS && sh->nseg >= CR_ROWS_MIN && cr_gpu_rows_served(&p)) {
+        uint64_t longest = 0;
+        for (uint64_t k = 0; k < sh->nseg; k++) {
+            const uint64_t n = (uint64_t)(sh->offsets[k + 1] - sh->offsets[k]);
+            if (n > longest) longest = n;
+        }
+        if (longest <= CR_SEGMENT_ROWS_MAX)
+            return cr_gpu_launch_rows(h, &p, x, result, sh->nseg, 0, sh->offsets_dev, stream);
+    }
     /* Segments and contiguous rows in place (a "row" of one element is contiguous too). */
     if (sh->kind == CR_SHAPE_SEGMENTS || inner == 1 || len <= 1) {
         for (uint64_t k = 0; k < sh->outputs; k++) {

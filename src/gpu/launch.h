@@ -75,10 +75,12 @@ cudaError_t cr_gpu_scan_launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gp
 cudaError_t cr_gpu_exact_grid(const cr_gpu_call *c, cr_gpu_grid *g); /* exact.cu */
 cudaError_t cr_gpu_exact_launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g);
 
-/* Many contiguous rows of the scan family (reductions along an axis), scan.cu: rows rows of len
- * elements, row r at x + r * len elements, result r at out + r * the plan's result size, each
- * the 1-D call's bits, any len. */
-cudaError_t cr_gpu_scan_rows_launch(const cr_gpu_call *c, uint64_t rows, uint64_t len);
+/* Many rows or segments of the scan family, scan.cu: rows rows of len elements, row r at
+ * x + r * len elements, or, with offsets (nseg + 1 in device memory; len unused), segment r at
+ * x[offsets[r] .. offsets[r + 1]); result r at out + r * the plan's result size, each the 1-D
+ * call's bits, any length (a warp per row). */
+cudaError_t cr_gpu_scan_rows_launch(const cr_gpu_call *c, uint64_t rows, uint64_t len,
+                                    const int64_t *offsets);
 
 /* A shaped call for rows.cu (reductions along an axis and over segments of the CANONICAL and
  * ORDERED families): the device shape, and the workspace for level-1 partials. */

@@ -148,12 +148,13 @@ coopreduce_status cr_gpu_launch_flat(coopreduce_handle *h, const cr_plan *p, con
 int cr_gpu_rows_served(const cr_plan *p) { return p->family == CR_FAMILY_SCAN; }
 
 coopreduce_status cr_gpu_launch_rows(coopreduce_handle *h, const cr_plan *p, const void *x,
-                                     void *out, uint64_t rows, uint64_t len, void *stream)
+                                     void *out, uint64_t rows, uint64_t len,
+                                     const int64_t *offsets, void *stream)
 {
     cr_gpu_call c = call_of(h, p, x, NULL, rows * len, stream);
     c.out = out;
     (void)cudaGetLastError(); /* see launch() */
-    cudaError_t e = cr_gpu_scan_rows_launch(&c, rows, len);
+    cudaError_t e = cr_gpu_scan_rows_launch(&c, rows, len, offsets);
     if (e == cudaSuccess) return COOPREDUCE_SUCCESS;
     char what[96];
     snprintf(what, sizeof what, "launching %s of %s rows", cr_op_name(p->op),

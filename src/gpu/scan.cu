@@ -825,21 +825,24 @@ cudaError_t dispatch(const cr_gpu_call *c, A... args)
     return cudaErrorInvalidValue;
 }
 
-/* ---- Many rows (reductions along an axis) -------------------------------------------------
- * One warp per row, any length: every kind here is order-independent, so the warp's lanes take
- * the row's elements k = lane, lane + 32, ... (four loads in flight), fold them with the same
- * Parts and rules as the 1-D kernel (index k within the row for ARGMIN / ARGMAX), and lane 0
- * writes the row's result as the 1-D kernel's last block does. */
+/* ---- Many rows (reductions along an axis) and segments --------------------------------------
+ * One warp per row or segment, any length: every kind here is order-independent, so the warp's
+ * lanes take the row's elements k = lane, lane + 32, ... (four loads in flight), fold them with
+ * the same Parts and rules as the 1-D kernel (index k within the row for ARGMIN / ARGMAX), and
+ * lane 0 writes the row's result as the 1-D kernel's last block does. Row r is x[r * len ..) of
+ * len elements, or, with offsets (device memory), x[offsets[r] .. offsets[r + 1]). */
 template <class E, int K>
 __global__ void __launch_bounds__(kThreads)
-    rows_kernel(const typename E::Bits *__restrict__ x, uint64_t rows, uint64_t len, int op,
-                size_t result_size, char *out)
+    rows_kernel(const typename E::Bits *__restrict__ x, uint64_t rows, uint64_t row_len,
+                const int64_t *__restrict__ offsets, int op, size_t result_size, char *out)
 {
     const int lane = threadIdx.x & 31;
     const uint64_t warps = (uint64_t)gridDim.x * (kThreads / 32);
     for (uint64_t r = (uint64_t)blockIdx.x * (kThreads / 32) + (threadIdx.x >> 5); r < rows;
          r += warps) {
-        const typename E::Bits *row = x + r * len;
+        const uint64_t start = offsets ? (uint64_t)__ldg(offsets + r) : r * row_len;
+        const uint64_t len = offsets ? (uint64_t)__ldg(offsets + r + 1) - start : row_len;
+        const typename E::Bits *row = x + start;
         Part p = identity<K>();
         uint64_t k = lane;
         for (; k + 96 < len; k += 128) {
@@ -856,14 +859,15 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <class E, int K> struct RowsLauncher {
-    static cudaError_t run(const cr_gpu_call *c, uint64_t rows, uint64_t len)
+    static cudaError_t run(const cr_gpu_call *c, uint64_t rows, uint64_t len,
+                           const int64_t *offsets)
     {
         /* A warp per row, at most a wave of kMaxBlocksPerSm blocks per SM. */
         const int blocks = grid_blocks((rows + kThreads / 32 - 1) / (kThreads / 32), c->sm_count,
                                        kMaxBlocksPerSm, c->forced_blocks, kMaxGrid);
-        rows_kernel<E, K><<<blocks, kThreads, 0, c->stream>>>((const typename E::Bits *)c->x, rows,
-                                                              len, (int)c->plan->op,
-                                                              c->plan->result_size, (char *)c->out);
+        rows_kernel<E, K><<<blocks, kThreads, 0, c->stream>>>(
+            (const typename E::Bits *)c->x, rows, len, offsets, (int)c->plan->op,
+            c->plan->result_size, (char *)c->out);
         return cudaGetLastError();
     }
 };
@@ -872,9 +876,10 @@ template <class E, int K> struct RowsLauncher {
 
 extern "C" {
 
-cudaError_t cr_gpu_scan_rows_launch(const cr_gpu_call *c, uint64_t rows, uint64_t len)
+cudaError_t cr_gpu_scan_rows_launch(const cr_gpu_call *c, uint64_t rows, uint64_t len,
+                                    const int64_t *offsets)
 {
-    return dispatch<RowsLauncher>(c, rows, len);
+    return dispatch<RowsLauncher>(c, rows, len, offsets);
 }
 
 /* n may be 0 (SUM, MEAN: the kernel writes 0 or the NaN of an empty mean). */

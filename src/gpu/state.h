@@ -72,11 +72,12 @@ coopreduce_status cr_gpu_work_free(struct coopreduce_handle *h);
 coopreduce_status cr_gpu_launch_flat(struct coopreduce_handle *h, const cr_plan *p, const void *x,
                                      const void *y, void *out, uint64_t n, void *stream);
 /* Whether scan.cu's kernel for many rows computes the flat plan (the scan family, any len), and
- * its launch: rows contiguous rows at x, results at out (device memory), every result the 1-D
- * call's bits. */
+ * its launch: rows contiguous rows at x, or segments by device offsets (launch.h), results at out
+ * (device memory), every result the 1-D call's bits. */
 int cr_gpu_rows_served(const cr_plan *p);
 coopreduce_status cr_gpu_launch_rows(struct coopreduce_handle *h, const cr_plan *p, const void *x,
-                                     void *out, uint64_t rows, uint64_t len, void *stream);
+                                     void *out, uint64_t rows, uint64_t len,
+                                     const int64_t *offsets, void *stream);
 /* rows.cu's kernels for a shaped call of the CANONICAL or ORDERED family (launch.h), pointers
  * already checked and the device current. */
 coopreduce_status cr_gpu_launch_shape(struct coopreduce_handle *h, const cr_plan *p, const void *x,
