@@ -26,8 +26,8 @@
  *    ("slots"): row r's chunk j is slot r * cpr + j; segment s's chunk j is slot
  *    (offsets[s] - offsets[0]) / C + s + j, which never meets another segment's slots (below),
  *    so no prefix sum over the segments is needed, only a search for the segment of a slot.
- *    (A warp per segment, its chunks in turn, measured slower on segments of 1 to 10,000
- *    elements: the chunks of uneven segments spread unevenly over the warps; docs/perf-log.)
+ *    (A warp per segment, its chunks in turn, and four warps per slot, one 8-row batch each,
+ *    both measured slower on float32 segments of 1 to 10,000 elements; docs/perf-log.)
  *  - partials_kernel: a warp per row or segment with more than one chunk, the chunk tree of its
  *    partials (at most C: longer rows take the generic path), and the final rule; over
  *    segments, also the empty ones (the final rule on the sum of nothing).
