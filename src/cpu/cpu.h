@@ -14,7 +14,7 @@
 /* Runs the plan (any family the CPU computes) in the IEEE environment runtime.h sets. */
 coopreduce_status cr_cpu_reduce(struct coopreduce_handle *h, const cr_plan *p, const void *x,
                                 const void *y, uint64_t n, void *result);
-/* A flat plan's family, in the IEEE environment the caller has entered (reduce.c). */
+/* A flat plan's family, in the IEEE environment the caller has entered (family.c). */
 coopreduce_status cr_cpu_run_plan(struct coopreduce_handle *h, const cr_plan *p, const void *x,
                                   const void *y, uint64_t n, void *result);
 /* A plan with an axis or segmented shape (axis.c): every result as the 1-D call of its own

@@ -67,6 +67,15 @@ coopreduce_status cr_gpu_host_slot_create(struct coopreduce_handle *h);
 coopreduce_status cr_gpu_work_free(struct coopreduce_handle *h);
 
 /* ---- reduce.c, axis.c ------------------------------------------------------------------------ */
+/* ---- enqueue.c: kernels on the caller's stream (reduce.c and axis.c launch through it) ------ */
+/* The call as the families see it (launch.h); out and the tagged host slot are the caller's. */
+cr_gpu_call cr_gpu_call_of(const struct coopreduce_handle *h, const cr_plan *p, const void *x,
+                           const void *y, uint64_t n, void *stream);
+/* The plan's family sizes its grid for the call (cr_gpu_size), then gets its workspace and is
+ * launched (cr_gpu_enqueue). */
+coopreduce_status cr_gpu_size(struct coopreduce_handle *h, const cr_gpu_call *c, cr_gpu_grid *grid);
+coopreduce_status cr_gpu_enqueue(struct coopreduce_handle *h, const cr_gpu_call *c,
+                                 cr_gpu_grid *grid);
 /* Enqueues a flat plan's family on n elements at x (and y) with its result at `out` (device
  * memory), pointers already checked and the device current. */
 coopreduce_status cr_gpu_launch_flat(struct coopreduce_handle *h, const cr_plan *p, const void *x,
