@@ -88,7 +88,6 @@ struct Rows {
     uint64_t nfin;            /* rows: the length the final rule divides by (MEAN): len, or, for
                                  rows of partials, the length of the rows they came from */
     const int64_t *offsets;   /* segments: nseg + 1 offsets in device memory; else NULL */
-    uint64_t longest;         /* segments longer than this are left to the host (C^2) */
     uint64_t slots;           /* level-1 jobs */
     void *part[3];            /* level-1 partials, one per slot, per leaf class */
     char *out;                /* result r at out + r * rsize */
@@ -141,7 +140,8 @@ __global__ void __launch_bounds__(kThreads) chunks_kernel(const __grid_constant_
             start = (uint64_t)__ldg(R.offsets + r);
             n = (uint64_t)__ldg(R.offsets + r + 1) - start;
             j = g - seg_base<S::kChunk>(R.offsets, r);
-            if (j * S::kChunk >= n || n > R.longest) continue; /* a gap, or the host's */
+            if (j * S::kChunk >= n || n > S::kChunk * S::kChunk)
+                continue; /* a gap, or a segment of more than C^2 elements: the host's */
         } else {
             r = g / R.cpr;
             j = g - r * R.cpr;
@@ -178,7 +178,8 @@ __global__ void __launch_bounds__(kThreads) partials_kernel(const __grid_constan
             const uint64_t s0 = (uint64_t)__ldg(R.offsets + r);
             n = (uint64_t)__ldg(R.offsets + r + 1) - s0;
             first = seg_base<S::kChunk>(R.offsets, r);
-            if ((n > 0 && n <= S::kChunk) || n > R.longest) continue; /* level 1's, the host's */
+            if ((n > 0 && n <= S::kChunk) || n > S::kChunk * S::kChunk)
+                continue; /* level 1's, the host's */
         } else {
             n = R.len;
             first = r * R.cpr;
@@ -596,7 +597,6 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
     R.rsize = p->result_size;
     R.aligned = (uintptr_t)c->x % 16 == 0 && (p->inputs < 2 || (uintptr_t)c->y % 16 == 0);
     R.F = final_of(p);
-    R.longest = (uint64_t)S::kChunk * S::kChunk;
     for (int k = 0; k < 3; k++) R.part[k] = static_cast<char *>(s->partials) + k * s->class_bytes;
     if (s->offsets) {
         R.rows = s->nseg;

@@ -37,7 +37,8 @@ struct cr_gpu_state {
     void *host_slot;     /* pinned, mapped host memory for results sent to the host: */
     void *host_slot_dev; /*   16 bytes, tagged words (reduce.c) or a plain result */
     unsigned int seq;    /* the tag of the last tagged host-result call */
-    void *gather;        /* device: strided rows gathered contiguous (axis.c) */
+    void *gather;        /* device: axis.c's scratch, the level-1 partials of rows.cu's kernels
+                            or strided rows gathered contiguous (the generic path) */
     size_t gather_bytes;
     void *method_host; /* pinned host: the `block` method's partials */
     size_t method_host_bytes;
@@ -95,7 +96,8 @@ coopreduce_status cr_gpu_launch_shape(struct coopreduce_handle *h, const cr_plan
 /* A plan with an axis or segmented shape (axis.c). */
 coopreduce_status cr_gpu_shaped(struct coopreduce_handle *h, const cr_plan *p, const void *x,
                                 const void *y, void *result, void *stream);
-/* At least `bytes` of device memory for gathering strided rows (axis.c's generic path). */
+/* At least `bytes` of axis.c's device scratch (partials of long rows, columns and segments, or
+ * gathered strided rows). */
 coopreduce_status cr_gpu_gather_ensure(struct coopreduce_handle *h, size_t bytes);
 
 /* ---- methods/host.c: the tutorial methods (a leaf: nothing else calls into it) -------------- */

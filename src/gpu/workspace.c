@@ -152,7 +152,7 @@ coopreduce_status cr_gpu_slots_ensure(coopreduce_handle *h, size_t bytes)
 coopreduce_status cr_gpu_gather_ensure(coopreduce_handle *h, size_t bytes)
 {
     struct cr_gpu_state *g = h->gpu;
-    return grow(h, &g->gather, &g->gather_bytes, bytes, "allocating memory to gather strided rows");
+    return grow(h, &g->gather, &g->gather_bytes, bytes, "allocating scratch memory for rows, columns or segments");
 }
 
 coopreduce_status cr_gpu_method_host_ensure(coopreduce_handle *h, size_t bytes)
