@@ -231,7 +231,8 @@ CR_EXPORT coopreduce_status coopreduce_reduce_segments(coopreduce_op op, const v
     if (nseg > UINT64_MAX / sizeof(int64_t) - 1)
         return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT, "nseg = %llu is too large",
                        (unsigned long long)nseg);
-    int64_t *copy = NULL; /* a GPU handle's offsets, read back to be checked */
+    const int64_t *copy = NULL; /* a GPU handle's offsets, read back to be checked (pinned
+                                   scratch of the handle's) */
     if (h->device >= 0) {
         if ((s = cr_gpu_offsets_to_host(h, offsets, nseg, stream, &copy))) return s;
         sh.offsets = copy;
@@ -239,6 +240,5 @@ CR_EXPORT coopreduce_status coopreduce_reduce_segments(coopreduce_op op, const v
     }
     s = check_segments(h, &p, &sh, x, y, result);
     if (!s) s = run_shaped(h, &p, routed, &sh, x, y, result, stream);
-    free(copy);
     return s;
 }

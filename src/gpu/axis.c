@@ -30,25 +30,21 @@
 #define CR_SEGMENT_ROWS_MAX ((uint64_t)1 << 16)
 
 coopreduce_status cr_gpu_offsets_to_host(coopreduce_handle *h, const int64_t *offsets,
-                                         uint64_t nseg, void *stream, int64_t **host)
+                                         uint64_t nseg, void *stream, const int64_t **host)
 {
     *host = NULL;
     coopreduce_status s = cr_gpu_check_pointer(h, offsets, "offsets");
     if (s) return s;
     cudaError_t e = cr_gpu_use_device(h->device);
     if (e != cudaSuccess) return cr_cuda_fail(h, e, "selecting the GPU");
+    /* Pinned: a copy to pageable memory is staged by the driver, several times slower. */
     const size_t bytes = (size_t)(nseg + 1) * sizeof(int64_t);
-    int64_t *p = malloc(bytes);
-    if (!p)
-        return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY, "cannot allocate %zu bytes of offsets",
-                       bytes);
-    e = cudaMemcpyAsync(p, offsets, bytes, cudaMemcpyDeviceToHost, (cudaStream_t)stream);
+    if ((s = cr_gpu_pinned_ensure(h, bytes))) return s;
+    e = cudaMemcpyAsync(h->gpu->pinned, offsets, bytes, cudaMemcpyDeviceToHost,
+                        (cudaStream_t)stream);
     if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)stream);
-    if (e != cudaSuccess) {
-        free(p);
-        return cr_cuda_fail(h, e, "reading the offsets back");
-    }
-    *host = p;
+    if (e != cudaSuccess) return cr_cuda_fail(h, e, "reading the offsets back");
+    *host = h->gpu->pinned;
     return COOPREDUCE_SUCCESS;
 }
 

@@ -23,9 +23,10 @@ coopreduce_status cr_gpu_reserve(struct coopreduce_handle *h, const cr_plan *pla
 coopreduce_status cr_gpu_reduce(struct coopreduce_handle *h, const cr_plan *plan, const void *x,
                                 const void *y, void *result, uint64_t n, void *stream, int to_host);
 
-/* Copies nseg + 1 offsets from device memory to a new host array *host (free() it), after the
- * earlier work on `stream`: the call waits for the stream. */
+/* Copies nseg + 1 offsets from device memory to the handle's pinned host scratch, *host, valid
+ * until the handle's next call, after the earlier work on `stream`: the call waits for the
+ * stream. */
 coopreduce_status cr_gpu_offsets_to_host(struct coopreduce_handle *h, const int64_t *offsets,
-                                         uint64_t nseg, void *stream, int64_t **host);
+                                         uint64_t nseg, void *stream, const int64_t **host);
 
 #endif

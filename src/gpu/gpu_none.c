@@ -45,7 +45,7 @@ coopreduce_status cr_gpu_reduce(struct coopreduce_handle *h, const cr_plan *plan
 }
 
 coopreduce_status cr_gpu_offsets_to_host(struct coopreduce_handle *h, const int64_t *offsets,
-                                         uint64_t nseg, void *stream, int64_t **host)
+                                         uint64_t nseg, void *stream, const int64_t **host)
 {
     (void)offsets, (void)nseg, (void)stream;
     *host = NULL;

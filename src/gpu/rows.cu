@@ -17,19 +17,25 @@
  *    flat array's, streamed per block as by the 1-D kernels, each chunk's value to its row.
  *  - narrow_kernel again for the partials of rows of up to W chunks (one leaf class), else
  *    partials_kernel.
- *  - chunks_kernel: the other rows of several chunks, and segments. One warp per chunk
- *    of a row (leaves.cuh's chunk_values, the 1-D kernels' level 1 on the row's own pointer:
- *    full aligned chunks by 16-byte loads; the row's ragged chunk and misaligned rows by
- *    16-byte loads shifted into place, or element loads, that stop at the last row of the
- *    chunk holding data). A row of one chunk gets its result here; the chunks of longer rows
- *    store their partials for the level above. The chunks of all rows are one grid of jobs
- *    ("slots"): row r's chunk j is slot r * cpr + j; segment s's chunk j is slot
+ *  - chunks_kernel: the other rows of several chunks. One warp per chunk of a row (leaves.cuh's
+ *    chunk_values, the 1-D kernels' level 1 on the row's own pointer: full aligned chunks by
+ *    16-byte loads; the row's ragged chunk and misaligned rows by 16-byte loads shifted into
+ *    place, or element loads, that stop at the last row of the chunk holding data). A row of
+ *    one chunk gets its result here; the chunks of longer rows store their partials for the
+ *    level above. The chunks of all rows are one grid of jobs ("slots"): row r's chunk j is
+ *    slot r * cpr + j.
+ *  - segments_kernel: segments, whose chunks start anywhere. Segment s's chunk j is slot
  *    (offsets[s] - offsets[0]) / C + s + j, which never meets another segment's slots (below),
- *    so no prefix sum over the segments is needed, only a search for the segment of a slot.
- *    (A warp per segment, its chunks in turn, and four warps per slot, one 8-row batch each,
- *    both measured slower on float32 segments of 1 to 10,000 elements; docs/perf-log.)
+ *    so no prefix sum over the segments is needed. Each warp takes a contiguous range of slots:
+ *    one search for the segment of its first, then steps along the offsets. Each chunk by
+ *    element loads in leaves.cuh's interleaved layout (chunk_strided): one code path for every
+ *    alignment. (The shifted 16-byte path of chunks_kernel, with a search per slot, took twice
+ *    as long on float32 segments of 1 to 10,000 elements: instruction-fetch stalls at 17%
+ *    occupancy; a warp per segment, and four warps per slot, measured slower still;
+ *    docs/perf-log.)
  *  - partials_kernel: a warp per row or segment with more than one chunk, the chunk tree of its
- *    partials (at most C: longer rows take the generic path), and the final rule; over
+ *    partials (at most C: longer rows take the generic path; by chunk_strided), and the final
+ *    rule; over
  *    segments, also the empty ones (the final rule on the sum of nothing).
  *  - columns_kernel: strided rows (an axis with inner > 1). A thread per column (32 adjacent
  *    columns per warp: each load of the warp is one run of 32 elements) computes the chunk tree
@@ -122,8 +128,62 @@ __device__ __forceinline__ uint64_t find_segment(const cg::thread_block_tile<32>
     return lo;
 }
 
+/* Level 1 of segments: each warp a contiguous range of slots, the segment of its first found
+ * by the search, the next ones by stepping along the offsets (a slot past the current
+ * segment's last chunk is a gap or a later segment's). Each chunk by element loads in the
+ * interleaved layout (chunk_strided): segments start anywhere. */
+template <typename In, Leaf LF>
+__device__ __forceinline__ void segment_chunks(const cg::thread_block_tile<32> &warp,
+                                               const Rows &R)
+{
+    using S = Shape<In>;
+    using Acc = typename In::Acc;
+    constexpr uint64_t C = S::kChunk;
+    const uint64_t warps = (uint64_t)gridDim.x * kWarpsPerBlock;
+    const uint64_t per = (R.slots + warps - 1) / warps;
+    uint64_t g = ((uint64_t)blockIdx.x * kWarpsPerBlock + warp.meta_group_rank()) * per;
+    const uint64_t g1 = g + per < R.slots ? g + per : R.slots;
+    if (g >= g1) return;
+    const int64_t o0 = __ldg(R.offsets);
+    uint64_t s = find_segment<C>(warp, R.offsets, R.rows, g);
+    int64_t start = __ldg(R.offsets + s), end = __ldg(R.offsets + s + 1);
+    for (; g < g1; g++) {
+        while (s + 1 < R.rows && (uint64_t)(end - o0) / C + s + 1 <= g) {
+            s++;
+            start = end;
+            end = __ldg(R.offsets + s + 1);
+        }
+        const uint64_t n = (uint64_t)(end - start), j = g - ((uint64_t)(start - o0) / C + s);
+        if (j * C >= n || n > C * C) continue; /* a gap, or a segment of more than C^2: the host's */
+        const Args<In> A = {R.x + (uint64_t)start * In::kBytes,
+                            R.y ? R.y + (uint64_t)start * In::kBytes : nullptr, n};
+        const uint64_t rest = n - j * C;
+        Acc v[kLeaves<LF>];
+        chunk_strided<In, LF>(warp, A, j * C, rest < C ? (int)rest : (int)C, v);
+        if (warp.thread_rank() != 0) continue;
+        if (n <= C) {
+            put_result(R.F, n, v, R.out + s * R.rsize);
+        } else {
+#pragma unroll
+            for (int k = 0; k < kLeaves<LF>; k++) static_cast<Acc *>(R.part[k])[g] = v[k];
+        }
+    }
+}
+
+/* Blocks per SM the segments' kernel is compiled for: 4 (64 registers, 32 warps an SM), 2 for
+ * NORM2's three trees. Its chunks are short and start anywhere, so its time goes in latency:
+ * warps in flight matter more than loads per warp. */
+template <Leaf LF> constexpr int kSegBlocks = LF == Leaf::kNorm2 ? 2 : 4;
+
+template <typename In, Leaf LF>
+__global__ void __launch_bounds__(kThreads, kSegBlocks<LF>) segments_kernel(const __grid_constant__ Rows R)
+{
+    cg::thread_block block = cg::this_thread_block();
+    segment_chunks<In, LF>(cg::tiled_partition<32>(block), R);
+}
+
 /* Level 1: a warp per slot. */
-template <typename In, Leaf LF, bool kSeg>
+template <typename In, Leaf LF>
 __global__ void __launch_bounds__(kThreads) chunks_kernel(const __grid_constant__ Rows R)
 {
     using S = Shape<In>;
@@ -134,20 +194,7 @@ __global__ void __launch_bounds__(kThreads) chunks_kernel(const __grid_constant_
     const uint64_t warps = (uint64_t)gridDim.x * kWarpsPerBlock;
     for (uint64_t g = (uint64_t)blockIdx.x * kWarpsPerBlock + warp.meta_group_rank(); g < R.slots;
          g += warps) {
-        uint64_t r, j, start, n;
-        if constexpr (kSeg) {
-            r = find_segment<S::kChunk>(warp, R.offsets, R.rows, g);
-            start = (uint64_t)__ldg(R.offsets + r);
-            n = (uint64_t)__ldg(R.offsets + r + 1) - start;
-            j = g - seg_base<S::kChunk>(R.offsets, r);
-            if (j * S::kChunk >= n || n > S::kChunk * S::kChunk)
-                continue; /* a gap, or a segment of more than C^2 elements: the host's */
-        } else {
-            r = g / R.cpr;
-            j = g - r * R.cpr;
-            start = r * R.len;
-            n = R.len;
-        }
+        const uint64_t r = g / R.cpr, j = g - r * R.cpr, start = r * R.len, n = R.len;
         const Args<In> A = {R.x + start * In::kBytes, R.y ? R.y + start * In::kBytes : nullptr, n};
         const bool aligned = R.aligned && (start * In::kBytes) % 16 == 0;
         Acc v[K];
@@ -164,7 +211,7 @@ __global__ void __launch_bounds__(kThreads) chunks_kernel(const __grid_constant_
 
 /* Levels 2 and up (a row of at most C partials is one chunk of them), then the final rule. */
 template <typename Acc, int K, bool kSeg>
-__global__ void __launch_bounds__(kThreads) partials_kernel(const __grid_constant__ Rows R)
+__global__ void __launch_bounds__(kThreads, K == 1 ? 4 : 2) partials_kernel(const __grid_constant__ Rows R)
 {
     using In = typename AccIn<Acc>::T;
     using S = Shape<In>;
@@ -192,8 +239,7 @@ __global__ void __launch_bounds__(kThreads) partials_kernel(const __grid_constan
                 const Args<In> A = {static_cast<const char *>(R.part[k]) + first * sizeof(Acc),
                                     nullptr, parts};
                 Acc v[1];
-                chunk_values<In, Leaf::kWiden, false, true>(warp, A, 0, (first * sizeof(Acc)) % 16 == 0,
-                                                      v);
+                chunk_strided<In, Leaf::kWiden>(warp, A, 0, (int)parts, v);
                 a[k] = v[0];
             }
         }
@@ -603,7 +649,10 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
         R.offsets = s->offsets;
         R.slots = s->total / S::kChunk + s->nseg;
         if (R.slots)
-            chunks_kernel<In, LF, true><<<blocks_for(c, R.slots), kThreads, 0, c->stream>>>(R);
+            segments_kernel<In, LF><<<grid_blocks((R.slots + kWarpsPerBlock - 1) / kWarpsPerBlock,
+                                                   c->sm_count, kSegBlocks<LF>, c->forced_blocks,
+                                                   INT32_MAX),
+                                       kThreads, 0, c->stream>>>(R);
         cudaError_t e = cudaGetLastError();
         if (e == cudaSuccess && s->second_level && R.rows)
             partials_kernel<Acc, K, true><<<blocks_for(c, R.rows), kThreads, 0, c->stream>>>(R);
@@ -646,7 +695,7 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
         }
     }
     if (!streamed)
-        chunks_kernel<In, LF, false><<<blocks_for(c, R.slots), kThreads, 0, c->stream>>>(R);
+        chunks_kernel<In, LF><<<blocks_for(c, R.slots), kThreads, 0, c->stream>>>(R);
     e = cudaGetLastError();
     if (e != cudaSuccess || R.cpr == 1) return e;
     /* Level 2: rows of cpr partials. One class and at most W of them: narrow rows (several rows

@@ -40,8 +40,9 @@ struct cr_gpu_state {
     void *gather;        /* device: axis.c's scratch, the level-1 partials of rows.cu's kernels
                             or strided rows gathered contiguous (the generic path) */
     size_t gather_bytes;
-    void *method_host; /* pinned host: the `block` method's partials */
-    size_t method_host_bytes;
+    void *pinned; /* pinned host scratch, used within one call: the `block` method's partials,
+                     the segments' offsets read back to be checked */
+    size_t pinned_bytes;
 };
 
 /* ---- device.c ------------------------------------------------------------------------------ */
@@ -60,8 +61,8 @@ coopreduce_status cr_gpu_work_ensure(struct coopreduce_handle *h, const cr_plan 
                                      size_t slot_bytes, int slot_blocks, cr_gpu_work *w);
 /* At least `bytes` of per-block slots, the ticket and the device result slot. */
 coopreduce_status cr_gpu_slots_ensure(struct coopreduce_handle *h, size_t bytes);
-/* At least `bytes` of pinned host memory for the `block` method's partials. */
-coopreduce_status cr_gpu_method_host_ensure(struct coopreduce_handle *h, size_t bytes);
+/* At least `bytes` of pinned host scratch memory (g->pinned; grows, keeps nothing). */
+coopreduce_status cr_gpu_pinned_ensure(struct coopreduce_handle *h, size_t bytes);
 /* The pinned, mapped result slot; made when the handle is. */
 coopreduce_status cr_gpu_host_slot_create(struct coopreduce_handle *h);
 /* Frees everything; returns the first error (the frees wait for the device's work). */

@@ -6,7 +6,7 @@
  *    epoch word), for the canonical and ordered families' one tree;
  *  - NORM2's three trees and their join slots (ordered.cu);
  *  - per-block slots, a ticket and a device result slot (scan.cu, exact.cu, the methods);
- *  - the pinned, mapped host-result slot, and the `block` method's pinned partials.
+ *  - the pinned, mapped host-result slot, and the pinned host scratch (the `block` method's partials, the segments' offsets).
  * Kernels leave counters, epochs' neighbours, join counts and tickets as they found them (zero),
  * so nothing is cleared between calls. Growing allocates the new buffer before freeing the old:
  * if it cannot be had, the handle keeps what it had. Allocation synchronises the device, which
@@ -155,19 +155,19 @@ coopreduce_status cr_gpu_gather_ensure(coopreduce_handle *h, size_t bytes)
     return grow(h, &g->gather, &g->gather_bytes, bytes, "allocating scratch memory for rows, columns or segments");
 }
 
-coopreduce_status cr_gpu_method_host_ensure(coopreduce_handle *h, size_t bytes)
+coopreduce_status cr_gpu_pinned_ensure(coopreduce_handle *h, size_t bytes)
 {
     struct cr_gpu_state *g = h->gpu;
-    if (bytes <= g->method_host_bytes) return COOPREDUCE_SUCCESS;
+    if (bytes <= g->pinned_bytes) return COOPREDUCE_SUCCESS;
     void *p = NULL;
     cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocDefault);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
-        return cr_cuda_fail(h, e, "allocating pinned memory for the block partials");
+        return cr_cuda_fail(h, e, "allocating pinned host scratch memory");
     }
-    if (g->method_host) cudaFreeHost(g->method_host);
-    g->method_host = p;
-    g->method_host_bytes = bytes;
+    if (g->pinned) cudaFreeHost(g->pinned);
+    g->pinned = p;
+    g->pinned_bytes = bytes;
     return COOPREDUCE_SUCCESS;
 }
 
@@ -213,7 +213,7 @@ coopreduce_status cr_gpu_work_free(coopreduce_handle *h)
         cudaError_t e = dev[i] ? cudaFree(dev[i]) : cudaSuccess;
         if (e != cudaSuccess && !s) s = cr_cuda_fail(h, e, "freeing the workspace");
     }
-    void *host[] = {g->host_slot, g->method_host};
+    void *host[] = {g->host_slot, g->pinned};
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) {
         cudaError_t e = host[i] ? cudaFreeHost(host[i]) : cudaSuccess;
         if (e != cudaSuccess && !s) s = cr_cuda_fail(h, e, "freeing pinned memory");
@@ -221,8 +221,8 @@ coopreduce_status cr_gpu_work_free(coopreduce_handle *h)
     g->tree_partials = g->tree_counters = g->norm2 = g->slots = g->ticket = g->out = NULL;
     g->gather = NULL;
     g->gather_bytes = 0;
-    g->host_slot = g->host_slot_dev = g->method_host = NULL;
-    g->tree_partials_bytes = g->tree_counters_bytes = g->slots_bytes = g->method_host_bytes = 0;
+    g->host_slot = g->host_slot_dev = g->pinned = NULL;
+    g->tree_partials_bytes = g->tree_counters_bytes = g->slots_bytes = g->pinned_bytes = 0;
     g->norm2_cap = 0;
     return s;
 }

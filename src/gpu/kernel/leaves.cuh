@@ -674,6 +674,104 @@ __device__ __noinline__ void chunk_used(const cg::thread_block_tile<32> &warp, c
                              v);
 }
 
+/* A chunk of m <= C valid elements at element `base` of A, at any alignment, in the interleaved
+ * layout: thread t takes the lanes t, t + 32, .., t + W - 32 (kStrideLanes of them) of every
+ * row, by element loads, so that each load of the warp reads 32 adjacent elements whatever the
+ * chunk's alignment. The same chunk tree as the 16-byte layout: per lane, the row tree (rows
+ * wholly past the data are padding, left out by whole subtrees); the five lowest lane levels pair
+ * lanes of neighbouring threads (a butterfly of shuffles, after which every thread holds its
+ * 32-lane block's sum: the pairwise tree of that block, by commutativity); the top levels pair
+ * the blocks inside the thread. For segments, whose chunks start anywhere: one code path for
+ * every alignment, a fraction of the shifted 16-byte path's instructions (which is what bounded
+ * it: docs/perf-log). */
+template <typename In> constexpr int kStrideLanes = Shape<In>::kLanes / 32; /* 4, or 2 (float64) */
+/* Rows per batch: all of a batch's loads are in flight at once, 32 registers of leaves or fewer. */
+template <typename In, Leaf LF>
+constexpr int kStrideRows =
+    kStrideLanes<In> * kLeaves<LF> * (LF == Leaf::kProduct ? 2 : 1) <= 4   ? 8
+    : kStrideLanes<In> * kLeaves<LF> * (LF == Leaf::kProduct ? 2 : 1) <= 8 ? 4
+                                                                            : 2;
+
+template <typename In, Leaf LF> struct LaneVals {
+    typename In::Acc v[kStrideLanes<In>][kLeaves<LF>];
+};
+
+template <typename In, Leaf LF>
+__device__ __forceinline__ LaneVals<In, LF> add(const LaneVals<In, LF> &a, const LaneVals<In, LF> &b)
+{
+    LaneVals<In, LF> r;
+#pragma unroll
+    for (int j = 0; j < kStrideLanes<In>; j++)
+#pragma unroll
+        for (int k = 0; k < kLeaves<LF>; k++) r.v[j][k] = a.v[j][k] + b.v[j][k];
+    return r;
+}
+
+/* The row tree of rows r0 .. r0 + ROWS - 1 of thread t's lanes, `used` rows holding data. */
+template <typename In, Leaf LF, int ROWS>
+__device__ __forceinline__ LaneVals<In, LF> strided_rows(const Args<In> &A, uint64_t base, int r0,
+                                                         int t, int m, int used)
+{
+    using Acc = typename In::Acc;
+    constexpr int W = Shape<In>::kLanes, L = kStrideLanes<In>, R = kStrideRows<In, LF>;
+    if constexpr (ROWS <= R) {
+        Acc a[ROWS][L], b[ROWS][L];
+#pragma unroll
+        for (int i = 0; i < ROWS; i++)
+#pragma unroll
+            for (int j = 0; j < L; j++) {
+                const int e = (r0 + i) * W + t + 32 * j;
+                a[i][j] = e < m ? In::at(A.x, base + e) : Acc(0);
+                b[i][j] = LF == Leaf::kProduct && e < m ? In::at(A.y, base + e) : a[i][j];
+            }
+        LaneVals<In, LF> l[ROWS];
+#pragma unroll
+        for (int i = 0; i < ROWS; i++)
+#pragma unroll
+            for (int j = 0; j < L; j++) {
+                if ((r0 + i) * W + t + 32 * j < m) {
+                    make_leaf<LF>(a[i][j], b[i][j], l[i].v[j]);
+                } else {
+#pragma unroll
+                    for (int k = 0; k < kLeaves<LF>; k++) l[i].v[j][k] = Acc(-0.0);
+                }
+            }
+#pragma unroll
+        for (int w = 1; w < ROWS; w *= 2)
+#pragma unroll
+            for (int i = 0; i < ROWS; i += 2 * w) l[i] = add(l[i], l[i + w]);
+        return l[0];
+    } else {
+        LaneVals<In, LF> s = strided_rows<In, LF, ROWS / 2>(A, base, r0, t, m, used);
+        if (r0 + ROWS / 2 < used)
+            s = add(s, strided_rows<In, LF, ROWS / 2>(A, base, r0 + ROWS / 2, t, m, used));
+        return s;
+    }
+}
+
+/* The chunk's K values (in every thread). */
+template <typename In, Leaf LF>
+__device__ __forceinline__ void chunk_strided(const cg::thread_block_tile<32> &warp,
+                                              const Args<In> &A, uint64_t base, int m,
+                                              typename In::Acc (&v)[kLeaves<LF>])
+{
+    constexpr int W = Shape<In>::kLanes, L = kStrideLanes<In>;
+    LaneVals<In, LF> s =
+        strided_rows<In, LF, CR_ROWS>(A, base, 0, warp.thread_rank(), m, (m + W - 1) / W);
+#pragma unroll
+    for (int k = 0; k < kLeaves<LF>; k++) {
+#pragma unroll
+        for (int j = 0; j < L; j++)
+#pragma unroll
+            for (int d = 1; d < 32; d *= 2) s.v[j][k] = s.v[j][k] + warp.shfl_xor(s.v[j][k], d);
+#pragma unroll
+        for (int w = 1; w < L; w *= 2)
+#pragma unroll
+            for (int j = 0; j < L; j += 2 * w) s.v[j][k] = s.v[j][k] + s.v[j + w][k];
+        v[k] = s.v[0][k];
+    }
+}
+
 /* Level 1 off the stream: chunk c of the input (misaligned, ragged, or the only chunk) to its
  * K partials. NORM2 tries the medium pass first on a full, aligned chunk, as norm2_kernel does,
  * and falls back to the three classes by element loads. `aligned`: the input (both inputs of

@@ -64,7 +64,7 @@ static coopreduce_status ensure(coopreduce_handle *h, uint64_t n)
                        (unsigned long long)n);
     size_t bytes = (size_t)slots * 8;
     coopreduce_status s = cr_gpu_slots_ensure(h, bytes);
-    if (!s && h->method == COOPREDUCE_METHOD_BLOCK) s = cr_gpu_method_host_ensure(h, bytes);
+    if (!s && h->method == COOPREDUCE_METHOD_BLOCK) s = cr_gpu_pinned_ensure(h, bytes);
     return s;
 }
 
@@ -159,17 +159,17 @@ coopreduce_status cr_gpu_method_sum(coopreduce_handle *h, const cr_plan *plan, c
         if (m == COOPREDUCE_METHOD_BLOCK) {
             /* Partials to the host, wait, add them there: the tutorial's design, and why this
              * method is synchronous. A partial has the accumulator's size, the result's. */
-            e = cudaMemcpyAsync(g->method_host, g->slots, (size_t)r.blocks * rs,
+            e = cudaMemcpyAsync(g->pinned, g->slots, (size_t)r.blocks * rs,
                                 cudaMemcpyDeviceToHost, st);
             if (e == cudaSuccess) e = cudaStreamSynchronize(st);
             if (e != cudaSuccess) return cr_cuda_fail(h, e, "copying the block partials");
             host_sync = 1;
             if (to_host) {
-                host_finish(g->method_host, r.blocks, dtype, result);
+                host_finish(g->pinned, r.blocks, dtype, result);
             } else {
                 /* The value goes to the device from the handle's pinned slot; waiting for the
                  * copy keeps the slot free for the next call. */
-                host_finish(g->method_host, r.blocks, dtype, g->host_slot);
+                host_finish(g->pinned, r.blocks, dtype, g->host_slot);
                 e = cudaMemcpyAsync(result, g->host_slot, rs, cudaMemcpyHostToDevice, st);
                 if (e == cudaSuccess) e = cudaStreamSynchronize(st);
                 if (e != cudaSuccess) return cr_cuda_fail(h, e, "writing the block result");
