@@ -48,7 +48,9 @@ typedef struct {
 } handle_cache;
 
 static pthread_key_t cache_key;
-static PyObject *error_class; /* coopreduce.Error, set by the Python layer */
+/* coopreduce.Error, and its subclass that is also a ValueError (a refused argument, an empty
+ * array), set by the Python layer. */
+static PyObject *error_class, *argument_error_class;
 
 static void cache_free(void *p)
 {
@@ -60,7 +62,10 @@ static void cache_free(void *p)
 /* Raises coopreduce.Error(status, name, message) for a failed library call. */
 static PyObject *raise_status(coopreduce_status s, const coopreduce_handle *h)
 {
-    PyObject *cls = error_class ? error_class : PyExc_RuntimeError;
+    PyObject *cls = s == COOPREDUCE_ERROR_INVALID_ARGUMENT || s == COOPREDUCE_ERROR_EMPTY
+                        ? argument_error_class
+                        : error_class;
+    if (!cls) cls = PyExc_RuntimeError;
     PyObject *args = Py_BuildValue("(iss)", (int)s, coopreduce_status_string(s),
                                    coopreduce_last_error(h));
     if (args) {
@@ -435,9 +440,14 @@ static PyObject *py_info(PyObject *self, PyObject *unused)
                          gpus);
 }
 
-static PyObject *py_set_error_class(PyObject *self, PyObject *cls)
+static PyObject *py_set_error_class(PyObject *self, PyObject *const *a, Py_ssize_t n)
 {
-    Py_XSETREF(error_class, Py_NewRef(cls));
+    if (n != 2) {
+        PyErr_SetString(PyExc_TypeError, "_set_error_class takes 2 arguments");
+        return NULL;
+    }
+    Py_XSETREF(error_class, Py_NewRef(a[0]));
+    Py_XSETREF(argument_error_class, Py_NewRef(a[1]));
     Py_RETURN_NONE;
 }
 
@@ -454,7 +464,7 @@ static PyMethodDef methods[] = {
      "result_type(op, dtype) -> (dtype, size) or None"},
     {"dlpack_info", py_dlpack_info, METH_O, "dlpack_info(capsule) -> tuple"},
     {"info", py_info, METH_NOARGS, "info() -> dict"},
-    {"_set_error_class", py_set_error_class, METH_O, NULL},
+    {"_set_error_class", (PyCFunction)(void (*)(void))py_set_error_class, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_coopreduce",

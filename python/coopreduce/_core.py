@@ -24,7 +24,12 @@ class Error(RuntimeError):
         self.status, self.status_name, self.message = status, status_name, message
 
 
-_C._set_error_class(Error)
+class ArgumentError(Error, ValueError):
+    """The library's refusal of an argument (invalid argument, an empty array for an operation
+    without a value for it): a coopreduce.Error that is also a ValueError."""
+
+
+_C._set_error_class(Error, ArgumentError)
 
 
 def _result_table():
@@ -280,6 +285,10 @@ def reduce_segments(op, x, offsets, y=None, mode="deterministic", out=None, stre
     if odevice != device:
         raise ValueError("offsets must be on the device of x")
     nseg = oshape[0] - 1
+    # The library cannot know x's length: the end is checked here (for device offsets this reads
+    # one int64 back, a wait the GPU's segment call makes anyway to check the offsets).
+    if nseg and int(off[-1]) > shape[0]:
+        raise ValueError(f"offsets end at {int(off[-1])}, beyond x's {shape[0]} elements")
     name, words = res
     rshape = (nseg,) + ((2,) if words == 2 else ())
     r = fw.empty(x, rshape, name, "C")
