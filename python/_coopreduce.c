@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "coopreduce.h"
 
@@ -440,6 +441,44 @@ static PyObject *py_info(PyObject *self, PyObject *unused)
                          gpus);
 }
 
+/* time_c(op, dtype, x, out, n, device, mode, stream, iters) -> seconds per call
+ * For the benchmark (coopreduce.bench): `iters` back-to-back coopreduce_reduce calls from C,
+ * host time only (the caller synchronises around it): the C library's own per-call cost, which
+ * the Python call's is compared with. */
+static PyObject *py_time_c(PyObject *self, PyObject *const *a, Py_ssize_t n)
+{
+    int op, dtype, device, mode;
+    uint64_t len, stream, iters;
+    if (n != 9) {
+        PyErr_SetString(PyExc_TypeError, "time_c takes 9 arguments");
+        return NULL;
+    }
+    if (as_int(a[0], &op) || as_int(a[1], &dtype) || as_u64(a[4], &len) ||
+        as_int(a[5], &device) || as_int(a[6], &mode) || as_u64(a[7], &stream) ||
+        as_u64(a[8], &iters))
+        return NULL;
+    coopreduce_handle *h = get_handle(device, mode);
+    if (!h) return NULL;
+    Py_buffer v[2];
+    int has[2] = {0, 0};
+    void *x, *out;
+    if (get_address(a[2], 0, &x, &v[0], &has[0]) || get_address(a[3], 1, &out, &v[1], &has[1])) {
+        release_views(v, has, 2);
+        return NULL;
+    }
+    coopreduce_status s = COOPREDUCE_SUCCESS;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (uint64_t i = 0; i < iters && !s; i++)
+        s = coopreduce_reduce((coopreduce_op)op, x, NULL, out, len, (coopreduce_dtype)dtype, h,
+                              (void *)(uintptr_t)stream);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    release_views(v, has, 2);
+    if (s) return raise_status(s, h);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    return PyFloat_FromDouble(iters ? secs / (double)iters : 0.0);
+}
+
 static PyObject *py_set_error_class(PyObject *self, PyObject *const *a, Py_ssize_t n)
 {
     if (n != 2) {
@@ -464,6 +503,8 @@ static PyMethodDef methods[] = {
      "result_type(op, dtype) -> (dtype, size) or None"},
     {"dlpack_info", py_dlpack_info, METH_O, "dlpack_info(capsule) -> tuple"},
     {"info", py_info, METH_NOARGS, "info() -> dict"},
+    {"time_c", (PyCFunction)(void (*)(void))py_time_c, METH_FASTCALL,
+     "time_c(op, dtype, x, out, n, device, mode, stream, iters) -> seconds per call"},
     {"_set_error_class", (PyCFunction)(void (*)(void))py_set_error_class, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL}};
 
