@@ -53,6 +53,20 @@ def _result_table():
 _RESULT = _result_table()
 
 
+def _op_code(op):
+    opc = _OP.get(op)
+    if opc is None:
+        raise ValueError(f"unknown operation {op!r}: one of {', '.join(OPS)}")
+    return opc
+
+
+def _mode_code(mode):
+    modec = _MODE.get(mode)
+    if modec is None:
+        raise ValueError(f"mode must be 'deterministic' or 'exact', not {mode!r}")
+    return modec
+
+
 def _stream_int(stream):
     """An explicit stream as a cudaStream_t value: an int, an object with __cuda_stream__
     (returning (version, handle)), a torch stream (.cuda_stream) or a CuPy stream (.ptr)."""
@@ -142,13 +156,7 @@ def _contiguous(fw, x):
 def reduce(op, x, y=None, axis=None, keepdims=False, mode="deterministic", out=None,
            stream=None, host=False):
     """The general form of every reduction: op is one of OPS (docs/PYTHON.md)."""
-    opc = _OP.get(op)
-    if opc is None:
-        raise ValueError(f"unknown operation {op!r}: one of {', '.join(OPS)}")
-    modec = _MODE.get(mode)
-    if modec is None:
-        raise ValueError(f"mode must be 'deterministic' or 'exact', not {mode!r}")
-    st = None if stream is None else _stream_int(stream)
+    opc, modec, st = _op_code(op), _mode_code(mode), None if stream is None else _stream_int(stream)
     fw, x, xaddr, shape, layout, code, device, keep = _view(x, st)
     _dtype_error(x, code)
     ndim = len(shape)
@@ -247,13 +255,7 @@ def _deliver(fw, r, out, shape, name):
 
 def reduce_segments(op, x, offsets, y=None, mode="deterministic", out=None, stream=None):
     """result[s] = op over x[offsets[s]:offsets[s + 1]] for s < len(offsets) - 1."""
-    opc = _OP.get(op)
-    if opc is None:
-        raise ValueError(f"unknown operation {op!r}: one of {', '.join(OPS)}")
-    modec = _MODE.get(mode)
-    if modec is None:
-        raise ValueError(f"mode must be 'deterministic' or 'exact', not {mode!r}")
-    st = None if stream is None else _stream_int(stream)
+    opc, modec, st = _op_code(op), _mode_code(mode), None if stream is None else _stream_int(stream)
     fw, x, xaddr, shape, layout, code, device, keep = _view(x, st)
     _dtype_error(x, code)
     if len(shape) != 1:
@@ -307,9 +309,7 @@ def reserve(n, dtype, device=-1, mode="deterministic"):
     capturing a CUDA graph, on the capturing thread, with the mode the graph uses."""
     if dtype not in DTYPE_NAMES:
         raise ValueError(f"dtype must be one of {', '.join(DTYPE_NAMES)}, not {dtype!r}")
-    modec = _MODE.get(mode)
-    if modec is None:
-        raise ValueError(f"mode must be 'deterministic' or 'exact', not {mode!r}")
+    modec = _mode_code(mode)
     _C.reserve(operator.index(device), operator.index(n), DTYPE_NAMES.index(dtype), modec)
 
 
