@@ -52,6 +52,13 @@ gpu_test() { [ "$1" = gpu ] && echo "$BUILD/tests/test_gpu" || echo "$BUILD/test
 for t in $TESTS; do
   [ -x "$(gpu_test "$t")" ] && step "test_$t" "$(gpu_test "$t")"
 done
+# The Python package's GPU tests (torch, CuPy), against the extension of this build, with the
+# system's torch (the venv sees the system site-packages); skipped (exit 5: no tests ran) without one.
+if [ -d "$BUILD/python/coopreduce" ] && python3 -c "import torch, numpy, pytest" 2>/dev/null; then
+  step python env PYTHONPATH="$BUILD/python" python3 -m pytest -q -p no:cacheprovider \
+    -c /dev/null --rootdir tests/python tests/python/test_gpu.py
+  step python-bench env PYTHONPATH="$BUILD/python" python3 -m coopreduce.bench
+fi
 if [ $GOLDEN = 1 ]; then
   step golden "$BUILD/tests/test_gpu" --quick --write-golden "$LOG/golden_bits.txt"
 fi
@@ -77,7 +84,7 @@ if [ -n "${OUT:-}" ]; then
   cat "$LOG"/san-*.log > "$LOG/sanitizers.log" 2>/dev/null
   cat "$LOG"/test_*.log > "$LOG/gpu_tests.log" 2>/dev/null
   cp "$LOG/gpu_tests.log" "$OUT/" 2>/dev/null
-  for f in summary.txt bench.md bench.json bench.csv golden_bits.txt ctest.log sanitizers.log; do
+  for f in summary.txt python.log python-bench.log bench.md bench.json bench.csv golden_bits.txt ctest.log sanitizers.log; do
     [ -f "$LOG/$f" ] && cp "$LOG/$f" "$OUT/"
   done
 fi

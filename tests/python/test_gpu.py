@@ -1,0 +1,168 @@
+"""The GPU path from torch and CuPy: bits equal to the CPU's, the caller's kind of result on the
+caller's device, a non-default stream, a CUDA graph capture, and no host synchronisation.
+Skipped without torch (or CuPy) and a usable GPU; scripts/gpu-check.sh runs it."""
+import numpy as np
+import pytest
+
+import coopreduce as cr
+
+torch = pytest.importorskip("torch", reason="torch is not installed")
+if not torch.cuda.is_available() or not cr.info()["gpus"]:
+    pytest.skip("no usable GPU (or coopreduce built without the GPU path)", allow_module_level=True)
+
+OPS = list(cr.OPS)
+TDTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64]
+
+
+def rand(rng, shape, dtype):
+    if dtype.is_floating_point:
+        v = torch.from_numpy(rng.normal(size=shape) * 2.0 ** rng.integers(-6, 6, shape))
+        return v.to(dtype)
+    return torch.from_numpy(rng.integers(-1000, 1000, shape)).to(dtype)
+
+
+def same_bits(a, b):
+    a, b = a.cpu(), b.cpu()
+    assert a.dtype == b.dtype and a.shape == b.shape
+    if a.dtype.is_floating_point:
+        w = {2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
+        return torch.equal(a.contiguous().view(w), b.contiguous().view(w))
+    return torch.equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", TDTYPES, ids=str)
+@pytest.mark.parametrize("op", OPS)
+def test_bits_equal_cpu(rng, op, dtype):
+    if op in ("sumsq", "norm2", "dot") and not dtype.is_floating_point:
+        pytest.skip("floats only")
+    for shape, axis in (((1 << 20) + 1, None), ((257, 129), 1), ((257, 129), 0), ((5, 31, 7), (1, 2)),
+                        ((3, 1000), None)):
+        x = rand(rng, shape, dtype)
+        y = rand(rng, shape, dtype) if op == "dot" else None
+        for mode in ("deterministic", "exact"):
+            args = (x, y) if y is not None else (x,)
+            try:
+                want = getattr(cr, op)(*args, axis=axis, mode=mode)
+            except cr.Error:
+                continue  # refused in this mode: the same refusal is checked below
+            gargs = tuple(a.cuda() for a in args)
+            got = getattr(cr, op)(*gargs, axis=axis, mode=mode)
+            assert isinstance(got, torch.Tensor) and got.device == gargs[0].device
+            assert got.dim() == (0 if axis is None else want.dim())
+            assert same_bits(got, want), (op, dtype, shape, axis, mode)
+            # Strided and transposed inputs give the same bits.
+            if len(shape) == 2 and op != "dot":
+                assert same_bits(getattr(cr, op)(gargs[0].t().contiguous().t(), axis=axis,
+                                                 mode=mode), want)
+
+
+def test_protocols_and_stream_objects(rng):
+    x = rand(rng, (1000, 33), torch.float32).cuda()
+    want = cr.sum(x, axis=0)
+
+    class CAI:
+        def __init__(self, t):
+            self.__cuda_array_interface__ = t.__cuda_array_interface__
+
+    class DL:
+        def __init__(self, t):
+            self.t = t
+
+        def __dlpack__(self, stream=None):
+            return self.t.__dlpack__(stream=stream)
+
+        def __dlpack_device__(self):
+            return self.t.__dlpack_device__()
+
+    for wrapped in (CAI(x), DL(x)):
+        got = cr.sum(wrapped, axis=0)
+        assert isinstance(got, torch.Tensor) and same_bits(got, want)
+
+    s = torch.cuda.Stream()
+
+    class Proto:
+        def __cuda_stream__(self):
+            return (0, s.cuda_stream)
+
+    for st in (s, s.cuda_stream, Proto()):
+        s.wait_stream(torch.cuda.current_stream())
+        r = cr.sum(x, axis=0, stream=st)
+        s.synchronize()
+        assert same_bits(r, want)
+
+
+def test_non_default_stream(rng):
+    x = rand(rng, (1 << 22,), torch.float32).cuda()
+    want = cr.sum(x.cpu())
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(50_000_000)  # the side stream is busy: work on it must wait
+        r = cr.sum(x)
+        m = cr.max(x.view(1024, -1), axis=1)
+    torch.cuda.current_stream().wait_stream(s)
+    assert same_bits(r, want)
+    assert same_bits(m, cr.max(x.cpu().view(1024, -1), axis=1))
+
+
+def test_no_host_synchronisation(rng):
+    x = rand(rng, (1 << 24,), torch.float32).cuda()
+    y = rand(rng, (1 << 24,), torch.float32).cuda()
+    cr.sum(x), cr.sum(x.view(4096, -1), axis=1), cr.dot(x, y)  # handles and buffers made
+    torch.cuda.synchronize()
+    st = torch.cuda.current_stream()
+    torch.cuda._sleep(2_000_000_000)  # about a second of GPU time on the current stream
+    r = [cr.sum(x), cr.mean(x, axis=None), cr.sum(x.view(4096, -1), axis=1),
+         cr.argmax(x.view(64, -1), axis=0), cr.dot(x, y), cr.norm2(x, mode="deterministic"),
+         cr.sum(x, mode="exact"), cr.sum(x[::2])]  # a strided view: its copy is enqueued too
+    busy = not st.query()
+    torch.cuda.synchronize()
+    assert busy, "a call waited for the GPU: the stream was idle when the calls returned"
+    assert same_bits(r[0], cr.sum(x.cpu())) and same_bits(r[6], cr.sum(x.cpu(), mode="exact"))
+
+
+def test_cuda_graph_capture(rng):
+    n = 1 << 20
+    x = rand(rng, (n,), torch.float32).cuda()
+    cr.reserve(n, "float32", device=x.device.index)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):  # warm up on the capture's stream (buffers of the axis path)
+        cr.sum(x), cr.sum(x.view(1024, -1), axis=1)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        total = cr.sum(x)
+        rows = cr.sum(x.view(1024, -1), axis=1)
+    for _ in range(3):
+        x.copy_(rand(rng, (n,), torch.float32).cuda())
+        g.replay()
+        torch.cuda.synchronize()
+        assert same_bits(total, cr.sum(x.cpu()))
+        assert same_bits(rows, cr.sum(x.cpu().view(1024, -1), axis=1))
+
+
+def test_host_result_and_segments(rng):
+    x = rand(rng, (1 << 20,), torch.float32).cuda()
+    assert cr.sum(x, host=True) == cr.sum(x.cpu()).item()
+    off = torch.tensor([0, 5, 5, 1000, 1 << 20], device="cuda")
+    got = cr.reduce_segments("sum", x, off)
+    want = cr.reduce_segments("sum", x.cpu(), off.cpu())
+    assert same_bits(got, want)
+
+
+def test_cupy(rng):
+    cp = pytest.importorskip("cupy", reason="CuPy is not installed")
+    a = rng.normal(size=(513, 65)).astype(np.float32)
+    x = cp.asarray(a)
+    for op in ("sum", "max", "argmin", "norm2"):
+        for axis in (None, 0, 1):
+            got = getattr(cr, op)(x, axis=axis)
+            assert isinstance(got, cp.ndarray)
+            want = getattr(cr, op)(a, axis=axis)
+            assert np.asarray(cp.asnumpy(got)).tobytes() == np.asarray(want).tobytes()
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:
+        r = cr.sum(x.T, axis=0)
+    s.synchronize()
+    assert cp.asnumpy(r).tobytes() == cr.sum(a.T, axis=0).tobytes()
