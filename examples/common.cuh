@@ -16,14 +16,14 @@
  * warns so; cuda::make_pipeline initialises every field of it, which makes the warning moot. */
 #pragma nv_diag_suppress static_var_with_dynamic_init
 
-#define CUDA_CHECK(call)                                                                       \
-    do {                                                                                       \
-        cudaError_t err_ = (call);                                                             \
-        if (err_ != cudaSuccess) {                                                             \
-            std::fprintf(stderr, "FAIL: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,          \
-                         cudaGetErrorString(err_));                                            \
-            std::exit(1);                                                                      \
-        }                                                                                      \
+#define CUDA_CHECK(call)                                                                           \
+    do {                                                                                           \
+        cudaError_t err_ = (call);                                                                 \
+        if (err_ != cudaSuccess) {                                                                 \
+            std::fprintf(stderr, "FAIL: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,               \
+                         cudaGetErrorString(err_));                                                \
+            std::exit(1);                                                                          \
+        }                                                                                          \
     } while (0)
 
 /* A kernel launch's own error (bad configuration) and, with a sync, its execution error. */
@@ -89,7 +89,7 @@ inline cudaDeviceProp open_gpu(const char *prog)
 
 /* A reproducible uniform value in [-1, 1) from (seed, index): splitmix64. The same data on
  * every run and machine, and cheap enough to fill hundreds of MB. */
-inline float uniform(uint64_t seed, uint64_t i)
+__host__ __device__ inline float uniform(uint64_t seed, uint64_t i)
 {
     uint64_t z = seed * 0x9E3779B97F4A7C15ull + i + 1;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -101,6 +101,22 @@ inline float uniform(uint64_t seed, uint64_t i)
 inline void fill(std::vector<float> &v, uint64_t seed)
 {
     for (size_t i = 0; i < v.size(); ++i) v[i] = uniform(seed, i);
+}
+
+/* The same values on the device, for the benchmarks' large buffers: random data rather than
+ * zeros, since the arithmetic units draw less power (and may clock higher) on zeros. */
+__global__ void fill_kernel(float *x, size_t n, uint64_t seed)
+{
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        x[i] = uniform(seed, i);
+}
+
+inline void fill_device(float *x, size_t n, uint64_t seed)
+{
+    fill_kernel<<<1024, 256>>>(x, n, seed);
+    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 /* A device buffer that frees itself: the programs allocate several and exit on any error. */

@@ -35,7 +35,8 @@ __device__ size_t head_to_16(const void *p)
 __global__ void __launch_bounds__(THREADS)
     copy_coop(float *__restrict__ dst, const float *__restrict__ src, size_t n)
 {
-    cg::grid_group grid = cg::this_grid(); // ranks and size only: no grid.sync, no cooperative launch
+    cg::grid_group grid =
+        cg::this_grid(); // ranks and size only: no grid.sync, no cooperative launch
     const size_t rank = grid.thread_rank(), threads = grid.num_threads();
     // Every thread takes the same branch: the pointers and n are the same for the whole grid.
     const size_t head = min(head_to_16(dst), n);
@@ -74,10 +75,12 @@ void launch(int v, float *dst, const float *src, size_t n, const cudaDeviceProp 
     const size_t per_thread = v == 1 ? 4 : 1;
     const size_t want = (n / per_thread + THREADS - 1) / THREADS;
     if (v == 1) {
-        const int g = (int)std::max<size_t>(1, std::min<size_t>(want, ex::full_grid(copy_coop, THREADS, 0, p)));
+        const int g = (int)std::max<size_t>(
+            1, std::min<size_t>(want, ex::full_grid(copy_coop, THREADS, 0, p)));
         copy_coop<<<g, THREADS>>>(dst, src, n);
     } else {
-        const int g = (int)std::max<size_t>(1, std::min<size_t>(want, ex::full_grid(copy_scalar, THREADS, 0, p)));
+        const int g = (int)std::max<size_t>(
+            1, std::min<size_t>(want, ex::full_grid(copy_scalar, THREADS, 0, p)));
         copy_scalar<<<g, THREADS>>>(dst, src, n);
     }
 }
@@ -103,7 +106,8 @@ void validate(ex::Tally &tally, const ex::Args &args, const cudaDeviceProp &p)
                     launch(v, ddst.p + GUARD + dof, dsrc.p + so, n, p);
                     CUDA_CHECK_LAUNCH();
                     const size_t span = n + 2 * GUARD + dof;
-                    CUDA_CHECK(cudaMemcpy(got.data(), ddst.p, span * sizeof(float), cudaMemcpyDeviceToHost));
+                    CUDA_CHECK(cudaMemcpy(got.data(), ddst.p, span * sizeof(float),
+                                          cudaMemcpyDeviceToHost));
                     bool ok = ex::same(got.data() + GUARD + dof, src.data() + so, n, "copied");
                     for (size_t i = 0; i < span && ok; ++i) {
                         const bool inside = i >= GUARD + dof && i < GUARD + dof + n;
@@ -115,7 +119,8 @@ void validate(ex::Tally &tally, const ex::Args &args, const cudaDeviceProp &p)
                         }
                     }
                     if (!ok && ++bad <= 3)
-                        std::printf("  n=%zu src offset %zu dst offset %zu floats: wrong\n", n, so, dof);
+                        std::printf("  n=%zu src offset %zu dst offset %zu floats: wrong\n", n, so,
+                                    dof);
                 }
         char what[128];
         std::snprintf(what, sizeof what, "coop_copy %s: %d cases (lengths x offsets), %d wrong",
@@ -128,9 +133,12 @@ void benchmark(const ex::Args &args, const cudaDeviceProp &p)
 {
     const size_t n = args.size > 0 ? (size_t)args.size : (size_t)1 << 26;
     ex::DevBuf<float> src(n + 4), dst(n + 4);
-    CUDA_CHECK(cudaMemset(src.p, 0, src.bytes()));
+    ex::fill_device(src.p, src.n, 8);
     const double bytes = 2.0 * n * sizeof(float);
-    struct Case { const char *name; size_t so, dof; };
+    struct Case {
+        const char *name;
+        size_t so, dof;
+    };
     const Case cases[] = {{"aligned", 0, 0}, {"both +4 B", 1, 1}, {"src +4 B, dst +8 B", 1, 2}};
     std::printf("\n### coop_copy: n = %zu floats, %.0f MB read + %.0f MB written per call\n\n", n,
                 bytes / 2e6, bytes / 2e6);
@@ -140,7 +148,8 @@ void benchmark(const ex::Args &args, const cudaDeviceProp &p)
     for (const Case &c : cases)
         for (int v = 0; v <= 2; ++v) {
             if (v != 0 && !ex::wanted(args, v)) continue;
-            const float ms = ex::time_ms([&] { launch(v, dst.p + c.dof, src.p + c.so, n, p); }, args.repeat);
+            const float ms =
+                ex::time_ms([&] { launch(v, dst.p + c.dof, src.p + c.so, n, p); }, args.repeat);
             const double gbs = bytes / (ms * 1e6);
             if (ceil_gbs == 0) ceil_gbs = gbs; // the first row: aligned cudaMemcpyAsync
             std::printf("| %s | %s | %.4f | %.0f | %.1f%% |\n", c.name, NAMES[v], ms, gbs,

@@ -87,7 +87,8 @@ __global__ void __launch_bounds__(THREADS, 2)
     // per thread, rows r and r + 64 of A's slice (4 chunks a row), rows r and r + 8 of B's
     // (32 chunks a row). One source pointer per matrix keeps the addressing out of the
     // registers the accumulators need.
-    const float *a_src = A + (tid / 4) * K + (tid % 4) * 4, *b_src = B + (tid / 32) * N + (tid % 32) * 4;
+    const float *a_src = A + (tid / 4) * K + (tid % 4) * 4,
+                *b_src = B + (tid / 32) * N + (tid % 32) * 4;
     const int a_dst = (tid / 4) * AS_LD + (tid % 4) * 4, b_dst = (tid / 32) * BN + (tid % 32) * 4;
     auto fetch = [&](int t, int s) {
         float *As = smem + s * STAGE_FLOATS, *Bs = As + BM * AS_LD;
@@ -129,7 +130,8 @@ __global__ void __launch_bounds__(THREADS, 2)
     for (int i = 0; i < 8; ++i) {
         float *c = C + (unsigned)(ty + 16 * i) * N + 4 * tx;
         *reinterpret_cast<float4 *>(c) = make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
-        *reinterpret_cast<float4 *>(c + 64) = make_float4(acc[i][4], acc[i][5], acc[i][6], acc[i][7]);
+        *reinterpret_cast<float4 *>(c + 64) =
+            make_float4(acc[i][4], acc[i][5], acc[i][6], acc[i][7]);
     }
 }
 
@@ -145,7 +147,8 @@ struct Gemm {
             std::fprintf(stderr, "FAIL: cuBLAS could not be initialised\n");
             std::exit(1);
         }
-        CUDA_CHECK(cudaFuncSetAttribute(sgemm_async, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SMEM));
+        CUDA_CHECK(cudaFuncSetAttribute(sgemm_async, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)SMEM));
     }
     ~Gemm() { cublasDestroy(handle); }
 
@@ -154,8 +157,8 @@ struct Gemm {
         if (v == 0) {
             // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS sees B as the left factor.
             const float one = 1.f, zero = 0.f;
-            if (cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, B, N, A, K, &zero, C, N) !=
-                CUBLAS_STATUS_SUCCESS) {
+            if (cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, B, N, A, K, &zero, C,
+                            N) != CUBLAS_STATUS_SUCCESS) {
                 std::fprintf(stderr, "FAIL: cublasSgemm\n");
                 std::exit(1);
             }
@@ -228,19 +231,22 @@ void benchmark(const ex::Args &args, Gemm &g)
     std::vector<int> sizes = {512, 1024, 2048, 4096, 8192};
     if (args.size > 0) sizes = {(int)args.size};
     std::printf("\n### matmul: square SGEMM, float32 in and out, TFLOP/s = 2 n^3 / time\n\n"
-                "| n | cuBLAS ms | cuBLAS TFLOP/s | tile16 TFLOP/s | async 3-stage ms | async TFLOP/s | async / cuBLAS |\n"
+                "| n | cuBLAS ms | cuBLAS TFLOP/s | tile16 TFLOP/s | async 3-stage ms | async "
+                "TFLOP/s | async / cuBLAS |\n"
                 "|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int n : sizes) {
         ex::DevBuf<float> A((size_t)n * n), B((size_t)n * n), C((size_t)n * n);
-        CUDA_CHECK(cudaMemset(A.p, 0, A.bytes()));
-        CUDA_CHECK(cudaMemset(B.p, 0, B.bytes()));
+        ex::fill_device(A.p, A.n, 10);
+        ex::fill_device(B.p, B.n, 11);
         const double flop = 2.0 * n * n * (double)n;
         const int repeat = n >= 4096 ? std::min(args.repeat, 5) : args.repeat;
         float ms[3];
         for (int v = 0; v <= 2; ++v)
-            ms[v] = ex::time_ms([&] { g.run(v, A.p, B.p, C.p, n, n, n); }, v == 1 && n >= 4096 ? 2 : repeat, v == 1 ? 1 : 3);
-        std::printf("| %d | %.3f | %.1f | %.1f | %.3f | %.1f | %.1f%% |\n", n, ms[0], flop / (ms[0] * 1e9),
-                    flop / (ms[1] * 1e9), ms[2], flop / (ms[2] * 1e9), 100.0 * ms[0] / ms[2]);
+            ms[v] = ex::time_ms([&] { g.run(v, A.p, B.p, C.p, n, n, n); },
+                                v == 1 && n >= 4096 ? 2 : repeat, v == 1 ? 1 : 3);
+        std::printf("| %d | %.3f | %.1f | %.1f | %.3f | %.1f | %.1f%% |\n", n, ms[0],
+                    flop / (ms[0] * 1e9), flop / (ms[1] * 1e9), ms[2], flop / (ms[2] * 1e9),
+                    100.0 * ms[0] / ms[2]);
     }
 }
 
@@ -248,8 +254,8 @@ void benchmark(const ex::Args &args, Gemm &g)
 
 int main(int argc, char **argv)
 {
-    const ex::Args args =
-        ex::parse_args(argc, argv, "[--quick] [--variant 0-2] [--repeat R] [--size N (multiple of 128)]");
+    const ex::Args args = ex::parse_args(
+        argc, argv, "[--quick] [--variant 0-2] [--repeat R] [--size N (multiple of 128)]");
     if (args.size > 0 && args.size % 128 != 0) {
         std::fprintf(stderr, "matmul: --size must be a multiple of 128\n");
         return 2;

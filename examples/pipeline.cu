@@ -83,9 +83,25 @@ __device__ int tile_count(size_t n, size_t base) { return (int)min((size_t)TILE,
 template <bool PROF> struct Probe {
     unsigned long long wait[MAX_STAGES] = {}, compute[MAX_STAGES] = {}, tiles[MAX_STAGES] = {};
     long long t = 0;
-    __device__ void start() { if (PROF && threadIdx.x == 0) t = clock64(); }
-    __device__ void waited(int s) { if (PROF && threadIdx.x == 0) { const long long u = clock64(); wait[s] += u - t; t = u; } }
-    __device__ void computed(int s) { if (PROF && threadIdx.x == 0) { compute[s] += clock64() - t; ++tiles[s]; } }
+    __device__ void start()
+    {
+        if (PROF && threadIdx.x == 0) t = clock64();
+    }
+    __device__ void waited(int s)
+    {
+        if (PROF && threadIdx.x == 0) {
+            const long long u = clock64();
+            wait[s] += u - t;
+            t = u;
+        }
+    }
+    __device__ void computed(int s)
+    {
+        if (PROF && threadIdx.x == 0) {
+            compute[s] += clock64() - t;
+            ++tiles[s];
+        }
+    }
     __device__ void flush(Stamps *out, int stages)
     {
         if constexpr (PROF) {
@@ -113,7 +129,8 @@ __global__ void __launch_bounds__(THREADS)
         const int count = tile_count(n, base);
         probe.start();
         if (count == TILE) {
-            reinterpret_cast<float4 *>(s)[threadIdx.x] = reinterpret_cast<const float4 *>(x + base)[threadIdx.x];
+            reinterpret_cast<float4 *>(s)[threadIdx.x] =
+                reinterpret_cast<const float4 *>(x + base)[threadIdx.x];
         } else {
             for (int i = threadIdx.x; i < count; i += THREADS) s[i] = x[base + i];
         }
@@ -147,7 +164,8 @@ __global__ void __launch_bounds__(THREADS)
             float *dst = s + (fetched % S) * TILE;
             pipe.producer_acquire();
             if (count == TILE)
-                cuda::memcpy_async(block, dst, x + base, cuda::aligned_size_t<16>(sizeof(float) * TILE), pipe);
+                cuda::memcpy_async(block, dst, x + base,
+                                   cuda::aligned_size_t<16>(sizeof(float) * TILE), pipe);
             else
                 cuda::memcpy_async(block, dst, x + base, sizeof(float) * count, pipe);
             pipe.producer_commit();
@@ -166,8 +184,8 @@ __global__ void __launch_bounds__(THREADS)
 
 /* Variant v (0 traditional, 1..8 stages) on at most max_grid blocks (0: one full wave). */
 template <bool PROF>
-void launch(int v, const float *x, float *y, size_t n, int k, const cudaDeviceProp &p,
-            int max_grid, Stamps *stamps)
+void launch(int v, const float *x, float *y, size_t n, int k, const cudaDeviceProp &p, int max_grid,
+            Stamps *stamps)
 {
     const size_t smem = (size_t)(v == 0 ? 1 : v) * TILE * sizeof(float);
     const int tiles = (int)std::min<size_t>(std::max<size_t>((n + TILE - 1) / TILE, 1), 1u << 30);
@@ -199,12 +217,16 @@ bool check_sample(const std::vector<float> &x, const std::vector<float> &y, int 
     auto one = [&](size_t i) {
         const float want = f_k(x[i], k);
         if (std::memcmp(&want, &y[i], sizeof(float)) == 0) return true;
-        std::printf("  %s: element %zu of %zu: got %.9g, want %.9g\n", what, i, n, (double)y[i], (double)want);
+        std::printf("  %s: element %zu of %zu: got %.9g, want %.9g\n", what, i, n, (double)y[i],
+                    (double)want);
         return false;
     };
-    for (size_t i = 0; i < std::min(n, (size_t)TILE); ++i) if (!one(i)) return false;
-    for (size_t i = n > TILE ? n - TILE : 0; i < n; ++i) if (!one(i)) return false;
-    for (size_t i = 0; i < n; i += stride) if (!one(i)) return false;
+    for (size_t i = 0; i < std::min(n, (size_t)TILE); ++i)
+        if (!one(i)) return false;
+    for (size_t i = n > TILE ? n - TILE : 0; i < n; ++i)
+        if (!one(i)) return false;
+    for (size_t i = 0; i < n; i += stride)
+        if (!one(i)) return false;
     return true;
 }
 
@@ -223,8 +245,10 @@ void validate(ex::Tally &tally, const ex::Args &args, size_t n, int k, int max_g
             ++runs;
             CUDA_CHECK(cudaMemset(dy.p, 0xff, dy.bytes()));
             CUDA_CHECK(cudaMemset(stamps.p, 0, stamps.bytes()));
-            if (prof) launch<true>(v, dx.p, dy.p, n, k, p, max_grid, stamps.p);
-            else launch<false>(v, dx.p, dy.p, n, k, p, max_grid, nullptr);
+            if (prof)
+                launch<true>(v, dx.p, dy.p, n, k, p, max_grid, stamps.p);
+            else
+                launch<false>(v, dx.p, dy.p, n, k, p, max_grid, nullptr);
             CUDA_CHECK_LAUNCH();
             CUDA_CHECK(cudaMemcpy(y.data(), dy.p, dy.bytes(), cudaMemcpyDeviceToHost));
             char what[64];
@@ -233,7 +257,9 @@ void validate(ex::Tally &tally, const ex::Args &args, size_t n, int k, int max_g
         }
     }
     char what[160];
-    std::snprintf(what, sizeof what, "pipeline: n=%zu, K=%d, grid<=%d: %d runs (traditional, 1..8 stages, plain and profiled), %d wrong",
+    std::snprintf(what, sizeof what,
+                  "pipeline: n=%zu, K=%d, grid<=%d: %d runs (traditional, 1..8 stages, plain and "
+                  "profiled), %d wrong",
                   n, k, max_grid, runs, bad);
     tally.check(bad == 0, what);
 }
@@ -245,7 +271,7 @@ void benchmark(const ex::Args &args, const cudaDeviceProp &p)
     if (args.flops >= 0) ks = {args.flops};
     ex::DevBuf<float> dx(n), dy(n);
     ex::DevBuf<Stamps> stamps(1);
-    CUDA_CHECK(cudaMemset(dx.p, 0, dx.bytes()));
+    ex::fill_device(dx.p, dx.n, 9);
     std::printf("\n### pipeline: n = %zu floats (%.0f MB read, %.0f MB written), time in ms, "
                 "speed-up = traditional / best pipelined\n\n| K (FMA/elem) | traditional |",
                 n, n * 4 / 1e6, n * 4 / 1e6);
@@ -256,29 +282,38 @@ void benchmark(const ex::Args &args, const cudaDeviceProp &p)
     for (int k : ks) {
         float t[MAX_STAGES + 1];
         for (int v = 0; v <= MAX_STAGES; ++v)
-            t[v] = ex::time_ms([&] { launch<false>(v, dx.p, dy.p, n, k, p, 0, nullptr); }, args.repeat);
+            t[v] = ex::time_ms([&] { launch<false>(v, dx.p, dy.p, n, k, p, 0, nullptr); },
+                               args.repeat);
         int best = 1;
-        for (int s = 2; s <= MAX_STAGES; ++s) if (t[s] < t[best]) best = s;
+        for (int s = 2; s <= MAX_STAGES; ++s)
+            if (t[s] < t[best]) best = s;
         std::printf("| %d | %.4f |", k, t[0]);
         for (int s = 1; s <= MAX_STAGES; ++s) std::printf(" %.4f |", t[s]);
         std::printf(" %.3fx (%d) |\n", t[0] / t[best], best);
     }
     // Per-stage timing: mean cycles per tile as thread 0 of a block saw them.
     std::printf("\n### pipeline: per-stage cycles (thread 0 of each block, mean per tile): "
-                "wait / compute\n\n| K | traditional load / compute | 4 stages, slot 0..3 |\n|---:|---|---|\n");
+                "wait / compute\n\n| K | traditional load / compute | 4 stages, slot 0..3 "
+                "|\n|---:|---|---|\n");
     for (int k : ks) {
         Stamps h[2];
         for (int i = 0; i < 2; ++i) {
             CUDA_CHECK(cudaMemset(stamps.p, 0, stamps.bytes()));
-            if (i == 0) launch<true>(0, dx.p, dy.p, n, k, p, 0, stamps.p);
-            else launch<true>(4, dx.p, dy.p, n, k, p, 0, stamps.p);
+            if (i == 0)
+                launch<true>(0, dx.p, dy.p, n, k, p, 0, stamps.p);
+            else
+                launch<true>(4, dx.p, dy.p, n, k, p, 0, stamps.p);
             CUDA_CHECK_LAUNCH();
             CUDA_CHECK(cudaMemcpy(&h[i], stamps.p, sizeof(Stamps), cudaMemcpyDeviceToHost));
         }
-        auto mean = [](unsigned long long c, unsigned long long t) { return t ? (double)c / t : 0.0; };
-        std::printf("| %d | %.0f / %.0f |", k, mean(h[0].wait[0], h[0].tiles[0]), mean(h[0].compute[0], h[0].tiles[0]));
+        auto mean = [](unsigned long long c, unsigned long long t) {
+            return t ? (double)c / t : 0.0;
+        };
+        std::printf("| %d | %.0f / %.0f |", k, mean(h[0].wait[0], h[0].tiles[0]),
+                    mean(h[0].compute[0], h[0].tiles[0]));
         for (int s = 0; s < 4; ++s)
-            std::printf(" %.0f / %.0f%s", mean(h[1].wait[s], h[1].tiles[s]), mean(h[1].compute[s], h[1].tiles[s]), s < 3 ? ";" : " |\n");
+            std::printf(" %.0f / %.0f%s", mean(h[1].wait[s], h[1].tiles[s]),
+                        mean(h[1].compute[s], h[1].tiles[s]), s < 3 ? ";" : " |\n");
     }
 }
 
@@ -286,13 +321,13 @@ void benchmark(const ex::Args &args, const cudaDeviceProp &p)
 
 int main(int argc, char **argv)
 {
-    const ex::Args args = ex::parse_args(
-        argc, argv, "[--quick] [--variant 0-8] [--flops K] [--repeat R] [--size N]");
+    const ex::Args args =
+        ex::parse_args(argc, argv, "[--quick] [--variant 0-8] [--flops K] [--repeat R] [--size N]");
     const cudaDeviceProp p = ex::open_gpu("pipeline");
     ex::Tally tally;
     const int k = args.flops >= 0 ? args.flops : 16;
-    validate(tally, args, 300, k, 0, p);                      // less than one tile
-    validate(tally, args, (size_t)50 * TILE + 7, k, 5, p);    // 10+ tiles per block, partial last
+    validate(tally, args, 300, k, 0, p);                   // less than one tile
+    validate(tally, args, (size_t)50 * TILE + 7, k, 5, p); // 10+ tiles per block, partial last
     validate(tally, args, (size_t)1 << (args.quick ? 16 : 20), 0, 0, p); // K = 0: a copy
     if (!args.quick) validate(tally, args, (size_t)1 << 26, 1024, 0, p); // the benchmark's size
     if (tally.failed == 0 && !args.quick) benchmark(args, p);

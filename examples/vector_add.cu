@@ -17,7 +17,7 @@
  * Validation: every element against the CPU's a[i] + b[i] (one float addition: bit-exact), at
  * sizes with a partial last tile and a forced small grid that sends each block round the stage
  * ring several times. Benchmark: 2^26 floats per array (768 MB moved per call, far beyond L2),
- * median of repeats; the ceiling is a device-to-device cudaMemcpyAsync moving the same number
+ * median of repeats; a, b and c must be 16-byte aligned (as cudaMalloc's are); the ceiling is a device-to-device cudaMemcpyAsync moving the same number
  * of bytes (1.5 n floats read, 1.5 n written), since a copy is the fastest way to move bytes. */
 #include "common.cuh"
 
@@ -149,8 +149,10 @@ __global__ void __launch_bounds__(THREADS)
             float *da = sa + (fetched % S) * TILE, *db = sb + (fetched % S) * TILE;
             pipe.producer_acquire();
             if (count == TILE) {
-                cuda::memcpy_async(block, da, a + base, cuda::aligned_size_t<16>(sizeof(float) * TILE), pipe);
-                cuda::memcpy_async(block, db, b + base, cuda::aligned_size_t<16>(sizeof(float) * TILE), pipe);
+                cuda::memcpy_async(block, da, a + base,
+                                   cuda::aligned_size_t<16>(sizeof(float) * TILE), pipe);
+                cuda::memcpy_async(block, db, b + base,
+                                   cuda::aligned_size_t<16>(sizeof(float) * TILE), pipe);
             } else {
                 cuda::memcpy_async(block, da, a + base, sizeof(float) * count, pipe);
                 cuda::memcpy_async(block, db, b + base, sizeof(float) * count, pipe);
@@ -207,8 +209,7 @@ void validate(ex::Tally &tally, const ex::Args &args, size_t n, int max_grid,
         CUDA_CHECK_LAUNCH();
         CUDA_CHECK(cudaMemcpy(got.data(), dc.p, dc.bytes(), cudaMemcpyDeviceToHost));
         char what[128];
-        std::snprintf(what, sizeof what, "vector_add %s, n=%zu, grid<=%d", NAMES[v], n,
-                      max_grid);
+        std::snprintf(what, sizeof what, "vector_add %s, n=%zu, grid<=%d", NAMES[v], n, max_grid);
         tally.check(ex::same(got.data(), want.data(), n, NAMES[v]), what);
     }
 }
@@ -217,8 +218,11 @@ void benchmark(const ex::Args &args, const cudaDeviceProp &p)
 {
     const size_t n = args.size > 0 ? (size_t)args.size : (size_t)1 << 26;
     const size_t bytes = 3 * n * sizeof(float); // read a and b, write c
-    ex::DevBuf<float> ab(2 * n), dc(n), scratch(n + n / 2);
-    CUDA_CHECK(cudaMemset(ab.p, 0, ab.bytes()));
+    // a and b in one allocation (the ceiling's copy reads from it), b 16-byte aligned as the
+    // kernels require of all three pointers.
+    const size_t n_pad = (n + 3) / 4 * 4;
+    ex::DevBuf<float> ab(2 * n_pad), dc(n), scratch(n + n / 2);
+    ex::fill_device(ab.p, ab.n, 7);
     const float ceil_ms = ex::time_ms(
         [&] {
             CUDA_CHECK(cudaMemcpyAsync(scratch.p, ab.p, scratch.bytes(), cudaMemcpyDeviceToDevice));
@@ -232,7 +236,8 @@ void benchmark(const ex::Args &args, const cudaDeviceProp &p)
                 2.0 * scratch.bytes() / 1e6, ceil_ms, ceil_gbs);
     for (int v = 0; v < 4; ++v) {
         if (!ex::wanted(args, v)) continue;
-        const float ms = ex::time_ms([&] { launch(v, ab.p, ab.p + n, dc.p, n, p, 0); }, args.repeat);
+        const float ms =
+            ex::time_ms([&] { launch(v, ab.p, ab.p + n_pad, dc.p, n, p, 0); }, args.repeat);
         const double gbs = bytes / (ms * 1e6);
         std::printf("| %s | %.4f | %.0f | %.1f%% |\n", NAMES[v], ms, gbs, 100.0 * gbs / ceil_gbs);
     }
