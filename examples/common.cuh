@@ -119,6 +119,13 @@ inline void fill_device(float *x, size_t n, uint64_t seed)
     CUDA_CHECK(cudaDeviceSynchronize());
 }
 
+/* Elements in the tile of `tile` elements that starts at base (< n): `tile`, or fewer for the
+ * last. */
+__device__ inline int tile_count(size_t n, size_t base, int tile)
+{
+    return (int)min((size_t)tile, n - base);
+}
+
 /* A device buffer that frees itself: the programs allocate several and exit on any error. */
 template <typename T> struct DevBuf {
     T *p = nullptr;

@@ -77,7 +77,7 @@ __device__ void compute_tile(const float *s, float *y, size_t base, int count, i
     }
 }
 
-__device__ int tile_count(size_t n, size_t base) { return (int)min((size_t)TILE, n - base); }
+__device__ int tile_count(size_t n, size_t base) { return ex::tile_count(n, base, TILE); }
 
 /* Thread 0's running sums, added to the global ones once at the end of the block. */
 template <bool PROF> struct Probe {
