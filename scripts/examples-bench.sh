@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # examples-bench.sh — every example program's benchmark (docs/EXAMPLES.md) in one go, its tables
 # in markdown on stdout or in a file, ready to paste into docs/EXAMPLES.md. Each program
-# validates its variants first and times nothing if one fails. About a minute on an H100.
+# validates its variants first and times nothing if one fails. Estimated at a minute or two on
+# an H100, building aside.
 # usage: scripts/examples-bench.sh [--build DIR] [-o FILE] [PROGRAM...]
 #   --build DIR  the build directory (default build-gpu, as scripts/gpu-check.sh; configured and
 #                built here, Release, if it holds no examples yet)
