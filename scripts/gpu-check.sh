@@ -2,7 +2,8 @@
 # gpu-check.sh — everything a GPU machine should confirm, in one call:
 #   configure + build (Release, sm_80 + sm_90 + PTX), every test (GPU ones included),
 #   the GPU tests under compute-sanitizer (memcheck, racecheck, synccheck), the quick benchmark,
-#   and a short summary printed last.
+#   the example programs (validated with the tests, timed with the benchmark: examples/), and a
+#   short summary printed last.
 # usage: scripts/gpu-check.sh [--no-sanitizer] [--no-bench] [--bench "ARGS"] [--golden]
 #                             [--tests "gpu methods ops ordered exact"] [--no-ctest]
 #   --golden  also regenerate tests/golden_bits.txt from this GPU (written to $OUT)
@@ -52,6 +53,11 @@ gpu_test() { [ "$1" = gpu ] && echo "$BUILD/tests/test_gpu" || echo "$BUILD/test
 for t in $TESTS; do
   [ -x "$(gpu_test "$t")" ] && step "test_$t" "$(gpu_test "$t")"
 done
+# The tutorial's example programs (docs/EXAMPLES.md): validation only here, timing below.
+EXAMPLES="vector_add coop_copy pipeline matmul"
+for e in $EXAMPLES; do
+  [ -x "$BUILD/examples/$e" ] && step "example_$e" "$BUILD/examples/$e" --quick
+done
 # The Python package's GPU tests (torch, CuPy), against the extension of this build, with the
 # system's torch (the venv sees the system site-packages); skipped (exit 5: no tests ran) without one.
 if [ -d "$BUILD/python/coopreduce" ] && python3 -c "import torch, numpy, pytest" 2>/dev/null; then
@@ -69,22 +75,29 @@ if [ $SANITIZE = 1 ]; then
         step "san-$t-$tool" compute-sanitizer --tool "$tool" --error-exitcode 9 "$(gpu_test "$t")" --quick
     done
   done
+  for tool in memcheck racecheck synccheck; do
+    for e in $EXAMPLES; do
+      [ -x "$BUILD/examples/$e" ] &&
+        step "san-example_$e-$tool" compute-sanitizer --tool "$tool" --error-exitcode 9 "$BUILD/examples/$e" --quick
+    done
+  done
 fi
 if [ $BENCH = 1 ]; then
   step bench "$BUILD/coopreduce" bench $BENCH_ARGS --json "$LOG/bench.json" --csv "$LOG/bench.csv"
   cp "$LOG/bench.log" "$LOG/bench.md"
+  step examples-bench scripts/examples-bench.sh --build "$BUILD" -o "$LOG/examples.md"
 fi
 {
   echo "=== summary ($(cat "$LOG/gpu.txt"))"
-  grep -H -E '^test_[a-z_]+: [0-9]+ passed' "$LOG"/*.log 2>/dev/null | sed "s|$LOG/||"
+  grep -H -E '^(test_[a-z_]+|vector_add|coop_copy|pipeline|matmul): [0-9]+ passed' "$LOG"/*.log 2>/dev/null | sed "s|$LOG/||"
   grep -H -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOG"/san-*.log 2>/dev/null | sed "s|$LOG/||"
   printf '%s\n' "${SUMMARY[@]}"
 } > "$LOG/summary.txt"
 if [ -n "${OUT:-}" ]; then
   cat "$LOG"/san-*.log > "$LOG/sanitizers.log" 2>/dev/null
-  cat "$LOG"/test_*.log > "$LOG/gpu_tests.log" 2>/dev/null
+  cat "$LOG"/test_*.log "$LOG"/example_*.log > "$LOG/gpu_tests.log" 2>/dev/null
   cp "$LOG/gpu_tests.log" "$OUT/" 2>/dev/null
-  for f in summary.txt python.log python-bench.log bench.md bench.json bench.csv golden_bits.txt ctest.log sanitizers.log; do
+  for f in summary.txt python.log python-bench.log bench.md bench.json bench.csv golden_bits.txt ctest.log sanitizers.log examples.md; do
     [ -f "$LOG/$f" ] && cp "$LOG/$f" "$OUT/"
   done
 fi
