@@ -194,10 +194,12 @@ def reduce(op, x, y=None, axis=None, keepdims=False, mode="deterministic", out=N
         yaddr = fw.address(y) if opc == _DOT else None
     elif opc != _DOT:
         yaddr = None
+    like = x  # what the result is allocated beside
     if fw is _fw.Foreign:  # results in a framework that can allocate on the GPU
         fw = _fw.Foreign.result_framework() if out is None else _fw.adapter(out)
         if fw is None:
             raise TypeError("a result for this array needs torch or CuPy installed, or out=")
+        like = out if out is not None else fw.on_device(device)
     if st is None:
         st = fw.stream(device)
     if host:
@@ -208,7 +210,7 @@ def reduce(op, x, y=None, axis=None, keepdims=False, mode="deterministic", out=N
     rshape = tuple(shape[:a]) + (1,) * (b - a) * bool(keepdims) + tuple(shape[b:])
     name, words = res
     if words == 2:  # a 128-bit integer sum: two words a result, the low one returned
-        buf = fw.empty(x, rshape + (2,), name, "C")
+        buf = fw.empty(like, rshape + (2,), name, "C")
         _C.reduce(opc, code, xaddr, yaddr, fw.address(buf), outer, length, inner, device, modec,
                   st)
         low = buf[..., 0]
@@ -218,7 +220,7 @@ def reduce(op, x, y=None, axis=None, keepdims=False, mode="deterministic", out=N
         _C.reduce(opc, code, xaddr, yaddr, fw.address(out), outer, length, inner, device,
                   modec, st)
         return out
-    r = fw.empty(x, rshape, name, order)
+    r = fw.empty(like, rshape, name, order)
     _C.reduce(opc, code, xaddr, yaddr, fw.address(r), outer, length, inner, device, modec, st)
     if out is not None:
         return _deliver(fw, r, out, rshape, name)

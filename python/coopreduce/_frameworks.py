@@ -138,6 +138,12 @@ class Torch:
         import torch
         return torch.as_tensor(seq, dtype=torch.int64, device=like.device).contiguous()
 
+    @staticmethod
+    def on_device(device):
+        """An empty tensor on GPU `device`, for results to be allocated beside."""
+        import torch
+        return torch.empty(0, device=torch.device("cuda", device))
+
 
 class Cupy:
     kind = "cupy"
@@ -175,6 +181,13 @@ class Cupy:
         import cupy
         with like.device:
             return cupy.ascontiguousarray(cupy.asarray(seq, dtype=cupy.int64))
+
+    @staticmethod
+    def on_device(device):
+        """An empty array on GPU `device`, for results to be allocated beside."""
+        import cupy
+        with cupy.cuda.Device(device):
+            return cupy.empty(0)
 
 
 class Foreign:

@@ -94,7 +94,9 @@ coopreduce_status cr_gpu_shaped(coopreduce_handle *h, const cr_plan *shaped, con
             /* Each class's partials start on a 256-byte boundary (16-byte loads). */
             const size_t class_bytes = (size_t)((slots * acc + 255) / 256 * 256);
             if (slots && (s = cr_gpu_gather_ensure(h, class_bytes * classes))) return s;
+            if (sh->kind == CR_SHAPE_SEGMENTS && (s = cr_gpu_slots_ensure(h, 0))) return s;
             sc.partials = h->gpu->gather;
+            sc.grab = (char *)h->gpu->ticket + 48;
             sc.class_bytes = class_bytes;
             if ((s = cr_gpu_launch_shape(h, &p, x, y, result, &sc, stream))) return s;
             if (sh->kind == CR_SHAPE_AXIS) return COOPREDUCE_SUCCESS;

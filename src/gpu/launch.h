@@ -39,7 +39,8 @@ typedef struct {
     struct cr_norm2_work norm2; /* NORM2's three trees */
     void *slots;                /* one slot per block (scan, exact), cr_gpu_grid.slot_bytes each */
     unsigned int *ticket;       /* the last-block ticket, then scan.cu's three folded words at
-                                   ticket + 4: 256 bytes, zero between launches */
+                                   ticket + 4, rows.cu's segment counters at ticket + 12: 256
+                                   bytes, zero between launches */
 } cr_gpu_work;
 
 /* One call, as the backend hands it to a family. */
@@ -91,6 +92,8 @@ typedef struct {
     int second_level;             /* SEGMENTS: some segment is empty or longer than a chunk */
     void *partials;               /* three arrays of class_bytes each (one for one leaf class) */
     size_t class_bytes;
+    void *grab;                   /* SEGMENTS: two 8-byte words, zero between launches (the
+                                     handle's ticket area, bytes 48-63) */
 } cr_gpu_shape_call;
 
 /* rows.cu: every result of the call, each the 1-D call's bits, on c->stream. Rows and columns

@@ -96,6 +96,8 @@ struct Rows {
     const int64_t *offsets;   /* segments: nseg + 1 offsets in device memory; else NULL */
     uint64_t slots;           /* level-1 jobs */
     void *part[3];            /* level-1 partials, one per slot, per leaf class */
+    unsigned long long *grab; /* segments: the slot counter and the warps done, zero between
+                                 launches (beside the ticket) */
     char *out;                /* result r at out + r * rsize */
     size_t rsize;
     int aligned;              /* x (and y) 16-byte aligned */
@@ -128,45 +130,62 @@ __device__ __forceinline__ uint64_t find_segment(const cg::thread_block_tile<32>
     return lo;
 }
 
-/* Level 1 of segments: each warp a contiguous range of slots, the segment of its first found
- * by the search, the next ones by stepping along the offsets (a slot past the current
- * segment's last chunk is a gap or a later segment's). Each chunk by element loads in the
- * interleaved layout (chunk_strided): segments start anywhere. */
+/* Level 1 of segments. The warps take runs of kGrab consecutive slots from a counter, as they
+ * free up: about half the slots are gaps and the chunks are of any length, so a fixed share per
+ * warp left the busiest warp with 1.7 times the mean work. In a run: one search for the segment
+ * of its first slot, then steps along the offsets (a slot past the current segment's last chunk
+ * is a gap or a later segment's). Each chunk by element loads in the interleaved layout
+ * (chunk_strided): segments start anywhere. The counter and a count of the warps done live
+ * beside the ticket (zero between launches); the last warp done zeroes both. */
+constexpr uint64_t kGrab = 2;
+
 template <typename In, Leaf LF>
 __device__ __forceinline__ void segment_chunks(const cg::thread_block_tile<32> &warp,
                                                const Rows &R)
 {
     using S = Shape<In>;
     using Acc = typename In::Acc;
+    using u64 = unsigned long long;
     constexpr uint64_t C = S::kChunk;
-    const uint64_t warps = (uint64_t)gridDim.x * kWarpsPerBlock;
-    const uint64_t per = (R.slots + warps - 1) / warps;
-    uint64_t g = ((uint64_t)blockIdx.x * kWarpsPerBlock + warp.meta_group_rank()) * per;
-    const uint64_t g1 = g + per < R.slots ? g + per : R.slots;
-    if (g >= g1) return;
+    u64 *const next = R.grab, *const done = R.grab + 1;
     const int64_t o0 = __ldg(R.offsets);
-    uint64_t s = find_segment<C>(warp, R.offsets, R.rows, g);
-    int64_t start = __ldg(R.offsets + s), end = __ldg(R.offsets + s + 1);
-    for (; g < g1; g++) {
-        while (s + 1 < R.rows && (uint64_t)(end - o0) / C + s + 1 <= g) {
-            s++;
-            start = end;
-            end = __ldg(R.offsets + s + 1);
-        }
-        const uint64_t n = (uint64_t)(end - start), j = g - ((uint64_t)(start - o0) / C + s);
-        if (j * C >= n || n > C * C) continue; /* a gap, or a segment of more than C^2: the host's */
-        const Args<In> A = {R.x + (uint64_t)start * In::kBytes,
-                            R.y ? R.y + (uint64_t)start * In::kBytes : nullptr, n};
-        const uint64_t rest = n - j * C;
-        Acc v[kLeaves<LF>];
-        chunk_strided<In, LF>(warp, A, j * C, rest < C ? (int)rest : (int)C, v);
-        if (warp.thread_rank() != 0) continue;
-        if (n <= C) {
-            put_result(R.F, n, v, R.out + s * R.rsize);
-        } else {
+    for (;;) {
+        u64 g0 = 0;
+        if (warp.thread_rank() == 0) g0 = atomicAdd(next, (u64)kGrab);
+        g0 = warp.shfl(g0, 0);
+        if (g0 >= R.slots) break;
+        const uint64_t g1 = g0 + kGrab < R.slots ? g0 + kGrab : R.slots;
+        uint64_t s = find_segment<C>(warp, R.offsets, R.rows, g0);
+        int64_t start = __ldg(R.offsets + s), end = __ldg(R.offsets + s + 1);
+        for (uint64_t g = g0; g < g1; g++) {
+            while (s + 1 < R.rows && (uint64_t)(end - o0) / C + s + 1 <= g) {
+                s++;
+                start = end;
+                end = __ldg(R.offsets + s + 1);
+            }
+            const uint64_t n = (uint64_t)(end - start), j = g - ((uint64_t)(start - o0) / C + s);
+            if (j * C >= n || n > C * C) continue; /* a gap, or longer than C^2: the host's */
+            const Args<In> A = {R.x + (uint64_t)start * In::kBytes,
+                                R.y ? R.y + (uint64_t)start * In::kBytes : nullptr, n};
+            const uint64_t rest = n - j * C;
+            Acc v[kLeaves<LF>];
+            chunk_strided<In, LF>(warp, A, j * C, rest < C ? (int)rest : (int)C, v);
+            if (warp.thread_rank() == 0) {
+                if (n <= C) {
+                    put_result(R.F, n, v, R.out + s * R.rsize);
+                } else {
 #pragma unroll
-            for (int k = 0; k < kLeaves<LF>; k++) static_cast<Acc *>(R.part[k])[g] = v[k];
+                    for (int k = 0; k < kLeaves<LF>; k++) static_cast<Acc *>(R.part[k])[g] = v[k];
+                }
+            }
         }
+    }
+    /* Every warp has taken its last run (the counter is past the slots) before it counts
+     * itself done, so the last one may zero both for the next launch in stream order. */
+    if (warp.thread_rank() == 0 &&
+        atomicAdd(done, (u64)1) == (u64)gridDim.x * kWarpsPerBlock - 1) {
+        *next = 0;
+        *done = 0;
     }
 }
 
@@ -648,6 +667,7 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
         R.rows = s->nseg;
         R.offsets = s->offsets;
         R.slots = s->total / S::kChunk + s->nseg;
+        R.grab = reinterpret_cast<unsigned long long *>(s->grab);
         if (R.slots)
             segments_kernel<In, LF><<<grid_blocks((R.slots + kWarpsPerBlock - 1) / kWarpsPerBlock,
                                                    c->sm_count, kSegBlocks<LF>, c->forced_blocks,

@@ -32,7 +32,8 @@ struct cr_gpu_state {
     void *slots;        /* per-block slots (scan, exact, the methods' partials) */
     size_t slots_bytes;
     void *ticket;        /* 256 zeroed bytes, zero again after every kernel: the last-block
-                            ticket (bytes 0-3), scan.cu's atomic fold (bytes 16-39) */
+                            ticket (bytes 0-3), scan.cu's atomic fold (bytes 16-39),
+                            rows.cu's segment counters (bytes 48-63) */
     void *out;           /* 256 bytes: a device result slot (the methods' host results) */
     void *host_slot;     /* pinned, mapped host memory for results sent to the host: */
     void *host_slot_dev; /*   16 bytes, tagged words (reduce.c) or a plain result */

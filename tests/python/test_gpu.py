@@ -112,12 +112,20 @@ def test_no_host_synchronisation(rng):
     torch.cuda.synchronize()
     st = torch.cuda.current_stream()
     torch.cuda._sleep(2_000_000_000)  # about a second of GPU time on the current stream
-    r = [cr.sum(x), cr.mean(x, axis=None), cr.sum(x.view(4096, -1), axis=1),
-         cr.argmax(x.view(64, -1), axis=0), cr.dot(x, y), cr.norm2(x, mode="deterministic"),
-         cr.sum(x, mode="exact"), cr.sum(x[::2])]  # a strided view: its copy is enqueued too
-    busy = not st.query()
+    calls = (("sum", lambda: cr.sum(x)), ("mean", lambda: cr.mean(x, axis=None)),
+             ("sum rows", lambda: cr.sum(x.view(4096, -1), axis=1)),
+             ("argmax columns", lambda: cr.argmax(x.view(64, -1), axis=0)),
+             ("dot", lambda: cr.dot(x, y)), ("norm2", lambda: cr.norm2(x, mode="deterministic")),
+             ("exact sum", lambda: cr.sum(x, mode="exact")),
+             ("strided sum", lambda: cr.sum(x[::2])))  # a strided view: its copy is enqueued too
+    r, waited = [], []
+    for name, call in calls:
+        r.append(call())
+        if st.query():  # idle already: this call (or an earlier one) waited for the sleep
+            waited.append(name)
+            break
     torch.cuda.synchronize()
-    assert busy, "a call waited for the GPU: the stream was idle when the calls returned"
+    assert not waited, f"a call waited for the GPU: the stream was idle after {waited[0]}"
     assert same_bits(r[0], cr.sum(x.cpu())) and same_bits(r[6], cr.sum(x.cpu(), mode="exact"))
 
 
