@@ -48,8 +48,9 @@ int cr_bl_cub_segmented_sum_rows(int dtype, const void *x, void *out, uint64_t n
     } while (0)
 
 /* What a timed call runs: a coopreduce method (set on the handle) or one of the baselines.
- * M_CUB_SEG: CUB's segmented sum of M_CALL's rows or segments. */
-enum { M_LIBRARY, M_CUB, M_READ, M_EMPTY, M_COPY, M_OP, M_CALL, M_CUB_SEG };
+ * M_CALL: a library call (timed_call: an operation over n elements, along an axis or over
+ * segments); M_CUB_SEG: CUB's segmented sum of M_CALL's rows or segments. */
+enum { M_LIBRARY, M_CUB, M_READ, M_EMPTY, M_COPY, M_CALL, M_CUB_SEG };
 
 typedef struct {
     coopreduce_handle *h;
@@ -60,11 +61,9 @@ typedef struct {
     float *read_out;
     int read_blocks;
     uint64_t n;
-    coopreduce_op op; /* M_OP: the operation, on x (and y for DOT) */
-    const void *y;
 } gpu_ctx;
 
-/* M_CALL's call (along an axis or over segments), kept beside the context rather than in it. */
+/* M_CALL's call, kept beside the context rather than in it. */
 static const bench_call *timed_call;
 
 static size_t elem_size(int dtype) { return coopreduce_dtype_size((coopreduce_dtype)dtype); }
@@ -94,11 +93,6 @@ static int run_method(gpu_ctx *c, int m)
         return (int)cudaMemcpyAsync(c->copy_dst, c->x, c->n * es, cudaMemcpyDeviceToDevice, NULL);
     case M_CALL: return bench_run_call(c->h, timed_call) ? -1 : 0;
     case M_CUB_SEG: return cub_segmented(timed_call, c->temp, &c->temp_bytes);
-    case M_OP:
-        return coopreduce_reduce(c->op, c->x, c->y, c->out, c->n, (coopreduce_dtype)c->dtype, c->h,
-                                 NULL)
-                   ? -1
-                   : 0;
     }
     return -1;
 }
@@ -308,7 +302,7 @@ int bench_gpu(int ordinal, const bench_options *o)
         goto fail;
     }
     gpu_ctx c0 = {h, 0,        x,           out, copy_dst,          NULL,
-                  0, read_out, read_blocks, 0,   COOPREDUCE_OP_SUM, NULL};
+                  0, read_out, read_blocks, 0};
     if (extras && headline(&c0, hx, batches)) goto fail;
     int total = nd * nn, done = 0;
     double t_start = bench_now_us();
@@ -325,7 +319,7 @@ int bench_gpu(int ordinal, const bench_options *o)
         CK(cudaMalloc(&temp, tb + 16));
         for (int i = 0; i < nn; i++) {
             gpu_ctx c = {h,  dt,       x,           out,   copy_dst,          temp,
-                         tb, read_out, read_blocks, ns[i], COOPREDUCE_OP_SUM, NULL};
+                         tb, read_out, read_blocks, ns[i]};
             const char *timing = cold ? "gpu_us_cold" : "gpu_us";
             double bytes = (double)ns[i] * es, us[5], noise[5];
             static const char *bnames[5] = {"", "cub", "float4_read", "empty_kernel", "d2d_copy"};
@@ -391,7 +385,7 @@ int bench_gpu(int ordinal, const bench_options *o)
         if (extras) {
             uint64_t nd20 = nmax < (1ull << 24) ? nmax : (1ull << 24);
             gpu_ctx c = {h,  dt,       x,           out,  copy_dst,          temp,
-                         tb, read_out, read_blocks, nd20, COOPREDUCE_OP_SUM, NULL};
+                         tb, read_out, read_blocks, nd20};
             if (distinct_results(&c, methods, nm, nd20)) goto fail;
         }
     }
@@ -408,15 +402,64 @@ fail:
     free(hx);
     return rc;
 }
+/* The float4 read of n elements (read1) and of 2n (read2: DOT's two arrays), in c's run; adds
+ * the float4_read row. Returns 0, or -1 after a CUDA failure. */
+static int time_reads(gpu_ctx *c, int batches, const char *dname, size_t es, double *read1,
+                      double *read2)
+{
+    double noise;
+    const uint64_t n = c->n;
+    *read1 = time_method(c, M_READ, batches, 0, NULL, 0, &noise);
+    const double noise1 = noise;
+    c->n = 2 * n;
+    *read2 = time_method(c, M_READ, batches, 0, NULL, 0, &noise);
+    c->n = n;
+    if (*read1 < 0 || *read2 < 0) return -1;
+    bench_add_row(n, dname, "float4_read", "gpu_us", *read1, noise1, (double)n * es);
+    return 0;
+}
+
+/* Each --op in each --mode as `call` (timed back to back, M_CALL), a row each against the read
+ * of the same bytes; SUM rows carry cub_us (0: none) as their reference. An operation the
+ * library refuses in a mode (or on this data: an empty segment) gets no row. Returns 0, or -1
+ * after a failure of CUDA or of setting the mode. */
+static int time_ops(gpu_ctx *c, const bench_options *o, bench_call *call, int batches,
+                    const char *dname, size_t es, double read1, double read2, double cub_us,
+                    uint64_t count)
+{
+    const uint64_t n = c->n;
+    timed_call = call;
+    for (int m = 0; m < o->nmodes; m++) {
+        if (coopreduce_set_mode(c->h, o->modes[m])) return -1;
+        for (int k = 0; k < o->nops; k++) {
+            call->op = o->ops[k];
+            if (!coopreduce_op_result_size(call->op, call->dtype, 0, NULL)) continue;
+            if (bench_run_call(c->h, call) != COOPREDUCE_SUCCESS) {
+                fprintf(stderr, "bench: %s %s (%s): %s\n", coopreduce_op_name(call->op), dname,
+                        coopreduce_mode_name(o->modes[m]), coopreduce_last_error(c->h));
+                continue;
+            }
+            double noise, t = time_method(c, M_CALL, batches, 0, NULL, 0, &noise);
+            if (t < 0) return -1;
+            const int dot = call->op == COOPREDUCE_OP_DOT;
+            const char *name = call->kind == BENCH_CALL_REDUCE
+                                   ? bench_op_label(call->op, o->modes[m])
+                                   : bench_batch_label(o, call->op, o->modes[m], count);
+            bench_row *r = bench_add_op_row(n, dname, name, "gpu_us", t, noise,
+                                            (double)n * es * (dot ? 2 : 1), dot ? read2 : read1);
+            if (r && call->op == COOPREDUCE_OP_SUM && cub_us > 0) r->ref_us = cub_us;
+        }
+    }
+    return coopreduce_set_mode(c->h, COOPREDUCE_MODE_DETERMINISTIC) ? -1 : 0;
+}
+
 /* --op: each operation (in each --mode) over each dtype and n, against the float4 read of the
  * same bytes (both arrays for DOT, which reads y right after x) in the same run. */
 int bench_ops_gpu(int ordinal, const bench_options *o)
 {
     const uint64_t *ns = o->ns;
-    const int nn = o->nn, nd = o->nd, nops = o->nops, nmodes = o->nmodes;
+    const int nn = o->nn, nd = o->nd;
     const int batches = o->quick ? 5 : o->batches;
-    const coopreduce_op *ops = o->ops;
-    const coopreduce_mode *modes = o->modes;
     coopreduce_handle *h = NULL;
     void *x = NULL, *out = NULL, *hx = NULL;
     float *read_out = NULL;
@@ -449,45 +492,12 @@ int bench_ops_gpu(int ordinal, const bench_options *o)
         CK(cudaMemcpy(x, hx, 2 * nmax * es, cudaMemcpyHostToDevice));
         for (int i = 0; i < nn; i++) {
             const uint64_t n = ns[i];
-            gpu_ctx c = {h,
-                         dt,
-                         x,
-                         out,
-                         NULL,
-                         NULL,
-                         0,
-                         read_out,
-                         read_blocks,
-                         n,
-                         COOPREDUCE_OP_SUM,
-                         (const char *)x + n * es};
-            double noise, read1 = time_method(&c, M_READ, batches, 0, NULL, 0, &noise);
-            c.n = 2 * n;
-            double read2 = time_method(&c, M_READ, batches, 0, NULL, 0, &noise);
-            c.n = n;
-            if (read1 < 0 || read2 < 0) goto fail;
-            bench_add_row(n, dname, "float4_read", "gpu_us", read1, noise, (double)n * es);
-            for (int m = 0; m < nmodes; m++) {
-                CKS(coopreduce_set_mode(h, modes[m]));
-                for (int k = 0; k < nops; k++) {
-                    c.op = ops[k];
-                    if (!coopreduce_op_result_size(ops[k], dt, 0, NULL))
-                        continue; /* sumsq of ints */
-                    if (coopreduce_reduce(ops[k], c.x, c.y, out, n, dt, h, NULL) !=
-                        COOPREDUCE_SUCCESS) {
-                        fprintf(stderr, "bench: %s %s (%s): %s\n", coopreduce_op_name(ops[k]),
-                                dname, coopreduce_mode_name(modes[m]), coopreduce_last_error(h));
-                        continue; /* not computed in this mode: no row */
-                    }
-                    double t = time_method(&c, M_OP, batches, 0, NULL, 0, &noise);
-                    if (t < 0) goto fail;
-                    const char *name = bench_op_label(ops[k], modes[m]);
-                    const int dot = ops[k] == COOPREDUCE_OP_DOT;
-                    bench_add_op_row(n, dname, name, "gpu_us", t, noise,
-                                     (double)n * es * (dot ? 2 : 1), dot ? read2 : read1);
-                }
-            }
-            CKS(coopreduce_set_mode(h, COOPREDUCE_MODE_DETERMINISTIC));
+            gpu_ctx c = {h, dt, x, out, NULL, NULL, 0, read_out, read_blocks, n};
+            double read1, read2;
+            if (time_reads(&c, batches, dname, es, &read1, &read2)) goto fail;
+            bench_call call = {.kind = BENCH_CALL_REDUCE, .dtype = dt, .x = x,
+                               .y = (const char *)x + n * es, .result = out, .n = n};
+            if (time_ops(&c, o, &call, batches, dname, es, read1, read2, 0, 1)) goto fail;
             fprintf(stderr, "  %s n=%llu done\n", dname, (unsigned long long)n);
         }
     }
@@ -590,14 +600,10 @@ int bench_batch_gpu(int ordinal, const bench_options *o)
             call.x = x;
             call.y = (const char *)x + n * es;
             gpu_ctx c = {
-                h, dt, x, out, NULL, NULL, 0, read_out, read_blocks, n, COOPREDUCE_OP_SUM, NULL};
+                h, dt, x, out, NULL, NULL, 0, read_out, read_blocks, n};
             timed_call = &call;
-            double noise, read1 = time_method(&c, M_READ, batches, 0, NULL, 0, &noise);
-            c.n = 2 * n;
-            double read2 = time_method(&c, M_READ, batches, 0, NULL, 0, &noise);
-            c.n = n;
-            if (read1 < 0 || read2 < 0) goto fail;
-            bench_add_row(n, dname, "float4_read", "gpu_us", read1, noise, (double)n * es);
+            double noise, read1, read2;
+            if (time_reads(&c, batches, dname, es, &read1, &read2)) goto fail;
             /* CUB's segmented sum: its temporary storage sized and allocated here, outside the
              * timing; one untimed call reports a failure by name. */
             double cub_us = 0;
@@ -626,27 +632,8 @@ int bench_batch_gpu(int ordinal, const bench_options *o)
                     r->ref_us = cub_us;
                 }
             }
-            for (int m = 0; m < o->nmodes; m++) {
-                CKS(coopreduce_set_mode(h, o->modes[m]));
-                for (int k = 0; k < o->nops; k++) {
-                    call.op = o->ops[k];
-                    if (!coopreduce_op_result_size(call.op, dt, 0, NULL)) continue;
-                    if (bench_run_call(h, &call) != COOPREDUCE_SUCCESS) {
-                        fprintf(stderr, "bench: %s %s (%s): %s\n", coopreduce_op_name(call.op),
-                                dname, coopreduce_mode_name(o->modes[m]), coopreduce_last_error(h));
-                        continue; /* refused in this mode, or an empty segment: no row */
-                    }
-                    double t = time_method(&c, M_CALL, batches, 0, NULL, 0, &noise);
-                    if (t < 0) goto fail;
-                    const int dot = call.op == COOPREDUCE_OP_DOT;
-                    const char *name = bench_batch_label(o, call.op, o->modes[m], count);
-                    bench_row *r =
-                        bench_add_op_row(n, dname, name, "gpu_us", t, noise,
-                                         (double)n * es * (dot ? 2 : 1), dot ? read2 : read1);
-                    if (r && call.op == COOPREDUCE_OP_SUM) r->ref_us = cub_us;
-                }
-            }
-            CKS(coopreduce_set_mode(h, COOPREDUCE_MODE_DETERMINISTIC));
+            if (time_ops(&c, o, &call, batches, dname, es, read1, read2, cub_us, count))
+                goto fail;
             fprintf(stderr, "  %s n=%llu done\n", dname, (unsigned long long)n);
         }
     }
