@@ -35,7 +35,7 @@
  * boundary and pointer offsets 0..3 floats on either side (the destination's from a 128-byte
  * boundary, so that variants 3-5 meet a head of 0 with a misaligned source), once on the grid
  * the benchmark uses and once on 3 blocks, which takes each block round many tiles. Benchmark:
- * 2^26 floats (256 MB read and 256 MB written), aligned, equally misaligned and differently
+ * 2^26 floats (268 MB read and 268 MB written), aligned, equally misaligned and differently
  * misaligned. */
 #include "common.cuh"
 
@@ -86,13 +86,17 @@ __global__ void __launch_bounds__(THREADS)
 /* Variants 3-5. Loads and stores of the body, plain or with the streaming hints. */
 template <bool STREAM> __device__ __forceinline__ float4 load4(const float4 *p)
 {
-    if constexpr (STREAM) return __ldlu(p);
-    else return *p;
+    if constexpr (STREAM)
+        return __ldlu(p);
+    else
+        return *p;
 }
 template <bool STREAM> __device__ __forceinline__ void store4(float4 *p, float4 v)
 {
-    if constexpr (STREAM) __stcs(p, v);
-    else *p = v;
+    if constexpr (STREAM)
+        __stcs(p, v);
+    else
+        *p = v;
 }
 
 /* dst4[i] = the source's float4 number i, for i in [0, m): with R == 0, a4 is the source itself
@@ -110,9 +114,12 @@ __device__ __forceinline__ void copy_body(float4 *__restrict__ d4, const float4 
             return lo;
         } else {
             const float4 hi = load4<STREAM>(a4 + i + 1);
-            if constexpr (R == 1) return make_float4(lo.y, lo.z, lo.w, hi.x);
-            else if constexpr (R == 2) return make_float4(lo.z, lo.w, hi.x, hi.y);
-            else return make_float4(lo.w, hi.x, hi.y, hi.z);
+            if constexpr (R == 1)
+                return make_float4(lo.y, lo.z, lo.w, hi.x);
+            else if constexpr (R == 2)
+                return make_float4(lo.z, lo.w, hi.x, hi.y);
+            else
+                return make_float4(lo.w, hi.x, hi.y, hi.z);
         }
     };
     const size_t full = m / TILE;
@@ -142,7 +149,7 @@ __global__ void __launch_bounds__(THREADS)
     // the head by 32 floats (128 bytes) does not change it.
     const int r = (int)((reinterpret_cast<uintptr_t>(src + head) & 15) / sizeof(float));
     if (r != 0 && head < (size_t)r) head = min(head + 32, n); // a4[0] must not start before src
-    size_t m = (n - head) / 4;                                  // body float4s
+    size_t m = (n - head) / 4;                                // body float4s
     const size_t tail_floats = (n - head) % 4;
     if (r != 0 && m > 0 && tail_floats + r < 4) --m; // a4[m] must not pass src + n
     const size_t body_end = head + 4 * m;
@@ -214,9 +221,8 @@ constexpr size_t GUARD = 32;
 void validate(ex::Tally &tally, const ex::Args &args, const cudaDeviceProp &p, int max_grid)
 {
     // 24653 = 3 x 8192 + 77: whole tiles of variants 3-5 (U x 256 float4) and a partial one.
-    const size_t lengths[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 31, 1000, 4099, 24653,
-                              ((size_t)1 << 20) + 5};
     const size_t max_n = ((size_t)1 << 20) + 5, cap = max_n + 2 * GUARD + 4;
+    const size_t lengths[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 31, 1000, 4099, 24653, max_n};
     std::vector<float> src(cap), got(cap);
     ex::fill(src, 3);
     ex::DevBuf<float> dsrc(cap), ddst(cap);

@@ -22,7 +22,7 @@
  *
  * Validation: every element against the CPU's a[i] + b[i] (one float addition: bit-exact), at
  * sizes with a partial last tile and a forced small grid that sends each block round the stage
- * ring several times. Benchmark: 2^26 floats per array (768 MB moved per call, far beyond L2),
+ * ring several times. Benchmark: 2^26 floats per array (805 MB moved per call, far beyond L2),
  * median of repeats; a, b and c must be 16-byte aligned (as cudaMalloc's are); the ceiling is a device-to-device cudaMemcpyAsync moving the same number
  * of bytes (1.5 n floats read, 1.5 n written), since a copy is the fastest way to move bytes. */
 #include "common.cuh"
