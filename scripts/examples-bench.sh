@@ -4,8 +4,8 @@
 # validates its variants first and times nothing if one fails. Estimated at a minute or two on
 # an H100, building aside.
 # usage: scripts/examples-bench.sh [--build DIR] [-o FILE] [PROGRAM...]
-#   --build DIR  the build directory (default build-gpu, as scripts/gpu-check.sh; configured and
-#                built here, Release, if it holds no examples yet)
+#   --build DIR  the build directory (default build-gpu, as scripts/gpu-check.sh; configured
+#                here, Release, if it is not yet, and brought up to date on every call)
 #   -o FILE      write the tables to FILE instead of stdout
 #   PROGRAM      some of: vector_add coop_copy pipeline matmul (default: all)
 # Each program's full output (validation lines included) goes to DIR/examples-bench/NAME.log.
@@ -24,16 +24,33 @@ while [ $# -gt 0 ]; do
   shift
 done
 [ ${#PROGRAMS[@]} -eq 0 ] && PROGRAMS=(vector_add coop_copy pipeline matmul)
-if [ ! -x "$BUILD/examples/${PROGRAMS[0]}" ]; then
-  { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release ${CMAKE_EXTRA:-} &&
-      cmake --build "$BUILD" -j "$(nproc)"; } >&2 || { echo "examples-bench: build failed" >&2; exit 1; }
+# Configured once; built every time (incremental: nothing to do when it is up to date), so that
+# the programs timed are those of the tree, not what an earlier build left in DIR.
+if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release ${CMAKE_EXTRA:-} >&2 ||
+    { echo "examples-bench: configure failed" >&2; exit 1; }
 fi
+cmake --build "$BUILD" -j "$(nproc)" >&2 || { echo "examples-bench: build failed" >&2; exit 1; }
+# What source was measured. HEAD alone is not that: a copy of the working tree (as a GPU machine
+# may be given) can carry the git metadata of an older commit, and then HEAD names code that was
+# not built. A tree that differs from HEAD (modified or untracked files, ignored ones such as the
+# build directories aside) is reported as such. Decided before -o creates its file in the tree.
+source_line() {
+  local rev
+  rev=$(git rev-parse --short HEAD 2>/dev/null) || { echo "source: not a git checkout"; return; }
+  if [ -n "$(git --no-optional-locks status --porcelain 2>/dev/null | head -n 1)" ]; then
+    echo "working tree based on commit $rev, with changes not committed (the commit alone is not what ran)"
+  else
+    echo "commit $rev, working tree clean"
+  fi
+}
+SOURCE=$(source_line)
 LOGDIR="$BUILD/examples-bench"
 mkdir -p "$LOGDIR"
 [ -n "$OUTFILE" ] && exec 3>"$OUTFILE" || exec 3>&1
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)
 {
-  echo "## Example programs: ${gpu:-no GPU found}, $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "## Example programs: ${gpu:-no GPU found}, $(date -u +%Y-%m-%d), $SOURCE"
   echo
   echo "Command: \`scripts/examples-bench.sh ${PROGRAMS[*]}\` (build: $BUILD, CMAKE_BUILD_TYPE=Release)"
 } >&3
