@@ -156,6 +156,19 @@ def _contiguous(fw, x):
 def reduce(op, x, y=None, axis=None, keepdims=False, mode="deterministic", out=None,
            stream=None, host=False):
     """The general form of every reduction: op is one of OPS (docs/PYTHON.md)."""
+    opc = _OP.get(op)
+    if y is None and opc is not None:
+        r = _fast(opc, x, axis, keepdims, mode, out, stream, host)
+        if r is not NotImplemented:
+            return r
+    return _reduce(op, x, y, axis, keepdims, mode, out, stream, host)
+
+
+_fast = _C.fast  # the common cases in C; NotImplemented for the rest (_reduce)
+
+
+def _reduce(op, x, y, axis, keepdims, mode, out, stream, host):
+    """reduce() in Python: every kind of array and argument, and every error."""
     opc, modec, st = _op_code(op), _mode_code(mode), None if stream is None else _stream_int(stream)
     fw, x, xaddr, shape, layout, code, device, keep = _view(x, st)
     _dtype_error(x, code)
