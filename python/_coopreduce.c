@@ -500,6 +500,11 @@ static PyObject *np_scratch[N_DTYPES];    /* a 0-d array of each, for numpy scal
 static unsigned char *np_scratch_data[N_DTYPES];
 static PyObject *torch_dtypes[N_DTYPES];  /* torch.dtype by code, or NULL */
 static PyObject *torch_raw_stream;        /* device -> the current stream, an int */
+static PyObject *torch_empty_like;        /* torch.empty_like */
+/* A 0-d tensor of each dtype on each device (slot 0 the CPU), never handed out: a full
+ * reduction's result is a new tensor made like it, which torch makes faster than one of a
+ * given shape, dtype and device. */
+static PyObject *torch_zero_d[MAX_DEVICES + 1][N_DTYPES];
 static PyObject *s_dtype, *s_get_device, *s_is_contiguous, *s_shape, *s_data_ptr, *s_new_empty,
     *s_deterministic, *s_exact, *kw_dtype, *empty_tuple;
 
@@ -846,9 +851,18 @@ static PyObject *fast_torch(fast_call *c, PyObject *x, PyObject *axis, int mode,
     } else {
         PyObject *shape = result_shape(c);
         if (!shape) return NULL;
-        PyObject *args[4] = {NULL, x, shape, dt};
-        result = PyObject_VectorcallMethod(s_new_empty, args + 1,
-                                           2 | PY_VECTORCALL_ARGUMENTS_OFFSET, kw_dtype);
+        PyObject **like = PyTuple_GET_SIZE(shape) == 0 ? &torch_zero_d[c->device + 1][c->rt] : NULL;
+        if (like && *like) {
+            result = PyObject_CallOneArg(torch_empty_like, *like);
+        } else {
+            PyObject *args[4] = {NULL, x, shape, dt};
+            result = PyObject_VectorcallMethod(s_new_empty, args + 1,
+                                               2 | PY_VECTORCALL_ARGUMENTS_OFFSET, kw_dtype);
+            if (result && like) { /* the first of its kind: a second one made to be the model */
+                *like = result;
+                result = PyObject_CallOneArg(torch_empty_like, *like);
+            }
+        }
         Py_DECREF(shape);
         if (!result) return NULL;
     }
@@ -946,16 +960,20 @@ static PyObject *py_register_numpy(PyObject *self, PyObject *const *a, Py_ssize_
     Py_RETURN_NONE;
 }
 
-/* _register_torch(Tensor, dtypes, raw_stream): torch.Tensor, the torch.dtype of each coopreduce
- * code (None where this torch has none) and device -> its current stream as an int. */
+/* _register_torch(Tensor, dtypes, raw_stream, empty_like): torch.Tensor, the torch.dtype of each
+ * coopreduce code (None where this torch has none), device -> its current stream as an int, and
+ * torch.empty_like. */
 static PyObject *py_register_torch(PyObject *self, PyObject *const *a, Py_ssize_t n)
 {
-    if (n != 3 || !PyType_Check(a[0])) {
-        PyErr_SetString(PyExc_TypeError, "_register_torch(Tensor, dtypes, raw_stream)");
+    if (n != 4 || !PyType_Check(a[0])) {
+        PyErr_SetString(PyExc_TypeError, "_register_torch(Tensor, dtypes, raw_stream, empty_like)");
         return NULL;
     }
     if (set_dtypes(a[1], torch_dtypes)) return NULL;
+    for (int d = 0; d <= MAX_DEVICES; d++)
+        for (int i = 0; i < N_DTYPES; i++) Py_CLEAR(torch_zero_d[d][i]);
     Py_XSETREF(torch_raw_stream, Py_NewRef(a[2]));
+    Py_XSETREF(torch_empty_like, Py_NewRef(a[3]));
     Py_XSETREF(torch_type, (PyTypeObject *)Py_NewRef(a[0]));
     Py_RETURN_NONE;
 }

@@ -121,7 +121,7 @@ class Torch:
             lambda d: torch.cuda.current_stream(d).cuda_stream)
         from . import _coopreduce
         _coopreduce._register_torch(torch.Tensor, tuple(cls._dtypes[n] for n in DTYPE_NAMES),
-                                    cls._raw_stream)
+                                    cls._raw_stream, torch.empty_like)
 
     @staticmethod
     def address(a):
