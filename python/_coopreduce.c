@@ -1,9 +1,10 @@
 /* _coopreduce.c — the Python extension: the library's calls on raw pointers, with handles cached
  * per (thread, device). The package's Python layer (coopreduce/_core.py) turns numpy arrays,
  * torch tensors and CuPy arrays into pointers and extents, allocates results in the caller's
- * framework and calls in here; this file imports no framework. It is the hot path: arguments
- * are read through METH_FASTCALL and the GIL is kept for short calls (releasing it costs more
- * than a small reduction). */
+ * framework and calls in here; fast() does all of that itself for contiguous numpy arrays and
+ * torch tensors, through the types and functions the Python layer registers (this file imports
+ * no framework). It is the hot path: arguments are read through METH_FASTCALL and the GIL is
+ * kept for short calls (releasing it costs more than a small reduction). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 

@@ -1,6 +1,7 @@
 """The reductions: arguments checked, the array's memory viewed as the library's
 (outer, len, inner), the result allocated by the caller's framework, one call into the
-extension. docs/PYTHON.md is the manual."""
+extension. The common cases never reach this Python: the extension's fast() does all of it and
+answers NotImplemented for the rest, which _reduce handles. docs/PYTHON.md is the manual."""
 import operator
 
 from . import _coopreduce as _C
@@ -153,6 +154,9 @@ def _contiguous(fw, x):
     return fw, fw.contiguous(x)
 
 
+_fast = _C.fast  # the common cases in C; NotImplemented for the rest (_reduce)
+
+
 def reduce(op, x, y=None, axis=None, keepdims=False, mode="deterministic", out=None,
            stream=None, host=False):
     """The general form of every reduction: op is one of OPS (docs/PYTHON.md)."""
@@ -162,9 +166,6 @@ def reduce(op, x, y=None, axis=None, keepdims=False, mode="deterministic", out=N
         if r is not NotImplemented:
             return r
     return _reduce(op, x, y, axis, keepdims, mode, out, stream, host)
-
-
-_fast = _C.fast  # the common cases in C; NotImplemented for the rest (_reduce)
 
 
 def _reduce(op, x, y, axis, keepdims, mode, out, stream, host):
