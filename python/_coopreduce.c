@@ -506,8 +506,8 @@ static PyObject *torch_empty_like;        /* torch.empty_like */
  * reduction's result is a new tensor made like it, which torch makes faster than one of a
  * given shape, dtype and device. */
 static PyObject *torch_zero_d[MAX_DEVICES + 1][N_DTYPES];
-static PyObject *s_dtype, *s_get_device, *s_is_contiguous, *s_shape, *s_data_ptr, *s_new_empty,
-    *s_deterministic, *s_exact, *kw_dtype, *empty_tuple;
+static PyObject *s_dtype, *s_get_device, *s_is_cpu, *s_is_cuda, *s_is_contiguous, *s_shape,
+    *s_data_ptr, *s_new_empty, *s_deterministic, *s_exact, *kw_dtype, *empty_tuple;
 
 /* The coopreduce dtype of a numpy buffer's native single-character format, or -1. */
 static int buffer_code(const Py_buffer *v)
@@ -648,7 +648,8 @@ static PyObject *fast_host(const fast_call *c, coopreduce_handle *h, const void 
     Py_END_ALLOW_THREADS
     if (s) return raise_status(s, h);
     coopreduce_dtype rt;
-    size_t size = coopreduce_op_result_size((coopreduce_op)c->op, (coopreduce_dtype)c->code, 0, &rt);
+    size_t size =
+        coopreduce_op_result_size((coopreduce_op)c->op, (coopreduce_dtype)c->code, 0, &rt);
     return to_python(r, rt, size, c->op);
 }
 
@@ -726,7 +727,8 @@ static PyObject *fast_numpy(fast_call *c, PyObject *x, PyObject *axis, int mode,
         }
         if (!(shape = result_shape(c))) goto done;
         PyObject *args[3] = {NULL, shape, dt};
-        result = PyObject_Vectorcall(np_empty, args + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        result =
+            PyObject_Vectorcall(np_empty, args + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
         Py_DECREF(shape);
         if (!result) goto done;
         if (PyObject_GetBuffer(result, &ov, PyBUF_SIMPLE | PyBUF_WRITABLE) != 0) {
@@ -804,12 +806,23 @@ static int torch_shape(PyObject *t, Py_ssize_t *shape, int *ndim)
     return rc;
 }
 
+/* The tensor's device: -1 for the CPU, k for CUDA GPU k; -1 (nothing raised) for any other
+ * (meta tensors, other backends), whose get_device() may also say -1. */
+static int torch_device(PyObject *t, long long *device)
+{
+    long long on;
+    if (torch_int(t, s_get_device, 1, device) || *device < -1 || *device >= MAX_DEVICES ||
+        torch_int(t, *device < 0 ? s_is_cpu : s_is_cuda, 0, &on) || !on)
+        return -1;
+    return 0;
+}
+
 static PyObject *fast_torch(fast_call *c, PyObject *x, PyObject *axis, int mode, PyObject *out,
                             PyObject *stream, int host)
 {
     long long device, addr;
     if ((c->code = torch_code(x)) < 0 || torch_shape(x, c->tshape, &c->ndim) ||
-        torch_int(x, s_get_device, 1, &device) || device >= MAX_DEVICES)
+        torch_device(x, &device))
         return not_implemented();
     c->shape = c->tshape;
     c->device = (int)device;
@@ -823,7 +836,7 @@ static PyObject *fast_torch(fast_call *c, PyObject *x, PyObject *axis, int mode,
         long long odevice;
         if (Py_TYPE(out) != torch_type || torch_code(out) != c->rt ||
             torch_shape(out, oshape, &ondim) || !same_result_shape(c, oshape, ondim) ||
-            torch_int(out, s_get_device, 1, &odevice) || odevice != device)
+            torch_device(out, &odevice) || odevice != device)
             return not_implemented();
     }
     if (torch_int(x, s_data_ptr, 1, &addr)) return not_implemented();
@@ -835,7 +848,8 @@ static PyObject *fast_torch(fast_call *c, PyObject *x, PyObject *axis, int mode,
             return not_implemented();
         }
     } else if (device >= 0) {
-        PyObject *d = PyLong_FromLongLong(device), *r = d ? PyObject_CallOneArg(torch_raw_stream, d) : NULL;
+        PyObject *d = PyLong_FromLongLong(device);
+        PyObject *r = d ? PyObject_CallOneArg(torch_raw_stream, d) : NULL;
         Py_XDECREF(d);
         if (!r) return NULL;
         st = PyLong_AsUnsignedLongLong(r);
@@ -1031,6 +1045,7 @@ PyMODINIT_FUNC PyInit__coopreduce(void)
         PyObject **slot;
         const char *text;
     } names[] = {{&s_dtype, "dtype"},         {&s_get_device, "get_device"},
+                 {&s_is_cpu, "is_cpu"},       {&s_is_cuda, "is_cuda"},
                  {&s_is_contiguous, "is_contiguous"}, {&s_shape, "shape"},
                  {&s_data_ptr, "data_ptr"},   {&s_new_empty, "new_empty"},
                  {&s_deterministic, "deterministic"}, {&s_exact, "exact"}};

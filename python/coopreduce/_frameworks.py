@@ -55,8 +55,8 @@ class Numpy:
         import numpy
         from . import _coopreduce
         dtypes = tuple(None if n == "bfloat16" else numpy.dtype(n) for n in DTYPE_NAMES)
-        _coopreduce._register_numpy(numpy.ndarray, numpy.empty, dtypes,
-                                    tuple(None if d is None else numpy.empty((), d) for d in dtypes))
+        scalars = tuple(None if d is None else numpy.empty((), d) for d in dtypes)
+        _coopreduce._register_numpy(numpy.ndarray, numpy.empty, dtypes, scalars)
 
     @staticmethod
     def describe(x):

@@ -266,3 +266,9 @@ def test_torch_no_reference_leaks(torch):
     for _ in range(1000):
         calls()
     assert counts() == before
+
+
+def test_torch_other_devices_handed_over(torch):
+    m = torch.empty(3, 4, device="meta")  # get_device() says -1, as for the CPU
+    assert not taken(m) and not taken(torch.ones(3, 4), axis=0, out=torch.empty(4, device="meta"))
+    assert cr.sum(torch.ones(3)).device.type == "cpu"
