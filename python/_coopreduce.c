@@ -1,9 +1,10 @@
 /* _coopreduce.c — the Python extension: the library's calls on raw pointers, with handles cached
  * per (thread, device). The package's Python layer (coopreduce/_core.py) turns numpy arrays,
  * torch tensors and CuPy arrays into pointers and extents, allocates results in the caller's
- * framework and calls in here; this file imports no framework. It is the hot path: arguments
- * are read through METH_FASTCALL and the GIL is kept for short calls (releasing it costs more
- * than a small reduction). */
+ * framework and calls in here; fast() does all of that itself for contiguous numpy arrays and
+ * torch tensors, through the types and functions the Python layer registers (this file imports
+ * no framework). It is the hot path: arguments are read through METH_FASTCALL and the GIL is
+ * kept for short calls (releasing it costs more than a small reduction). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -479,6 +480,519 @@ static PyObject *py_time_c(PyObject *self, PyObject *const *a, Py_ssize_t n)
     return PyFloat_FromDouble(iters ? secs / (double)iters : 0.0);
 }
 
+/* ---- The fast path -------------------------------------------------------------------------
+ * fast(op, x, axis, keepdims, mode, out, stream, host) -> the result, or NotImplemented
+ * One call from the package's reductions for the common cases, with no Python in between: a
+ * C-contiguous numpy.ndarray or torch.Tensor (exact types, registered by the Python layer once it
+ * has met them), axis None or an int, mode given by name, out None or a contiguous array of the
+ * input's kind holding the result exactly, stream None or an int, and an (op, dtype) pair with a
+ * result of at most 8 bytes (a full numpy reduction or host=True takes the 16-byte integer sums
+ * too). Anything else, and every argument the Python layer refuses, returns NotImplemented so
+ * that the Python layer (coopreduce/_core.py) handles it and raises its errors; the library's
+ * own failures raise here as they do through reduce(). */
+
+#define N_DTYPES 8
+static const unsigned char dtype_size[N_DTYPES] = {4, 8, 4, 2, 2, 8, 4, 8};
+
+static PyTypeObject *np_type, *torch_type;
+static PyObject *np_empty;                /* numpy.empty */
+static PyObject *np_dtypes[N_DTYPES];     /* numpy.dtype by coopreduce code, or NULL */
+static PyObject *np_scratch[N_DTYPES];    /* a 0-d array of each, for numpy scalars */
+static unsigned char *np_scratch_data[N_DTYPES];
+static PyObject *torch_dtypes[N_DTYPES];  /* torch.dtype by code, or NULL */
+static PyObject *torch_raw_stream;        /* device -> the current stream, an int */
+static PyObject *torch_empty_like;        /* torch.empty_like */
+/* A 0-d tensor of each dtype on each device (slot 0 the CPU), never handed out: a full
+ * reduction's result is a new tensor made like it, which torch makes faster than one of a
+ * given shape, dtype and device. */
+static PyObject *torch_zero_d[MAX_DEVICES + 1][N_DTYPES];
+static PyObject *s_dtype, *s_get_device, *s_is_cpu, *s_is_cuda, *s_is_contiguous, *s_shape,
+    *s_data_ptr, *s_new_empty, *s_deterministic, *s_exact, *kw_dtype, *empty_tuple;
+
+/* The coopreduce dtype of a numpy buffer's native single-character format, or -1. */
+static int buffer_code(const Py_buffer *v)
+{
+    const char *f = v->format;
+    if (!f || !f[0] || f[1]) return -1;
+    const Py_ssize_t k = v->itemsize;
+    switch (f[0]) {
+    case 'f': return k == 4 ? COOPREDUCE_FLOAT32 : -1;
+    case 'd': return k == 8 ? COOPREDUCE_FLOAT64 : -1;
+    case 'e': return k == 2 ? COOPREDUCE_FLOAT16 : -1;
+    case 'i': case 'l': case 'q':
+        return k == 4 ? COOPREDUCE_INT32 : k == 8 ? COOPREDUCE_INT64 : -1;
+    case 'I': case 'L': case 'Q':
+        return k == 4 ? COOPREDUCE_UINT32 : k == 8 ? COOPREDUCE_UINT64 : -1;
+    default: return -1;
+    }
+}
+
+static int mode_of(PyObject *m)
+{
+    if (m == s_deterministic) return COOPREDUCE_MODE_DETERMINISTIC;
+    if (m == s_exact) return COOPREDUCE_MODE_EXACT;
+    if (!PyUnicode_Check(m)) return -1;
+    if (PyUnicode_CompareWithASCIIString(m, "deterministic") == 0)
+        return COOPREDUCE_MODE_DETERMINISTIC;
+    if (PyUnicode_CompareWithASCIIString(m, "exact") == 0) return COOPREDUCE_MODE_EXACT;
+    return -1;
+}
+
+/* What one fast call reduces: the library's arguments and the result's shape. */
+typedef struct {
+    int op, code, rt, words, device, a, b, keepdims;
+    int ndim;
+    const Py_ssize_t *shape; /* numpy: the buffer's; torch: filled from x.shape */
+    Py_ssize_t tshape[64];
+    uint64_t outer, len, inner;
+} fast_call;
+
+/* The reduced axes [a, b), the extents and the result type; 0, or 1 to fall back. */
+static int fast_plan(fast_call *c, PyObject *axis)
+{
+    if (axis == Py_None) {
+        c->a = 0;
+        c->b = c->ndim;
+    } else if (PyLong_Check(axis)) {
+        int overflow;
+        long l = PyLong_AsLongAndOverflow(axis, &overflow);
+        if (overflow || (l == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return 1;
+        }
+        if (l < -c->ndim || l >= c->ndim) return 1;
+        c->a = (int)(l < 0 ? l + c->ndim : l);
+        c->b = c->a + 1;
+    } else {
+        return 1;
+    }
+    c->outer = c->len = c->inner = 1;
+    for (int d = 0; d < c->ndim; d++) {
+        uint64_t *e = d < c->a ? &c->outer : d < c->b ? &c->len : &c->inner;
+        *e *= (uint64_t)c->shape[d];
+    }
+    const int op = c->op;
+    if (c->len == 0 && (op == COOPREDUCE_OP_MIN || op == COOPREDUCE_OP_MAX ||
+                        op == COOPREDUCE_OP_ABSMAX || op == COOPREDUCE_OP_ARGMIN ||
+                        op == COOPREDUCE_OP_ARGMAX))
+        return 1;
+    coopreduce_dtype rt;
+    size_t size = coopreduce_op_result_size((coopreduce_op)op, (coopreduce_dtype)c->code, 0, &rt);
+    if (!size) return 1;
+    c->rt = op == COOPREDUCE_OP_ARGMIN || op == COOPREDUCE_OP_ARGMAX ? COOPREDUCE_INT64 : (int)rt;
+    c->words = size == 16 ? 2 : 1;
+    if ((int)rt < 0 || (int)rt >= N_DTYPES) return 1;
+    return 0;
+}
+
+static int is_full(const fast_call *c) { return c->a == 0 && c->b == c->ndim; }
+
+/* The result's shape as a new tuple. */
+static PyObject *result_shape(const fast_call *c)
+{
+    const int removed = c->b - c->a, n = c->ndim - (c->keepdims ? 0 : removed);
+    PyObject *t = PyTuple_New(n);
+    if (!t) return NULL;
+    int j = 0;
+    for (int d = 0; d < c->ndim; d++) {
+        if (d >= c->a && d < c->b && !c->keepdims) continue;
+        PyObject *e = PyLong_FromSsize_t(d >= c->a && d < c->b ? 1 : c->shape[d]);
+        if (!e) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, j++, e);
+    }
+    return t;
+}
+
+/* Whether `shape` (n extents) is the result's shape. */
+static int same_result_shape(const fast_call *c, const Py_ssize_t *shape, int n)
+{
+    int j = 0;
+    for (int d = 0; d < c->ndim; d++) {
+        const int reduced = d >= c->a && d < c->b;
+        if (reduced && !c->keepdims) continue;
+        if (j >= n || shape[j++] != (reduced ? 1 : c->shape[d])) return 0;
+    }
+    return j == n;
+}
+
+/* The library call, the GIL released for a large CPU reduction (as in reduce()). */
+static coopreduce_status fast_run(const fast_call *c, coopreduce_handle *h, const void *x,
+                                  void *result, uint64_t stream)
+{
+    coopreduce_status s;
+    void *st = (void *)(uintptr_t)stream;
+    const int release = c->device < 0 && c->outer * c->len * c->inner >= RELEASE_GIL_ELEMENTS;
+    PyThreadState *ts = release ? PyEval_SaveThread() : NULL;
+    if (c->outer == 1 && c->inner == 1)
+        s = coopreduce_reduce((coopreduce_op)c->op, x, NULL, result, c->len,
+                              (coopreduce_dtype)c->code, h, st);
+    else
+        s = coopreduce_reduce_axis((coopreduce_op)c->op, x, NULL, result, c->outer, c->len,
+                                   c->inner, (coopreduce_dtype)c->code, h, st);
+    if (ts) PyEval_RestoreThread(ts);
+    return s;
+}
+
+/* host=True: the whole reduction's value on the host, as reduce_to_host() gives it. */
+static PyObject *fast_host(const fast_call *c, coopreduce_handle *h, const void *x,
+                           uint64_t stream)
+{
+    _Alignas(16) unsigned char r[16] = {0};
+    coopreduce_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = coopreduce_reduce_to_host((coopreduce_op)c->op, x, NULL, r, c->len,
+                                  (coopreduce_dtype)c->code, h, (void *)(uintptr_t)stream);
+    Py_END_ALLOW_THREADS
+    if (s) return raise_status(s, h);
+    coopreduce_dtype rt;
+    size_t size =
+        coopreduce_op_result_size((coopreduce_op)c->op, (coopreduce_dtype)c->code, 0, &rt);
+    return to_python(r, rt, size, c->op);
+}
+
+static PyObject *not_implemented(void) { Py_RETURN_NOTIMPLEMENTED; }
+
+static PyObject *fast_numpy(fast_call *c, PyObject *x, PyObject *axis, int mode, PyObject *out,
+                            uint64_t stream, int host)
+{
+    Py_buffer v;
+    if (PyObject_GetBuffer(x, &v, PyBUF_RECORDS_RO) != 0) {
+        PyErr_Clear(); /* a dtype without a buffer format: the Python layer says why */
+        return not_implemented();
+    }
+    PyObject *result = NULL;
+    c->code = buffer_code(&v);
+    c->ndim = v.ndim;
+    c->shape = v.shape;
+    c->device = -1;
+    if (c->code < 0 || v.ndim > 64 || !PyBuffer_IsContiguous(&v, 'C') || fast_plan(c, axis) ||
+        (host && !is_full(c))) {
+        PyBuffer_Release(&v);
+        return not_implemented();
+    }
+    coopreduce_handle *h = get_handle(-1, mode);
+    if (!h) goto done;
+    if (host) {
+        result = fast_host(c, h, v.buf, stream);
+        goto done;
+    }
+    if (out == Py_None && is_full(c) && !c->keepdims) {
+        /* A numpy scalar, as numpy's reductions give: the value from a local buffer, copied into
+         * a 0-d array kept for the purpose and read back as a new scalar. */
+        PyObject *scratch = np_scratch[c->rt];
+        if (!scratch) {
+            result = not_implemented();
+            goto done;
+        }
+        _Alignas(16) unsigned char r[16] = {0};
+        coopreduce_status s = fast_run(c, h, v.buf, r, stream);
+        if (s) {
+            raise_status(s, h);
+            goto done;
+        }
+        memcpy(np_scratch_data[c->rt], r, dtype_size[c->rt]); /* a 16-byte sum: its low word */
+        result = PyObject_GetItem(scratch, empty_tuple);
+        goto done;
+    }
+    if (c->words != 1) {
+        result = not_implemented();
+        goto done;
+    }
+    Py_buffer ov;
+    if (out != Py_None) {
+        if (Py_TYPE(out) != np_type) {
+            result = not_implemented();
+            goto done;
+        }
+        if (PyObject_GetBuffer(out, &ov, PyBUF_RECORDS) != 0) {
+            PyErr_Clear();
+            result = not_implemented();
+            goto done;
+        }
+        if (buffer_code(&ov) != c->rt || !PyBuffer_IsContiguous(&ov, 'C') ||
+            !same_result_shape(c, ov.shape, ov.ndim)) {
+            PyBuffer_Release(&ov);
+            result = not_implemented();
+            goto done;
+        }
+        result = Py_NewRef(out);
+    } else {
+        PyObject *dt = np_dtypes[c->rt], *shape;
+        if (!dt) {
+            result = not_implemented();
+            goto done;
+        }
+        if (!(shape = result_shape(c))) goto done;
+        PyObject *args[3] = {NULL, shape, dt};
+        result =
+            PyObject_Vectorcall(np_empty, args + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        Py_DECREF(shape);
+        if (!result) goto done;
+        if (PyObject_GetBuffer(result, &ov, PyBUF_SIMPLE | PyBUF_WRITABLE) != 0) {
+            Py_CLEAR(result);
+            goto done;
+        }
+    }
+    coopreduce_status s = fast_run(c, h, v.buf, ov.buf, stream);
+    PyBuffer_Release(&ov);
+    if (s) {
+        Py_CLEAR(result);
+        raise_status(s, h);
+    }
+done:
+    PyBuffer_Release(&v);
+    return result;
+}
+
+/* A torch attribute or no-argument method's value as a C integer; -1 with nothing raised when the
+ * tensor does not answer (the Python layer then handles it). */
+static int torch_int(PyObject *x, PyObject *name, int call, long long *v)
+{
+    PyObject *o = call ? PyObject_CallMethodNoArgs(x, name) : PyObject_GetAttr(x, name);
+    if (!o) {
+        PyErr_Clear();
+        return -1;
+    }
+    *v = PyLong_AsLongLong(o);
+    Py_DECREF(o);
+    if (*v == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return -1;
+    }
+    return 0;
+}
+
+/* The tensor's dtype code, or -1 for a dtype the fast path does not take. */
+static int torch_code(PyObject *t)
+{
+    PyObject *dt = PyObject_GetAttr(t, s_dtype);
+    if (!dt) {
+        PyErr_Clear();
+        return -1;
+    }
+    int code = -1;
+    for (int i = 0; i < N_DTYPES; i++)
+        if (torch_dtypes[i] == dt) code = i;
+    Py_DECREF(dt);
+    return code;
+}
+
+/* A C-contiguous tensor's shape into shape[0..*ndim); -1 (nothing raised) for any other. */
+static int torch_shape(PyObject *t, Py_ssize_t *shape, int *ndim)
+{
+    long long contiguous;
+    if (torch_int(t, s_is_contiguous, 1, &contiguous) || !contiguous) return -1;
+    PyObject *s = PyObject_GetAttr(t, s_shape);
+    if (!s) {
+        PyErr_Clear();
+        return -1;
+    }
+    int rc = -1;
+    if (PyTuple_Check(s) && PyTuple_GET_SIZE(s) <= 64) {
+        *ndim = (int)PyTuple_GET_SIZE(s);
+        rc = 0;
+        for (int d = 0; d < *ndim && !rc; d++) {
+            shape[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(s, d));
+            if (shape[d] < 0) {
+                PyErr_Clear();
+                rc = -1;
+            }
+        }
+    }
+    Py_DECREF(s);
+    return rc;
+}
+
+/* The tensor's device: -1 for the CPU, k for CUDA GPU k; -1 (nothing raised) for any other
+ * (meta tensors, other backends), whose get_device() may also say -1. */
+static int torch_device(PyObject *t, long long *device)
+{
+    long long on;
+    if (torch_int(t, s_get_device, 1, device) || *device < -1 || *device >= MAX_DEVICES ||
+        torch_int(t, *device < 0 ? s_is_cpu : s_is_cuda, 0, &on) || !on)
+        return -1;
+    return 0;
+}
+
+static PyObject *fast_torch(fast_call *c, PyObject *x, PyObject *axis, int mode, PyObject *out,
+                            PyObject *stream, int host)
+{
+    long long device, addr;
+    if ((c->code = torch_code(x)) < 0 || torch_shape(x, c->tshape, &c->ndim) ||
+        torch_device(x, &device))
+        return not_implemented();
+    c->shape = c->tshape;
+    c->device = (int)device;
+    if (fast_plan(c, axis) || (host && !is_full(c)) || (!host && c->words != 1))
+        return not_implemented();
+    PyObject *dt = torch_dtypes[c->rt];
+    if (!dt) return not_implemented();
+    if (out != Py_None) {
+        Py_ssize_t oshape[64];
+        int ondim;
+        long long odevice;
+        if (Py_TYPE(out) != torch_type || torch_code(out) != c->rt ||
+            torch_shape(out, oshape, &ondim) || !same_result_shape(c, oshape, ondim) ||
+            torch_device(out, &odevice) || odevice != device)
+            return not_implemented();
+    }
+    if (torch_int(x, s_data_ptr, 1, &addr)) return not_implemented();
+    uint64_t st = 0;
+    if (stream != Py_None) {
+        st = PyLong_AsUnsignedLongLong(stream);
+        if (st == (uint64_t)-1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return not_implemented();
+        }
+    } else if (device >= 0) {
+        PyObject *d = PyLong_FromLongLong(device);
+        PyObject *r = d ? PyObject_CallOneArg(torch_raw_stream, d) : NULL;
+        Py_XDECREF(d);
+        if (!r) return NULL;
+        st = PyLong_AsUnsignedLongLong(r);
+        Py_DECREF(r);
+        if (st == (uint64_t)-1 && PyErr_Occurred()) return NULL;
+    }
+    coopreduce_handle *h = get_handle(c->device, mode);
+    if (!h) return NULL;
+    const void *xp = (const void *)(uintptr_t)addr;
+    if (host) return fast_host(c, h, xp, st);
+    PyObject *result;
+    if (out != Py_None) {
+        result = Py_NewRef(out);
+    } else {
+        PyObject *shape = result_shape(c);
+        if (!shape) return NULL;
+        PyObject **like = PyTuple_GET_SIZE(shape) == 0 ? &torch_zero_d[c->device + 1][c->rt] : NULL;
+        if (like && *like) {
+            result = PyObject_CallOneArg(torch_empty_like, *like);
+        } else {
+            PyObject *args[4] = {NULL, x, shape, dt};
+            result = PyObject_VectorcallMethod(s_new_empty, args + 1,
+                                               2 | PY_VECTORCALL_ARGUMENTS_OFFSET, kw_dtype);
+            if (result && like) { /* the first of its kind: a second one made to be the model */
+                *like = result;
+                result = PyObject_CallOneArg(torch_empty_like, *like);
+            }
+        }
+        Py_DECREF(shape);
+        if (!result) return NULL;
+    }
+    long long raddr;
+    PyObject *p = PyObject_CallMethodNoArgs(result, s_data_ptr);
+    raddr = p ? PyLong_AsLongLong(p) : -1;
+    Py_XDECREF(p);
+    if (raddr == -1 && PyErr_Occurred()) {
+        Py_DECREF(result);
+        return NULL;
+    }
+    coopreduce_status s = fast_run(c, h, xp, (void *)(uintptr_t)raddr, st);
+    if (s) {
+        Py_DECREF(result);
+        return raise_status(s, h);
+    }
+    return result;
+}
+
+static PyObject *py_fast(PyObject *self, PyObject *const *a, Py_ssize_t n)
+{
+    if (n != 8) {
+        PyErr_SetString(PyExc_TypeError, "fast takes 8 arguments");
+        return NULL;
+    }
+    PyObject *x = a[1], *axis = a[2], *out = a[5], *stream = a[6];
+    PyTypeObject *t = Py_TYPE(x);
+    if (!t || (t != np_type && t != torch_type)) return not_implemented();
+    fast_call c;
+    int host, keepdims, mode = mode_of(a[4]);
+    if (mode < 0 || as_int(a[0], &c.op) || (keepdims = PyObject_IsTrue(a[3])) < 0 ||
+        (host = PyObject_IsTrue(a[7])) < 0 || (stream != Py_None && !PyLong_Check(stream))) {
+        PyErr_Clear();
+        return not_implemented();
+    }
+    if (c.op < 0 || c.op > COOPREDUCE_OP_ARGMAX || c.op == COOPREDUCE_OP_DOT)
+        return not_implemented();
+    c.keepdims = keepdims;
+    if (t == np_type) {
+        uint64_t st = 0;
+        if (stream != Py_None && as_u64(stream, &st)) {
+            PyErr_Clear();
+            return not_implemented();
+        }
+        return fast_numpy(&c, x, axis, mode, out, st, host);
+    }
+    return fast_torch(&c, x, axis, mode, out, stream, host);
+}
+
+/* Item i of a tuple of N_DTYPES entries (None for a dtype the framework lacks) into slot[i]. */
+static int set_dtypes(PyObject *tuple, PyObject **slot)
+{
+    if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != N_DTYPES) {
+        PyErr_SetString(PyExc_TypeError, "expected a tuple of one entry a dtype");
+        return -1;
+    }
+    for (int i = 0; i < N_DTYPES; i++) {
+        PyObject *o = PyTuple_GET_ITEM(tuple, i);
+        Py_XSETREF(slot[i], o == Py_None ? NULL : Py_NewRef(o));
+    }
+    return 0;
+}
+
+/* _register_numpy(ndarray, empty, dtypes, scalars): numpy's array type, numpy.empty, the dtype
+ * of each coopreduce code and a 0-d array of each (None where numpy has none). */
+static PyObject *py_register_numpy(PyObject *self, PyObject *const *a, Py_ssize_t n)
+{
+    if (n != 4 || !PyType_Check(a[0])) {
+        PyErr_SetString(PyExc_TypeError, "_register_numpy(ndarray, empty, dtypes, scalars)");
+        return NULL;
+    }
+    unsigned char *data[N_DTYPES] = {0};
+    PyObject *scratch = a[3];
+    if (!PyTuple_Check(scratch) || PyTuple_GET_SIZE(scratch) != N_DTYPES) {
+        PyErr_SetString(PyExc_TypeError, "expected a tuple of one 0-d array a dtype");
+        return NULL;
+    }
+    for (int i = 0; i < N_DTYPES; i++) {
+        PyObject *o = PyTuple_GET_ITEM(scratch, i);
+        if (o == Py_None) continue;
+        Py_buffer v;
+        if (PyObject_GetBuffer(o, &v, PyBUF_RECORDS) != 0) return NULL;
+        const int ok = v.ndim == 0 && buffer_code(&v) == i;
+        data[i] = v.buf; /* stays valid: the array is kept and never resized */
+        PyBuffer_Release(&v);
+        if (!ok) {
+            PyErr_Format(PyExc_ValueError, "scalar %d is not a 0-d array of its dtype", i);
+            return NULL;
+        }
+    }
+    if (set_dtypes(a[2], np_dtypes) || set_dtypes(scratch, np_scratch)) return NULL;
+    memcpy(np_scratch_data, data, sizeof data);
+    Py_XSETREF(np_empty, Py_NewRef(a[1]));
+    Py_XSETREF(np_type, (PyTypeObject *)Py_NewRef(a[0]));
+    Py_RETURN_NONE;
+}
+
+/* _register_torch(Tensor, dtypes, raw_stream, empty_like): torch.Tensor, the torch.dtype of each
+ * coopreduce code (None where this torch has none), device -> its current stream as an int, and
+ * torch.empty_like. */
+static PyObject *py_register_torch(PyObject *self, PyObject *const *a, Py_ssize_t n)
+{
+    if (n != 4 || !PyType_Check(a[0])) {
+        PyErr_SetString(PyExc_TypeError, "_register_torch(Tensor, dtypes, raw_stream, empty_like)");
+        return NULL;
+    }
+    if (set_dtypes(a[1], torch_dtypes)) return NULL;
+    for (int d = 0; d <= MAX_DEVICES; d++)
+        for (int i = 0; i < N_DTYPES; i++) Py_CLEAR(torch_zero_d[d][i]);
+    Py_XSETREF(torch_raw_stream, Py_NewRef(a[2]));
+    Py_XSETREF(torch_empty_like, Py_NewRef(a[3]));
+    Py_XSETREF(torch_type, (PyTypeObject *)Py_NewRef(a[0]));
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_set_error_class(PyObject *self, PyObject *const *a, Py_ssize_t n)
 {
     if (n != 2) {
@@ -505,6 +1019,10 @@ static PyMethodDef methods[] = {
     {"info", py_info, METH_NOARGS, "info() -> dict"},
     {"time_c", (PyCFunction)(void (*)(void))py_time_c, METH_FASTCALL,
      "time_c(op, dtype, x, out, n, device, mode, stream, iters) -> seconds per call"},
+    {"fast", (PyCFunction)(void (*)(void))py_fast, METH_FASTCALL,
+     "fast(op, x, axis, keepdims, mode, out, stream, host) -> result or NotImplemented"},
+    {"_register_numpy", (PyCFunction)(void (*)(void))py_register_numpy, METH_FASTCALL, NULL},
+    {"_register_torch", (PyCFunction)(void (*)(void))py_register_torch, METH_FASTCALL, NULL},
     {"_set_error_class", (PyCFunction)(void (*)(void))py_set_error_class, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL}};
 
@@ -523,5 +1041,18 @@ PyMODINIT_FUNC PyInit__coopreduce(void)
         }
         key_made = 1;
     }
+    static const struct {
+        PyObject **slot;
+        const char *text;
+    } names[] = {{&s_dtype, "dtype"},         {&s_get_device, "get_device"},
+                 {&s_is_cpu, "is_cpu"},       {&s_is_cuda, "is_cuda"},
+                 {&s_is_contiguous, "is_contiguous"}, {&s_shape, "shape"},
+                 {&s_data_ptr, "data_ptr"},   {&s_new_empty, "new_empty"},
+                 {&s_deterministic, "deterministic"}, {&s_exact, "exact"}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!*names[i].slot && !(*names[i].slot = PyUnicode_InternFromString(names[i].text)))
+            return NULL;
+    if (!kw_dtype && !(kw_dtype = Py_BuildValue("(O)", s_dtype))) return NULL;
+    if (!empty_tuple && !(empty_tuple = PyTuple_New(0))) return NULL;
     return PyModule_Create(&module);
 }

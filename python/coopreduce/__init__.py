@@ -9,13 +9,19 @@ tensors and CuPy arrays (on their GPU), bit for bit the same on either.
 Every function takes axis=None | int | tuple of adjacent ints, keepdims, mode
 ("deterministic" | "exact"), out and stream; docs/PYTHON.md is the manual."""
 from ._core import OPS, ArgumentError, Error, info, reduce, reduce_segments, reserve
+from ._core import _fast, _reduce
 
 __version__ = info()["version"]
 
 
 def _op(name, doc):
+    opc = OPS.index(name)
+
     def f(x, axis=None, keepdims=False, mode="deterministic", out=None, stream=None, host=False):
-        return reduce(name, x, None, axis, keepdims, mode, out, stream, host)
+        r = _fast(opc, x, axis, keepdims, mode, out, stream, host)  # common cases, in C
+        if r is NotImplemented:
+            return _reduce(name, x, None, axis, keepdims, mode, out, stream, host)
+        return r
     f.__name__ = f.__qualname__ = name
     f.__doc__ = doc + "\n\nSee coopreduce.reduce and docs/PYTHON.md for the arguments."
     return f

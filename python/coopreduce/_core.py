@@ -1,6 +1,7 @@
 """The reductions: arguments checked, the array's memory viewed as the library's
 (outer, len, inner), the result allocated by the caller's framework, one call into the
-extension. docs/PYTHON.md is the manual."""
+extension. The common cases never reach this Python: the extension's fast() does all of it and
+answers NotImplemented for the rest, which _reduce handles. docs/PYTHON.md is the manual."""
 import operator
 
 from . import _coopreduce as _C
@@ -153,9 +154,22 @@ def _contiguous(fw, x):
     return fw, fw.contiguous(x)
 
 
+_fast = _C.fast  # the common cases in C; NotImplemented for the rest (_reduce)
+
+
 def reduce(op, x, y=None, axis=None, keepdims=False, mode="deterministic", out=None,
            stream=None, host=False):
     """The general form of every reduction: op is one of OPS (docs/PYTHON.md)."""
+    opc = _OP.get(op)
+    if y is None and opc is not None:
+        r = _fast(opc, x, axis, keepdims, mode, out, stream, host)
+        if r is not NotImplemented:
+            return r
+    return _reduce(op, x, y, axis, keepdims, mode, out, stream, host)
+
+
+def _reduce(op, x, y, axis, keepdims, mode, out, stream, host):
+    """reduce() in Python: every kind of array and argument, and every error."""
     opc, modec, st = _op_code(op), _mode_code(mode), None if stream is None else _stream_int(stream)
     fw, x, xaddr, shape, layout, code, device, keep = _view(x, st)
     _dtype_error(x, code)
@@ -238,7 +252,8 @@ def _fits(fw, out, shape, name, order):
         raise ValueError(f"out has shape {tuple(out.shape)}, the result {shape}")
     if str(out.dtype).replace("torch.", "") != name:
         raise TypeError(f"out has dtype {out.dtype}, the result is {name}")
-    return fw.describe(out)[1] == order or len(shape) <= 1
+    layout = fw.describe(out)[1]  # None: strided, even in one dimension (then copied into)
+    return layout == order or len(shape) <= 1 and layout is not None
 
 
 def _deliver(fw, r, out, shape, name):

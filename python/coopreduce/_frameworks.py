@@ -50,6 +50,15 @@ class Numpy:
     kind = "numpy"
 
     @staticmethod
+    def register():
+        """Hands numpy's array type to the extension's fast path (coopreduce._core.reduce)."""
+        import numpy
+        from . import _coopreduce
+        dtypes = tuple(None if n == "bfloat16" else numpy.dtype(n) for n in DTYPE_NAMES)
+        scalars = tuple(None if d is None else numpy.empty((), d) for d in dtypes)
+        _coopreduce._register_numpy(numpy.ndarray, numpy.empty, dtypes, scalars)
+
+    @staticmethod
     def describe(x):
         flags = x.flags
         layout = "C" if flags.c_contiguous else "F" if flags.f_contiguous else None
@@ -110,6 +119,9 @@ class Torch:
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         cls._raw_stream = raw if raw is not None else (
             lambda d: torch.cuda.current_stream(d).cuda_stream)
+        from . import _coopreduce
+        _coopreduce._register_torch(torch.Tensor, tuple(cls._dtypes[n] for n in DTYPE_NAMES),
+                                    cls._raw_stream, torch.empty_like)
 
     @staticmethod
     def address(a):
@@ -268,8 +280,11 @@ def adapter(x):
         root = t.__module__.split(".")[0]
         if root == "numpy" and hasattr(x, "flags"):
             a = Numpy
+            Numpy.register()
         elif root == "torch" and hasattr(x, "data_ptr"):
             a = Torch
+            if Torch._codes is None:
+                Torch._load()
         elif root == "cupy" and hasattr(x, "data") and hasattr(x, "device"):
             a = Cupy
         elif hasattr(x, "__cuda_array_interface__") or hasattr(x, "__dlpack__"):
