@@ -396,7 +396,7 @@ static coopreduce_status tree_local(coopreduce_handle *h, cr_dist_cache **cache,
         }
     }
     size_t off = 0;
-    for (int k = 2; k <= T; k++)
+    for (int k = 2; k <= T && mem; k++)
         for (int t = 0; t < trees; t++) {
             lv[k][t] = mem + off;
             off += (rlen(known_at(L, me, k)) * as + 255) / 256 * 256;
