@@ -13,8 +13,8 @@
  * COOPREDUCE_ENABLE_NCCL; docs/ARCHITECTURE.md). coopreduce.h, which it includes, stays free of
  * MPI and NCCL types. The functions that take an MPI_Comm are declared when <mpi.h> is included
  * before this header, those that take a ncclComm_t when <nccl.h> is; the others always are.
- * coopreduce_dist_backends() says which backends the library was built with: a function of a
- * backend it lacks fails with COOPREDUCE_ERROR_NOT_SUPPORTED.
+ * coopreduce_dist_backends() says which backends the library was built with; the functions of a
+ * backend it lacks are not in it (coopreduce_comm_init_nccl_from_mpi needs both).
  *
  * Communicators
  * -------------
@@ -52,7 +52,9 @@
  * the earlier work on it. The sharded reduction waits for its result (its result is in the
  * handle's memory when it returns). The all-reduce over NCCL waits for the first exchange only,
  * then enqueues its data exchanges and its reduction on `stream` and returns: recv is written
- * when the stream reaches it, as with ncclAllReduce. Over MPI both calls are synchronous.
+ * when the stream reaches it, as with ncclAllReduce (its buffers are the communicator's: order
+ * the calls on one communicator, one stream or synchronised). Over MPI both calls are
+ * synchronous.
  */
 #ifndef COOPREDUCE_DIST_H
 #define COOPREDUCE_DIST_H
@@ -92,8 +94,8 @@ coopreduce_status coopreduce_comm_destroy(coopreduce_comm *comm);
 
 #if defined(MPI_VERSION) || defined(COOPREDUCE_DIST_DECLARE_MPI)
 /* Wraps an MPI communicator (the caller keeps it; MPI must be initialised, and must stay so
- * until coopreduce_comm_destroy). Not collective. Fails with COOPREDUCE_ERROR_NOT_SUPPORTED when
- * the library was built without MPI, COOPREDUCE_ERROR_COMMUNICATION when MPI is not initialised,
+ * until coopreduce_comm_destroy). Not collective. Fails with COOPREDUCE_ERROR_COMMUNICATION when
+ * MPI is not initialised,
  * COOPREDUCE_ERROR_INVALID_ARGUMENT for MPI_COMM_NULL or a NULL out. */
 coopreduce_status coopreduce_comm_from_mpi(MPI_Comm mpi_comm, coopreduce_comm **out);
 
@@ -103,17 +105,16 @@ coopreduce_status coopreduce_comm_from_mpi(MPI_Comm mpi_comm, coopreduce_comm **
  * ordinal of the GPU handle this rank will use; -1 keeps the current device). The
  * coopreduce_comm owns the NCCL communicator (coopreduce_comm_destroy destroys it); the MPI
  * communicator is only used here. Collective over mpi_comm. Fails with
- * COOPREDUCE_ERROR_NOT_SUPPORTED without MPI or NCCL in the library, and with
  * COOPREDUCE_ERROR_COMMUNICATION when MPI or NCCL fail (every rank fails then: the ranks agree
- * on the outcome over MPI). */
+ * on the outcome over MPI). In a library built with MPI and NCCL. */
 coopreduce_status coopreduce_comm_init_nccl_from_mpi(MPI_Comm mpi_comm, int device,
                                                      coopreduce_comm **out);
 #endif
 
 #if defined(NCCL_MAJOR) || defined(COOPREDUCE_DIST_DECLARE_NCCL)
 /* Wraps a NCCL communicator (the caller keeps it, and must keep it alive). Not collective.
- * Fails with COOPREDUCE_ERROR_NOT_SUPPORTED when the library was built without NCCL,
- * COOPREDUCE_ERROR_COMMUNICATION when NCCL cannot tell its rank and size,
+ * In a library built with NCCL. Fails with COOPREDUCE_ERROR_COMMUNICATION when NCCL cannot tell
+ * its rank, size and GPU,
  * COOPREDUCE_ERROR_INVALID_ARGUMENT for a NULL argument. */
 coopreduce_status coopreduce_comm_from_nccl(ncclComm_t nccl_comm, coopreduce_comm **out);
 
