@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
+#include "core/order.h"
+#include "core/values.h"
+#include "cpu/runtime.h"
 #include "dist/protocol.h"
 
 /* Memory on the data path: the handle's GPU (cache) or the host. */
@@ -21,6 +24,40 @@ typedef struct {
 } bufs;
 
 static size_t align256(size_t b) { return (b + 255) / 256 * 256; }
+
+/* The CPU's reduction along axis 0 of an (R x s) block of float32 / float64 for the canonical
+ * family (SUM, MEAN), R <= W (a chunk row's lanes), column by column as vectors: the canonical
+ * order of R values is one chunk whose row 0 holds them, every other row -0.0 padding; each
+ * lane's row tree is then its value (x + -0.0 == x), and the chunk's value is the lane tree, the
+ * perfect pairwise tree over adjacent values padded with -0.0 to W lanes: level by level,
+ * v[i] = v[2i] + v[2i+1], an odd last value carried as itself (+ -0.0, exact). The same bits as
+ * coopreduce_reduce_axis (which calls the 1-D code once per column, too slow for millions of
+ * columns of a few values), checked against it by tests/dist_check.c. The block is consumed. */
+#define DEFINE_COLUMNS(NAME, T, QNAN, F64)                                                         \
+    static void NAME(T *b, int R, uint64_t s, int mean, T *out)                                    \
+    {                                                                                              \
+        for (int m = R; m > 1; m = (m + 1) / 2)                                                    \
+            for (int i = 0; i < m / 2; i++) {                                                      \
+                T *a = b + (size_t)(2 * i) * s, *c = b + (size_t)(2 * i + 1) * s;                  \
+                T *o = b + (size_t)i * s;                                                          \
+                for (uint64_t j = 0; j < s; j++) o[j] = a[j] + c[j];                               \
+                if (m % 2 && i == m / 2 - 1) {                                                     \
+                    T *last = b + (size_t)(m - 1) * s, *to = b + (size_t)(i + 1) * s;              \
+                    if (to != last) memmove(to, last, s * sizeof(T));                              \
+                }                                                                                  \
+            }                                                                                      \
+        for (uint64_t j = 0; j < s; j++) {                                                         \
+            double v = b[j];                                                                       \
+            if (mean) v = cr_mean_of_float(v, (uint64_t)R, F64);                                   \
+            T t = (T)v;                                                                            \
+            if (t != t) memcpy(&t, &(QNAN), sizeof t);                                             \
+            out[j] = t;                                                                            \
+        }                                                                                          \
+    }
+static const uint32_t nan32 = CR_NAN_F32;
+static const uint64_t nan64 = CR_NAN_F64;
+DEFINE_COLUMNS(columns_f32, float, nan32, 0)
+DEFINE_COLUMNS(columns_f64, double, nan64, 1)
 
 CR_EXPORT coopreduce_status cr_dist_allreduce(const cr_dist_transport *t, cr_dist_cache **cache,
                                               const void *send, void *recv, uint64_t count,
@@ -104,8 +141,22 @@ CR_EXPORT coopreduce_status cr_dist_allreduce(const cr_dist_transport *t, cr_dis
         if (t->alltoall(t->ctx, src, net + b_send, in_bytes, stream, err)) goto comm_fail;
     }
     /* the local reduction of the (R x s) block along axis 0 */
-    s = coopreduce_reduce_axis(op, dev + b_send, NULL, dev + b_send + b_block, 1, (uint64_t)R, sl,
-                               dtype, h, stream);
+    const int lanes = dtype == COOPREDUCE_FLOAT64 ? CR_LANES_F64 : CR_LANES_F32;
+    if (!gpu && p.family == CR_FAMILY_CANONICAL && R <= lanes) {
+        cr_fp_state fp;
+        cr_fp_enter(&fp);
+        if (dtype == COOPREDUCE_FLOAT64)
+            columns_f64((double *)(dev + b_send), R, sl, op == COOPREDUCE_OP_MEAN,
+                        (double *)(dev + b_send + b_block));
+        else
+            columns_f32((float *)(dev + b_send), R, sl, op == COOPREDUCE_OP_MEAN,
+                        (float *)(dev + b_send + b_block));
+        cr_fp_leave(&fp);
+        s = COOPREDUCE_SUCCESS;
+    } else {
+        s = coopreduce_reduce_axis(op, dev + b_send, NULL, dev + b_send + b_block, 1, (uint64_t)R,
+                                   sl, dtype, h, stream);
+    }
     if (s == COOPREDUCE_ERROR_OVERFLOW) s = COOPREDUCE_SUCCESS; /* checked on the whole below */
     if (s) goto done; /* (the other ranks' collectives below then fail or wait: see the header) */
     /* all-gather */
