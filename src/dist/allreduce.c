@@ -90,6 +90,13 @@ CR_EXPORT coopreduce_status cr_dist_allreduce(const cr_dist_transport *t, cr_dis
                               "handles)", t->name);
     if (!mine.status && !recv && count > 0)
         mine.status = cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT, "recv is NULL");
+    if (R == 1 && !cr_dist_full_protocol()) {
+        /* One rank: recv is the reduction of its one row (no exchange). */
+        if (mine.status) return (coopreduce_status)mine.status;
+        /* (count rows of one value: the same results as one row of count columns, and the
+         * layout the GPU's kernels for many rows take in one launch) */
+        return coopreduce_reduce_axis(op, send, NULL, recv, count, 1, 1, dtype, h, stream);
+    }
     cr_meta *all = NULL;
     coopreduce_status s = cr_dist_first_exchange(t, h, &mine, &all, stream);
     if (s) return s;
@@ -141,7 +148,7 @@ CR_EXPORT coopreduce_status cr_dist_allreduce(const cr_dist_transport *t, cr_dis
         if (t->alltoall(t->ctx, src, net + b_send, in_bytes, stream, err)) goto comm_fail;
     }
     /* the local reduction of the (R x s) block along axis 0 */
-    const int lanes = dtype == COOPREDUCE_FLOAT64 ? CR_LANES_F64 : CR_LANES_F32;
+    const int lanes = p.acc == COOPREDUCE_FLOAT64 ? CR_LANES_F64 : CR_LANES_F32;
     if (!gpu && p.family == CR_FAMILY_CANONICAL && R <= lanes) {
         cr_fp_state fp;
         cr_fp_enter(&fp);
@@ -153,6 +160,9 @@ CR_EXPORT coopreduce_status cr_dist_allreduce(const cr_dist_transport *t, cr_dis
                         (float *)(dev + b_send + b_block));
         cr_fp_leave(&fp);
         s = COOPREDUCE_SUCCESS;
+    } else if (gpu && (p.family == CR_FAMILY_CANONICAL || p.family == CR_FAMILY_ORDERED) &&
+               R <= lanes) {
+        s = cr_gpu_allreduce_columns(h, &p, dev + b_send, R, sl, dev + b_send + b_block, stream);
     } else {
         s = coopreduce_reduce_axis(op, dev + b_send, NULL, dev + b_send + b_block, 1, (uint64_t)R,
                                    sl, dtype, h, stream);

@@ -50,6 +50,12 @@ coopreduce_status cr_dist_device_buffer(coopreduce_handle *h, cr_dist_cache **ca
     return COOPREDUCE_SUCCESS;
 }
 
+int cr_dist_full_protocol(void)
+{
+    const char *v = getenv("COOPREDUCE_DIST_FULL_PROTOCOL");
+    return v && v[0] == '1';
+}
+
 coopreduce_status cr_dist_transport_fail(coopreduce_handle *h, const cr_dist_transport *t,
                                          const char *what, const char *err)
 {

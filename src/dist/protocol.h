@@ -60,6 +60,11 @@ coopreduce_status cr_dist_local_checks(coopreduce_handle *h, coopreduce_op op,
                                        coopreduce_dtype dtype, const void *x, const void *y,
                                        const void *result, uint64_t n, cr_plan *p);
 
+/* 1 when the environment sets COOPREDUCE_DIST_FULL_PROTOCOL=1: one rank then takes the path of
+ * many (the exchanges, the boundaries), which tests use to run it on one GPU; else one rank
+ * makes the 1-D call. */
+int cr_dist_full_protocol(void);
+
 /* The transport's failure on h: COOPREDUCE_ERROR_COMMUNICATION. */
 coopreduce_status cr_dist_transport_fail(coopreduce_handle *h, const cr_dist_transport *t,
                                          const char *what, const char *err);

@@ -725,6 +725,12 @@ CR_EXPORT coopreduce_status cr_dist_reduce_sharded(const cr_dist_transport *t,
         mine.status = cr_fail(h, COOPREDUCE_ERROR_WRONG_DEVICE,
                               "the %s communicator takes GPU handles only (use MPI for CPU "
                               "handles)", t->name);
+    if (R == 1 && !cr_dist_full_protocol()) {
+        /* One rank: its shard is the array; the 1-D call is the definition (no exchange). */
+        if (mine.status) return (coopreduce_status)mine.status;
+        coopreduce_status s1 = coopreduce_reduce(op, x, y, result, n_local, dtype, h, stream);
+        return s1 || h->device < 0 ? s1 : cr_gpu_wait(h, stream); /* waits, as with R > 1 */
+    }
     cr_meta *all = NULL;
     coopreduce_status s = cr_dist_first_exchange(t, h, &mine, &all, stream);
     if (s) return s;

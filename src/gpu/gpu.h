@@ -37,6 +37,11 @@ coopreduce_status cr_gpu_shard_partials(struct coopreduce_handle *h, coopreduce_
 /* EXACT: the superaccumulator's nd digits and flags, unrounded, at out (nd + 1 int64 words): */
 coopreduce_status cr_gpu_shard_exact(struct coopreduce_handle *h, const cr_plan *p, const void *x,
                                      const void *y, uint64_t n, void *out, void *stream);
+/* The all-reduce's (R x s) block along axis 0 for the CANONICAL and ORDERED families (not DOT),
+ * R <= W: launch.h's cr_gpu_columns_tree_launch. */
+coopreduce_status cr_gpu_allreduce_columns(struct coopreduce_handle *h, const cr_plan *p,
+                                           const void *block, int R, uint64_t s, void *out,
+                                           void *stream);
 /* cudaMemcpyAsync of any kind: */
 coopreduce_status cr_gpu_copy(struct coopreduce_handle *h, void *dst, const void *src, size_t bytes,
                               void *stream);

@@ -111,6 +111,12 @@ cudaError_t cr_gpu_partials_launch(coopreduce_dtype dtype, cr_leaf leaf, const v
                                    const void *y, uint64_t n, void *const out[3], int shift_ok,
                                    int sm_count, cudaStream_t stream);
 
+/* partials.cu, for the all-reduce: result j (at out + j * result_size) of the plan's CANONICAL
+ * or ORDERED family (not DOT) over column j of the (R x s) block of input elements, R <= W (the
+ * chunk row's lanes): the bits of coopreduce_reduce_axis(1, R, s). A thread per column. */
+cudaError_t cr_gpu_columns_tree_launch(const cr_plan *p, const void *block, int R, uint64_t s,
+                                       void *out, int sm_count, cudaStream_t stream);
+
 /* axis.cu: dst[c * len + e] = src[e * inner + c] for c < w, e < len (elements of elem_size
  * bytes: 2, 4 or 8), enqueued on stream. */
 cudaError_t cr_gpu_gather_launch(const void *src, void *dst, size_t elem_size, uint64_t len,
