@@ -30,6 +30,7 @@ struct coopreduce_comm {
     int owns_nccl;
     int device;  /* the NCCL communicator's GPU */
     void *stage; /* device memory: host collectives staged through it */
+    void *hstage; /*   and pinned host memory beside it, as large */
     size_t stage_bytes;
 #endif
 };

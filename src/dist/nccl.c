@@ -22,15 +22,24 @@ static int cuda_error(cudaError_t e, const char *what, char *err)
     return -1;
 }
 
+/* Device and pinned host staging of `bytes` each (pinned: the copies are asynchronous and
+ * short, which is most of a small exchange's time). */
 static int stage_ensure(struct coopreduce_comm *c, size_t bytes, char *err)
 {
     if (c->stage && c->stage_bytes >= bytes) return 0;
-    void *p = NULL;
+    void *p = NULL, *hp = NULL;
     const size_t want = bytes < 65536 ? 65536 : bytes + bytes / 4;
     cudaError_t e = cudaMalloc(&p, want);
     if (e != cudaSuccess) return cuda_error(e, "allocating NCCL staging memory", err);
+    e = cudaMallocHost(&hp, want);
+    if (e != cudaSuccess) {
+        cudaFree(p);
+        return cuda_error(e, "allocating pinned staging memory", err);
+    }
     if (c->stage) cudaFree(c->stage);
+    if (c->hstage) cudaFreeHost(c->hstage);
     c->stage = p;
+    c->hstage = hp;
     c->stage_bytes = want;
     return 0;
 }
@@ -44,14 +53,16 @@ static int nccl_allgather_host(void *ctx, const void *send, void *recv, size_t b
     cudaError_t e = cudaSetDevice(c->device);
     if (e != cudaSuccess) return cuda_error(e, "selecting the NCCL communicator's GPU", err);
     if (stage_ensure(c, bytes * (R + 1), err)) return -1;
-    char *s = c->stage, *r = s + bytes;
-    e = cudaMemcpyAsync(s, send, bytes, cudaMemcpyHostToDevice, st);
+    char *s = c->stage, *r = s + bytes, *hs = c->hstage, *hr = hs + bytes;
+    memcpy(hs, send, bytes);
+    e = cudaMemcpyAsync(s, hs, bytes, cudaMemcpyHostToDevice, st);
     if (e != cudaSuccess) return cuda_error(e, "staging", err);
     ncclResult_t nr = ncclAllGather(s, r, bytes, ncclUint8, c->nccl, st);
     if (nr != ncclSuccess) return nccl_error(nr, c, "ncclAllGather", err);
-    e = cudaMemcpyAsync(recv, r, bytes * R, cudaMemcpyDeviceToHost, st);
+    e = cudaMemcpyAsync(hr, r, bytes * R, cudaMemcpyDeviceToHost, st);
     if (e == cudaSuccess) e = cudaStreamSynchronize(st);
     if (e != cudaSuccess) return cuda_error(e, "waiting for ncclAllGather", err);
+    memcpy(recv, hr, bytes * R);
     return 0;
 }
 
@@ -93,7 +104,9 @@ coopreduce_status cr_nccl_release(struct coopreduce_comm *c)
     if (c->stage) {
         cudaSetDevice(c->device);
         cudaFree(c->stage);
+        cudaFreeHost(c->hstage);
         c->stage = NULL;
+        c->hstage = NULL;
     }
     if (c->owns_nccl && c->nccl) {
         ncclResult_t r = ncclCommDestroy(c->nccl);

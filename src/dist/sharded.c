@@ -384,6 +384,10 @@ static coopreduce_status tree_local(coopreduce_handle *h, cr_dist_cache **cache,
     size_t total = 0;
     for (int k = 2; k <= T; k++)
         total += (size_t)trees * ((rlen(known_at(L, me, k)) * as + 255) / 256 * 256);
+    /* GPU: the contribution is packed on the device (copies in the stream), then comes to the
+     * host in one copy */
+    const size_t payload = contribution_bytes(L, me) - HEADER, levels_bytes = total;
+    if (gpu) total += payload;
     char *mem = NULL;
     if (total) {
         if (gpu) {
@@ -432,7 +436,8 @@ static coopreduce_status tree_local(coopreduce_handle *h, cr_dist_cache **cache,
         }
     }
     /* the contribution: heads and tails, then the top level */
-    char *dst = contrib + HEADER;
+    char *const packed = gpu ? mem + levels_bytes : contrib + HEADER;
+    char *dst = packed;
     for (int k = 1; k <= T && !s; k++) {
         const range cur = known_at(L, me, k);
         range parts[2] = {cur, {0, 0}};
@@ -452,6 +457,7 @@ static coopreduce_status tree_local(coopreduce_handle *h, cr_dist_cache **cache,
             }
         }
     }
+    if (!s && gpu && payload) s = cr_gpu_copy(h, contrib + HEADER, packed, payload, stream);
     if (!s && gpu) s = cr_gpu_wait(h, stream);
     if (!gpu) free(mem);
     return s;
