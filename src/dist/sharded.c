@@ -436,7 +436,7 @@ static coopreduce_status tree_local(coopreduce_handle *h, cr_dist_cache **cache,
         }
     }
     /* the contribution: heads and tails, then the top level */
-    char *const packed = gpu ? mem + levels_bytes : contrib + HEADER;
+    char *const packed = !gpu ? contrib + HEADER : mem ? mem + levels_bytes : NULL;
     char *dst = packed;
     for (int k = 1; k <= T && !s; k++) {
         const range cur = known_at(L, me, k);
@@ -448,7 +448,7 @@ static coopreduce_status tree_local(coopreduce_handle *h, cr_dist_cache **cache,
             for (int q = 0; q < 2 && !s; q++) {
                 const uint64_t cnt = rlen(parts[q]);
                 if (!cnt) continue;
-                const char *from = src + (parts[q].lo - cur.lo) * eb;
+                const char *from = src + (parts[q].lo - cur.lo) * eb; /* cnt > 0: packed set */
                 if (gpu)
                     s = cr_gpu_copy(h, dst, from, (size_t)cnt * eb, stream);
                 else
