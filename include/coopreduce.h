@@ -83,8 +83,12 @@ typedef enum {
     COOPREDUCE_ERROR_OVERFLOW = 12,         /* an exact integer sum does not fit in the input
                                                type's 64 bits (the 128-bit result is still
                                                written: see coopreduce_reduce) */
-    COOPREDUCE_ERROR_EMPTY = 13             /* the operation has no value for n == 0 (min, max,
+    COOPREDUCE_ERROR_EMPTY = 13,            /* the operation has no value for n == 0 (min, max,
                                                absmax, argmin, argmax) */
+    COOPREDUCE_ERROR_COMMUNICATION = 14,    /* MPI or NCCL reported an error (coopreduce_dist.h) */
+    COOPREDUCE_ERROR_OTHER_RANK = 15        /* another rank of the communicator failed its part
+                                               of the call; the message names the rank and its
+                                               error (coopreduce_dist.h) */
 } coopreduce_status;
 
 /* Element types. The numeric values are pinned: new types are only ever appended. */

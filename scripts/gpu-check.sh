@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 LOG=$PWD/gpu-check-out
 mkdir -p "$LOG"
 BUILD=${BUILD:-build-gpu}
-SANITIZE=1 BENCH=1 GOLDEN=0 CTEST=1 BENCH_ARGS="--quick" TESTS="gpu methods ops ordered exact axis"
+SANITIZE=1 BENCH=1 GOLDEN=0 CTEST=1 BENCH_ARGS="--quick" TESTS="gpu methods ops ordered exact axis dist"
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-sanitizer) SANITIZE=0 ;;
@@ -68,9 +68,20 @@ fi
 if [ $GOLDEN = 1 ]; then
   step golden "$BUILD/tests/test_gpu" --quick --write-golden "$LOG/golden_bits.txt"
 fi
+# The distributed test over NCCL on every GPU (one thread per GPU, no MPI), then, where mpirun
+# exists, MPI ranks sharing GPU 0 (test_dist_mpi --gpu), and the multi-GPU benchmark.
+if [ -x "$BUILD/tests/test_dist_gpu" ]; then # one GPU: one rank through the exchanges of many
+  COOPREDUCE_DIST_FULL_PROTOCOL=1 step dist-protocol "$BUILD/tests/test_dist_gpu" --quick
+fi
+if [ -x "$BUILD/tests/test_dist_gpu" ] && [ $BENCH = 1 ]; then
+  step dist-bench "$BUILD/tests/test_dist_gpu" --bench --reps 10
+fi
+if [ -x "$BUILD/tests/test_dist_mpi" ] && command -v mpirun >/dev/null; then
+  step dist-mpi-gpu mpirun --oversubscribe --allow-run-as-root -np 3 "$BUILD/tests/test_dist_mpi" --gpu --quick
+fi
 if [ $SANITIZE = 1 ]; then
   for tool in memcheck racecheck synccheck; do
-    for t in $TESTS; do
+    for t in ${SAN_TESTS:-${TESTS/dist/}}; do
       [ -x "$(gpu_test "$t")" ] &&
         step "san-$t-$tool" compute-sanitizer --tool "$tool" --error-exitcode 9 "$(gpu_test "$t")" --quick
     done

@@ -133,7 +133,7 @@ static void test_errors(void)
     }
 
     /* Status strings. */
-    for (int i = 0; i <= 13; i++) {
+    for (int i = 0; i <= 15; i++) {
         const char *si = coopreduce_status_string((coopreduce_status)i);
         CHECK(si && si[0] && strcmp(si, "unknown status") != 0, "status_string(%d) = '%s'", i,
               si ? si : "(null)");
@@ -144,8 +144,8 @@ static void test_errors(void)
     }
     CHECK(strcmp(coopreduce_status_string((coopreduce_status)999), "unknown status") == 0,
           "status_string(999) = '%s'", coopreduce_status_string((coopreduce_status)999));
-    CHECK(strcmp(coopreduce_status_string((coopreduce_status)14), "unknown status") == 0,
-          "status_string(14) = '%s'", coopreduce_status_string((coopreduce_status)14));
+    CHECK(strcmp(coopreduce_status_string((coopreduce_status)16), "unknown status") == 0,
+          "status_string(16) = '%s'", coopreduce_status_string((coopreduce_status)16));
     CHECK(strcmp(coopreduce_status_string((coopreduce_status)-1), "unknown status") == 0,
           "status_string(-1) = '%s'", coopreduce_status_string((coopreduce_status)-1));
 

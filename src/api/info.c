@@ -32,6 +32,8 @@ CR_EXPORT const char *coopreduce_status_string(coopreduce_status status)
     case COOPREDUCE_ERROR_NOT_SUPPORTED: return "not supported here";
     case COOPREDUCE_ERROR_OVERFLOW: return "integer sum outside the 64-bit range";
     case COOPREDUCE_ERROR_EMPTY: return "operation undefined for an empty array";
+    case COOPREDUCE_ERROR_COMMUNICATION: return "communication error (MPI or NCCL)";
+    case COOPREDUCE_ERROR_OTHER_RANK: return "another rank failed";
     }
     return "unknown status";
 }

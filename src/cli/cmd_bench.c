@@ -5,6 +5,7 @@
 #include "args.h"
 #include "bench.h"
 #include "commands.h"
+#include "distributed.h"
 #include "device.h"
 #include "help.h"
 #include "messages.h"
@@ -152,6 +153,9 @@ static int parse_bench_options(int argc, char **argv, bench_options *o, cli_devi
 int cmd_bench(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) return cli_print_help("bench");
+    for (int i = 1; i < argc; i++) /* a run of its own, under mpirun (distributed.c) */
+        if (strcmp(argv[i], "--distributed") == 0 || strncmp(argv[i], "--distributed=", 14) == 0)
+            return bench_distributed(argc, argv);
     bench_options o;
     cli_device_kind device;
     int ordinal;

@@ -6,6 +6,7 @@
 #include "../core/dtype.h"
 #include "args.h"
 #include "commands.h"
+#include "distributed.h"
 #include "help.h"
 #include "input.h"
 #include "messages.h"
@@ -127,6 +128,8 @@ static int parse_sum_options(int argc, char **argv, sum_options *o, int *positio
         {"shape", 1},
         {"out", 1},
         {"force", 0},
+        {"distributed", 1},
+        {"split", 1},
         {NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -246,6 +249,11 @@ static int parse_sum_options(int argc, char **argv, sum_options *o, int *positio
             o->out_path = value;
         } else if (strcmp(name, "force") == 0) {
             o->force = 1;
+        } else if (strcmp(name, "distributed") == 0) {
+            if (cli_parse_distributed(value, &o->distributed) != 0)
+                return cli_usage_error("--distributed '%s': expected mpi or nccl", value);
+        } else if (strcmp(name, "split") == 0) {
+            o->split_text = value;
         } else if (strcmp(name, "max-input") == 0) {
             if (cli_parse_size(value, &o->max_input) != 0)
                 return cli_usage_error("--max-input '%s': not a size in bytes (e.g. 512M, 16G, "
@@ -297,6 +305,20 @@ static int check_sum_options(const sum_options *o, int positionals, int have_y_o
     if (batch && o->method != COOPREDUCE_METHOD_CANONICAL)
         return cli_usage_error("--%s needs the canonical method (drop --method)",
                                o->have_axis ? "axis" : "segments");
+    if (o->split_text != NULL && !o->distributed)
+        return cli_usage_error("--split applies only to --distributed");
+    if (o->distributed) {
+        if (!o->have_gen)
+            return cli_usage_error("--distributed takes --gen KIND --n N: each rank generates its "
+                                   "own shard of the generated stream");
+        if (batch || o->have_shape)
+            return cli_usage_error("--distributed reduces the whole array (no --axis, "
+                                   "--segments or --shape)");
+        if (o->method != COOPREDUCE_METHOD_CANONICAL)
+            return cli_usage_error("--distributed needs the canonical method (drop --method)");
+        if (gpu_only_option(o) != NULL)
+            return cli_usage_error("%s does not apply to --distributed", gpu_only_option(o));
+    }
     if (!o->have_gen && (o->have_n || o->have_seed))
         return cli_usage_error("--%s applies only to --gen", o->have_n ? "n" : "seed");
     if (o->raw_path != NULL && !o->have_dtype)
@@ -335,6 +357,7 @@ int cmd_sum(int argc, char **argv)
     int rc = parse_sum_options(argc, argv, &o, &positionals, &have_y_option);
     if (rc == EXIT_OK) rc = check_sum_options(&o, positionals, have_y_option);
     if (rc != EXIT_OK) return rc;
+    if (o.distributed) return sum_distributed(&o);
     int is_dot = o.op == COOPREDUCE_OP_DOT;
     const char *gpu_option = gpu_only_option(&o);
 

@@ -52,6 +52,11 @@ typedef struct {
     cli_shape shape;
     const char *out_path;
     int force;
+    /* --distributed mpi|nccl (distributed.c): 0 none, 1 MPI, 2 NCCL; --split n0,n1,... */
+    int distributed;
+    const char *split_text;
+    int dist_ranks;           /* set by the run, for the report: ranks */
+    const char *dist_backend; /*   "mpi", "nccl" */
 } sum_options;
 
 /* An input and how the report names it. */

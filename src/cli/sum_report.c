@@ -88,16 +88,19 @@ void sum_print_report(const sum_options *o, const cli_device *dev, const sum_inp
                coopreduce_order_version(), res->time_us, gbps, o->repeat);
         if (li == NULL) {
             if (dev->is_gpu)
-                printf("null}\n");
+                printf("null");
             else
-                printf("%d}\n", dev->threads);
+                printf("%d", dev->threads);
         } else {
             /* On a GPU, "threads" is the threads per block of the main kernel. */
             printf("%d, \"blocks\": %d, \"launches\": %d, \"cooperative\": %s, "
-                   "\"fell_back\": %s, \"cluster_size\": %d}\n",
+                   "\"fell_back\": %s, \"cluster_size\": %d",
                    li->threads, li->blocks, li->launches, li->cooperative ? "true" : "false",
                    li->fell_back ? "true" : "false", li->cluster_size);
         }
+        if (o->dist_ranks > 0)
+            printf(", \"ranks\": %d, \"backend\": \"%s\"", o->dist_ranks, o->dist_backend);
+        printf("}\n");
         return;
     }
 
@@ -114,6 +117,9 @@ void sum_print_report(const sum_options *o, const cli_device *dev, const sum_inp
                dev->threads == 1 ? "" : "s");
     printf("\n");
     if (dev->auto_note[0] != '\0') printf("           (%s)\n", dev->auto_note);
+    if (o->dist_ranks > 0)
+        printf("ranks    = %d over %s (rank 0's device above; split %s)\n", o->dist_ranks,
+               o->dist_backend, o->split_text ? o->split_text : "even");
     if (o->mode == COOPREDUCE_MODE_EXACT)
         printf("method   = %s, mode = exact\n", method);
     else if (!cr_dtype_is_float(dtype) && rk->op == COOPREDUCE_OP_SUM)

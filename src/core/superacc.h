@@ -45,6 +45,9 @@
 #define CR_FMT_F32  1
 #define CR_FMT_F16  2
 #define CR_FMT_BF16 3
+/* Not a format: the GPU's exact kernel writes its nd digits (carried) then the flags, nd + 1
+ * int64 words, unrounded (sharded reductions merge them across ranks, src/dist). */
+#define CR_FMT_RAW 4
 
 /* TwoSum (Knuth): s + *err == a + b exactly, s = fl(a + b); six additions, no branch, exact
  * for any finite a, b whose sum does not overflow (subnormals included). */

@@ -148,6 +148,13 @@ static void level_parallel(int threads, coopreduce_dtype dtype, const void *v, u
     cr_cpu_run((int)t, level_worker, jobs, sizeof jobs[0]);
 }
 
+void cr_cpu_level(coopreduce_handle *h, coopreduce_dtype dtype, const void *v, uint64_t n,
+                  void *out)
+{
+    const uint64_t C = cr_chunk_elems(dtype);
+    if (n > 0) level_parallel(cr_cpu_threads(h), dtype, v, n, out, (n + C - 1) / C);
+}
+
 /* Elements of the partial sums of levels 1 .. L-1 for n elements (0 when one chunk). */
 static uint64_t partial_elems(uint64_t n, coopreduce_dtype dtype)
 {

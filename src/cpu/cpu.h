@@ -47,6 +47,22 @@ coopreduce_status cr_cpu_tree_reserve(struct coopreduce_handle *h, uint64_t n,
 float cr_cpu_chunk_f32(const float *v, uint64_t m);
 double cr_cpu_chunk_f64(const double *v, uint64_t m);
 
+/* Sharded reductions (src/dist) build on these, in the IEEE environment of cr_fp_enter:
+ * level 1 of a CANONICAL or ORDERED plan without its final rule: the value of chunk g of tree k
+ * (k < p->trees: one tree, three for NORM2) of x[0..n) in out[k][g], ceil(n / C) per tree, in
+ * the accumulation type (ordered.c); */
+coopreduce_status cr_cpu_partials(struct coopreduce_handle *h, const cr_plan *p, const void *x,
+                                  const void *y, uint64_t n, void *const out[3]);
+/* one level of the canonical tree: the ceil(n / C) chunk values of v[0..n) of dtype (FLOAT32 or
+ * FLOAT64) into out (canonical.c); */
+void cr_cpu_level(struct coopreduce_handle *h, coopreduce_dtype dtype, const void *v, uint64_t n,
+                  void *out);
+/* EXACT: the superaccumulator of x[0..n) before its rounding: nd digits (after a carry pass:
+ * each in [0, 2^32) but the top one, signed) and the flags (superacc.h), exact.c. */
+coopreduce_status cr_cpu_exact_acc(struct coopreduce_handle *h, const cr_plan *p, const void *x,
+                                   const void *y, uint64_t n, int64_t *digits, int nd,
+                                   unsigned *flags);
+
 /* A float result of value v (exact in a double) for input type dt (values.h: cr_write_float). */
 static inline void cr_cpu_write_float(double v, coopreduce_dtype dt, int narrow, void *result)
 {

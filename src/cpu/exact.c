@@ -339,17 +339,14 @@ static void *worker(void *arg)
 #define MIN_PER_THREAD (1u << 16)
 #define STACK_JOBS     8
 
-coopreduce_status cr_cpu_exact(coopreduce_handle *h, const cr_plan *p, const void *x, const void *y,
-                               uint64_t n, void *result)
+/* The digits and flags of x[0..n) into d (nd digits, carried) and *flags; 0 or a failure. */
+static coopreduce_status accumulate(coopreduce_handle *h, const cr_plan *p, const void *x,
+                                    const void *y, uint64_t n, int64_t *d, int nd,
+                                    unsigned *out_flags)
 {
     const coopreduce_op op = p->op;
     const coopreduce_dtype dtype = p->dtype;
-    const int narrow = p->narrow;
     const int dot64 = op == COOPREDUCE_OP_DOT && dtype == COOPREDUCE_FLOAT64;
-    const int fmt = dtype == COOPREDUCE_FLOAT64              ? CR_FMT_F64
-                    : narrow && dtype == COOPREDUCE_FLOAT16  ? CR_FMT_F16
-                    : narrow && dtype == COOPREDUCE_BFLOAT16 ? CR_FMT_BF16
-                                                             : CR_FMT_F32;
     uint64_t t = n / MIN_PER_THREAD;
     const uint64_t tmax = (uint64_t)cr_cpu_threads(h);
     if (t > tmax) t = tmax;
@@ -381,7 +378,41 @@ coopreduce_status cr_cpu_exact(coopreduce_handle *h, const cr_plan *p, const voi
         if (i)
             for (int k = 0; k < jobs[0].nd; k++) jobs[0].d[k] += jobs[i].d[k];
     }
-    cr_sa_finish(jobs[0].d, jobs[0].nd, jobs[0].lsb, flags, fmt, result);
+    if (nd != jobs[0].nd) {
+        const int have = jobs[0].nd;
+        if (jobs != stack_jobs) free(jobs);
+        return cr_fail(h, COOPREDUCE_ERROR_INTERNAL, "%d digits asked of a %d-digit accumulator",
+                       nd, have);
+    }
+    cr_sa_carry(jobs[0].d, nd);
+    memcpy(d, jobs[0].d, (size_t)nd * sizeof *d);
+    *out_flags = flags;
     if (jobs != stack_jobs) free(jobs);
+    return COOPREDUCE_SUCCESS;
+}
+
+coopreduce_status cr_cpu_exact_acc(coopreduce_handle *h, const cr_plan *p, const void *x,
+                                   const void *y, uint64_t n, int64_t *digits, int nd,
+                                   unsigned *flags)
+{
+    return accumulate(h, p, x, y, n, digits, nd, flags);
+}
+
+coopreduce_status cr_cpu_exact(coopreduce_handle *h, const cr_plan *p, const void *x, const void *y,
+                               uint64_t n, void *result)
+{
+    const coopreduce_dtype dtype = p->dtype;
+    const int narrow = p->narrow;
+    const int dot64 = p->op == COOPREDUCE_OP_DOT && dtype == COOPREDUCE_FLOAT64;
+    const int fmt = dtype == COOPREDUCE_FLOAT64              ? CR_FMT_F64
+                    : narrow && dtype == COOPREDUCE_FLOAT16  ? CR_FMT_F16
+                    : narrow && dtype == COOPREDUCE_BFLOAT16 ? CR_FMT_BF16
+                                                             : CR_FMT_F32;
+    const int nd = dot64 ? CR_SA_DOT64_DIGITS : CR_SA_SUM_DIGITS;
+    int64_t d[CR_SA_MAX_DIGITS];
+    unsigned flags = 0;
+    coopreduce_status s = accumulate(h, p, x, y, n, d, nd, &flags);
+    if (s) return s;
+    cr_sa_finish(d, nd, dot64 ? CR_SA_DOT64_LSB : CR_SA_SUM_LSB, flags, fmt, result);
     return COOPREDUCE_SUCCESS;
 }

@@ -261,6 +261,43 @@ static void *ordered_worker(void *arg)
 
 #define MIN_CHUNKS_PER_THREAD 16
 
+/* Level 1 over x[0..n) (n >= 1): chunk g's value of tree k into part[k][g], computed by up to
+ * the handle's threads. */
+static void level1(coopreduce_handle *h, coopreduce_op op, const void *x, const void *y, uint64_t n,
+                   coopreduce_dtype dt, void *const part[3])
+{
+    const uint64_t C = dt == COOPREDUCE_FLOAT64 ? CR_CHUNK_F64 : CR_CHUNK_F32;
+    const int sums = op == COOPREDUCE_OP_NORM2 ? 3 : 1;
+    const uint64_t chunks = (n + C - 1) / C;
+    ordered_job jobs[CR_MAX_THREADS];
+    const int f16c = dt == COOPREDUCE_FLOAT16 && cpu_has_f16c();
+    uint64_t t = chunks / MIN_CHUNKS_PER_THREAD;
+    if (t > (uint64_t)cr_cpu_threads(h)) t = (uint64_t)cr_cpu_threads(h);
+    if (t < 1) t = 1;
+    for (uint64_t i = 0; i < t; i++) {
+        jobs[i] = (ordered_job){op, dt, x, y, n, {0}, chunks * i / t, chunks * (i + 1) / t, f16c};
+        for (int k = 0; k < sums; k++) jobs[i].part[k] = part[k];
+    }
+    cr_cpu_run((int)t, ordered_worker, jobs, sizeof jobs[0]);
+}
+
+coopreduce_status cr_cpu_partials(coopreduce_handle *h, const cr_plan *p, const void *x,
+                                  const void *y, uint64_t n, void *const out[3])
+{
+    if (n == 0) return COOPREDUCE_SUCCESS;
+    if (p->family == CR_FAMILY_CANONICAL) {
+        cr_cpu_level(h, p->dtype, x, n, out[0]);
+        return COOPREDUCE_SUCCESS;
+    }
+    if (p->family != CR_FAMILY_ORDERED)
+        return cr_fail(h, COOPREDUCE_ERROR_INTERNAL, "%s of %s has no canonical tree",
+                       cr_op_name(p->op), cr_dtype(p->dtype)->name);
+    /* MEAN's leaves are SUM's. */
+    const coopreduce_op op = p->op == COOPREDUCE_OP_MEAN ? COOPREDUCE_OP_SUM : p->op;
+    level1(h, op, x, y, n, p->dtype, out);
+    return COOPREDUCE_SUCCESS;
+}
+
 /* The canonical sums (one, or three for NORM2) of the op's leaves, into acc[0..3). */
 static coopreduce_status ordered_sums(coopreduce_handle *h, coopreduce_op op, const void *x,
                                       const void *y, uint64_t n, coopreduce_dtype dt, double acc[3])
@@ -277,16 +314,9 @@ static coopreduce_status ordered_sums(coopreduce_handle *h, coopreduce_op op, co
     if (!part)
         return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY, "cannot allocate %llu partial sums",
                        (unsigned long long)(chunks * (uint64_t)sums));
-    ordered_job jobs[CR_MAX_THREADS];
-    const int f16c = dt == COOPREDUCE_FLOAT16 && cpu_has_f16c();
-    uint64_t t = chunks / MIN_CHUNKS_PER_THREAD;
-    if (t > (uint64_t)cr_cpu_threads(h)) t = (uint64_t)cr_cpu_threads(h);
-    if (t < 1) t = 1;
-    for (uint64_t i = 0; i < t; i++) {
-        jobs[i] = (ordered_job){op, dt, x, y, n, {0}, chunks * i / t, chunks * (i + 1) / t, f16c};
-        for (int k = 0; k < sums; k++) jobs[i].part[k] = (char *)part + (size_t)k * chunks * as;
-    }
-    cr_cpu_run((int)t, ordered_worker, jobs, sizeof jobs[0]);
+    void *parts[3] = {part, NULL, NULL};
+    for (int k = 1; k < sums; k++) parts[k] = (char *)part + (size_t)k * chunks * as;
+    level1(h, op, x, y, n, dt, parts);
     coopreduce_status s = COOPREDUCE_SUCCESS;
     for (int k = 0; k < sums && !s; k++) {
         const void *p = (char *)part + (size_t)k * chunks * as;

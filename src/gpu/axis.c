@@ -157,6 +157,13 @@ coopreduce_status cr_gpu_shaped(coopreduce_handle *h, const cr_plan *shaped, con
                 e = cr_gpu_gather_launch(cy + a * es, buf + tw * len * es, es, len, inner, tw,
                                          h->gpu->sm_count, (cudaStream_t)stream);
             if (e != cudaSuccess) return cr_cuda_fail(h, e, "gathering strided rows");
+            if (!two && tw >= CR_ROWS_MIN && cr_gpu_rows_served(&p)) {
+                /* the gathered columns are contiguous rows: scan.cu's kernel for many rows */
+                if ((s = cr_gpu_launch_rows(h, &p, buf, out + (o * inner + i0) * rs, tw, len, NULL,
+                                            stream)))
+                    return s;
+                continue;
+            }
             for (uint64_t c = 0; c < tw; c++) {
                 const char *gx = buf + c * len * es;
                 if ((s = cr_gpu_launch_flat(h, &p, gx, two ? gx + tw * len * es : NULL,

@@ -211,6 +211,13 @@ __device__ __noinline__ void finish(const long long *acc, int nd, int lsb, unsig
 {
     int64_t d[CR_SA_MAX_DIGITS];
     for (int i = 0; i < nd; i++) d[i] = acc[i];
+    if (fmt == CR_FMT_RAW) { /* unrounded, for a sharded reduction to merge (src/dist) */
+        cr_sa_carry(d, nd);
+        int64_t *o = static_cast<int64_t *>(out);
+        for (int i = 0; i < nd; i++) o[i] = d[i];
+        o[nd] = (int64_t)flags;
+        return;
+    }
     cr_sa_finish(d, nd, lsb, flags, fmt, out);
 }
 
@@ -710,7 +717,8 @@ template <coopreduce_dtype DT, int DOT, int VEC> struct Launcher {
     static cudaError_t run(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g)
     {
         const cr_plan *p = c->plan;
-        const int fmt = DT == kF64                 ? CR_FMT_F64
+        const int fmt = c->raw                     ? CR_FMT_RAW
+                        : DT == kF64               ? CR_FMT_F64
                         : p->narrow && DT == kF16  ? CR_FMT_F16
                         : p->narrow && DT == kBF16 ? CR_FMT_BF16
                                                    : CR_FMT_F32;

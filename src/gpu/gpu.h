@@ -29,4 +29,26 @@ coopreduce_status cr_gpu_reduce(struct coopreduce_handle *h, const cr_plan *plan
 coopreduce_status cr_gpu_offsets_to_host(struct coopreduce_handle *h, const int64_t *offsets,
                                          uint64_t nseg, void *stream, const int64_t **host);
 
+/* What sharded reductions and the all-reduce (src/dist) ask of a GPU handle (shard.c); every
+ * call makes the handle's GPU current and enqueues on `stream` without waiting, but cr_gpu_wait.
+ * The chunk values of x[0..n) of `dtype` over `leaf` (launch.h: cr_gpu_partials_launch): */
+coopreduce_status cr_gpu_shard_partials(struct coopreduce_handle *h, coopreduce_dtype dtype,
+                                        cr_leaf leaf, const void *x, const void *y, uint64_t n,
+                                        void *const out[3], int shift_ok, void *stream);
+/* EXACT: the superaccumulator's nd digits and flags, unrounded, at out (nd + 1 int64 words): */
+coopreduce_status cr_gpu_shard_exact(struct coopreduce_handle *h, const cr_plan *p, const void *x,
+                                     const void *y, uint64_t n, void *out, void *stream);
+/* The all-reduce's (R x s) block along axis 0 for the CANONICAL and ORDERED families (not DOT),
+ * R <= W: launch.h's cr_gpu_columns_tree_launch. */
+coopreduce_status cr_gpu_allreduce_columns(struct coopreduce_handle *h, const cr_plan *p,
+                                           const void *block, int R, uint64_t s, void *out,
+                                           void *stream);
+/* cudaMemcpyAsync of any kind: */
+coopreduce_status cr_gpu_copy(struct coopreduce_handle *h, void *dst, const void *src, size_t bytes,
+                              void *stream);
+coopreduce_status cr_gpu_wait(struct coopreduce_handle *h, void *stream);
+/* Device memory of the handle's GPU, and its release on GPU `device` (NULL: nothing). */
+coopreduce_status cr_gpu_alloc(struct coopreduce_handle *h, size_t bytes, void **p);
+void cr_gpu_release(int device, void *p);
+
 #endif

@@ -51,3 +51,48 @@ coopreduce_status cr_gpu_offsets_to_host(struct coopreduce_handle *h, const int6
     *host = NULL;
     return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
 }
+
+coopreduce_status cr_gpu_shard_partials(struct coopreduce_handle *h, coopreduce_dtype dtype,
+                                        cr_leaf leaf, const void *x, const void *y, uint64_t n,
+                                        void *const out[3], int shift_ok, void *stream)
+{
+    (void)dtype, (void)leaf, (void)x, (void)y, (void)n, (void)out, (void)shift_ok, (void)stream;
+    return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
+}
+
+coopreduce_status cr_gpu_shard_exact(struct coopreduce_handle *h, const cr_plan *p, const void *x,
+                                     const void *y, uint64_t n, void *out, void *stream)
+{
+    (void)p, (void)x, (void)y, (void)n, (void)out, (void)stream;
+    return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
+}
+
+coopreduce_status cr_gpu_copy(struct coopreduce_handle *h, void *dst, const void *src, size_t bytes,
+                              void *stream)
+{
+    (void)dst, (void)src, (void)bytes, (void)stream;
+    return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
+}
+
+coopreduce_status cr_gpu_wait(struct coopreduce_handle *h, void *stream)
+{
+    (void)stream;
+    return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
+}
+
+coopreduce_status cr_gpu_alloc(struct coopreduce_handle *h, size_t bytes, void **p)
+{
+    (void)bytes;
+    *p = NULL;
+    return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
+}
+
+void cr_gpu_release(int device, void *p) { (void)device, (void)p; }
+
+coopreduce_status cr_gpu_allreduce_columns(struct coopreduce_handle *h, const cr_plan *p,
+                                           const void *block, int R, uint64_t s, void *out,
+                                           void *stream)
+{
+    (void)p, (void)block, (void)R, (void)s, (void)out, (void)stream;
+    return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
+}

@@ -56,6 +56,7 @@ typedef struct {
     uint64_t l2_bytes;
     int forced_blocks; /* coopreduce_set_grid_blocks; 0: automatic */
     cudaStream_t stream;
+    int raw;           /* EXACT: out receives the digits and flags unrounded (CR_FMT_RAW) */
 } cr_gpu_call;
 
 /* The launch a family chose for a call. */
@@ -102,6 +103,22 @@ typedef struct {
  * partials need, per leaf class, one accumulation-type value per chunk of the rows longer than
  * a chunk (columns: of every column; segments: (total / C + nseg) when any is longer). */
 cudaError_t cr_gpu_rows_launch(const cr_gpu_call *c, const cr_gpu_shape_call *s);
+
+/* partials.cu, for sharded reductions: the chunk values of x[0..n) (and y, for DOT) of input
+ * `dtype`, each chunk's tree over the leaves `leaf` (CR_LEAF_*; the plain sum of a float32 or
+ * float64 array is CR_LEAF_VALUE), without the final rule: chunk g of tree k at out[k][g] in the
+ * accumulation type (three trees for CR_LEAF_NORM2). n >= 1. shift_ok: x (and y) lie in
+ * arrays that start on a 16-byte boundary, whose bytes before x misaligned chunks may read
+ * (leaves.cuh's shifted loads); else misaligned input takes element loads. */
+cudaError_t cr_gpu_partials_launch(coopreduce_dtype dtype, cr_leaf leaf, const void *x,
+                                   const void *y, uint64_t n, void *const out[3], int shift_ok,
+                                   int sm_count, cudaStream_t stream);
+
+/* partials.cu, for the all-reduce: result j (at out + j * result_size) of the plan's CANONICAL
+ * or ORDERED family (not DOT) over column j of the (R x s) block of input elements, R <= W (the
+ * chunk row's lanes): the bits of coopreduce_reduce_axis(1, R, s). A thread per column. */
+cudaError_t cr_gpu_columns_tree_launch(const cr_plan *p, const void *block, int R, uint64_t s,
+                                       void *out, int sm_count, cudaStream_t stream);
 
 /* axis.cu: dst[c * len + e] = src[e * inner + c] for c < w, e < len (elements of elem_size
  * bytes: 2, 4 or 8), enqueued on stream. */

@@ -1,0 +1,231 @@
+/* protocol.c — the exchanges every distributed call begins with, and how ranks agree on a failure
+ * (protocol.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "api/api.h"
+#include "dist/protocol.h"
+
+CR_EXPORT coopreduce_status cr_dist_fail(coopreduce_handle *h, coopreduce_status s,
+                                         const char *fmt, ...)
+{
+    char msg[sizeof h->err];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return cr_fail(h, s, "%s", msg);
+}
+
+CR_EXPORT void cr_dist_cache_free(cr_dist_cache *c)
+{
+    if (!c) return;
+    cr_gpu_release(c->device, c->dev);
+    free(c);
+}
+
+coopreduce_status cr_dist_device_buffer(coopreduce_handle *h, cr_dist_cache **cache, size_t bytes,
+                                        void **p)
+{
+    if (!*cache) {
+        *cache = calloc(1, sizeof **cache);
+        if (!*cache) return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY, "cannot allocate a cache");
+        (*cache)->device = -1;
+    }
+    cr_dist_cache *c = *cache;
+    if (c->dev && c->device == h->device && c->dev_bytes >= bytes) {
+        *p = c->dev;
+        return COOPREDUCE_SUCCESS;
+    }
+    void *np = NULL;
+    const size_t want = bytes < 4096 ? 4096 : bytes + bytes / 4;
+    coopreduce_status s = cr_gpu_alloc(h, want, &np);
+    if (s) return s;
+    cr_gpu_release(c->device, c->dev);
+    c->dev = np;
+    c->dev_bytes = want;
+    c->device = h->device;
+    *p = np;
+    return COOPREDUCE_SUCCESS;
+}
+
+int cr_dist_full_protocol(void)
+{
+    const char *v = getenv("COOPREDUCE_DIST_FULL_PROTOCOL");
+    return v && v[0] == '1';
+}
+
+coopreduce_status cr_dist_transport_fail(coopreduce_handle *h, const cr_dist_transport *t,
+                                         const char *what, const char *err)
+{
+    return cr_fail(h, COOPREDUCE_ERROR_COMMUNICATION, "%s over %s failed: %s", what, t->name, err);
+}
+
+/* This thread's or handle's message. */
+static const char *own_message(const coopreduce_handle *h)
+{
+    return h ? h->err : cr_thread_error();
+}
+
+coopreduce_status cr_dist_agree(const cr_dist_transport *t, coopreduce_handle *h,
+                                const int32_t *statuses, void *stream)
+{
+    const int R = t->size, me = t->rank;
+    int first = -1;
+    for (int r = 0; r < R && first < 0; r++)
+        if (statuses[r] != COOPREDUCE_SUCCESS) first = r;
+    if (first < 0) return COOPREDUCE_SUCCESS;
+    /* Everyone knows someone failed: every rank joins the exchange of messages. */
+    enum { MSG = 256 };
+    char mine[MSG];
+    memset(mine, 0, sizeof mine);
+    if (statuses[me] != COOPREDUCE_SUCCESS) {
+        const char *m = own_message(h);
+        const size_t len = strlen(m) < MSG - 1 ? strlen(m) : MSG - 1;
+        memcpy(mine, m, len);
+    }
+    char *all = malloc((size_t)R * MSG);
+    char err[CR_DIST_ERR] = "";
+    const int rc = all ? t->allgather_host(t->ctx, mine, all, MSG, stream, err) : -1;
+    if (statuses[me] != COOPREDUCE_SUCCESS) {
+        free(all);
+        return (coopreduce_status)statuses[me]; /* its own message stands */
+    }
+    char msg[MSG] = "(its message could not be exchanged)";
+    if (rc == 0) {
+        memcpy(msg, all + (size_t)first * MSG, MSG);
+        msg[MSG - 1] = 0;
+    }
+    free(all);
+    return cr_fail(h, COOPREDUCE_ERROR_OTHER_RANK, "rank %d of %d failed (%s): %s", first, R,
+                   coopreduce_status_string((coopreduce_status)statuses[first]), msg);
+}
+
+coopreduce_status cr_dist_first_exchange(const cr_dist_transport *t, coopreduce_handle *h,
+                                         const cr_meta *me, cr_meta **all_out, void *stream)
+{
+    const int R = t->size;
+    *all_out = NULL;
+    cr_meta *all = calloc((size_t)R, sizeof *all);
+    if (!all) {
+        /* Cannot take part: the others will wait. Nothing better can be done without memory. */
+        return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY, "cannot allocate %d ranks' metadata", R);
+    }
+    char err[CR_DIST_ERR] = "";
+    if (t->allgather_host(t->ctx, me, all, sizeof *me, stream, err)) {
+        free(all);
+        return cr_dist_transport_fail(h, t, "exchanging the call's arguments", err);
+    }
+    int32_t *st = malloc((size_t)R * sizeof *st);
+    if (!st) {
+        free(all);
+        return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY, "cannot allocate %d statuses", R);
+    }
+    for (int r = 0; r < R; r++) {
+        st[r] = all[r].status;
+        if (all[r].magic != CR_META_MAGIC || all[r].call != me->call)
+            st[r] = COOPREDUCE_ERROR_INVALID_ARGUMENT;
+    }
+    int bad = -1;
+    for (int r = 0; r < R && bad < 0; r++)
+        if (all[r].magic != CR_META_MAGIC || all[r].call != me->call) bad = r;
+    if (bad >= 0) {
+        /* A rank in another collective call (or another library version): say so on every rank
+         * (the exchange of messages would pair with that rank's other call, so none is made). */
+        free(st);
+        free(all);
+        return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT,
+                       "rank %d is not in the same call (a %s here): every rank of the "
+                       "communicator must make the same distributed calls in the same order",
+                       bad, me->call == 1 ? "sharded reduction" : "all-reduce");
+    }
+    coopreduce_status s = cr_dist_agree(t, h, st, stream);
+    free(st);
+    if (s) {
+        free(all);
+        return s;
+    }
+    *all_out = all;
+    return COOPREDUCE_SUCCESS;
+}
+
+coopreduce_status cr_dist_check_agreement(const cr_dist_transport *t, coopreduce_handle *h,
+                                          const cr_meta *all)
+{
+    for (int r = 1; r < t->size; r++) {
+        const cr_meta *a = &all[0], *b = &all[r];
+        const char *what = NULL;
+        char va[64] = "", vb[64] = "";
+        if (a->op != b->op) {
+            what = "operation";
+            snprintf(va, sizeof va, "%s", coopreduce_op_name((coopreduce_op)a->op));
+            snprintf(vb, sizeof vb, "%s", coopreduce_op_name((coopreduce_op)b->op));
+        } else if (a->dtype != b->dtype) {
+            what = "dtype";
+            snprintf(va, sizeof va, "%s", coopreduce_dtype_name((coopreduce_dtype)a->dtype));
+            snprintf(vb, sizeof vb, "%s", coopreduce_dtype_name((coopreduce_dtype)b->dtype));
+        } else if (a->mode != b->mode) {
+            what = "mode";
+            snprintf(va, sizeof va, "%s", coopreduce_mode_name((coopreduce_mode)a->mode));
+            snprintf(vb, sizeof vb, "%s", coopreduce_mode_name((coopreduce_mode)b->mode));
+        } else if (a->narrow != b->narrow) {
+            what = "narrow-result setting";
+            snprintf(va, sizeof va, "%d", a->narrow);
+            snprintf(vb, sizeof vb, "%d", b->narrow);
+        } else if (a->method != b->method) {
+            what = "method";
+            snprintf(va, sizeof va, "%s", coopreduce_method_name((coopreduce_method)a->method));
+            snprintf(vb, sizeof vb, "%s", coopreduce_method_name((coopreduce_method)b->method));
+        } else if (a->call == 2 && a->n != b->n) {
+            what = "count";
+            snprintf(va, sizeof va, "%llu", (unsigned long long)a->n);
+            snprintf(vb, sizeof vb, "%llu", (unsigned long long)b->n);
+        }
+        if (what)
+            return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT,
+                           "the ranks disagree on the %s: rank 0 has %s, rank %d has %s (every "
+                           "rank must pass the same one)",
+                           what, va[0] ? va : "?", r, vb[0] ? vb : "?");
+    }
+    return COOPREDUCE_SUCCESS;
+}
+
+coopreduce_status cr_dist_local_checks(coopreduce_handle *h, coopreduce_op op,
+                                       coopreduce_dtype dtype, const void *x, const void *y,
+                                       const void *result, uint64_t n, cr_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    if (!h) return cr_fail(NULL, COOPREDUCE_ERROR_INVALID_ARGUMENT, "handle is NULL");
+    coopreduce_status s =
+        cr_plan_make(h, op, dtype, h->mode, h->method, h->device, h->narrow, p);
+    if (s) return s;
+    if (p->family == CR_FAMILY_METHOD)
+        return cr_fail(h, COOPREDUCE_ERROR_NOT_SUPPORTED,
+                       "method \"%s\" is not deterministic across devices; distributed "
+                       "reductions need the canonical method",
+                       cr_method_name(h->method));
+    const size_t es = cr_dtype_size(dtype);
+    if (!result) return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT, "result is NULL");
+    if (!x && n > 0)
+        return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT, "x is NULL but n = %llu",
+                       (unsigned long long)n);
+    if (p->inputs == 2 && !y && n > 0)
+        return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT, "%s needs y, and y is NULL",
+                       cr_op_name(op));
+    if ((uintptr_t)x % es)
+        return cr_fail(h, COOPREDUCE_ERROR_MISALIGNED,
+                       "x = %p is not aligned to the %zu-byte element size", x, es);
+    if (p->inputs == 2 && (uintptr_t)y % es)
+        return cr_fail(h, COOPREDUCE_ERROR_MISALIGNED,
+                       "y = %p is not aligned to the %zu-byte element size", y, es);
+    const size_t ra = p->result_size > 8 ? 8 : p->result_size;
+    if ((uintptr_t)result % ra)
+        return cr_fail(h, COOPREDUCE_ERROR_MISALIGNED, "result = %p is not aligned to %zu bytes",
+                       result, ra);
+    if (n > p->max_n)
+        return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT,
+                       "%llu elements are more than %s of %s takes",
+                       (unsigned long long)n, cr_op_name(op), cr_dtype(dtype)->name);
+    return COOPREDUCE_SUCCESS;
+}

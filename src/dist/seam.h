@@ -1,0 +1,71 @@
+/* seam.h — the seam between the distributed algorithms and the communication libraries.
+ *
+ * libcoopreduce holds the algorithms (src/dist/sharded.c, allreduce.c, protocol.c): what a rank
+ * computes, what it sends, how it combines what it receives, all bit-exact with the 1-D calls.
+ * It needs no MPI or NCCL: it talks to a transport, a small table of collectives filled in by
+ * libcoopreduce_dist (src/dist/comm.c, mpi.c, nccl.c), the optional library behind
+ * include/coopreduce_dist.h, which is built only where CMake finds MPI or NCCL. The functions
+ * below are exported by libcoopreduce for libcoopreduce_dist alone (cmake/exports.map): they are
+ * not part of the public API and may change with any release.
+ *
+ * Collectives are called by every rank in the same order with the same sizes (the algorithms
+ * make sure of it: sizes come from what every rank knows after the first exchange). Each returns
+ * 0, or nonzero with a one-line message in err. */
+#ifndef COOPREDUCE_DIST_SEAM_H
+#define COOPREDUCE_DIST_SEAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "coopreduce.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CR_DIST_ERR 256
+
+typedef struct cr_dist_transport {
+    void *ctx;
+    int rank, size;
+    const char *name;  /* "mpi", "nccl" */
+    int device_data;   /* 1: the data collectives take device memory of the handle's GPU (NCCL);
+                          0: host memory (MPI) */
+    int gpu_only;      /* 1: only GPU handles can use it (NCCL) */
+    /* Every rank's `bytes` of host memory, rank r's to recv + r * bytes; done on return. */
+    int (*allgather_host)(void *ctx, const void *send, void *recv, size_t bytes, void *stream,
+                          char *err);
+    /* The data collectives, on memory of the kind device_data says, enqueued on stream (NCCL)
+     * or done on return (MPI):
+     *   alltoall: block q of send (send + q * bytes) to rank q, which receives it at
+     *             recv + rank * bytes;
+     *   allgather: as allgather_host. */
+    int (*alltoall)(void *ctx, const void *send, void *recv, size_t bytes, void *stream, char *err);
+    int (*allgather)(void *ctx, const void *send, void *recv, size_t bytes, void *stream,
+                     char *err);
+} cr_dist_transport;
+
+/* Buffers a communicator keeps between calls (device memory for GPU handles), opaque here. */
+typedef struct cr_dist_cache cr_dist_cache;
+void cr_dist_cache_free(cr_dist_cache *cache);
+
+/* coopreduce_reduce_sharded and coopreduce_allreduce (coopreduce_dist.h documents them), over
+ * the transport; *cache is created on first use. */
+coopreduce_status cr_dist_reduce_sharded(const cr_dist_transport *t, cr_dist_cache **cache,
+                                         coopreduce_op op, const void *x, const void *y,
+                                         void *result, uint64_t n_local, coopreduce_dtype dtype,
+                                         coopreduce_handle *h, void *stream);
+coopreduce_status cr_dist_allreduce(const cr_dist_transport *t, cr_dist_cache **cache,
+                                    const void *send, void *recv, uint64_t count,
+                                    coopreduce_dtype dtype, coopreduce_op op, coopreduce_handle *h,
+                                    void *stream);
+
+/* Records a failure as the library does (on h, or on the calling thread for h == NULL), so that
+ * coopreduce_last_error() reads it; returns s. */
+coopreduce_status cr_dist_fail(coopreduce_handle *h, coopreduce_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

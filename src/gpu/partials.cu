@@ -1,0 +1,179 @@
+/* partials.cu — the chunk values of an array, without the final rule, for sharded reductions
+ * (src/dist): level 1 of the canonical order over the op's leaves, or a level above it (the
+ * accumulation type's values, identity leaves). A warp per chunk, with leaves.cuh's level-1 code
+ * (chunk_values, the same as the 1-D kernels' and rows.cu's), so the values are those of every
+ * other path by construction: each chunk's tree is fixed by its position alone. */
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "gpu/kernel/traits.cuh"
+#include "gpu/kernel/tree.cuh"
+#include "gpu/kernel/leaves.cuh"
+#include "gpu/launch.h"
+
+namespace {
+
+constexpr int kPartThreads = 256, kPartWarps = kPartThreads / 32;
+
+template <typename In, Leaf LF>
+__global__ void __launch_bounds__(kPartThreads)
+    shard_partials_kernel(const Args<In> A, uint64_t chunks, bool aligned, bool shift_ok,
+                          void *out0, void *out1, void *out2)
+{
+    using Acc = typename In::Acc;
+    constexpr int K = kLeaves<LF>;
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    const uint64_t warps = (uint64_t)gridDim.x * kPartWarps;
+    for (uint64_t g = (uint64_t)blockIdx.x * kPartWarps + warp.meta_group_rank(); g < chunks;
+         g += warps) {
+        Acc v[K];
+        chunk_values<In, LF, false, true>(warp, A, g, aligned, v, shift_ok);
+        if (warp.thread_rank() != 0) continue;
+        static_cast<Acc *>(out0)[g] = v[0];
+        if constexpr (K == 3) {
+            static_cast<Acc *>(out1)[g] = v[1];
+            static_cast<Acc *>(out2)[g] = v[2];
+        }
+    }
+}
+
+template <typename In, Leaf LF>
+cudaError_t launch(const void *x, const void *y, uint64_t n, void *const out[3], bool shift_ok,
+                   int sm_count, cudaStream_t stream)
+{
+    using S = Shape<In>;
+    const uint64_t chunks = (n + S::kChunk - 1) / S::kChunk;
+    const bool two = LF == Leaf::kProduct;
+    const bool aligned = (uintptr_t)x % 16 == 0 && (!two || (uintptr_t)y % 16 == 0);
+    uint64_t blocks = (chunks + kPartWarps - 1) / kPartWarps;
+    const uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) * 8;
+    if (blocks > wave) blocks = wave;
+    if (blocks < 1) blocks = 1;
+    Args<In> A = {x, two ? y : nullptr, n};
+    shard_partials_kernel<In, LF><<<(unsigned)blocks, kPartThreads, 0, stream>>>(
+        A, chunks, aligned, shift_ok, out[0], out[1], out[2]);
+    return cudaGetLastError();
+}
+
+template <typename In>
+cudaError_t by_leaf(cr_leaf leaf, const void *x, const void *y, uint64_t n, void *const out[3],
+                    bool sh, int sm, cudaStream_t st)
+{
+    switch (leaf) {
+    case CR_LEAF_VALUE: return launch<In, Leaf::kWiden>(x, y, n, out, sh, sm, st);
+    case CR_LEAF_SQUARE: return launch<In, Leaf::kSquare>(x, y, n, out, sh, sm, st);
+    case CR_LEAF_PRODUCT: return launch<In, Leaf::kProduct>(x, y, n, out, sh, sm, st);
+    case CR_LEAF_NORM2: return launch<In, Leaf::kNorm2>(x, y, n, out, sh, sm, st);
+    }
+    return cudaErrorInvalidValue;
+}
+
+/* ---- The all-reduce's block: (R x s), reduced along axis 0, R <= W ------------------------
+ * Column j's R values are one chunk whose row 0 holds them (every other row -0.0 padding): each
+ * lane's row tree is its value (x + -0.0 == x) and the chunk's value is the lane tree, the
+ * perfect pairwise tree over the R leaves padded with -0.0 to W lanes. A thread per column
+ * builds it as a binary counter (two nodes of equal height merge at once, left + right), then
+ * folds what is left from the right, which is where the padding carries an unpaired node: the
+ * same additions in the same order. Then the operation's final rule (tree.cuh). Loads are
+ * coalesced: adjacent threads read adjacent columns of each row. */
+template <typename In, Leaf LF>
+__global__ void __launch_bounds__(kPartThreads)
+    columns_tree_kernel(const char *block, int R, uint64_t s, const Final F, char *out,
+                        size_t rsize)
+{
+    using Acc = typename In::Acc;
+    constexpr int K = kLeaves<LF>;
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t j = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; j < s; j += stride) {
+        Acc st[8][K];
+        int height[8];
+        int sp = 0;
+        for (int r = 0; r < R; r++) {
+            const Acc a = In::at(block + (uint64_t)r * s * In::kBytes, j);
+            Acc lv[K];
+            make_leaf<LF>(a, a, lv);
+#pragma unroll
+            for (int k = 0; k < K; k++) st[sp][k] = lv[k];
+            height[sp++] = 0;
+            while (sp >= 2 && height[sp - 1] == height[sp - 2]) {
+#pragma unroll
+                for (int k = 0; k < K; k++) st[sp - 2][k] = st[sp - 2][k] + st[sp - 1][k];
+                height[sp - 2]++;
+                sp--;
+            }
+        }
+        Acc acc[K];
+#pragma unroll
+        for (int k = 0; k < K; k++) acc[k] = st[sp - 1][k];
+        for (int i = sp - 2; i >= 0; i--)
+#pragma unroll
+            for (int k = 0; k < K; k++) acc[k] = st[i][k] + acc[k];
+        double a1 = 0.0, a2 = 0.0;
+        if constexpr (K == 3) {
+            a1 = (double)acc[1];
+            a2 = (double)acc[2];
+        }
+        write_final(F, (uint64_t)R, (double)acc[0], a1, a2, out + j * rsize);
+    }
+}
+
+template <typename In, Leaf LF>
+cudaError_t launch_columns(const cr_plan *p, const void *block, int R, uint64_t s, void *out,
+                           int sm_count, cudaStream_t stream)
+{
+    uint64_t blocks = (s + kPartThreads - 1) / kPartThreads;
+    const uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) * 16;
+    if (blocks > wave) blocks = wave;
+    if (blocks < 1) blocks = 1;
+    const Final F = {1, (int)p->op, (int)p->dtype, p->narrow, 0, nullptr, nullptr};
+    columns_tree_kernel<In, LF><<<(unsigned)blocks, kPartThreads, 0, stream>>>(
+        static_cast<const char *>(block), R, s, F, static_cast<char *>(out), p->result_size);
+    return cudaGetLastError();
+}
+
+template <typename In>
+cudaError_t columns_by_leaf(const cr_plan *p, const void *b, int R, uint64_t s, void *o, int sm,
+                            cudaStream_t st)
+{
+    if (p->family == CR_FAMILY_CANONICAL) return launch_columns<In, Leaf::kWiden>(p, b, R, s, o, sm, st);
+    switch (p->leaf) {
+    case CR_LEAF_VALUE: return launch_columns<In, Leaf::kWiden>(p, b, R, s, o, sm, st);
+    case CR_LEAF_SQUARE: return launch_columns<In, Leaf::kSquare>(p, b, R, s, o, sm, st);
+    case CR_LEAF_NORM2: return launch_columns<In, Leaf::kNorm2>(p, b, R, s, o, sm, st);
+    default: return cudaErrorInvalidValue; /* DOT has two inputs */
+    }
+}
+
+} // namespace
+
+extern "C" cudaError_t cr_gpu_columns_tree_launch(const cr_plan *p, const void *block, int R,
+                                                  uint64_t s, void *out, int sm_count,
+                                                  cudaStream_t stream)
+{
+    if (s == 0) return cudaSuccess;
+    if (R < 1 || R > (p->acc == COOPREDUCE_FLOAT64 ? CR_LANES_F64 : CR_LANES_F32))
+        return cudaErrorInvalidValue;
+    switch (p->dtype) {
+    case COOPREDUCE_FLOAT32: return columns_by_leaf<F32>(p, block, R, s, out, sm_count, stream);
+    case COOPREDUCE_FLOAT64: return columns_by_leaf<F64>(p, block, R, s, out, sm_count, stream);
+    case COOPREDUCE_FLOAT16: return columns_by_leaf<Half<false>>(p, block, R, s, out, sm_count, stream);
+    case COOPREDUCE_BFLOAT16: return columns_by_leaf<Half<true>>(p, block, R, s, out, sm_count, stream);
+    default: return cudaErrorInvalidValue;
+    }
+}
+
+extern "C" cudaError_t cr_gpu_partials_launch(coopreduce_dtype dtype, cr_leaf leaf, const void *x,
+                                              const void *y, uint64_t n, void *const out[3],
+                                              int shift_ok, int sm_count, cudaStream_t stream)
+{
+    if (n == 0) return cudaSuccess;
+    switch (dtype) {
+    case COOPREDUCE_FLOAT32: return by_leaf<F32>(leaf, x, y, n, out, shift_ok != 0, sm_count, stream);
+    case COOPREDUCE_FLOAT64: return by_leaf<F64>(leaf, x, y, n, out, shift_ok != 0, sm_count, stream);
+    case COOPREDUCE_FLOAT16: return by_leaf<Half<false>>(leaf, x, y, n, out, shift_ok != 0, sm_count, stream);
+    case COOPREDUCE_BFLOAT16: return by_leaf<Half<true>>(leaf, x, y, n, out, shift_ok != 0, sm_count, stream);
+    default: return cudaErrorInvalidValue;
+    }
+}
