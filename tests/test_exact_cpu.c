@@ -26,6 +26,66 @@
 #endif
 
 #include "exact_data.h"
+#include "gen.h"
+
+/* ---- the generated distributions of `coopreduce gen` and `bench --data` -------------------- */
+static void check_case(const char *what, coopreduce_op op, coopreduce_dtype dt, const void *x,
+                       const void *y, uint64_t n);
+
+/* Their properties for one dtype (prec significand bits, normal exponents [emin, emax]), and
+ * the exact sum and dot of each against the oracle, at sizes 0, 1, primes and 2^k +- 1. */
+static void check_generated(coopreduce_dtype dt, int prec, int emin, int emax, void *x, void *y)
+{
+    static const cr_gen_kind kinds[] = {CR_GEN_UNIFORM, CR_GEN_NORMAL, CR_GEN_WIDE,
+                                        CR_GEN_SUBNORMAL, CR_GEN_CANCEL};
+    static const uint64_t ns[] = {0, 1, 2, 97, 4095, 4097, 65537, 1048577};
+    const char *dn = coopreduce_dtype_name(dt);
+    const double tiny = ldexp(1.0, emin);
+    for (int k = 0; k < 5; k++)
+        for (int s = 0; s < 8; s++) {
+            const uint64_t n = ns[s];
+            CHECK(cr_gen_fill(x, 0, n, dt, kinds[k], 7, 2) == 0 &&
+                      cr_gen_fill(y, 0, n, dt, kinds[k], 8, 2) == 0,
+                  "gen %s %s", cr_gen_name(kinds[k]), dn);
+            int lo = 9999, hi = -9999, bad = 0;
+            static ref_exact all, res;
+            ref_exact_init(&all);
+            ref_exact_init(&res);
+            for (uint64_t i = 0; i < n; i++) {
+                const double v = load_value(x, i, dt);
+                const int e = v != 0 ? ilogb(v) : -9999;
+                if (kinds[k] == CR_GEN_SUBNORMAL) bad |= !(v != 0 && fabs(v) < tiny);
+                if (kinds[k] == CR_GEN_WIDE) {
+                    bad |= !(fabs(v) >= tiny && isfinite(v));
+                    lo = e < lo ? e : lo;
+                    hi = e > hi ? e : hi;
+                }
+                if (kinds[k] == CR_GEN_CANCEL) {
+                    ref_exact_add(&all, v);
+                    if (cr_gen_cancel_residue(7, i)) {
+                        ref_exact_add(&res, v);
+                        bad |= !(fabs(v) >= tiny && fabs(v) < ldexp(1.0, emin + 9));
+                    } else if (i % 2) {
+                        bad |= v != -load_value(x, i - 1, dt) || v == 0;
+                    }
+                }
+            }
+            CHECK(!bad, "gen %s %s n=%llu: a value outside the distribution",
+                  cr_gen_name(kinds[k]), dn, (unsigned long long)n);
+            if (kinds[k] == CR_GEN_WIDE && n >= 65537)
+                CHECK(lo == emin && hi == emax, "gen wide %s: exponents [%d, %d], want [%d, %d]",
+                      dn, lo, hi, emin, emax);
+            if (kinds[k] == CR_GEN_CANCEL && n % 2 == 0) /* whole pairs: the residues' sum */
+                CHECK(ref_exact_to_double(&all) == ref_exact_to_double(&res) &&
+                          (n < 4095 || ref_exact_to_double(&res) != 0),
+                      "gen cancel %s n=%llu: sum %a, residues %a", dn, (unsigned long long)n,
+                      ref_exact_to_double(&all), ref_exact_to_double(&res));
+            if (n > 65537 && dt != COOPREDUCE_FLOAT32 && dt != COOPREDUCE_FLOAT64) continue;
+            check_case(cr_gen_name(kinds[k]), COOPREDUCE_OP_SUM, dt, x, NULL, n);
+            if (dt == COOPREDUCE_FLOAT32 || dt == COOPREDUCE_FLOAT64)
+                check_case(cr_gen_name(kinds[k]), COOPREDUCE_OP_DOT, dt, x, y, n);
+        }
+}
 
 /* ---- one case ----------------------------------------------------------------------------------- */
 static coopreduce_handle *cpu;
@@ -239,6 +299,17 @@ int main(void)
                    yf + 1, 3);
         const float xg[] = {-0.0f, 3}, yg[] = {1, -0.0f};
         check_case("-0 products", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT32, xg, yg, 2);
+    }
+
+    /* ---- the generated distributions ---- */
+    {
+        void *gx = malloc((1u << 20) * 8 + 64), *gy = malloc((1u << 20) * 8 + 64);
+        check_generated(COOPREDUCE_FLOAT32, 24, -126, 127, gx, gy);
+        check_generated(COOPREDUCE_FLOAT64, 53, -1022, 1023, gx, gy);
+        check_generated(COOPREDUCE_FLOAT16, 11, -14, 15, gx, gy);
+        check_generated(COOPREDUCE_BFLOAT16, 8, -126, 127, gx, gy);
+        free(gx);
+        free(gy);
     }
 
     /* ---- random sets over sizes ---- */

@@ -375,6 +375,19 @@ int cli_parse_mode_list(const char *option, const char *text, coopreduce_mode *l
     return parse_list(option, text, mode_item, list, max, count, NULL, expected);
 }
 
+static int data_item(const char *item, void *list, int index, const void *ctx)
+{
+    (void)ctx;
+    return cr_gen_parse(item, &((cr_gen_kind *)list)[index]);
+}
+
+int cli_parse_data_list(const char *option, const char *text, cr_gen_kind *list, int max,
+                        int *count)
+{
+    return parse_list(option, text, data_item, list, max, count, NULL,
+                      "a data kind (" CR_GEN_KINDS ")");
+}
+
 static int method_item(const char *item, void *list, int index, const void *ctx)
 {
     (void)ctx;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "coopreduce.h"
+#include "gen.h"
 
 typedef struct {
     const char *name; /* without the leading "--" */
@@ -79,6 +80,9 @@ int cli_parse_dtype_list(const char *option, const char *text, coopreduce_dtype 
 int cli_parse_op_list(const char *option, const char *text, coopreduce_op *list, int max,
                       int *count);
 /* "all": every mode. */
+/* --data: generator kinds (gen.h), comma-separated. */
+int cli_parse_data_list(const char *option, const char *text, cr_gen_kind *list, int max,
+                        int *count);
 int cli_parse_mode_list(const char *option, const char *text, coopreduce_mode *list, int max,
                         int *count);
 /* "all": every method. */

@@ -18,6 +18,7 @@
 #include <stdio.h>
 
 #include "coopreduce.h"
+#include "gen.h"
 #include "offsets.h"
 #include "shape.h"
 
@@ -35,6 +36,8 @@ typedef struct {
     int nops; /* 0: the method sweep, not the operations */
     coopreduce_mode modes[BENCH_MAX_LIST];
     int nmodes;
+    cr_gen_kind data[BENCH_MAX_LIST]; /* --data: the generated distributions of --op */
+    int ndata, have_data;             /* without --data: uniform alone, dtype column unlabelled */
     coopreduce_method methods[BENCH_MAX_LIST];
     int nm;
     int stages[BENCH_MAX_STAGES]; /* --stages: the pipeline method once per count */
@@ -88,6 +91,12 @@ bench_row *bench_add_op_row(uint64_t n, const char *dtype, const char *name, con
                             double us, double noise, double bytes, double ceiling_us);
 /* "sum" or "sum/exact", kept as long as the rows. */
 const char *bench_op_label(coopreduce_op op, coopreduce_mode mode);
+/* The dtype column of --op rows: "float32", or "float32 wide" under --data; kept as long as the
+ * rows. */
+const char *bench_data_label(const bench_options *o, coopreduce_dtype dt, cr_gen_kind kind);
+/* After the table: exact against deterministic time of each op, n, dtype (and data) with both
+ * rows; nothing when no row is exact. */
+void bench_print_exact_ratios(FILE *f);
 void bench_set_device_name(const char *name);
 double bench_now_us(void);
 void bench_median_noise(double *v, int k, double *med, double *noise);

@@ -170,7 +170,7 @@ int bench_cpu(const bench_options *o)
     return 0;
 }
 
-/* --op on the CPU: each operation (in each --mode) over each dtype and n, host wall time of
+/* --op on the CPU: each operation (in each --mode) over each dtype (and --data kind) and n, host wall time of
  * coopreduce_reduce against the integer streaming read of the same bytes (both arrays for DOT),
  * the two alternating which goes first; medians of 5 (--quick) or 9. */
 int bench_ops_cpu(const bench_options *o)
@@ -188,11 +188,12 @@ int bench_ops_cpu(const bench_options *o)
     }
     int rc = 1;
     unsigned char result[16];
-    for (int d = 0; d < o->nd; d++) {
-        const coopreduce_dtype dt = o->dtypes[d];
+    for (int g = 0; g < o->nd * o->ndata; g++) {
+        const coopreduce_dtype dt = o->dtypes[g / o->ndata];
+        const cr_gen_kind data = o->data[g % o->ndata];
         const size_t es = coopreduce_dtype_size(dt);
-        const char *dname = coopreduce_dtype_name(dt);
-        if (cr_gen_fill(x, 0, 2 * nmax, dt, CR_GEN_UNIFORM, 1, nthreads)) {
+        const char *dname = bench_data_label(o, dt, data);
+        if (cr_gen_fill(x, 0, 2 * nmax, dt, data, 1, nthreads)) {
             cli_error("bench: cannot generate %s data", dname);
             goto out;
         }

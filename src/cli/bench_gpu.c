@@ -480,11 +480,12 @@ int bench_ops_gpu(int ordinal, const bench_options *o)
         reported = 1;
         goto fail;
     }
-    for (int d = 0; d < nd; d++) {
-        const coopreduce_dtype dt = o->dtypes[d];
+    for (int g = 0; g < nd * o->ndata; g++) {
+        const coopreduce_dtype dt = o->dtypes[g / o->ndata];
+        const cr_gen_kind data = o->data[g % o->ndata];
         const size_t es = elem_size(dt);
-        const char *dname = coopreduce_dtype_name(dt);
-        if (cr_gen_fill(hx, 0, 2 * nmax, dt, CR_GEN_UNIFORM, 1, cli_online_cpus())) {
+        const char *dname = bench_data_label(o, dt, data);
+        if (cr_gen_fill(hx, 0, 2 * nmax, dt, data, 1, cli_online_cpus())) {
             fprintf(stderr, "coopreduce: bench: cannot generate %s data\n", dname);
             reported = 1;
             goto fail;

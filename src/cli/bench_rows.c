@@ -107,6 +107,41 @@ void bench_median_noise(double *v, int k, double *med, double *noise)
     *noise = *med > 0 ? (v[k - 1] - v[0]) / *med : 0;
 }
 
+const char *bench_data_label(const bench_options *o, coopreduce_dtype dt, cr_gen_kind kind)
+{
+    static char labels[16][8][32];
+    if (!o->have_data || (unsigned)dt >= 16 || (unsigned)kind >= 8)
+        return coopreduce_dtype_name(dt);
+    char *label = labels[dt][kind];
+    snprintf(label, sizeof labels[0][0], "%s %s", coopreduce_dtype_name(dt), cr_gen_name(kind));
+    return label;
+}
+
+void bench_print_exact_ratios(FILE *f)
+{
+    int header = 0;
+    for (int i = 0; i < nrows; i++) {
+        const bench_row *e = &rows[i];
+        const size_t len = strlen(e->method);
+        if (len < 7 || strcmp(e->method + len - 6, "/exact") != 0) continue;
+        for (int k = 0; k < nrows; k++) {
+            const bench_row *d = &rows[k];
+            if (d->n != e->n || strcmp(d->dtype, e->dtype) != 0 ||
+                strlen(d->method) != len - 6 || strncmp(d->method, e->method, len - 6) != 0)
+                continue;
+            if (!header) {
+                fprintf(f, "\n### Exact against deterministic (throughput ratio)\n\n"
+                           "| N | dtype | op | deterministic us | exact us | exact/canonical |\n"
+                           "|---|---|---|---|---|---|\n");
+                header = 1;
+            }
+            fprintf(f, "| %llu | %s | %s | %.2f | %.2f | %.3f |\n", (unsigned long long)e->n,
+                    e->dtype, d->method, d->us, e->us, e->us > 0 ? d->us / e->us : 0.0);
+            break;
+        }
+    }
+}
+
 void bench_print_table(FILE *f)
 {
     fprintf(f, "| N | bytes | dtype | method | deterministic | timing | median us | noise %% | "

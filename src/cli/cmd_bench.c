@@ -20,7 +20,7 @@ static int parse_bench_options(int argc, char **argv, bench_options *o, cli_devi
         {"no-extras", 0}, {"n", 1},     {"method", 1}, {"stages", 1},
         {"dtype", 1},     {"op", 1},    {"mode", 1},   {"batches", 1},
         {"threads", 1},   {"json", 1},  {"csv", 1},    {"shape", 1},
-        {"axis", 1},      {"segments", 1}, {NULL, 0},
+        {"axis", 1},      {"segments", 1}, {"data", 1}, {NULL, 0},
     };
     memset(o, 0, sizeof *o);
     o->host_latency = 1;
@@ -31,6 +31,8 @@ static int parse_bench_options(int argc, char **argv, bench_options *o, cli_devi
     o->nd = 2;
     o->modes[0] = COOPREDUCE_MODE_DETERMINISTIC;
     o->nmodes = 1;
+    o->data[0] = CR_GEN_UNIFORM;
+    o->ndata = 1;
     cli_parse_method_list("method", "all", o->methods, BENCH_MAX_LIST, &o->nm);
     *device = CLI_DEVICE_AUTO;
     *ordinal = 0;
@@ -90,6 +92,10 @@ static int parse_bench_options(int argc, char **argv, bench_options *o, cli_devi
             bad = cli_parse_op_list(name, v, o->ops, BENCH_MAX_LIST, &o->nops);
         else if (strcmp(name, "mode") == 0)
             bad = cli_parse_mode_list(name, v, o->modes, BENCH_MAX_LIST, &o->nmodes);
+        else if (strcmp(name, "data") == 0) {
+            bad = cli_parse_data_list(name, v, o->data, BENCH_MAX_LIST, &o->ndata);
+            o->have_data = 1;
+        }
         else if (strcmp(name, "batches") == 0) {
             if (cli_parse_int(v, 3, 64, &o->batches) != 0)
                 return cli_usage_error("--batches '%s': expected 3 .. 64", v);
@@ -146,6 +152,15 @@ static int parse_bench_options(int argc, char **argv, bench_options *o, cli_devi
     }
     if (o->nmodes > 1 || o->modes[0] != COOPREDUCE_MODE_DETERMINISTIC) {
         if (o->nops == 0) return cli_usage_error("--mode applies to --op only");
+    }
+    if (o->have_data) {
+        if (o->nops == 0 || batch) return cli_usage_error("--data applies to --op only");
+        for (int g = 0; g < o->ndata; g++)
+            for (int d = 0; d < o->nd; d++)
+                if (!cr_gen_supports(o->data[g], o->dtypes[d]))
+                    return cli_usage_error("--data %s: float dtypes only (--dtype %s)",
+                                           cr_gen_name(o->data[g]),
+                                           coopreduce_dtype_name(o->dtypes[d]));
     }
     return EXIT_OK;
 }
@@ -210,6 +225,7 @@ int cmd_bench(int argc, char **argv)
     }
     printf("### Sweep\n\n");
     bench_print_table(stdout);
+    bench_print_exact_ratios(stdout);
     if (bench_write_files(device_id) != 0) return EXIT_ERROR;
     return cli_finish_stdout();
 }

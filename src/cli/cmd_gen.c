@@ -54,10 +54,12 @@ int cmd_gen(int argc, char **argv)
     }
     cr_gen_kind gen_kind;
     if (kind_name == NULL)
-        return cli_usage_error("gen needs a KIND: ones, uniform, normal or signed");
+        return cli_usage_error("gen needs a KIND: " CR_GEN_KINDS);
     if (cr_gen_parse(kind_name, &gen_kind) != 0)
-        return cli_usage_error("gen '%s': unknown kind (ones, uniform, normal, signed)", kind_name);
+        return cli_usage_error("gen '%s': unknown kind (" CR_GEN_KINDS ")", kind_name);
     if (!have_n) return cli_usage_error("gen needs --n N");
+    if (!cr_gen_supports(gen_kind, dtype))
+        return cli_usage_error("gen %s: float dtypes only (f16, bf16, f32, f64)", kind_name);
     if ((out_path != NULL) == (raw_out_path != NULL))
         return cli_usage_error("gen needs exactly one of --out FILE.npy and --raw-out FILE");
     if (out_path != NULL && dtype == COOPREDUCE_BFLOAT16)

@@ -169,7 +169,7 @@ static int parse_sum_options(int argc, char **argv, sum_options *o, int *positio
             o->raw_path = value;
         } else if (strcmp(name, "gen") == 0) {
             if (cr_gen_parse(value, &o->gen_kind) != 0)
-                return cli_usage_error("--gen '%s': unknown kind (ones, uniform, normal, signed)",
+                return cli_usage_error("--gen '%s': unknown kind (" CR_GEN_KINDS ")",
                                        value);
             o->have_gen = 1;
         } else if (strcmp(name, "n") == 0) {

@@ -13,6 +13,10 @@ int cli_generate(cr_gen_kind kind, uint64_t n, uint64_t seed, coopreduce_dtype d
                  cr_npy_array *out)
 {
     memset(out, 0, sizeof *out);
+    if (!cr_gen_supports(kind, dtype)) {
+        cli_error("--gen %s: float dtypes only (f16, bf16, f32, f64)", cr_gen_name(kind));
+        return EXIT_ERROR;
+    }
     size_t elem = coopreduce_dtype_size(dtype);
     if (n > (uint64_t)SIZE_MAX / elem) {
         cli_error("--n %llu: too many elements for this machine's address space",

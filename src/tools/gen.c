@@ -39,6 +39,7 @@ uint64_t cr_gen_hash(uint64_t seed, uint64_t i)
  * polar method, so that no two draws share a hash input. */
 #define SALT_NORMAL UINT64_C(0xb7e151628aed2a6b)
 #define SALT_SIGNED UINT64_C(0x243f6a8885a308d3)
+#define SALT_FLOAT  UINT64_C(0x452821e638d01377)
 
 /* ---------------------------------------------------------------- deterministic log */
 
@@ -104,6 +105,50 @@ static double signed_value(uint64_t seed, uint64_t i)
     return ldexp((double)mantissa, e - 23);
 }
 
+/* A uniform integer in [lo, hi] from 32 hash bits (multiply-shift, bias below 1e-6). */
+static int uniform_int(uint64_t bits32, int lo, int hi)
+{
+    return lo + (int)((bits32 * (uint64_t)(hi - lo + 1)) >> 32);
+}
+
+/* Random sign and prec - 1 random significand bits (from h) with the implicit one, times 2^e:
+ * exact in any format of prec bits whose range holds e. */
+static double random_normal_at(uint64_t h, int prec, int e)
+{
+    const uint64_t frac = (h >> 1) & ((UINT64_C(1) << (prec - 1)) - 1);
+    const double m = (double)((UINT64_C(1) << (prec - 1)) | frac); /* < 2^53: exact */
+    return ldexp(h & 1 ? -m : m, e - (prec - 1));
+}
+
+int cr_gen_cancel_residue(uint64_t seed, uint64_t i)
+{
+    return (cr_gen_hash(seed ^ SALT_FLOAT ^ SALT_NORMAL, i / 2) >> 58) == 0; /* 6 bits: one pair of 64 */
+}
+
+double cr_gen_float_value(cr_gen_kind kind, uint64_t seed, uint64_t i, int prec, int emin,
+                          int emax)
+{
+    const uint64_t h = cr_gen_hash(seed ^ SALT_FLOAT, i), e32 = h >> 32;
+    switch (kind) {
+    case CR_GEN_WIDE: return random_normal_at(h, prec, uniform_int(e32, emin, emax));
+    case CR_GEN_SUBNORMAL: {
+        /* a significand in [1, 2^(prec-1)) times 2^(emin - prec + 1): below 2^emin */
+        const uint64_t top = (UINT64_C(1) << (prec - 1)) - 1;
+        const uint64_t m = 1 + ((h >> 1) % top);
+        return ldexp(h & 1 ? -(double)m : (double)m, emin - prec + 1);
+    }
+    case CR_GEN_CANCEL: {
+        if (cr_gen_cancel_residue(seed, i))
+            return random_normal_at(h, prec, uniform_int(e32, emin, emin + 8));
+        /* the pair's shared value, drawn from the pair index; the odd element negates it */
+        const uint64_t hp = cr_gen_hash(seed ^ SALT_FLOAT ^ SALT_SIGNED, i / 2);
+        const double a = random_normal_at(hp, prec, uniform_int(hp >> 32, emin, emax / 2));
+        return i & 1 ? -a : a;
+    }
+    default: return 0.0;
+    }
+}
+
 int cr_gen_parse(const char *name, cr_gen_kind *kind)
 {
     static const struct {
@@ -114,6 +159,9 @@ int cr_gen_parse(const char *name, cr_gen_kind *kind)
         {"uniform", CR_GEN_UNIFORM},
         {"normal", CR_GEN_NORMAL},
         {"signed", CR_GEN_SIGNED},
+        {"wide", CR_GEN_WIDE},
+        {"subnormal", CR_GEN_SUBNORMAL},
+        {"cancel", CR_GEN_CANCEL},
     };
     if (name == NULL || kind == NULL) return -1;
     for (size_t k = 0; k < sizeof table / sizeof table[0]; k++) {
@@ -132,6 +180,9 @@ const char *cr_gen_name(cr_gen_kind kind)
     case CR_GEN_UNIFORM: return "uniform";
     case CR_GEN_NORMAL: return "normal";
     case CR_GEN_SIGNED: return "signed";
+    case CR_GEN_WIDE: return "wide";
+    case CR_GEN_SUBNORMAL: return "subnormal";
+    case CR_GEN_CANCEL: return "cancel";
     }
     return "unknown";
 }
@@ -139,7 +190,21 @@ const char *cr_gen_name(cr_gen_kind kind)
 static int kind_is_known(cr_gen_kind kind)
 {
     return kind == CR_GEN_ONES || kind == CR_GEN_UNIFORM || kind == CR_GEN_NORMAL ||
-           kind == CR_GEN_SIGNED;
+           kind == CR_GEN_SIGNED || kind == CR_GEN_WIDE || kind == CR_GEN_SUBNORMAL ||
+           kind == CR_GEN_CANCEL;
+}
+
+/* The kinds that exist for float formats only. */
+static int float_only(cr_gen_kind kind)
+{
+    return kind == CR_GEN_WIDE || kind == CR_GEN_SUBNORMAL || kind == CR_GEN_CANCEL;
+}
+
+int cr_gen_supports(cr_gen_kind kind, coopreduce_dtype dtype)
+{
+    if (!kind_is_known(kind) || cr_dtype(dtype) == NULL) return 0;
+    return !float_only(kind) || dtype == COOPREDUCE_FLOAT32 || dtype == COOPREDUCE_FLOAT64 ||
+           dtype == COOPREDUCE_FLOAT16 || dtype == COOPREDUCE_BFLOAT16;
 }
 
 double cr_gen_value(cr_gen_kind kind, uint64_t seed, uint64_t i)
@@ -149,6 +214,9 @@ double cr_gen_value(cr_gen_kind kind, uint64_t seed, uint64_t i)
     case CR_GEN_UNIFORM: return unit53(cr_gen_hash(seed, i));
     case CR_GEN_NORMAL: return normal_value(seed, i);
     case CR_GEN_SIGNED: return signed_value(seed, i);
+    case CR_GEN_WIDE:
+    case CR_GEN_SUBNORMAL:
+    case CR_GEN_CANCEL: return cr_gen_float_value(kind, seed, i, 53, -1022, 1023);
     }
     return 0.0;
 }
@@ -180,6 +248,9 @@ static float f32_value(cr_gen_kind kind, uint64_t seed, uint64_t i, int bits)
 {
     if (kind == CR_GEN_UNIFORM)
         return (float)ldexp((double)(cr_gen_hash(seed, i) >> (64 - bits)), -bits);
+    if (float_only(kind)) /* exact in the format of `bits` (24, 11, 8) significand bits */
+        return (float)cr_gen_float_value(kind, seed, i, bits, bits == 11 ? -14 : -126,
+                                         bits == 11 ? 15 : 127);
     return (float)cr_gen_value(kind, seed, i);
 }
 
@@ -286,7 +357,7 @@ static void *fill_job_run(void *arg)
 int cr_gen_fill(void *out, uint64_t first, uint64_t n, coopreduce_dtype dtype, cr_gen_kind kind,
                 uint64_t seed, int threads)
 {
-    if (cr_dtype(dtype) == NULL || !kind_is_known(kind)) return -1;
+    if (!cr_gen_supports(kind, dtype)) return -1;
     if (n == 0) return 0;
     if (out == NULL) return -1;
 
