@@ -12,4 +12,10 @@
 
 #define CR_EXPORT __attribute__((visibility("default")))
 
+/* The checks every reduction entry point shares (reduce.c; the distributed calls too): the
+ * pointers against the plan's types, for a call that reads `n` elements in all (x may be NULL
+ * only when it reads none). */
+coopreduce_status cr_check_pointers(coopreduce_handle *h, const cr_plan *p, const void *x,
+                                    const void *y, const void *result, uint64_t n);
+
 #endif

@@ -6,10 +6,8 @@
 #include <string.h>
 #include "api/api.h"
 
-/* The checks every reduction entry point shares: the pointers against the plan's types, for a
- * call that reads `n` elements in all (x may be NULL only when it reads none). */
-static coopreduce_status check_pointers(coopreduce_handle *h, const cr_plan *p, const void *x,
-                                        const void *y, const void *result, uint64_t n)
+coopreduce_status cr_check_pointers(coopreduce_handle *h, const cr_plan *p, const void *x,
+                                    const void *y, const void *result, uint64_t n)
 {
     const size_t es = cr_dtype_size(p->dtype);
     const char *opname = cr_op_name(p->op);
@@ -55,7 +53,7 @@ static coopreduce_status check_length(coopreduce_handle *h, const cr_plan *p, ui
 static coopreduce_status check_args(coopreduce_handle *h, const cr_plan *p, const void *x,
                                     const void *y, const void *result, uint64_t n)
 {
-    coopreduce_status s = check_pointers(h, p, x, y, result, n);
+    coopreduce_status s = cr_check_pointers(h, p, x, y, result, n);
     return s ? s : check_length(h, p, n, "array");
 }
 
@@ -174,7 +172,7 @@ CR_EXPORT coopreduce_status coopreduce_reduce_axis(coopreduce_op op, const void 
                        "64-bit size can count",
                        (unsigned long long)outer, (unsigned long long)len,
                        (unsigned long long)inner);
-    if ((s = check_pointers(h, &p, x, y, result, sh.elements))) return s;
+    if ((s = cr_check_pointers(h, &p, x, y, result, sh.elements))) return s;
     if (sh.outputs > 0 && (s = check_length(h, &p, len, "row"))) return s;
     return run_shaped(h, &p, routed, &sh, x, y, result, stream);
 }
@@ -201,7 +199,7 @@ static coopreduce_status check_segments(coopreduce_handle *h, const cr_plan *p, 
     if (sh->elements > UINT64_MAX / cr_dtype_size(p->dtype))
         return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT,
                        "offsets[nseg] = %lld elements is too many", (long long)off[nseg]);
-    if ((s = check_pointers(h, p, x, y, result, sh->elements))) return s;
+    if ((s = cr_check_pointers(h, p, x, y, result, sh->elements))) return s;
     for (uint64_t k = 0; k < nseg; k++) {
         const uint64_t len = (uint64_t)(off[k + 1] - off[k]);
         if (len <= p->max_n && (len > 0 || !p->needs_element)) continue;

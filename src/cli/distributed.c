@@ -183,6 +183,19 @@ static void *to_device(const cli_device *dev, void *host, size_t bytes, int *ok)
     return d;
 }
 
+/* The end of a distributed command on every rank: frees the communicator and the handle, then
+ * exits with the worst exit status of any rank (the library failed on all of them or none, but
+ * a rank's own output may have failed), after MPI_Finalize. */
+static int finish_rank(int rc, coopreduce_comm *comm, coopreduce_handle *handle)
+{
+    coopreduce_comm_destroy(comm);
+    coopreduce_destroy(handle);
+    int worst = rc;
+    MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Finalize();
+    return worst;
+}
+
 int sum_distributed(const sum_options *o_in)
 {
     sum_options o = *o_in;
@@ -310,13 +323,7 @@ int sum_distributed(const sum_options *o_in)
     free(hx);
     free(hy);
     free(split);
-    coopreduce_comm_destroy(comm);
-    coopreduce_destroy(dev.handle);
-    /* every rank exits with rank 0's verdict (the library failed on all of them or none) */
-    int worst = rc;
-    MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Finalize();
-    return worst;
+    return finish_rank(rc, comm, dev.handle);
 }
 
 /* ---- bench --distributed ------------------------------------------------------------------- */
@@ -488,11 +495,6 @@ int bench_distributed(int argc, char **argv)
         free(res);
     }
     free(hx);
-    coopreduce_comm_destroy(comm);
-    coopreduce_destroy(dev.handle);
-    int worst = rc;
-    MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Finalize();
-    return worst;
+    return finish_rank(rc, comm, dev.handle);
 }
 #endif

@@ -66,28 +66,12 @@ CR_EXPORT coopreduce_status cr_dist_allreduce(const cr_dist_transport *t, cr_dis
 {
     const int R = t->size, me = t->rank;
     cr_plan p;
-    cr_meta mine;
-    memset(&mine, 0, sizeof mine);
-    mine.magic = CR_META_MAGIC;
-    mine.call = 2;
-    mine.n = count;
-    mine.op = (int32_t)op;
-    mine.dtype = (int32_t)dtype;
-    if (op == COOPREDUCE_OP_DOT)
-        mine.status = cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT,
-                              "dot reduces two arrays; the all-reduce reduces one per rank");
-    else
-        mine.status = cr_dist_local_checks(h, op, dtype, send, NULL, recv, count, &p);
-    if (h) {
-        mine.mode = (int32_t)h->mode;
-        mine.narrow = h->narrow;
-        mine.method = (int32_t)h->method;
-        mine.device = h->device;
-    }
-    if (!mine.status && t->gpu_only && h->device < 0)
-        mine.status = cr_fail(h, COOPREDUCE_ERROR_WRONG_DEVICE,
-                              "the %s communicator takes GPU handles only (use MPI for CPU "
-                              "handles)", t->name);
+    const coopreduce_status own =
+        op == COOPREDUCE_OP_DOT
+            ? cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT,
+                      "dot reduces two arrays; the all-reduce reduces one per rank")
+            : cr_dist_local_checks(h, op, dtype, send, NULL, recv, count, &p);
+    cr_meta mine = cr_dist_meta(t, h, 2, count, op, dtype, own);
     if (!mine.status && !recv && count > 0)
         mine.status = cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT, "recv is NULL");
     if (R == 1 && !cr_dist_full_protocol()) {

@@ -191,6 +191,30 @@ coopreduce_status cr_dist_check_agreement(const cr_dist_transport *t, coopreduce
     return COOPREDUCE_SUCCESS;
 }
 
+cr_meta cr_dist_meta(const cr_dist_transport *t, coopreduce_handle *h, int call, uint64_t n,
+                     coopreduce_op op, coopreduce_dtype dtype, coopreduce_status status)
+{
+    cr_meta m;
+    memset(&m, 0, sizeof m);
+    m.magic = CR_META_MAGIC;
+    m.call = call;
+    m.n = n;
+    m.op = (int32_t)op;
+    m.dtype = (int32_t)dtype;
+    m.status = status;
+    if (h) {
+        m.mode = (int32_t)h->mode;
+        m.narrow = h->narrow;
+        m.method = (int32_t)h->method;
+        m.device = h->device;
+    }
+    if (!m.status && t->gpu_only && h->device < 0)
+        m.status = cr_fail(h, COOPREDUCE_ERROR_WRONG_DEVICE,
+                           "the %s communicator takes GPU handles only (use MPI for CPU "
+                           "handles)", t->name);
+    return m;
+}
+
 coopreduce_status cr_dist_local_checks(coopreduce_handle *h, coopreduce_op op,
                                        coopreduce_dtype dtype, const void *x, const void *y,
                                        const void *result, uint64_t n, cr_plan *p)
@@ -205,24 +229,7 @@ coopreduce_status cr_dist_local_checks(coopreduce_handle *h, coopreduce_op op,
                        "method \"%s\" is not deterministic across devices; distributed "
                        "reductions need the canonical method",
                        cr_method_name(h->method));
-    const size_t es = cr_dtype_size(dtype);
-    if (!result) return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT, "result is NULL");
-    if (!x && n > 0)
-        return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT, "x is NULL but n = %llu",
-                       (unsigned long long)n);
-    if (p->inputs == 2 && !y && n > 0)
-        return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT, "%s needs y, and y is NULL",
-                       cr_op_name(op));
-    if ((uintptr_t)x % es)
-        return cr_fail(h, COOPREDUCE_ERROR_MISALIGNED,
-                       "x = %p is not aligned to the %zu-byte element size", x, es);
-    if (p->inputs == 2 && (uintptr_t)y % es)
-        return cr_fail(h, COOPREDUCE_ERROR_MISALIGNED,
-                       "y = %p is not aligned to the %zu-byte element size", y, es);
-    const size_t ra = p->result_size > 8 ? 8 : p->result_size;
-    if ((uintptr_t)result % ra)
-        return cr_fail(h, COOPREDUCE_ERROR_MISALIGNED, "result = %p is not aligned to %zu bytes",
-                       result, ra);
+    if ((s = cr_check_pointers(h, p, x, y, result, n))) return s;
     if (n > p->max_n)
         return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT,
                        "%llu elements are more than %s of %s takes",

@@ -55,6 +55,12 @@ coopreduce_status cr_dist_agree(const cr_dist_transport *t, coopreduce_handle *h
 coopreduce_status cr_dist_check_agreement(const cr_dist_transport *t, coopreduce_handle *h,
                                           const cr_meta *all);
 
+/* This rank's meta for a call (`call`: 1 sharded, 2 all-reduce) of op over n elements of dtype
+ * whose own checks gave `status`, with h's settings (h may be NULL); a GPU-only transport's
+ * refusal of a CPU handle is this rank's failure too. */
+cr_meta cr_dist_meta(const cr_dist_transport *t, coopreduce_handle *h, int call, uint64_t n,
+                     coopreduce_op op, coopreduce_dtype dtype, coopreduce_status status);
+
 /* The local checks of a call: the plan of (op, dtype) on h's settings and the pointers. */
 coopreduce_status cr_dist_local_checks(coopreduce_handle *h, coopreduce_op op,
                                        coopreduce_dtype dtype, const void *x, const void *y,

@@ -713,24 +713,8 @@ CR_EXPORT coopreduce_status cr_dist_reduce_sharded(const cr_dist_transport *t,
 {
     const int R = t->size, me = t->rank;
     cr_plan p;
-    cr_meta mine;
-    memset(&mine, 0, sizeof mine);
-    mine.magic = CR_META_MAGIC;
-    mine.call = 1;
-    mine.n = n_local;
-    mine.op = (int32_t)op;
-    mine.dtype = (int32_t)dtype;
-    mine.status = cr_dist_local_checks(h, op, dtype, x, y, result, n_local, &p);
-    if (h) {
-        mine.mode = (int32_t)h->mode;
-        mine.narrow = h->narrow;
-        mine.method = (int32_t)h->method;
-        mine.device = h->device;
-    }
-    if (!mine.status && t->gpu_only && h->device < 0)
-        mine.status = cr_fail(h, COOPREDUCE_ERROR_WRONG_DEVICE,
-                              "the %s communicator takes GPU handles only (use MPI for CPU "
-                              "handles)", t->name);
+    const cr_meta mine = cr_dist_meta(
+        t, h, 1, n_local, op, dtype, cr_dist_local_checks(h, op, dtype, x, y, result, n_local, &p));
     if (R == 1 && !cr_dist_full_protocol()) {
         /* One rank: its shard is the array; the 1-D call is the definition (no exchange). */
         if (mine.status) return (coopreduce_status)mine.status;
