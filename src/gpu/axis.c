@@ -7,12 +7,13 @@
  *    launches for all rows, columns or segments of up to C^2 elements (C = 4096 float32 /
  *    16-bit, 2048 float64); longer segments take one 1-D launch each;
  *  - the scan family's contiguous rows, and its segments when none is long: scan.cu's kernel for
- *    many rows, a warp per row or segment;
- *  - everything else (the exact family, the scan family's columns and long segments, rows longer
- *    than C^2): the generic path, the plan's 1-D family launched on each row or segment, contiguous
- *    rows in place, strided rows (a C-ordered axis with inner > 1) after a gather into
- *    contiguous rows of the workspace, a tile of adjacent columns at a time. Its bits are the
- *    1-D calls' by construction; its speed is one launch per result, which suits few, long rows.
+ *    many rows, a warp per row or segment; its columns too, once gathered (below);
+ *  - everything else (the exact family, the scan family's long segments, rows longer than C^2):
+ *    the generic path, the plan's 1-D family launched on each row or segment, contiguous rows in
+ *    place, strided rows (a C-ordered axis with inner > 1) after a gather into contiguous rows of
+ *    the workspace, a tile of adjacent columns at a time (a tile of the scan family's columns:
+ *    one launch of scan.cu's kernel for many rows). Its bits are the 1-D calls' by construction;
+ *    its speed is one launch per result, which suits few, long rows.
  * All launches go on the caller's stream, in order, so the workspace each reuses is free again. */
 #include <stdlib.h>
 #include <string.h>
