@@ -36,9 +36,18 @@ static __attribute__((unused)) double wide(coopreduce_dtype dt)
     return rnd() & 1 ? -v : v;
 }
 
-enum { D_UNIFORM, D_SIGNED, D_CANCEL, D_DENORMAL, D_FULL, D_ALTERNATE, D_ZEROS, D_BITS, ND };
+/* explicit significand bits of the dtype */
+static __attribute__((unused)) int mbits(coopreduce_dtype dt)
+{
+    return dt == COOPREDUCE_FLOAT64 ? 52 : dt == COOPREDUCE_FLOAT16 ? 10
+         : dt == COOPREDUCE_BFLOAT16 ? 7 : 23;
+}
+
+enum { D_UNIFORM, D_SIGNED, D_CANCEL, D_DENORMAL, D_FULL, D_ALTERNATE, D_ZEROS, D_BITS, D_EDGES,
+       D_RIPPLE, ND };
 static __attribute__((unused)) const char *const dnames[ND] = {
-    "uniform", "signed", "cancel", "denormal", "full-range", "alternate", "zeros", "bits"};
+    "uniform", "signed",     "cancel", "denormal", "full-range", "alternate",
+    "zeros",   "bits",       "edges",  "ripple"};
 
 static __attribute__((unused)) void gen(int kind, coopreduce_dtype dt, void *buf, uint64_t n)
 {
@@ -65,6 +74,26 @@ static __attribute__((unused)) void gen(int kind, coopreduce_dtype dt, void *buf
             if (i % 4 >= 2) v = -v;
             break;
         case D_ZEROS: v = rnd() % 3 == 0 ? 0.0 : -0.0; break;
+        case D_EDGES: { /* the edges of the GPU's windows: exponent fields 8k - 1 and 8k (the
+                         * bins of float32 and bfloat16), bit positions 32k - 1 and 32k above
+                         * 2^-1074 (float64's digits); the smallest and largest significands */
+            int e = rnd() & 1 ? 8 * (int)(rnd() % 33) - 127 - (int)(rnd() & 1)
+                              : 32 * (int)(rnd() % 65) - 1022 - (int)(rnd() & 1);
+            e = e < lo ? lo : e > hi ? hi : e;
+            v = ldexp(rnd() & 1 ? 1.0 : 2 - ldexp(1, -mbits(dt)), e);
+            if (rnd() & 1) v = -v;
+            break;
+        }
+        case D_RIPPLE: /* most values with all-ones significands in one window, one in 61 at a
+                        * random exponent (one in each of the other windows), one in 61 the
+                        * negated smallest subnormal: a borrow through every digit */
+            if (i % 61 == 0)
+                v = ldexp(1 + unif(), lo + (int)(rnd() % (uint64_t)(hi - lo)));
+            else if (i % 61 == 1)
+                v = -ldexp(1.0, lo);
+            else
+                v = ldexp(2 - ldexp(1, -mbits(dt)), (lo + hi) / 2);
+            break;
         default: { /* random finite bit patterns */
             store_bits(buf, i, dt_size(dt), rnd());
             if (isfinite(load_value(buf, i, dt))) continue;

@@ -11,7 +11,8 @@
  * float64, on the adversarial distributions of exact_data.h; x aligned and one element off 16
  * bytes (y off by another amount for DOT: element loads); the automatic grid and forced grids of
  * 1, 3 and 1000 blocks; repeated runs; device results poisoned before, bytes after the result
- * still poisoned; host results. Not --quick: n = 2^31 + 5 float32 against the CPU and a formula.
+ * still poisoned; host results. Not --quick: n = 2^31 + 5 float32 against the CPU and a formula,
+ * on the automatic grid and on forced grids of 1 and 3 blocks.
  * COOPREDUCE_TEST_SEED=S replays a run. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +126,16 @@ static void big_case(void)
     ref_exact_add(&r, ldexp((double)(uint64_t)(S & ((1u << 30) - 1)), -24));
     const float want = ref_exact_to_float(&r);
     CHECK(memcmp(&g, &want, 4) == 0, "n > 2^31: gpu %a, exact %a", g, want);
+    /* forced grids: one block (every lane runs many chunks, flushes and rounds) and three */
+    for (int grid = 1; grid <= 3; grid += 2) {
+        float f = 0;
+        coopreduce_set_grid_blocks(gpu, grid);
+        s = coopreduce_sum_to_host(big, &f, n, COOPREDUCE_FLOAT32, gpu, NULL);
+        coopreduce_set_grid_blocks(gpu, 0);
+        CHECK(s == COOPREDUCE_SUCCESS && memcmp(&f, &want, 4) == 0,
+              "n > 2^31, grid %d: gpu %a, exact %a (%s)", grid, f, want,
+              s ? coopreduce_last_error(gpu) : "");
+    }
     float *host = malloc(n * 4);
     if (host) {
         cudaMemcpy(host, big, n * 4, cudaMemcpyDeviceToHost);
@@ -236,7 +247,9 @@ int main(int argc, char **argv)
         if (n > max_n) continue;
         for (int d = 0; d < ndts; d++)
             for (int kind = 0; kind < ND; kind++) {
-                if (n > 70001 && kind != D_CANCEL && kind != D_FULL && kind != D_SIGNED) continue;
+                if (n > 70001 && kind != D_CANCEL && kind != D_FULL && kind != D_SIGNED &&
+                    kind != D_RIPPLE)
+                    continue;
                 sum_and_dot(check_case, kind, dts[d], x, y, n);
             }
     }

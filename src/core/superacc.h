@@ -154,15 +154,16 @@ static inline CR_HD void cr_sa_carry(int64_t *d, int nd)
     }
 }
 
-/* Bits [lo, lo + count) of the normalised magnitude (count <= 60). */
+/* Bits [lo, lo + count) of the normalised magnitude (count <= 60; lo may be negative: the bits
+ * below position 0 are zero), from the three digits that hold them. */
 static inline CR_HD uint64_t cr_sa_bits(const int64_t *d, int nd, int lo, int count)
 {
-    uint64_t r = 0;
-    for (int k = 0; k < count; k++) {
-        const int b = lo + k, i = b >> 5;
-        if (b >= 0 && i < nd && ((uint64_t)d[i] >> (b & 31)) & 1u) r |= 1ull << k;
-    }
-    return r;
+    if (count <= 0) return 0;
+    const int i0 = lo >= 0 ? lo >> 5 : 0, sh = lo >= 0 ? lo & 31 : 0;
+    cr_u128 w = 0;
+    for (int k = 2; k >= 0; k--) w = (w << 32) | (i0 + k < nd ? (uint64_t)d[i0 + k] : 0u);
+    w = lo >= 0 ? w >> sh : w << -lo; /* lo < 0: lo > -count >= -60, w < 2^96 */
+    return (uint64_t)w & ((1ull << count) - 1u);
 }
 
 /* Any bit below position b (exclusive) set. */
@@ -175,12 +176,26 @@ static inline CR_HD int cr_sa_any_below(const int64_t *d, int b)
     return (b & 31) && ((uint64_t)d[i] & ((1ull << (b & 31)) - 1u)) != 0;
 }
 
-/* The exact sum in d (nd digits, destroyed), with the flags, rounded once to `fmt` (round to
- * nearest, ties to even; subnormals at their own position; beyond the largest finite value:
- * +-inf) and written to result (8, 4 or 2 bytes). The rules of coopreduce_mode for NaN,
- * infinities and zeros. */
-static inline CR_HD void cr_sa_finish(int64_t *d, int nd, int lsb, unsigned flags, int fmt,
-                                      void *result)
+/* d (nd digits) to its normal form as a magnitude: digits 0 .. nd-2 in [0, 2^32), the top one
+ * >= 0; returns 1 when the value was negative (d then holds its negation). */
+static inline CR_HD int cr_sa_normalise(int64_t *d, int nd)
+{
+    cr_sa_carry(d, nd);
+    const int neg = d[nd - 1] < 0;
+    if (neg) {
+        for (int i = 0; i < nd; i++) d[i] = -d[i];
+        cr_sa_carry(d, nd);
+    }
+    return neg;
+}
+
+/* The value (-1)^neg * d, d a normalised magnitude (cr_sa_normalise) of nd digits above 2^lsb,
+ * with the flags, rounded once to `fmt` (round to nearest, ties to even; subnormals at their
+ * own position; beyond the largest finite value: +-inf) and written to result (8, 4 or 2
+ * bytes). The rules of coopreduce_mode for NaN, infinities and zeros. Digits that are zero may
+ * be left out at either end (d + l, nd - l, lsb + 32 l): the result is the same. */
+static inline CR_HD void cr_sa_round(const int64_t *d, int nd, int neg, int lsb, unsigned flags,
+                                     int fmt, void *result)
 {
     const int prec = fmt == CR_FMT_F64 ? 53 : fmt == CR_FMT_F32 ? 24 : fmt == CR_FMT_F16 ? 11 : 8;
     const int emin = fmt == CR_FMT_F64 ? -1022 : fmt == CR_FMT_F16 ? -14 : -126;
@@ -191,12 +206,6 @@ static inline CR_HD void cr_sa_finish(int64_t *d, int nd, int lsb, unsigned flag
     } else if (flags & (CR_X_PINF | CR_X_NINF)) {
         v = (flags & CR_X_PINF) ? (double)INFINITY : -(double)INFINITY;
     } else {
-        cr_sa_carry(d, nd);
-        const int neg = d[nd - 1] < 0;
-        if (neg) {
-            for (int i = 0; i < nd; i++) d[i] = -d[i];
-            cr_sa_carry(d, nd);
-        }
         int h = nd - 1;
         while (h >= 0 && d[h] == 0) h--;
         if (h < 0) {
@@ -207,8 +216,10 @@ static inline CR_HD void cr_sa_finish(int64_t *d, int nd, int lsb, unsigned flag
             const int t = 32 * h + cr_bitlen64((uint64_t)d[h]) - 1; /* MSB position */
             const int E = t + lsb;
             const int ue = (E >= emin ? E : emin) - prec + 1; /* exponent of the result's ulp */
+            /* q >= 0 over the whole layout (ue >= emin - prec + 1 >= -1074 >= its lsb; q == 0: a
+             * float64 subnormal, exact); q < 0 only when zero digits were left out below, whose
+             * bits read as zero */
             const int q = ue - lsb;
-            /* q >= 0: ue >= emin - prec + 1 >= -1074 >= lsb (q == 0: a float64 subnormal, exact) */
             uint64_t kept;
             {
                 const int cnt = t - q + 1; /* kept bits, <= prec, may be <= 0 */
@@ -240,6 +251,15 @@ static inline CR_HD void cr_sa_finish(int64_t *d, int nd, int lsb, unsigned flag
         const uint16_t b = fmt == CR_FMT_F16 ? cr_f32_to_f16(f) : cr_f32_to_bf16(f);
         memcpy(result, &b, 2);
     }
+}
+
+/* The exact sum in d (nd digits, destroyed), with the flags, rounded once to `fmt` and written
+ * to result (cr_sa_round). */
+static inline CR_HD void cr_sa_finish(int64_t *d, int nd, int lsb, unsigned flags, int fmt,
+                                      void *result)
+{
+    const int neg = cr_sa_normalise(d, nd);
+    cr_sa_round(d, nd, neg, lsb, flags, fmt, result);
 }
 
 #endif

@@ -1,15 +1,17 @@
 /* exact.cu — EXACT mode kernels (docs/EXACT.md): the correctly rounded SUM of float32, float64,
  * float16, bfloat16 and DOT of float32 and float64, in one launch.
  *
- * Each thread runs a grid-stride loop of 16-byte loads, U units per iteration (4 for the sums of
- * 32- and 16-bit types, 2 otherwise), all issued before any is used. What it adds goes as
- * binary64 "leaves" to two floating-point expansions updated with TwoSum (superacc.h): K = 2
- * terms, K = 3 for float64 (for a float64 dot, 3 for the products and 2 for their errors). A
- * nonzero residue — rare — is added to the block's superaccumulator in shared memory with 64-bit
- * integer atomics. How elements become leaves depends on the type; every step is exact:
- *   float64 SUM, DOT: each element is its leaf, as on the CPU (src/cpu/exact.c): the value, the
- *     float32 product (exact in binary64), or the float64 product p = fl(x*y) and its error
- *     fma(x, y, -p).
+ * Each thread runs a grid-stride loop of 16-byte loads (element loads for a dot whose arrays sit
+ * differently within 16 bytes), U units per iteration. How the elements are added depends on the
+ * type; every step is exact, and all but the float64 dot cost the same whatever the data:
+ *   float32 and bfloat16 SUM: per-lane binary64 bins in shared memory, one per 8 exponents
+ *     (exact_lanes.cuh: Bins); a bfloat16 unit whose 8 elements pass a range check goes in as
+ *     its exact float32 tree, one addition. The warp's bins are flushed to the block's
+ *     superaccumulator at most every 2^17 elements per lane.
+ *   float64 SUM, float32 DOT (products exact in binary64): per-lane integer digits in shared
+ *     memory (exact_lanes.cuh: Digits), normalised every 2^9 elements, added to the block's
+ *     superaccumulator at the end. The next iteration's units are loaded before this one's are
+ *     added (bins too): these blocks are small and few per SM.
  *   float16 SUM: a finite float16 is an integer multiple of 2^-24 of magnitude <= 65504 =
  *     2047 * 2^5. Four binary64 accumulators per thread (element e of every unit to number
  *     e mod 4) add them, converted by the hardware (cvt.f64.f16), one DADD each, from -0.0. A sum
@@ -17,40 +19,26 @@
  *     2047 * 2^18 < 2^29, i.e. an integer below 2^53 times 2^-24: representable, so every DADD
  *     is exact. Each accumulator takes 8 elements per iteration (2 of each of the U = 4 units);
  *     after every 2^13 / 8 = 2^10 iterations, and after the partial one, the accumulators become
- *     leaves and restart at -0.0: no bound depends on n or on the grid. An infinity or a NaN
- *     makes its accumulator +-inf or NaN (inf + -inf = NaN), and the leaf is classified as below;
- *     nothing is tested in the loop.
- *   float32 SUM: each group of 8 elements (two units) is added in binary64 along a tree and is
- *     one leaf. A float32 is M * 2^g, |M| < 2^24, g = max(E, 1) - 150 (E: its exponent field).
- *     If g_max - g_min <= 26 over the group's nonzero elements, every partial sum is a multiple
- *     of 2^g_min of magnitude < 8 * 2^(g_max + 24) <= 2^(g_min + 53): representable, each DADD
- *     exact. The check reads the exponent fields of the largest and of the smallest nonzero
- *     magnitude off the bits (a subnormal's field 0 only overstates the spread). It is made over
- *     the iteration's 4 units at once (their joint g_max - g_min bounds each group's), then, if
- *     that fails, group by group out of line.
- *   bfloat16 SUM: each unit's 8 elements (M * 2^g, |M| < 2^8, g = max(E, 1) - 134) are added in
- *     float32 along a tree when g_max - g_min <= 13 (partial sums: multiples of 2^g_min >=
- *     2^-133 below 8 * 2^(g_max + 8) <= 2^(g_min + 24); float32 keeps its subnormals: no FTZ) and
- *     E_max <= 251 (partial sums below 2^(g_max + 11) <= 2^128: no overflow); the float32 sum,
- *     converted exactly, is the leaf. Else, when g_max - g_min <= 42, in binary64 (bound 2^53).
- *     The checks are made as for float32: over 4 units, then unit by unit.
- *   A group that fails its checks (a wide dynamic range: rare in real data, and only slower)
- *     goes element by element to the superaccumulator and the flags (slow_group); its leaf is
- *     -0.0. An infinity or a NaN passes a check only into a binary64 tree, whose sum is then
- *     +-inf or NaN (+inf + -inf = NaN): a leaf like the others.
- * An infinity or a NaN reaching a lead term (every path but float64 sums, whose big values are
- * screened) makes the residue NaN and is classified there (add_leaves). A lead term is the plain
- * sum of its leaves from -0.0, and a finite leaf the exact sum of its elements; an IEEE sum is
- * -0.0 only when both operands are, so the lead is still -0.0 at the end only if every element
- * was -0.0 (the slow paths set CR_X_NONNEGZ themselves).
+ *     binary64 "leaves" and restart at -0.0. An infinity or a NaN makes its accumulator +-inf or
+ *     NaN (inf + -inf = NaN), and the leaf is classified as below; nothing is tested in the loop.
+ *   float64 DOT: each product p = fl(x*y) and its error fma(x, y, -p) are leaves, as on the CPU
+ *     (src/cpu/exact.c); products outside [2^-968, 2^960) go to the superaccumulator whole.
+ * Leaves go to two floating-point expansions per thread updated with TwoSum (superacc.h): K = 2
+ * terms for float16, 3 for float64 products and 2 for their errors. A nonzero residue (rare on
+ * narrow data, frequent on wide: the float64 dot's cost still depends on the data) is added to
+ * the block's superaccumulator in shared memory with 64-bit integer atomics. An infinity or a
+ * NaN reaching a lead term makes the residue NaN and is classified there (add_leaves). A lead
+ * term is the plain sum of its leaves from -0.0; an IEEE sum is -0.0 only when both operands
+ * are, so the lead is still -0.0 at the end only if every element was -0.0. At the end each
+ * thread folds its second expansion into the first, the warp merges its 32 expansions along a
+ * shuffle tree (residues to the block accumulator again), and lane 0 adds the warp's terms.
  *
- * At the end each thread folds its second expansion into the first, the warp merges its 32
- * expansions along a shuffle tree (residues to the block accumulator again), and lane 0 adds the
- * warp's terms. The block writes its digits (after one carry step) and flags to its slot of
- * `partials`, takes a ticket, and the last block adds every slot (integer addition: the order
- * does not matter), rounds once (cr_sa_finish, the CPU's own code), writes the result and sets
- * the ticket back to zero. Nothing depends on the grid, the schedule or the atomics' order: the
- * bits are those of the CPU path.
+ * Every block then adds its digits (after one carry step) and flags to the fold, words after the
+ * ticket, with 64-bit atomics, and takes a ticket; the last block takes the fold back to zero,
+ * brings the digits to their normal form in parallel (two carry steps, then a warp scan of the
+ * carries that may still ripple), and one thread rounds once (cr_sa_round, the CPU's own code)
+ * over the window of nonzero digits. Integer addition is associative: nothing depends on the
+ * grid, the schedule or the atomics' order, and the bits are those of the CPU path.
  *
  * The shared digits receive contributions |c| < 2^32, at most one per digit for each element a
  * thread handles (two for a float64 product); a block that would handle more than about 2^28
@@ -67,14 +55,18 @@
 #include "gpu/kernel/load.cuh"    /* split16 */
 #include "gpu/kernel/traits.cuh"  /* Elem */
 #include "gpu/launch.h"
+#include "gpu/exact_lanes.cuh" /* Bins, Digits: the flat sums' per-lane accumulators */
 
 namespace {
 
-const int kThreads = 512;
+/* The fold of every block's digits and flags: bytes kFoldOffset .. + 137 * 8 of the zeroed
+ * ticket area (CR_GPU_TICKET_BYTES). */
+const size_t kFoldOffset = 256;
 /* Grid-stride iterations per round. A thread handles at most 32 elements per iteration (4 units
  * of <= 8; float64 products: 2 units of 2), each adding at most one contribution |c| < 2^32 to
  * any digit (a float64 product: two): with 512 threads a round of 2^14 iterations (the first
- * also has the partial one) adds at most 2^28 + 2^14 per digit: the digits stay below 2^61. */
+ * also has the partial one) adds at most 2^28 + 2^14 per digit: the digits stay below 2^61.
+ * Bins and digits add far less to the block's digits: at a flush, or once at the end. */
 const uint64_t kRound = 1ull << 14;
 /* float16: elements per accumulator between two flushes (the bound in the header), and
  * accumulators per thread. */
@@ -89,19 +81,30 @@ union Unit {
     uint16_t h[8];
 };
 
-enum { P_LEAVES, P_F16, P_F32, P_BF16 };
+enum { P_LEAVES, P_F16, P_BINS, P_DIGITS };
 
 constexpr coopreduce_dtype kF32 = COOPREDUCE_FLOAT32, kF64 = COOPREDUCE_FLOAT64,
                            kF16 = COOPREDUCE_FLOAT16, kBF16 = COOPREDUCE_BFLOAT16;
 
+/* The float32 and bfloat16 sums go through per-lane bins, the float64 sum and the float32 dot
+ * (its products are exact doubles) through per-lane digits (exact_lanes.cuh), the float16 sum
+ * through its exact accumulators, the float64 dot through the expansions. */
 constexpr int path_of(coopreduce_dtype dt, int dot, int vec)
 {
-    return dot || !vec || dt == kF64 ? P_LEAVES : dt == kF16 ? P_F16 : dt == kF32 ? P_F32 : P_BF16;
+    return dot ? (dt == kF32 ? P_DIGITS : P_LEAVES)
+               : !vec ? P_LEAVES : dt == kF16 ? P_F16 : dt == kF64 ? P_DIGITS : P_BINS;
 }
+/* Units (16-byte loads, or elements) per thread and iteration: the float64 sum takes 8 (128
+ * bytes in flight a thread, twice with the prefetch: its blocks are few per SM). */
 constexpr int units_per_iter(coopreduce_dtype dt, int dot, int vec)
 {
-    return path_of(dt, dot, vec) == P_LEAVES ? 2 : 4;
+    return path_of(dt, dot, vec) == P_LEAVES ? 2 : (dt == kF64 && !dot) ? 8 : 4;
 }
+/* Threads per block: the per-lane accumulators live in shared memory (8 KiB a warp for bins,
+ * 16.25 KiB for digits), so their blocks are small and several share an SM (6 per SM, 24 and 12
+ * warps: enough loads in flight at 64 bytes a thread). */
+constexpr int threads_of(int path) { return path == P_BINS ? 128 : path == P_DIGITS ? 64 : 512; }
+constexpr int min_blocks_of(int path) { return path == P_BINS || path == P_DIGITS ? 6 : 2; }
 
 template <coopreduce_dtype DT, int DOT, int VEC> struct Cfg {
     static constexpr int ES = Elem<DT>::kBytes;
@@ -115,9 +118,19 @@ template <coopreduce_dtype DT, int DOT, int VEC> struct Cfg {
     static constexpr int LSB = (DOT && DT == kF64) ? CR_SA_DOT64_LSB : CR_SA_SUM_LSB;
     static constexpr int PATH = path_of(DT, DOT, VEC);
     static constexpr int U = units_per_iter(DT, DOT, VEC); /* units per thread and iteration */
-    /* iterations between flushes of the float16 accumulators (each takes 8 * U / kF16Acc
-     * elements per iteration); a round elsewhere */
-    static constexpr uint64_t CHUNK = PATH == P_F16 ? kF16Leaves * kF16Acc / (8 * U) : kRound;
+    static constexpr int THREADS = threads_of(PATH);
+    static constexpr int WARPS = THREADS / 32;
+    /* Iterations between flushes: float16, of its accumulators (each takes 8 * U / kF16Acc
+     * elements per iteration); bins, at most kBinLaneElems elements per lane; digits, a
+     * normalisation every kDigitLaneElems; a round elsewhere. */
+    static constexpr uint64_t CHUNK = PATH == P_F16    ? kF16Leaves * kF16Acc / (8 * U)
+                                      : PATH == P_BINS ? kBinLaneElems / (EPU * U)
+                                      : PATH == P_DIGITS ? kDigitLaneElems / (EPU * U)
+                                                         : kRound;
+    /* 64-bit words of per-lane accumulators in shared memory (1: none) */
+    static constexpr int LANE_WORDS = PATH == P_BINS     ? WARPS * kBins * 32
+                                      : PATH == P_DIGITS ? WARPS * kLaneDigits * 32
+                                                         : 1;
 };
 
 /* ---- conversions (all exact) ---------------------------------------------------------------- */
@@ -174,53 +187,6 @@ __device__ __noinline__ unsigned slow_product(long long *acc, int lsb, double a,
     return CR_X_NONNEGZ;
 }
 
-struct Leaf {
-    double v;
-    unsigned flags;
-};
-
-/* A group of 8 elements that failed its own check: float32 (the elements of a then
- * b) or bfloat16 (those of a). bfloat16 with g_max - g_min <= 42 (spread, from the
- * caller) is added in binary64 (exact: see the header) and returned as the leaf; otherwise each
- * element goes to the superaccumulator or the flags, and the leaf is -0.0. */
-template <coopreduce_dtype DT>
-__device__ __forceinline__ Leaf slow_group(long long *acc, uint4 a, uint4 b, int spread)
-{
-    const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-    double d[8];
-#pragma unroll
-    for (int e = 0; e < 8; e++)
-        d[e] = DT == kF32 ? (double)__uint_as_float(w[e])
-                          : (double)(e & 1 ? bf16_to_f32<1>(w[e / 2]) : bf16_to_f32<0>(w[e / 2]));
-    if (DT == kBF16 && spread <= 42)
-        return Leaf{((d[0] + d[1]) + (d[2] + d[3])) + ((d[4] + d[5]) + (d[6] + d[7])), 0u};
-    unsigned flags = 0;
-#pragma unroll
-    for (int e = 0; e < 8; e++) {
-        if (__double_as_longlong(d[e]) == (long long)0x8000000000000000ull) continue;
-        const unsigned f = cr_sa_special_flags(d[e]);
-        flags |= f | CR_X_NONNEGZ;
-        if (!f) sa_atomic(acc, CR_SA_SUM_LSB, d[e]);
-    }
-    return Leaf{-0.0, flags};
-}
-
-/* The last block's one thread: the digits rounded once (the CPU's code, superacc.h). */
-__device__ __noinline__ void finish(const long long *acc, int nd, int lsb, unsigned flags, int fmt,
-                                    void *out)
-{
-    int64_t d[CR_SA_MAX_DIGITS];
-    for (int i = 0; i < nd; i++) d[i] = acc[i];
-    if (fmt == CR_FMT_RAW) { /* unrounded, for a sharded reduction to merge (src/dist) */
-        cr_sa_carry(d, nd);
-        int64_t *o = static_cast<int64_t *>(out);
-        for (int i = 0; i < nd; i++) o[i] = d[i];
-        o[nd] = (int64_t)flags;
-        return;
-    }
-    cr_sa_finish(d, nd, lsb, flags, fmt, out);
-}
-
 /* ---- leaves ------------------------------------------------------------------------------- */
 template <coopreduce_dtype DT, int DOT, int LSB>
 __device__ __forceinline__ void elem_leaves(const Unit &ux, const Unit &uy, int e, double *lv,
@@ -258,44 +224,6 @@ __device__ __forceinline__ void elem_leaves(const Unit &ux, const Unit &uy, int 
     }
 }
 
-/* float32: g_max - g_min bounded from the bits of the NU units a (spread): k = 2 * bits drops
- * the sign and orders like the magnitude, its top byte is the exponent field; min(k - 1) skips
- * the zeros (they wrap to 2^32 - 1) and + 1 restores the smallest nonzero k (0 if none). */
-template <int NU> __device__ __forceinline__ int f32_spread(const Unit *a)
-{
-    uint32_t mx = 0, mn = 0xffffffffu;
-#pragma unroll
-    for (int u = 0; u < NU; u++)
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            const uint32_t k = a[u].w[j] + a[u].w[j];
-            mx = max(mx, k);
-            mn = __viaddmin_u32(k, 0xffffffffu, mn);
-        }
-    return (int)(mx >> 24) - (int)((mn + 1u) >> 24);
-}
-
-/* float32: the binary64 tree of the 8 elements of units a[0], a[1] (exact when spread <= 26). */
-__device__ __forceinline__ double f32_tree(const Unit *a)
-{
-    double d[8];
-#pragma unroll
-    for (int e = 0; e < 8; e++) d[e] = (double)a[e / 4].f[e % 4];
-    return ((d[0] + d[1]) + (d[2] + d[3])) + ((d[4] + d[5]) + (d[6] + d[7]));
-}
-
-/* float32: the leaf of the 8 elements of units a, b, checked alone (after a failed joint check:
- * out of line, so that the loop keeps its registers). */
-__device__ __noinline__ Leaf group_f32(long long *acc, uint4 a, uint4 b)
-{
-    Unit u[2];
-    u[0].v = a;
-    u[1].v = b;
-    const int spread = f32_spread<2>(u);
-    if (spread <= 26) return Leaf{f32_tree(u), 0u};
-    return slow_group<kF32>(acc, a, b, spread);
-}
-
 /* bfloat16: g_max - g_min (spread) and the largest exponent field (top) of the NU units a: the
  * same min / max as for float32, on both 16-bit halves at once (the magnitude bits, exponent
  * field at bits 14..7; zeros wrap to 0xffff). */
@@ -324,18 +252,6 @@ __device__ __forceinline__ float bf16_tree(const Unit &a)
         f[2 * j + 1] = bf16_to_f32<1>(a.w[j]);
     }
     return ((f[0] + f[1]) + (f[2] + f[3])) + ((f[4] + f[5]) + (f[6] + f[7]));
-}
-
-/* bfloat16: the leaf of the 8 elements of unit a, checked alone (after a failed joint check:
- * out of line, so that the loop keeps its registers). */
-__device__ __noinline__ Leaf unit_bf16(long long *acc, uint4 a)
-{
-    Unit u;
-    u.v = a;
-    int spread, top;
-    bf16_range<1>(&u, spread, top);
-    if (spread <= 13 && top <= 251) return Leaf{(double)bf16_tree(u), 0u};
-    return slow_group<kBF16>(acc, a, a, spread);
 }
 
 /* The leaf c through the first KU terms of t; returns the residue. */
@@ -389,21 +305,87 @@ __device__ __forceinline__ void add_leaves(double (&t)[2][K], const double *lv, 
     }
 }
 
-/* One carry step over the block's digits (blockDim.x >= ND): digits below the top one come
- * back to [0, 2^32) plus a carry in (-2^31, 2^31). Every thread calls it. */
+/* One carry step over the block's digits: digits below the top one come back to [0, 2^32)
+ * plus a carry in (-2^31, 2^31). Every thread calls it; a thread takes digits i, i + blockDim.x,
+ * ... (blocks of 64 threads or more: at most 3 of the <= 136 digits). */
 template <int ND> __device__ void carry_step(long long *acc)
 {
-    const int i = threadIdx.x;
-    long long v = 0, c = 0;
+    constexpr int kPer = 3;
+    long long v[kPer], c[kPer];
     __syncthreads();
-    if (i < ND - 1) {
-        v = acc[i];
-        c = v >> 32;
+#pragma unroll
+    for (int k = 0; k < kPer; k++) {
+        const int i = threadIdx.x + k * blockDim.x;
+        v[k] = i < ND - 1 ? acc[i] : 0;
+        c[k] = v[k] >> 32;
     }
     __syncthreads();
-    if (i < ND - 1) acc[i] = v - (long long)((unsigned long long)c << 32);
+#pragma unroll
+    for (int k = 0; k < kPer; k++) {
+        const int i = threadIdx.x + k * blockDim.x;
+        if (i < ND - 1) acc[i] = v[k] - (long long)((unsigned long long)c[k] << 32);
+    }
     __syncthreads();
-    if (i < ND - 1 && c) atomicAdd((unsigned long long *)&acc[i + 1], (unsigned long long)c);
+#pragma unroll
+    for (int k = 0; k < kPer; k++) {
+        const int i = threadIdx.x + k * blockDim.x;
+        if (i < ND - 1 && c[k]) atomicAdd((unsigned long long *)&acc[i + 1], (unsigned long long)c[k]);
+    }
+    __syncthreads();
+}
+
+/* Warp 0 only, digits below the top one in [-1, 2^32] (two carry steps leave them so): the
+ * carries that may still ripple, resolved at once. Lane L holds digits L * PER .. L * PER + PER
+ * - 1; the carry out of a run of digits is a function of the carry in (-1, 0 or 1 to -1, 0 or
+ * 1: a digit plus its carry lies in [-2, 2^32 + 1]), kept as a table of three; a shuffle scan
+ * composes the lanes' tables, and each lane then adds its carry in along its digits. */
+template <int ND> __device__ void resolve_carries(long long *acc)
+{
+    constexpr int M = ND - 1, PER = (M + 31) / 32;
+    const int lane = threadIdx.x, first = lane * PER;
+    int f[3]; /* f[c + 1]: the carry out of the lane's digits for a carry in c */
+#pragma unroll
+    for (int c = -1; c <= 1; c++) {
+        long long cc = c;
+#pragma unroll
+        for (int k = 0; k < PER; k++)
+            if (first + k < M) cc = (acc[first + k] + cc) >> 32;
+        f[c + 1] = (int)cc;
+    }
+    /* inclusive scan: g = the lane's table composed after those of the lanes before it */
+    int g[3] = {f[0], f[1], f[2]};
+#pragma unroll
+    for (int off = 1; off < 32; off *= 2) {
+        int e[3];
+#pragma unroll
+        for (int k = 0; k < 3; k++) e[k] = __shfl_up_sync(0xffffffffu, g[k], off);
+        if (lane >= off) {
+            int h[3];
+#pragma unroll
+            for (int k = 0; k < 3; k++) h[k] = g[e[k] + 1];
+#pragma unroll
+            for (int k = 0; k < 3; k++) g[k] = h[k];
+        }
+    }
+    const int before = __shfl_up_sync(0xffffffffu, g[1], 1); /* lanes 0 .. L-1 from carry 0 */
+    long long cc = lane ? before : 0;
+#pragma unroll
+    for (int k = 0; k < PER; k++)
+        if (first + k < M) {
+            const long long v = acc[first + k] + cc;
+            cc = v >> 32;
+            acc[first + k] = v - (long long)((unsigned long long)cc << 32);
+        }
+    if (lane == 31) acc[M] += cc;
+}
+
+/* Every thread: the block's digits (each below 2^62 in magnitude) to their normal form: digits
+ * 0 .. ND-2 in [0, 2^32), the top one signed. */
+template <int ND> __device__ void normalise_block(long long *acc)
+{
+    carry_step<ND>(acc);
+    carry_step<ND>(acc);
+    if (threadIdx.x < 32) resolve_carries<ND>(acc);
     __syncthreads();
 }
 
@@ -429,13 +411,22 @@ template <coopreduce_dtype DT, int DOT, int VEC> struct Loader {
     }
 };
 
+/* The bits of what element e of a unit adds to the digits: the float64 value, or the float32
+ * product (exact in binary64; inf * 0 is NaN, a zero's sign the XOR of its factors'). */
+template <coopreduce_dtype DT, int DOT>
+__device__ __forceinline__ uint64_t digit_bits(const Unit &ux, const Unit &uy, int e)
+{
+    const double v = DOT ? (double)ux.f[e] * (double)uy.f[e] : ux.d[e];
+    return (uint64_t)__double_as_longlong(v);
+}
+
 /* One iteration's U units (ok[u]: unit u exists; PATH != P_LEAVES: a missing unit holds -0.0
  * elements, which change nothing). */
 template <coopreduce_dtype DT, int DOT, int VEC>
 __device__ __forceinline__ void
 consume(const Unit (&ux)[Cfg<DT, DOT, VEC>::U], const Unit (&uy)[Cfg<DT, DOT, VEC>::U],
         const bool (&ok)[Cfg<DT, DOT, VEC>::U], double (&t)[2][Cfg<DT, DOT, VEC>::K],
-        double (&fx)[kF16Acc], unsigned &flags, long long *acc)
+        double (&fx)[kF16Acc], unsigned &flags, long long *acc, double *col, uint64_t &nonneg)
 {
     typedef Cfg<DT, DOT, VEC> C;
     const int U = C::U, K = C::K, K1 = C::K1, LSB = C::LSB;
@@ -449,38 +440,42 @@ consume(const Unit (&ux)[Cfg<DT, DOT, VEC>::U], const Unit (&uy)[Cfg<DT, DOT, VE
                 fx[(2 * j) % kF16Acc] += f16_to_f64<0>(ux[u].w[j]);
                 fx[(2 * j + 1) % kF16Acc] += f16_to_f64<1>(ux[u].w[j]);
             }
-    } else if (C::PATH == P_F32) {
-        /* one check for all U units (passing it, each group passes its own); else one per group */
-        double lv[U / 2];
-        if (f32_spread<U>(ux) <= 26) {
+    } else if (C::PATH == P_BINS && DT == kF32) {
+        /* every element to its bin: the same few instructions whatever its exponent */
 #pragma unroll
-            for (int g = 0; g < U / 2; g++) lv[g] = f32_tree(ux + 2 * g);
-        } else {
+        for (int u = 0; u < U; u++)
 #pragma unroll
-            for (int g = 0; g < U / 2; g++) {
-                const Leaf r = group_f32(acc, ux[2 * g].v, ux[2 * g + 1].v);
-                lv[g] = r.v;
-                flags |= r.flags;
-            }
-        }
-        add_leaves<K, K1, U / 2, LSB>(t, lv, flags, acc);
-    } else if (C::PATH == P_BF16) {
-        /* one check for all U units (passing it, each unit passes its own); else one per unit */
-        double lv[U];
+            for (int j = 0; j < 4; j++) bin_add(col, ux[u].w[j]);
+    } else if (C::PATH == P_BINS) {
+        /* bfloat16: when the U units pass one joint check, each unit's float32 tree (exact:
+         * see the header) is a float32 and goes to its bin, 8 elements in one addition; else
+         * every element (a float32 too) to its own bin */
         int spread, top;
         bf16_range<U>(ux, spread, top);
         if (spread <= 13 && top <= 251) {
 #pragma unroll
-            for (int u = 0; u < U; u++) lv[u] = (double)bf16_tree(ux[u]);
+            for (int u = 0; u < U; u++) bin_add(col, __float_as_uint(bf16_tree(ux[u])));
         } else {
 #pragma unroll
-            for (int u = 0; u < U; u++) {
-                const Leaf r = unit_bf16(acc, ux[u].v);
-                lv[u] = r.v;
-                flags |= r.flags;
-            }
+            for (int u = 0; u < U; u++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    bin_add(col, ux[u].w[j] << 16);
+                    bin_add(col, ux[u].w[j] & 0xffff0000u);
+                }
         }
-        add_leaves<K, K1, U, LSB>(t, lv, flags, acc);
+    } else if (C::PATH == P_DIGITS) {
+        /* every float64 element, or float32 product, to the lane's digits; -0.0 is told apart
+         * by its bits */
+#pragma unroll
+        for (int u = 0; u < U; u++)
+#pragma unroll
+            for (int e = 0; e < C::EPU; e++) {
+                if (!ok[u]) continue;
+                const uint64_t b = digit_bits<DT, DOT>(ux[u], uy[u], e);
+                flags |= digits_add((long long *)col, b);
+                nonneg |= b ^ 0x8000000000000000ull;
+            }
     } else {
         double lv[U * C::LPU];
 #pragma unroll
@@ -500,19 +495,34 @@ consume(const Unit (&ux)[Cfg<DT, DOT, VEC>::U], const Unit (&uy)[Cfg<DT, DOT, VE
     }
 }
 
+/* The words after the ticket where every block folds its digits and flags (ND + 1 int64, zero
+ * between launches: the last block takes them back to zero). */
+__device__ __forceinline__ long long *fold_of(unsigned int *ticket)
+{
+    return reinterpret_cast<long long *>(reinterpret_cast<char *>(ticket) + kFoldOffset);
+}
+
 template <coopreduce_dtype DT, int DOT, int VEC>
-__global__ void __launch_bounds__(kThreads, 2)
-    exact_kernel(const void *xv, const void *yv, uint64_t n, long long *partials,
-                 unsigned int *ticket, void *out, int fmt)
+__global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS, min_blocks_of(Cfg<DT, DOT, VEC>::PATH))
+    exact_kernel(const void *xv, const void *yv, uint64_t n, unsigned int *ticket, void *out,
+                 int fmt)
 {
     typedef Cfg<DT, DOT, VEC> C;
     typedef Loader<DT, DOT, VEC> L;
     const int K = C::K, K1 = C::K1, ND = C::ND, LSB = C::LSB, U = C::U;
     __shared__ long long acc[ND];
     __shared__ unsigned int sflags;
+    /* the per-lane accumulators (bins: -0.0; digits: 0), warp w's region at w * WORDS / WARPS */
+    __shared__ unsigned long long lanes[C::LANE_WORDS];
     for (int i = threadIdx.x; i < ND; i += blockDim.x) acc[i] = 0;
+    for (int i = threadIdx.x; i < C::LANE_WORDS; i += blockDim.x)
+        lanes[i] = C::PATH == P_BINS ? 0x8000000000000000ull : 0ull;
     if (threadIdx.x == 0) sflags = 0;
     __syncthreads();
+    const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    double *wbins = reinterpret_cast<double *>(lanes) + warp * (C::LANE_WORDS / C::WARPS);
+    double *col = wbins + lane; /* this lane's column (bins, or digits as long long) */
+    long long *wdig = reinterpret_cast<long long *>(wbins), *dcol = wdig + lane;
 
     const unsigned char *x = (const unsigned char *)xv, *y = (const unsigned char *)yv;
     /* Elements before the first 16-byte boundary, the units, the ragged tail. */
@@ -527,10 +537,11 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
     for (int j = 0; j < kF16Acc; j++) fx[j] = -0.0;
     unsigned flags = 0;
+    uint64_t nonneg = 0; /* digits: nonzero once some element is not -0.0 */
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     const uint64_t gid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const uint64_t step = U * stride;
-    /* -0.0 in every element of a missing unit (16- and 32-bit paths) */
+    /* -0.0 in every element of a missing unit (16- and 32-bit paths; digits skip it) */
     const uint32_t nz = C::ES == 4 ? 0x80000000u : 0x80008000u;
     /* One iteration: units i0 + u * stride (u < U), at p + u * ustride bytes (p: x's unit i0;
      * y's at p + dyx); `checked`: some may be missing (i0 is used only then). */
@@ -549,27 +560,30 @@ __global__ void __launch_bounds__(kThreads, 2)
                 ux[u].v = make_uint4(nz, nz, nz, nz);
             }
         }
-        consume<DT, DOT, VEC>(ux, uy, ok, t, fx, flags, acc);
+        consume<DT, DOT, VEC>(ux, uy, ok, t, fx, flags, acc, col, nonneg);
     };
-    /* float16: the accumulators become leaves and restart */
+    /* After each chunk: float16's accumulators become leaves and restart; the lane's digits are
+     * normalised. Every thread of the warp calls it (bins: the warp's rows go to acc). */
     auto flush = [&]() {
         if (C::PATH == P_F16) {
             add_leaves<K, K1, kF16Acc, LSB>(t, fx, flags, acc);
 #pragma unroll
             for (int j = 0; j < kF16Acc; j++) fx[j] = -0.0;
+        } else if (C::PATH == P_BINS) {
+            flags |= bins_flush(wbins, acc, LSB);
+        } else if (C::PATH == P_DIGITS) {
+            digits_normalise(dcol);
         }
     };
     /* `full` iterations in which every unit exists in every thread, then a partial one (units
      * i0 + u * stride >= nunits missing; none at all in some threads), which runs first. The
      * full ones run in rounds of kRound with a carry step between (the first round also has
-     * the partial one), each in chunks of at most CHUNK iterations (float16: CHUNK * U = 2^13
-     * elements per accumulator); a flush after each chunk and after the partial iteration. A
-     * pointer, not an index, runs through the loop: fewer registers. */
+     * the partial one), each in chunks of at most CHUNK iterations; a flush after each chunk
+     * and after the partial iteration. A pointer, not an index, runs through the loop: fewer
+     * registers. */
     const uint64_t full = nunits / step, ip = full * step + gid;
-    if (ip < nunits) {
-        iteration(bx + ip * L::USZ, ip, std::true_type());
-        flush();
-    }
+    if (ip < nunits) iteration(bx + ip * L::USZ, ip, std::true_type());
+    flush();
     const unsigned char *p = bx + gid * L::USZ;
     const uint64_t pstep = U * ustride;
     for (uint64_t left = full; left;) {
@@ -578,7 +592,37 @@ __global__ void __launch_bounds__(kThreads, 2)
         while (round) {
             const uint32_t chunk = (uint32_t)(round < C::CHUNK ? round : C::CHUNK);
             round -= chunk;
-            for (uint32_t k = chunk; k; --k, p += pstep) iteration(p, 0, std::false_type());
+            if (C::PATH == P_BINS || C::PATH == P_DIGITS) {
+                /* the next iteration's units are loaded before this one's are added: with few
+                 * warps per SM, one iteration's loads overlap the previous one's shared-memory
+                 * work */
+                bool all[U]; /* every unit exists */
+                Unit nx[U], ny[U];
+#pragma unroll
+                for (int u = 0; u < U; u++) {
+                    all[u] = true;
+                    L::at(p + u * ustride, nx[u]);
+                    if (DOT) L::at(p + u * ustride + dyx, ny[u]);
+                }
+                for (uint32_t k = chunk; k; --k) {
+                    Unit cx[U], cy[U];
+#pragma unroll
+                    for (int u = 0; u < U; u++) {
+                        cx[u] = nx[u];
+                        cy[u] = DOT ? ny[u] : nx[u];
+                    }
+                    p += pstep;
+                    if (k > 1)
+#pragma unroll
+                        for (int u = 0; u < U; u++) {
+                            L::at(p + u * ustride, nx[u]);
+                            if (DOT) L::at(p + u * ustride + dyx, ny[u]);
+                        }
+                    consume<DT, DOT, VEC>(cx, cy, all, t, fx, flags, acc, col, nonneg);
+                }
+            } else {
+                for (uint32_t k = chunk; k; --k, p += pstep) iteration(p, 0, std::false_type());
+            }
             flush();
         }
         if (left) carry_step<ND>(acc);
@@ -591,19 +635,33 @@ __global__ void __launch_bounds__(kThreads, 2)
             Unit ux, uy;
             L::element(x, first + gid, ux);
             if (DOT) L::element(y, first + gid, uy);
-            double lv[2] = {-0.0, -0.0};
-            elem_leaves<DT, DOT, LSB>(ux, uy, 0, lv, flags, acc);
-            add_leaves<K, K1, 2, LSB>(t, lv, flags, acc);
+            if (C::PATH == P_BINS) {
+                bin_add(col, DT == kF32 ? ux.w[0] : (uint32_t)ux.h[0] << 16);
+            } else if (C::PATH == P_DIGITS) {
+                const uint64_t b = digit_bits<DT, DOT>(ux, uy, 0);
+                flags |= digits_add(dcol, b);
+                nonneg |= b ^ 0x8000000000000000ull;
+            } else {
+                double lv[2] = {-0.0, -0.0};
+                elem_leaves<DT, DOT, LSB>(ux, uy, 0, lv, flags, acc);
+                add_leaves<K, K1, 2, LSB>(t, lv, flags, acc);
+            }
         }
     }
-    /* The lead terms are the plain sums of their leaves from -0.0: still -0.0 only if every
-     * leaf was -0.0 (the slow paths set CR_X_NONNEGZ themselves). */
-    if (__double_as_longlong(t[0][0]) != (long long)0x8000000000000000ull ||
-        __double_as_longlong(t[1][0]) != (long long)0x8000000000000000ull)
-        flags |= CR_X_NONNEGZ;
-    /* Second expansion into the first, then the warp's shuffle tree (t[1] stays reset: the
-     * second leaf of each call is -0.0). */
-    {
+    if (C::PATH == P_BINS) {
+        flush();
+    } else if (C::PATH == P_DIGITS) {
+        flush();
+        digits_flush(wdig, acc);
+        if (nonneg) flags |= CR_X_NONNEGZ;
+    } else {
+        /* The lead terms are the plain sums of their leaves from -0.0: still -0.0 only if every
+         * leaf was -0.0 (the slow paths set CR_X_NONNEGZ themselves). */
+        if (__double_as_longlong(t[0][0]) != (long long)0x8000000000000000ull ||
+            __double_as_longlong(t[1][0]) != (long long)0x8000000000000000ull)
+            flags |= CR_X_NONNEGZ;
+        /* Second expansion into the first, then the warp's shuffle tree (t[1] stays reset: the
+         * second leaf of each call is -0.0). */
         double moved[K];
 #pragma unroll
         for (int k = 0; k < K; k++) moved[k] = t[1][k];
@@ -613,83 +671,85 @@ __global__ void __launch_bounds__(kThreads, 2)
             double lv[2] = {moved[k], -0.0};
             add_leaves<K, K1, 2, LSB>(t, lv, flags, acc);
         }
-    }
-    const unsigned lane = threadIdx.x % 32;
-    for (int off = 16; off >= 1; off /= 2) {
-        double pt[K];
+        for (int off = 16; off >= 1; off /= 2) {
+            double pt[K];
 #pragma unroll
-        for (int k = 0; k < K; k++) pt[k] = __shfl_down_sync(0xffffffffu, t[0][k], off);
-        if (lane < (unsigned)off) {
+            for (int k = 0; k < K; k++) pt[k] = __shfl_down_sync(0xffffffffu, t[0][k], off);
+            if (lane < (unsigned)off) {
+#pragma unroll
+                for (int k = 0; k < K; k++) {
+                    double lv[2] = {pt[k], -0.0};
+                    add_leaves<K, K1, 2, LSB>(t, lv, flags, acc);
+                }
+            }
+        }
+        if (lane == 0) {
 #pragma unroll
             for (int k = 0; k < K; k++) {
-                double lv[2] = {pt[k], -0.0};
-                add_leaves<K, K1, 2, LSB>(t, lv, flags, acc);
+                const unsigned f = cr_sa_special_flags(t[0][k]);
+                if (f)
+                    flags |= f;
+                else
+                    sa_atomic(acc, LSB, t[0][k]);
             }
         }
     }
     flags = __reduce_or_sync(0xffffffffu, flags);
-    if (lane == 0) {
-#pragma unroll
-        for (int k = 0; k < K; k++) {
-            const unsigned f = cr_sa_special_flags(t[0][k]);
-            if (f)
-                flags |= f;
-            else
-                sa_atomic(acc, LSB, t[0][k]);
-        }
-        atomicOr(&sflags, flags);
-    }
-    carry_step<ND>(acc); /* |digits| < 2^33: the last block may add 2^29 slots */
+    if (lane == 0 && flags) atomicOr(&sflags, flags);
+    carry_step<ND>(acc); /* |digits| < 2^33: the fold adds at most kMaxGrid blocks' */
 
-    long long *mine = partials + (uint64_t)blockIdx.x * (ND + 1);
-    for (int i = threadIdx.x; i < ND; i += blockDim.x) mine[i] = acc[i];
-    if (threadIdx.x == 0) mine[ND] = (long long)sflags;
-    /* Every thread wrote part of the slot: the kernel layer's hand-off fences each thread's
-     * stores before the ticket (handoff.cuh says why that matters). */
+    /* The block's digits and flags folded into the words after the ticket by 64-bit atomics
+     * (integer addition: the order does not matter; below 2^33 * kMaxGrid = 2^45), then the
+     * ticket; the last block takes the words (back to zero) and rounds once. */
+    long long *fold = fold_of(ticket);
+    for (int i = threadIdx.x; i < ND; i += blockDim.x)
+        if (acc[i]) atomicAdd((unsigned long long *)&fold[i], (unsigned long long)acc[i]);
+    if (threadIdx.x == 0 && sflags) atomicOr((unsigned long long *)&fold[ND], (unsigned long long)sflags);
     if (!last_block_arrive<true>(ticket)) return;
-    for (int i = threadIdx.x; i < ND; i += blockDim.x) acc[i] = 0;
-    if (threadIdx.x == 0) sflags = 0;
-    __syncthreads();
-    /* Column j of the slots (digit j, or the flags at j == ND) is added by `per` threads, each
-     * taking every per-th slot into a register (|slot digit| < 2^33, at most 2^29 slots: below
-     * 2^62), then one shared atomic: few round trips to L2, few atomics. */
-    const unsigned cols = ND + 1, per = blockDim.x / cols;
-    if (threadIdx.x < per * cols) {
-        const unsigned j = threadIdx.x % cols;
-        long long sum = 0, fl = 0;
-        for (uint64_t b = threadIdx.x / cols; b < gridDim.x; b += 8 * (uint64_t)per) {
-            long long v[8];
-#pragma unroll
-            for (int k = 0; k < 8; k++) {
-                const uint64_t bk = b + (uint64_t)k * per;
-                v[k] = bk < gridDim.x ? __ldcg(partials + bk * cols + j) : 0;
-            }
-#pragma unroll
-            for (int k = 0; k < 8; k++) {
-                sum += v[k];
-                fl |= v[k];
-            }
-        }
-        if (j == ND) {
-            if (fl) atomicOr(&sflags, (unsigned)fl);
-        } else if (sum) {
-            atomicAdd((unsigned long long *)&acc[j], (unsigned long long)sum);
-        }
+    for (int i = threadIdx.x; i < ND; i += blockDim.x)
+        acc[i] = (long long)atomicExch((unsigned long long *)&fold[i], 0ull);
+    if (threadIdx.x == 0) {
+        sflags = (unsigned)atomicExch((unsigned long long *)&fold[ND], 0ull) | (n ? CR_X_ANY : 0u);
+        last_block_release(ticket);
     }
+    /* The digits to their normal form in parallel (a raw result: these digits, unrounded, and
+     * the flags, for a sharded reduction to merge); then to a magnitude, the window of its
+     * nonzero digits found, and one thread rounds once (cr_sa_round, the CPU's own code, on the
+     * window: the zero digits around it change nothing). */
+    normalise_block<ND>(acc);
+    if (fmt == CR_FMT_RAW) {
+        long long *o = static_cast<long long *>(out);
+        for (int i = threadIdx.x; i < ND; i += blockDim.x) o[i] = acc[i];
+        if (threadIdx.x == 0) o[ND] = (long long)sflags;
+        return;
+    }
+    __shared__ int neg, lo, hi;
+    if (threadIdx.x == 0) {
+        neg = acc[ND - 1] < 0;
+        lo = ND;
+        hi = -1;
+    }
+    __syncthreads();
+    if (neg) {
+        for (int i = threadIdx.x; i < ND; i += blockDim.x) acc[i] = -acc[i];
+        normalise_block<ND>(acc);
+    }
+    for (int i = threadIdx.x; i < ND; i += blockDim.x)
+        if (acc[i]) {
+            atomicMin(&lo, i);
+            atomicMax(&hi, i);
+        }
     __syncthreads();
     if (threadIdx.x == 0) {
-        finish(acc, ND, LSB, sflags | (n ? CR_X_ANY : 0u), fmt, out);
-        last_block_release(ticket);
+        const int l = hi < 0 ? 0 : lo, cnt = hi < 0 ? 1 : hi - lo + 1;
+        cr_sa_round(reinterpret_cast<const int64_t *>(acc) + l, cnt, neg, LSB + 32 * l, sflags, fmt,
+                    out);
     }
 }
 
-/* A forced grid is clamped to this many blocks (1.1 KiB of slot each at most): any grid gives
- * the same bits. The first allocation covers kBlocksPerSm blocks per SM (512-thread blocks:
- * 4 fill an SM), so only a forced grid makes the slots grow. Slots are sized for the widest
- * layout (float64 dot), so that no dtype makes them grow either. */
+/* A forced grid is clamped to this many blocks (any grid gives the same bits); it bounds the
+ * fold: 2^33 per block and digit, below 2^45 in all. The blocks need no slots: they fold. */
 const int kMaxGrid = 4096;
-const int kBlocksPerSm = 4;
-const size_t kSlotBytes = (size_t)(CR_SA_DOT64_DIGITS + 1) * 8;
 
 /* The call's shape: dot, and whether x and y take 16-byte loads (equally placed within 16
  * bytes: the head is peeled). */
@@ -706,10 +766,11 @@ template <coopreduce_dtype DT, int DOT, int VEC> struct Grid {
     {
         const uint64_t es = Elem<DT>::kBytes;
         const uint64_t units = VEC ? c->n / (16 / es) + 1 : c->n + 1;
-        const uint64_t per_block = (uint64_t)units_per_iter(DT, DOT, VEC) * kThreads;
-        return slotted_grid<exact_kernel<DT, DOT, VEC>>(c, kThreads,
+        const int threads = Cfg<DT, DOT, VEC>::THREADS;
+        const uint64_t per_block = (uint64_t)units_per_iter(DT, DOT, VEC) * threads;
+        return slotted_grid<exact_kernel<DT, DOT, VEC>>(c, threads,
                                                         (units + per_block - 1) / per_block,
-                                                        kMaxGrid, kBlocksPerSm, kSlotBytes, g);
+                                                        kMaxGrid, 0, 0, g);
     }
 };
 
@@ -722,8 +783,8 @@ template <coopreduce_dtype DT, int DOT, int VEC> struct Launcher {
                         : p->narrow && DT == kF16  ? CR_FMT_F16
                         : p->narrow && DT == kBF16 ? CR_FMT_BF16
                                                    : CR_FMT_F32;
-        exact_kernel<DT, DOT, VEC><<<g->blocks, kThreads, 0, c->stream>>>(
-            c->x, c->y, c->n, (long long *)w->slots, w->ticket, c->out, fmt);
+        exact_kernel<DT, DOT, VEC><<<g->blocks, Cfg<DT, DOT, VEC>::THREADS, 0, c->stream>>>(
+            c->x, c->y, c->n, w->ticket, c->out, fmt);
         return cudaGetLastError();
     }
 };

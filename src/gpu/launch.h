@@ -32,6 +32,10 @@ struct cr_norm2_work {
     void *slots;
 };
 
+/* Bytes of the zeroed ticket area: the ticket, scan.cu's and rows.cu's words in the first 64,
+ * exact.cu's fold of 137 int64 from byte 256. */
+#define CR_GPU_TICKET_BYTES 2048
+
 /* The device memory a launch may use (workspace.c allocates it and keeps its invariants). */
 typedef struct {
     void *tree_partials;        /* a canonical tree: tagged partials of levels 1 .. L-1 */
@@ -39,8 +43,8 @@ typedef struct {
     struct cr_norm2_work norm2; /* NORM2's three trees */
     void *slots;                /* one slot per block (scan, exact), cr_gpu_grid.slot_bytes each */
     unsigned int *ticket;       /* the last-block ticket, then scan.cu's three folded words at
-                                   ticket + 4, rows.cu's segment counters at ticket + 12: 256
-                                   bytes, zero between launches */
+                                   ticket + 4, rows.cu's segment counters at ticket + 12, exact.cu's
+                                   fold at byte 256: CR_GPU_TICKET_BYTES, zero between launches */
 } cr_gpu_work;
 
 /* One call, as the backend hands it to a family. */

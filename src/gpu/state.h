@@ -29,11 +29,12 @@ struct cr_gpu_state {
     size_t tree_counters_bytes;
     void *norm2;        /* NORM2's join slots, then its three trees; zeroed */
     uint64_t norm2_cap; /*   the elements it is laid out for */
-    void *slots;        /* per-block slots (scan, exact, the methods' partials) */
+    void *slots;        /* per-block slots (scan, the methods' partials) */
     size_t slots_bytes;
-    void *ticket;        /* 256 zeroed bytes, zero again after every kernel: the last-block
-                            ticket (bytes 0-3), scan.cu's atomic fold (bytes 16-39),
-                            rows.cu's segment counters (bytes 48-63) */
+    void *ticket;        /* CR_GPU_TICKET_BYTES zeroed, zero again after every kernel: the
+                            last-block ticket (bytes 0-3), scan.cu's atomic fold (bytes 16-39),
+                            rows.cu's segment counters (bytes 48-63), exact.cu's fold of digits
+                            and flags (from byte 256) */
     void *out;           /* 256 bytes: a device result slot (the methods' host results) */
     void *host_slot;     /* pinned, mapped host memory for results sent to the host: */
     void *host_slot_dev; /*   16 bytes, tagged words (reduce.c) or a plain result */

@@ -137,7 +137,7 @@ coopreduce_status cr_gpu_slots_ensure(coopreduce_handle *h, size_t bytes)
     cudaError_t e;
     if (!g->ticket) {
         void *t, *o = NULL;
-        e = zeroed(&t, 256); /* the zero must be in place before a kernel on any stream reads it */
+        e = zeroed(&t, CR_GPU_TICKET_BYTES); /* zero before a kernel on any stream reads it */
         if (e == cudaSuccess && (e = cudaMalloc(&o, 256)) != cudaSuccess) {
             cudaFree(t);
             (void)cudaGetLastError();
@@ -192,7 +192,8 @@ coopreduce_status cr_gpu_work_ensure(coopreduce_handle *h, const cr_plan *plan, 
     coopreduce_status s = COOPREDUCE_SUCCESS;
     if (plan->trees == 1) s = tree_ensure(h, n, plan->acc);
     if (!s && plan->trees == 3) s = norm2_ensure(h, n);
-    if (!s && slot_bytes) s = cr_gpu_slots_ensure(h, slot_bytes * (size_t)slot_blocks);
+    /* the ticket area always (exact.cu folds into it without slots), the slots when asked */
+    if (!s) s = cr_gpu_slots_ensure(h, slot_bytes * (size_t)slot_blocks);
     if (s || !w) return s;
     memset(w, 0, sizeof *w);
     w->tree_partials = g->tree_partials;

@@ -1,0 +1,144 @@
+/* exact_lanes.cuh — the per-lane accumulators of exact mode's flat sums (docs/EXACT.md, "Flat
+ * sums on the GPU"): every element costs the same few instructions whatever the spread of
+ * exponents, the cancellation or the subnormals in the data.
+ *
+ * Each lane owns a column of shared memory: word k of the lane's accumulator lies at
+ * base[k * 32 + lane] of its warp's region, so the 32 lanes of a warp touch 32 distinct banks
+ * whatever words they pick (a 64-bit access is served per half-warp; lane L of the half uses
+ * banks 2L, 2L + 1). No atomics, no conflicts, no order: integer and exact binary64 additions.
+ *
+ *   Bins (float32 and bfloat16 SUM): 32 binary64 bins. A float32 f (a bfloat16 is one) with
+ *     exponent field E goes to bin b = E >> 3, read off bits 30..26. With q_b = 2^(8b - 150) (b
+ *     >= 1) or 2^-149 (b = 0), every float32 of bin b is an integer multiple of q_b below
+ *     2^24 * 2^(8b + 7 - 150) = 2^31 q_b (b = 0: 2^30 q_b); so is every float32, of any
+ *     origin, whose exponent field lies in bin b. A sum of at most 2^22 of them is an integer
+ *     below 2^53 times q_b: representable, every DADD exact. A lane adds at most 2^17 elements
+ *     between two flushes (the kernel's chunks), so its bin is below 2^48 q_b, and a flush may
+ *     add the 32 lanes' bins of one row exactly (below 2^53 q_b) before the one conversion to
+ *     superaccumulator digits. Bins start at -0.0: a bin still -0.0 received only -0.0s. An
+ *     infinity or a NaN (exponent field 255: bin 31) makes its bin +-inf or NaN (inf + -inf =
+ *     NaN), classified at the flush; finite bins stay below 2^53 * 2^98 (no overflow).
+ *
+ *   Digits (float64 SUM): 65 int64 digits of radix 2^32 at lsb 2^-1074 (the SUM layout's first
+ *     65 of 70). A finite double m * 2^(max(E, 1) - 1075), m < 2^53, sits at bit
+ *     p = max(E, 1) - 1 <= 2045 above the lsb: its m << (p & 31) (below 2^85) is added as its low
+ *     32 bits to digit p >> 5 and its high part to the next digit (<= 64); for a negative value,
+ *     of the negated significand in two's complement: low 32 bits in [0, 2^32), high part
+ *     floor(m * 2^s / 2^32) in [-2^53, 0]. A digit gains at most 2^53 per element, so a lane
+ *     normalises its digits (one pass: each digit keeps its low 32 bits plus the carry of the
+ *     one below, the top digit takes the last carry) every 2^9 elements at most: before it,
+ *     |digit| <= 2^32 + 2^31 + (2^9 + 16) * 2^53 < 2^63. Infinities and NaNs are screened into
+ *     the flags (exponent field 2047 adds nothing).
+ *
+ * Part of exact.cu; included there only. */
+#ifndef COOPREDUCE_GPU_EXACT_LANES_CUH
+#define COOPREDUCE_GPU_EXACT_LANES_CUH
+
+#include <stdint.h>
+
+#include "core/superacc.h"
+
+namespace {
+
+/* ---- Bins --------------------------------------------------------------------------------- */
+constexpr int kBins = 32;
+/* Largest count of elements a lane may add to its bins between two flushes (the header). */
+constexpr uint64_t kBinLaneElems = 1ull << 17;
+
+/* f (bits w) into its bin: `col` is the lane's column (bin 0 of this lane). */
+__device__ __forceinline__ void bin_add(double *col, uint32_t w)
+{
+    col[((w >> 26) & 31u) * 32] += (double)__uint_as_float(w);
+}
+
+/* Every lane of the warp (converged: __syncwarp inside): adds row `lane` of the warp's bins
+ * (bin `lane` of the 32 lanes, exactly) to the block's superaccumulator `acc` with 64-bit
+ * shared atomics, or to the flags when it is not finite, and resets the row to -0.0. `warp`:
+ * the warp's region (kBins * 32 doubles). */
+__device__ __noinline__ unsigned bins_flush(double *warp, long long *acc, int lsb)
+{
+    const unsigned lane = threadIdx.x % 32;
+    double *row = warp + lane * 32;
+    __syncwarp();
+    double s = -0.0;
+#pragma unroll 8
+    for (unsigned j = 0; j < 32; j++) {
+        const unsigned k = (j + lane) & 31u; /* rotated: the lanes of a half-warp hit distinct banks */
+        s += row[k];
+        row[k] = -0.0;
+    }
+    __syncwarp();
+    unsigned flags = __double_as_longlong(s) != (long long)0x8000000000000000ull ? CR_X_NONNEGZ : 0u;
+    if (isfinite(s)) {
+        int idx;
+        int64_t c[3];
+        if (cr_sa_split_f64(s, lsb, &idx, c))
+            for (int k = 0; k < 3; k++)
+                if (c[k]) atomicAdd((unsigned long long *)&acc[idx + k], (unsigned long long)c[k]);
+    } else {
+        flags |= cr_sa_special_flags(s);
+    }
+    return flags;
+}
+
+/* ---- Digits ------------------------------------------------------------------------------- */
+constexpr int kLaneDigits = 65;
+/* Largest count of elements a lane may add to its digits between two normalisations. */
+constexpr uint64_t kDigitLaneElems = 1ull << 9;
+
+/* The finite double of bits b into the lane's digits `col` (digit i at col[i * 32]); an
+ * infinity or NaN adds nothing and returns its flags. */
+__device__ __forceinline__ unsigned digits_add(long long *col, uint64_t b)
+{
+    const unsigned ex = (unsigned)(b >> 52) & 0x7ffu;
+    const bool fin = ex != 0x7ffu;
+    /* the signed significand m (|m| < 2^53; 0 for an infinity or NaN), then m * 2^s as
+     * hi * 2^32 + lo: lo its low 32 bits (two's complement, in [0, 2^32)), hi = floor(m * 2^s /
+     * 2^32) by an arithmetic shift (|hi| <= 2^53) */
+    long long m = (long long)((b & 0xfffffffffffffull) | (ex ? 1ull << 52 : 0ull));
+    m = (long long)b < 0 ? -m : m;
+    m = fin ? m : 0;
+    const unsigned p = (ex ? ex : 1u) - 1u, idx = p >> 5, s = p & 31u;
+    const long long lo = (long long)(uint32_t)((uint32_t)m << s);
+    const long long hi = (m >> 1) >> (31u - s);
+    col[idx * 32] += lo;
+    col[(idx + 1) * 32] += hi;
+    return fin ? 0u : cr_sa_special_flags(__longlong_as_double((long long)b));
+}
+
+/* One normalising pass over the lane's digits (its own column only: no synchronisation). */
+__device__ __forceinline__ void digits_normalise(long long *col)
+{
+    long long c = 0;
+#pragma unroll 13
+    for (int i = 0; i < kLaneDigits - 1; i++) {
+        const long long v = col[i * 32];
+        col[i * 32] = (v & 0xffffffffll) + c;
+        c = v >> 32;
+    }
+    col[(kLaneDigits - 1) * 32] += c;
+}
+
+/* Every lane of the warp (converged), after a normalisation: digit `lane`, `lane + 32`, ... of
+ * the 32 lanes (each below 2^33 in magnitude: their sum below 2^38) added to the block's
+ * superaccumulator, the warp's digits reset to zero. `warp`: the warp's region. */
+__device__ __noinline__ void digits_flush(long long *warp, long long *acc)
+{
+    const unsigned lane = threadIdx.x % 32;
+    __syncwarp();
+    for (unsigned i = lane; i < (unsigned)kLaneDigits; i += 32) {
+        long long *row = warp + i * 32, s = 0;
+#pragma unroll 8
+        for (unsigned j = 0; j < 32; j++) {
+            const unsigned k = (j + i) & 31u;
+            s += row[k];
+            row[k] = 0;
+        }
+        if (s) atomicAdd((unsigned long long *)&acc[i], (unsigned long long)s);
+    }
+    __syncwarp();
+}
+
+} // namespace
+
+#endif
