@@ -100,6 +100,40 @@ static inline CR_HD int cr_sa_split_f64(double v, int lsb, int *idx, int64_t c[3
     return 1;
 }
 
+/* Digits at 2^-1074 in flat loops (the GPU's lanes, the CPU's float64 sum): the double of bits b
+ * as two contributions, lo in [0, 2^32) to digit *idx and hi (|hi| <= 2^53) to digit *idx + 1
+ * (<= 64). A finite m * 2^(max(E, 1) - 1075), m < 2^53, sits at bit p = max(E, 1) - 1; with the
+ * sign folded into m (two's complement) and s = p & 31, m * 2^s = hi * 2^32 + lo: lo its low 32
+ * bits, hi = floor(m * 2^s / 2^32) by an arithmetic shift. An infinity or a NaN contributes
+ * zeros. Branch-free. */
+static inline CR_HD void cr_sa_split_bits(uint64_t b, int *idx, int64_t *lo, int64_t *hi)
+{
+    /* arithmetic, not selects: compilers turn those into branches, which random signs defeat */
+    const unsigned ex = (unsigned)(b >> 52) & 0x7ffu, normal = ex != 0u;
+    const int64_t sgn = (int64_t)b >> 63; /* 0 or -1 */
+    int64_t m = (int64_t)((b & 0xfffffffffffffull) | ((uint64_t)normal << 52));
+    m = (m ^ sgn) - sgn;
+    m &= -(int64_t)(ex != 0x7ffu);
+    const unsigned p = ex - normal, sh = p & 31u;
+    *idx = (int)(p >> 5);
+    *lo = (int64_t)(uint32_t)((uint32_t)m << sh);
+    *hi = (m >> 1) >> (31u - sh);
+}
+
+/* One normalising pass over nd digits spaced `stride` apart (those of a flat loop): each digit
+ * keeps its low 32 bits plus the carry of the one below, the top digit takes the last carry.
+ * Digits below 2^63 in magnitude come out in [-2^31, 2^32 + 2^31). */
+static inline CR_HD void cr_sa_normalise_strided(int64_t *d, int nd, int stride)
+{
+    int64_t c = 0;
+    for (int i = 0; i < nd - 1; i++) {
+        const int64_t v = d[i * stride];
+        d[i * stride] = (v & 0xffffffffll) + c;
+        c = v >> 32;
+    }
+    d[(nd - 1) * stride] += c;
+}
+
 /* The flags of a value that is not finite (NaN or +-inf); 0 for a finite one. */
 static inline CR_HD unsigned cr_sa_special_flags(double v)
 {

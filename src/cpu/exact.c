@@ -3,16 +3,16 @@
  *
  * Each thread takes a contiguous range. Sums of float32, float16 and bfloat16: each element is
  * added in binary64 to the bucket of its float32 exponent, exactly ("exponent buckets" below).
- * Float64 sums and the dots: the elements become "leaves" in binary64, exactly (a float64 value,
- * a float32 product; a float64 product as p = fl(x*y) and its error fma(x, y, -p)). Leaves go
- * to 32 independent lanes (four 8-double vectors); each lane is a
- * floating-point expansion of K terms (K = 2, or 3 for float64) updated with TwoSum, so that
- * (terms + residue) == (terms before + leaf) exactly. A nonzero residue leaves the vectors and is
- * added, exactly, to the thread's superaccumulator (src/core/superacc.h): the rare slow path.
- * float64 values of magnitude >= 2^960, infinities and NaNs go to the superaccumulator or the
- * flags directly, so no expansion ever overflows; in the float32 dot an infinity or a NaN
- * reaches the lead term, makes the residue NaN, and is classified there.
- * At the end each lane's terms are added to the superaccumulator, the threads' accumulators are
+ * Float64 sums and float32 dots: each element (the exact product, for the dot) goes to int64
+ * digits, whatever its exponent ("digits" below). The float64 dot: each product becomes two
+ * "leaves" in binary64, exactly, p = fl(x*y) and its error fma(x, y, -p); leaves go to 32
+ * independent lanes (four 8-double vectors), each a floating-point expansion of K = 3 terms
+ * updated with TwoSum, so that (terms + residue) == (terms before + leaf)
+ * exactly. A nonzero residue leaves the vectors and is added, exactly, to the thread's
+ * superaccumulator (src/core/superacc.h): rare on narrow data, frequent on data spread over many
+ * binades. Products outside [2^-968, 2^960) and non-finite factors go to the superaccumulator
+ * or the flags directly, so no expansion ever overflows. At the end each lane's terms (each
+ * bucket, each set of digits) are added to the superaccumulator, the threads' accumulators are
  * added (integer addition: any order, same digits) and the total is rounded once.
  *
  * Compiled with -ffp-contract=off and without fast-math (CMakeLists.txt): TwoSum must not be
@@ -158,13 +158,14 @@ static void slow_product(job *j, double a, double b)
  * the plain recursive sum of the lane's leaves, so it is -0.0 at the end exactly when every leaf
  * was -0.0 (the slow paths set CR_X_NONNEGZ themselves). */
 #define DEFINE_RUN(NAME, K, EPS, FILL)                                                             \
-    CR_SIMD_CLONES static void NAME(job *j)                                                        \
+    CR_SIMD_CLONES static unsigned NAME(job *j)                                                    \
     {                                                                                              \
         v8d t[K][NV];                                                                              \
         for (int v = 0; v < NV; v++)                                                               \
             for (int k = 0; k < (K); k++)                                                          \
                 for (int l = 0; l < 8; l++) t[k][v][l] = k == 0 ? -0.0 : 0.0;                      \
         double buf[LANES] __attribute__((aligned(64)));                                            \
+        unsigned hits = 0; /* steps that left a residue */                                         \
         for (uint64_t i = j->i0; i < j->i1; i += (EPS)) {                                          \
             const uint64_t cnt = j->i1 - i < (EPS) ? j->i1 - i : (EPS);                            \
             FILL(j, i, cnt, buf);                                                                  \
@@ -185,9 +186,13 @@ static void slow_product(job *j, double a, double b)
             }                                                                                      \
             int64_t any = 0;                                                                       \
             for (int l = 0; l < 8; l++) any |= nz[l];                                              \
-            if (any) flush_lanes(j, (double *)t, (K), (const double *)r);                          \
+            if (any) {                                                                             \
+                flush_lanes(j, (double *)t, (K), (const double *)r);                               \
+                hits++;                                                                            \
+            }                                                                                      \
         }                                                                                          \
         fold_lanes(j, (const double *)t, (K));                                                     \
+        return hits;                                                                               \
     }
 
 /* t is laid out [k][v][l]: term k of lane (v, l) at t[(k * NV + v) * 8 + l]. */
@@ -316,17 +321,108 @@ static void buckets_f16(job *j)
     }
 }
 
+/* ---- float64 sums and float32 dots: digits ------------------------------------------------
+ * As the GPU's lanes (src/gpu/exact_lanes.cuh): every value goes to int64 digits of radix 2^32
+ * at 2^-1074 as two contributions (cr_sa_split_bits: the low 32 bits and the rest, at most
+ * 2^53), whatever its exponent or sign: a flat cost, where the expansions fell to a twentieth of
+ * their speed on data spread over many binades. DSETS sets of digits, element i to set i %
+ * DSETS, so that consecutive values do not wait on each other's stores; each set is normalised
+ * (cr_sa_normalise_strided) after at most DSPAN + DSETS additions: its digits stay below
+ * 2^32 + 2^31 + (2^9 + 4) * 2^53 < 2^63. Infinities and NaNs add nothing and set their flags;
+ * CR_X_NONNEGZ is the OR of every value's bits but -0.0's. */
+#define DSETS 4
+#define DDIGITS 65
+#define DSPAN 512 /* additions per set between two normalisations */
+
+/* One value of bits b into set D (a macro: the loops below stay free of calls). */
+#define DIGITS_ADD(D, b)                                                                           \
+    do {                                                                                           \
+        int idx_;                                                                                  \
+        int64_t lo_, hi_;                                                                          \
+        cr_sa_split_bits((b), &idx_, &lo_, &hi_);                                                  \
+        (D)[idx_] += lo_;                                                                          \
+        (D)[idx_ + 1] += hi_;                                                                      \
+        nonneg |= (b) ^ 0x8000000000000000ull;                                                     \
+        if ((((b) >> 52) & 0x7ffu) == 0x7ffu) flags |= cr_sa_special_flags(cr_f64_from(b));       \
+    } while (0)
+
+/* The digits of a range; BITS(j, i): the bits of the double element i adds (a float64 value, or
+ * a float32 product, exact in binary64: inf * 0 is NaN, a zero's sign the XOR of its factors'). */
+#define DEFINE_DIGITS(NAME, BITS)                                                                  \
+    static void NAME(job *j)                                                                       \
+    {                                                                                              \
+        int64_t D[DSETS][DDIGITS];                                                                 \
+        memset(D, 0, sizeof D);                                                                    \
+        uint64_t nonneg = 0;                                                                       \
+        unsigned flags = 0;                                                                        \
+        for (uint64_t i = j->i0; i < j->i1;) {                                                     \
+            const uint64_t cnt = j->i1 - i < DSETS * DSPAN ? j->i1 - i : DSETS * DSPAN;           \
+            uint64_t k = 0;                                                                        \
+            for (; k + DSETS <= cnt; k += DSETS)                                                   \
+                for (int q = 0; q < DSETS; q++) {                                                  \
+                    const uint64_t b = BITS(j, i + k + q);                                         \
+                    DIGITS_ADD(D[q], b);                                                           \
+                }                                                                                  \
+            for (; k < cnt; k++) {                                                                 \
+                const uint64_t b = BITS(j, i + k);                                                 \
+                DIGITS_ADD(D[0], b);                                                               \
+            }                                                                                      \
+            for (int q = 0; q < DSETS; q++) cr_sa_normalise_strided(D[q], DDIGITS, 1);            \
+            i += cnt;                                                                              \
+        }                                                                                          \
+        for (int q = 0; q < DSETS; q++)                                                            \
+            for (int k = 0; k < DDIGITS; k++) j->d[k] += D[q][k]; /* each below 2^33 */           \
+        j->flags |= flags | (nonneg ? CR_X_NONNEGZ : 0u);                                          \
+    }
+#define BITS_F64(j, i)   (((const uint64_t *)(j)->x)[i])
+#define BITS_DOT32(j, i)                                                                           \
+    cr_f64_bits((double)((const float *)(j)->x)[i] * (double)((const float *)(j)->y)[i])
+DEFINE_DIGITS(digits_f64, BITS_F64)
+DEFINE_DIGITS(digits_dot32, BITS_DOT32)
+
+/* Expansions while residues stay rare, digits where they do not: blocks of HYB_BLOCK elements go
+ * through the expansions (fast on narrow data), and after a block in which more than one step in
+ * 8 left a residue (data spread over many binades, where the expansions fall to a twentieth of
+ * their speed), the next HYB_DIGITS elements go through the digits, whose cost does not depend on
+ * the data; then the expansions are tried again. Either way every element is added exactly: the
+ * switch changes the speed, never the digits' value. */
+#define HYB_BLOCK  (1u << 14)
+#define HYB_DIGITS (1u << 18)
+
+static void hybrid(job *j, unsigned (*run)(job *), void (*digits)(job *), uint64_t per_step)
+{
+    const uint64_t i0 = j->i0, i1 = j->i1;
+    for (uint64_t i = i0; i < i1;) {
+        uint64_t e = i1 - i < HYB_BLOCK ? i1 : i + HYB_BLOCK;
+        j->i0 = i;
+        j->i1 = e;
+        const uint64_t steps = (e - i + per_step - 1) / per_step;
+        const unsigned hits = run(j);
+        i = e;
+        if ((uint64_t)hits * 8 > steps && i < i1) {
+            e = i1 - i < HYB_DIGITS ? i1 : i + HYB_DIGITS;
+            j->i0 = i;
+            j->i1 = e;
+            digits(j);
+            cr_sa_carry(j->d, j->nd); /* the digits' sums (below 2^35) kept away from the bound */
+            i = e;
+        }
+    }
+    j->i0 = i0;
+    j->i1 = i1;
+}
+
 static void *worker(void *arg)
 {
     job *j = arg;
     if (j->op == COOPREDUCE_OP_DOT && j->dt == COOPREDUCE_FLOAT64)
         run_dot64(j);
     else if (j->op == COOPREDUCE_OP_DOT)
-        run_dot32(j);
+        hybrid(j, run_dot32, digits_dot32, LANES);
     else if (j->dt == COOPREDUCE_FLOAT32)
         buckets_run(j, bucket_add_f32);
     else if (j->dt == COOPREDUCE_FLOAT64)
-        run_f64(j);
+        hybrid(j, run_f64, digits_f64, LANES);
     else if (j->dt == COOPREDUCE_FLOAT16)
         buckets_f16(j);
     else

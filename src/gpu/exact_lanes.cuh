@@ -19,8 +19,9 @@
  *     infinity or a NaN (exponent field 255: bin 31) makes its bin +-inf or NaN (inf + -inf =
  *     NaN), classified at the flush; finite bins stay below 2^53 * 2^98 (no overflow).
  *
- *   Digits (float64 SUM): 65 int64 digits of radix 2^32 at lsb 2^-1074 (the SUM layout's first
- *     65 of 70). A finite double m * 2^(max(E, 1) - 1075), m < 2^53, sits at bit
+ *   Digits (float64 SUM, float32 DOT's exact products): 65 int64 digits of radix 2^32 at lsb
+ *     2^-1074 (the SUM layout's first 65 of 70; the split and the normalising pass are
+ *     superacc.h's, shared with the CPU). A finite double m * 2^(max(E, 1) - 1075), m < 2^53, sits at bit
  *     p = max(E, 1) - 1 <= 2045 above the lsb: its m << (p & 31) (below 2^85) is added as its low
  *     32 bits to digit p >> 5 and its high part to the next digit (<= 64); for a negative value,
  *     of the negated significand in two's complement: low 32 bits in [0, 2^32), high part
@@ -86,37 +87,23 @@ constexpr int kLaneDigits = 65;
 /* Largest count of elements a lane may add to its digits between two normalisations. */
 constexpr uint64_t kDigitLaneElems = 1ull << 9;
 
-/* The finite double of bits b into the lane's digits `col` (digit i at col[i * 32]); an
- * infinity or NaN adds nothing and returns its flags. */
+/* The double of bits b into the lane's digits `col` (digit i at col[i * 32]; superacc.h's
+ * cr_sa_split_bits); an infinity or NaN adds nothing and returns its flags. */
 __device__ __forceinline__ unsigned digits_add(long long *col, uint64_t b)
 {
-    const unsigned ex = (unsigned)(b >> 52) & 0x7ffu;
-    const bool fin = ex != 0x7ffu;
-    /* the signed significand m (|m| < 2^53; 0 for an infinity or NaN), then m * 2^s as
-     * hi * 2^32 + lo: lo its low 32 bits (two's complement, in [0, 2^32)), hi = floor(m * 2^s /
-     * 2^32) by an arithmetic shift (|hi| <= 2^53) */
-    long long m = (long long)((b & 0xfffffffffffffull) | (ex ? 1ull << 52 : 0ull));
-    m = (long long)b < 0 ? -m : m;
-    m = fin ? m : 0;
-    const unsigned p = (ex ? ex : 1u) - 1u, idx = p >> 5, s = p & 31u;
-    const long long lo = (long long)(uint32_t)((uint32_t)m << s);
-    const long long hi = (m >> 1) >> (31u - s);
+    int idx;
+    int64_t lo, hi;
+    cr_sa_split_bits(b, &idx, &lo, &hi);
     col[idx * 32] += lo;
     col[(idx + 1) * 32] += hi;
-    return fin ? 0u : cr_sa_special_flags(__longlong_as_double((long long)b));
+    return ((b >> 52) & 0x7ffu) != 0x7ffu ? 0u
+                                          : cr_sa_special_flags(__longlong_as_double((long long)b));
 }
 
 /* One normalising pass over the lane's digits (its own column only: no synchronisation). */
 __device__ __forceinline__ void digits_normalise(long long *col)
 {
-    long long c = 0;
-#pragma unroll 13
-    for (int i = 0; i < kLaneDigits - 1; i++) {
-        const long long v = col[i * 32];
-        col[i * 32] = (v & 0xffffffffll) + c;
-        c = v >> 32;
-    }
-    col[(kLaneDigits - 1) * 32] += c;
+    cr_sa_normalise_strided(reinterpret_cast<int64_t *>(col), kLaneDigits, 32);
 }
 
 /* Every lane of the warp (converged), after a normalisation: digit `lane`, `lane + 32`, ... of
