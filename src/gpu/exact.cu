@@ -4,7 +4,7 @@
  * Each thread runs a grid-stride loop of 16-byte loads (element loads for a dot whose arrays sit
  * differently within 16 bytes), U units per iteration. How the elements are added depends on the
  * type; every step is exact, and all but the float64 dot cost the same whatever the data:
- *   float32 and bfloat16 SUM: per-lane binary64 bins in shared memory, one per 8 exponents
+ *   float32 and bfloat16 SUM: per-lane binary64 bins in shared memory, one per 16 or 8 exponents
  *     (exact_lanes.cuh: Bins); a bfloat16 unit whose 8 elements pass a range check goes in as
  *     its exact float32 tree, one addition. The warp's bins are flushed to the block's
  *     superaccumulator at most every 2^17 elements per lane.
@@ -100,11 +100,17 @@ constexpr int units_per_iter(coopreduce_dtype dt, int dot, int vec)
 {
     return path_of(dt, dot, vec) == P_LEAVES ? 2 : (dt == kF64 && !dot) ? 8 : 4;
 }
-/* Threads per block: the per-lane accumulators live in shared memory (8 KiB a warp for bins,
- * 16.25 KiB for digits), so their blocks are small and several share an SM (6 per SM, 24 and 12
- * warps: enough loads in flight at 64 bytes a thread). */
+/* Threads per block: the per-lane accumulators live in shared memory (4 or 8 KiB a warp for
+ * bins, 16.25 KiB for digits), so their blocks are small and several share an SM (8 or 6 of
+ * 128 threads, 6 of 64: 32, 24 and 12 warps, loads of 64 or 128 bytes a thread in flight). */
 constexpr int threads_of(int path) { return path == P_BINS ? 128 : path == P_DIGITS ? 64 : 512; }
-constexpr int min_blocks_of(int path) { return path == P_BINS || path == P_DIGITS ? 6 : 2; }
+/* float32 bins: 16 of 16 exponents (4 KiB a warp, 8 blocks of 128 per SM); bfloat16: 32 of 8
+ * (its units that pass the range check go in as one float32: fewer flushes matter more) */
+constexpr int bin_shift_of(coopreduce_dtype dt) { return dt == COOPREDUCE_FLOAT32 ? 27 : 26; }
+constexpr int min_blocks_of(int path, coopreduce_dtype dt)
+{
+    return path == P_BINS ? (dt == COOPREDUCE_FLOAT32 ? 8 : 6) : path == P_DIGITS ? 6 : 2;
+}
 
 template <coopreduce_dtype DT, int DOT, int VEC> struct Cfg {
     static constexpr int ES = Elem<DT>::kBytes;
@@ -119,16 +125,18 @@ template <coopreduce_dtype DT, int DOT, int VEC> struct Cfg {
     static constexpr int PATH = path_of(DT, DOT, VEC);
     static constexpr int U = units_per_iter(DT, DOT, VEC); /* units per thread and iteration */
     static constexpr int THREADS = threads_of(PATH);
+    static constexpr int BIN_SHIFT = bin_shift_of(DT);
+    typedef BinShape<BIN_SHIFT> Bins;
     static constexpr int WARPS = THREADS / 32;
     /* Iterations between flushes: float16, of its accumulators (each takes 8 * U / kF16Acc
      * elements per iteration); bins, at most kBinLaneElems elements per lane; digits, a
      * normalisation every kDigitLaneElems; a round elsewhere. */
     static constexpr uint64_t CHUNK = PATH == P_F16    ? kF16Leaves * kF16Acc / (8 * U)
-                                      : PATH == P_BINS ? kBinLaneElems / (EPU * U)
+                                      : PATH == P_BINS ? Bins::kLaneElems / (EPU * U)
                                       : PATH == P_DIGITS ? kDigitLaneElems / (EPU * U)
                                                          : kRound;
     /* 64-bit words of per-lane accumulators in shared memory (1: none) */
-    static constexpr int LANE_WORDS = PATH == P_BINS     ? WARPS * kBins * 32
+    static constexpr int LANE_WORDS = PATH == P_BINS     ? WARPS * Bins::kBins * 32
                                       : PATH == P_DIGITS ? WARPS * kLaneDigits * 32
                                                          : 1;
 };
@@ -445,7 +453,7 @@ consume(const Unit (&ux)[Cfg<DT, DOT, VEC>::U], const Unit (&uy)[Cfg<DT, DOT, VE
 #pragma unroll
         for (int u = 0; u < U; u++)
 #pragma unroll
-            for (int j = 0; j < 4; j++) bin_add(col, ux[u].w[j]);
+            for (int j = 0; j < 4; j++) bin_add<C::BIN_SHIFT>(col, ux[u].w[j]);
     } else if (C::PATH == P_BINS) {
         /* bfloat16: when the U units pass one joint check, each unit's float32 tree (exact:
          * see the header) is a float32 and goes to its bin, 8 elements in one addition; else
@@ -454,14 +462,14 @@ consume(const Unit (&ux)[Cfg<DT, DOT, VEC>::U], const Unit (&uy)[Cfg<DT, DOT, VE
         bf16_range<U>(ux, spread, top);
         if (spread <= 13 && top <= 251) {
 #pragma unroll
-            for (int u = 0; u < U; u++) bin_add(col, __float_as_uint(bf16_tree(ux[u])));
+            for (int u = 0; u < U; u++) bin_add<C::BIN_SHIFT>(col, __float_as_uint(bf16_tree(ux[u])));
         } else {
 #pragma unroll
             for (int u = 0; u < U; u++)
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
-                    bin_add(col, ux[u].w[j] << 16);
-                    bin_add(col, ux[u].w[j] & 0xffff0000u);
+                    bin_add<C::BIN_SHIFT>(col, ux[u].w[j] << 16);
+                    bin_add<C::BIN_SHIFT>(col, ux[u].w[j] & 0xffff0000u);
                 }
         }
     } else if (C::PATH == P_DIGITS) {
@@ -503,7 +511,8 @@ __device__ __forceinline__ long long *fold_of(unsigned int *ticket)
 }
 
 template <coopreduce_dtype DT, int DOT, int VEC>
-__global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS, min_blocks_of(Cfg<DT, DOT, VEC>::PATH))
+__global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
+                                 min_blocks_of(Cfg<DT, DOT, VEC>::PATH, DT))
     exact_kernel(const void *xv, const void *yv, uint64_t n, unsigned int *ticket, void *out,
                  int fmt)
 {
@@ -570,7 +579,7 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS, min_blocks_of(Cfg<
 #pragma unroll
             for (int j = 0; j < kF16Acc; j++) fx[j] = -0.0;
         } else if (C::PATH == P_BINS) {
-            flags |= bins_flush(wbins, acc, LSB);
+            flags |= bins_flush<C::Bins::kBins>(wbins, acc, LSB);
         } else if (C::PATH == P_DIGITS) {
             digits_normalise(dcol);
         }
@@ -636,7 +645,7 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS, min_blocks_of(Cfg<
             L::element(x, first + gid, ux);
             if (DOT) L::element(y, first + gid, uy);
             if (C::PATH == P_BINS) {
-                bin_add(col, DT == kF32 ? ux.w[0] : (uint32_t)ux.h[0] << 16);
+                bin_add<C::BIN_SHIFT>(col, DT == kF32 ? ux.w[0] : (uint32_t)ux.h[0] << 16);
             } else if (C::PATH == P_DIGITS) {
                 const uint64_t b = digit_bits<DT, DOT>(ux, uy, 0);
                 flags |= digits_add(dcol, b);

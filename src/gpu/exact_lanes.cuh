@@ -7,17 +7,17 @@
  * whatever words they pick (a 64-bit access is served per half-warp; lane L of the half uses
  * banks 2L, 2L + 1). No atomics, no conflicts, no order: integer and exact binary64 additions.
  *
- *   Bins (float32 and bfloat16 SUM): 32 binary64 bins. A float32 f (a bfloat16 is one) with
- *     exponent field E goes to bin b = E >> 3, read off bits 30..26. With q_b = 2^(8b - 150) (b
- *     >= 1) or 2^-149 (b = 0), every float32 of bin b is an integer multiple of q_b below
- *     2^24 * 2^(8b + 7 - 150) = 2^31 q_b (b = 0: 2^30 q_b); so is every float32, of any
- *     origin, whose exponent field lies in bin b. A sum of at most 2^22 of them is an integer
- *     below 2^53 times q_b: representable, every DADD exact. A lane adds at most 2^17 elements
- *     between two flushes (the kernel's chunks), so its bin is below 2^48 q_b, and a flush may
- *     add the 32 lanes' bins of one row exactly (below 2^53 q_b) before the one conversion to
- *     superaccumulator digits. Bins start at -0.0: a bin still -0.0 received only -0.0s. An
- *     infinity or a NaN (exponent field 255: bin 31) makes its bin +-inf or NaN (inf + -inf =
- *     NaN), classified at the flush; finite bins stay below 2^53 * 2^98 (no overflow).
+ *   Bins (float32 and bfloat16 SUM): binary64 bins of W consecutive exponents (BinShape: 32
+ *     bins of W = 8 for bfloat16, 16 of W = 16 for float32). A float32 f (a bfloat16 is one)
+ *     with exponent field E goes to bin b = E / W, read off bits 30..SHIFT. With q_b =
+ *     2^(W b - 150) (b >= 1) or 2^-149 (b = 0), every float32 whose exponent field lies in bin b,
+ *     of any origin, is an integer multiple of q_b below 2^24 * 2^(W b + W - 1 - 150) =
+ *     2^(23 + W) q_b. A lane adds at most 2^(25 - W) elements between two flushes (2^17 or 2^9:
+ *     the kernel's chunks), so its bin stays below 2^48 q_b: representable, every DADD exact;
+ *     and a flush may add the 32 lanes' bins of one row exactly (below 2^53 q_b) before the one
+ *     conversion to superaccumulator digits. Bins start at -0.0: a bin still -0.0 received only
+ *     -0.0s. An infinity or a NaN (exponent field 255: the last bin) makes its bin +-inf or NaN
+ *     (inf + -inf = NaN), classified at the flush; finite bins stay far below overflow.
  *
  *   Digits (float64 SUM, float32 DOT's exact products): 65 int64 digits of radix 2^32 at lsb
  *     2^-1074 (the SUM layout's first 65 of 70; the split and the normalising pass are
@@ -42,31 +42,39 @@
 namespace {
 
 /* ---- Bins --------------------------------------------------------------------------------- */
-constexpr int kBins = 32;
-/* Largest count of elements a lane may add to its bins between two flushes (the header). */
-constexpr uint64_t kBinLaneElems = 1ull << 17;
+/* Bins read off bits 30..SHIFT of a float32: SHIFT 26, 32 bins of 8 exponents (8 KiB a warp);
+ * SHIFT 27, 16 bins of 16 exponents (4 KiB a warp: more warps per SM). */
+template <int SHIFT> struct BinShape {
+    static constexpr int kBins = 1 << (31 - SHIFT);
+    static constexpr int kWidth = 1 << (SHIFT - 23); /* exponents per bin */
+    /* Largest count of elements a lane may add to its bins between two flushes: a float32 of a
+     * bin is below 2^(24 + kWidth - 1) of its unit, a lane's bin must stay below 2^48 of it. */
+    static constexpr uint64_t kLaneElems = 1ull << (25 - kWidth);
+};
 
 /* f (bits w) into its bin: `col` is the lane's column (bin 0 of this lane). */
-__device__ __forceinline__ void bin_add(double *col, uint32_t w)
+template <int SHIFT> __device__ __forceinline__ void bin_add(double *col, uint32_t w)
 {
-    col[((w >> 26) & 31u) * 32] += (double)__uint_as_float(w);
+    col[((w >> SHIFT) & (BinShape<SHIFT>::kBins - 1u)) * 32] += (double)__uint_as_float(w);
 }
 
-/* Every lane of the warp (converged: __syncwarp inside): adds row `lane` of the warp's bins
+/* Every lane of the warp (converged: __syncwarp inside): adds row `lane` (< NB) of the warp's bins
  * (bin `lane` of the 32 lanes, exactly) to the block's superaccumulator `acc` with 64-bit
  * shared atomics, or to the flags when it is not finite, and resets the row to -0.0. `warp`:
- * the warp's region (kBins * 32 doubles). */
-__device__ __noinline__ unsigned bins_flush(double *warp, long long *acc, int lsb)
+ * the warp's region (NB * 32 doubles). */
+template <int NB> __device__ __noinline__ unsigned bins_flush(double *warp, long long *acc, int lsb)
 {
     const unsigned lane = threadIdx.x % 32;
     double *row = warp + lane * 32;
     __syncwarp();
     double s = -0.0;
+    if (lane < (unsigned)NB) {
 #pragma unroll 8
-    for (unsigned j = 0; j < 32; j++) {
-        const unsigned k = (j + lane) & 31u; /* rotated: the lanes of a half-warp hit distinct banks */
-        s += row[k];
-        row[k] = -0.0;
+        for (unsigned j = 0; j < 32; j++) {
+            const unsigned k = (j + lane) & 31u; /* rotated: a half-warp's lanes, distinct banks */
+            s += row[k];
+            row[k] = -0.0;
+        }
     }
     __syncwarp();
     unsigned flags = __double_as_longlong(s) != (long long)0x8000000000000000ull ? CR_X_NONNEGZ : 0u;
