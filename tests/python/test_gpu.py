@@ -108,7 +108,11 @@ def test_non_default_stream(rng):
 def test_no_host_synchronisation(rng):
     x = rand(rng, (1 << 24,), torch.float32).cuda()
     y = rand(rng, (1 << 24,), torch.float32).cuda()
-    cr.sum(x), cr.sum(x.view(4096, -1), axis=1), cr.dot(x, y)  # handles and buffers made
+    # handles, buffers and kernels made: a first call may allocate (torch's cudaMalloc for the
+    # strided view's copy) or load a kernel, either of which may wait for the device
+    cr.sum(x), cr.sum(x.view(4096, -1), axis=1), cr.dot(x, y)
+    cr.sum(x, mode="exact"), cr.sum(x[::2]), cr.mean(x, axis=None)
+    cr.argmax(x.view(64, -1), axis=0), cr.norm2(x, mode="deterministic")
     torch.cuda.synchronize()
     st = torch.cuda.current_stream()
     torch.cuda._sleep(2_000_000_000)  # about a second of GPU time on the current stream
