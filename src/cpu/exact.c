@@ -3,17 +3,19 @@
  *
  * Each thread takes a contiguous range. Sums of float32, float16 and bfloat16: each element is
  * added in binary64 to the bucket of its float32 exponent, exactly ("exponent buckets" below).
- * Float64 sums and float32 dots: each element (the exact product, for the dot) goes to int64
- * digits, whatever its exponent ("digits" below). The float64 dot: each product becomes two
- * "leaves" in binary64, exactly, p = fl(x*y) and its error fma(x, y, -p); leaves go to 32
- * independent lanes (four 8-double vectors), each a floating-point expansion of K = 3 terms
- * updated with TwoSum, so that (terms + residue) == (terms before + leaf)
- * exactly. A nonzero residue leaves the vectors and is added, exactly, to the thread's
+ * Float64 sums and the dots go through floating-point expansions where those are fast and to
+ * int64 digits, whose cost does not depend on the data, where they are not ("hybrid" below).
+ * In the expansions, elements become "leaves" in binary64, exactly (a float64 value, a float32
+ * product; a float64 product as p = fl(x*y) and its error fma(x, y, -p)); leaves go to 32
+ * independent lanes (four 8-double vectors), each an expansion of K terms (2 for float32
+ * products, 3 otherwise) updated with TwoSum, so that (terms + residue) == (terms before +
+ * leaf) exactly. A nonzero residue leaves the vectors and is added, exactly, to the thread's
  * superaccumulator (src/core/superacc.h): rare on narrow data, frequent on data spread over many
- * binades. Products outside [2^-968, 2^960) and non-finite factors go to the superaccumulator
- * or the flags directly, so no expansion ever overflows. At the end each lane's terms (each
- * bucket, each set of digits) are added to the superaccumulator, the threads' accumulators are
- * added (integer addition: any order, same digits) and the total is rounded once.
+ * binades. float64 values of magnitude >= 2^960, products outside [2^-968, 2^960) and
+ * non-finite factors go to the superaccumulator or the flags directly, so no expansion ever
+ * overflows. At the end each lane's terms (each bucket, each set of digits) are added to the
+ * superaccumulator, the threads' accumulators are added (integer addition: any order, same
+ * digits) and the total is rounded once.
  *
  * Compiled with -ffp-contract=off and without fast-math (CMakeLists.txt): TwoSum must not be
  * fused or reassociated. Runs in round-to-nearest without FTZ/DAZ (the environment cr_cpu_reduce
@@ -46,6 +48,7 @@ typedef struct {
     int nd, lsb;     /* superaccumulator layout */
     unsigned flags;
     uint32_t pending; /* additions since the last carry pass */
+    uint64_t slow;    /* elements that bypassed the expansions (slow_value, slow_product) */
     int64_t d[CR_SA_MAX_DIGITS];
 } job;
 
@@ -62,6 +65,7 @@ static void sa_add(job *j, double v)
 static void slow_value(job *j, double v)
 {
     const unsigned f = cr_sa_special_flags(v);
+    j->slow++;
     j->flags |= f | CR_X_NONNEGZ;
     if (!f) sa_add(j, v);
 }
@@ -70,6 +74,7 @@ static void slow_value(job *j, double v)
  * [2^-968, 2^960) where p and its FMA error would not be exact doubles. */
 static void slow_product(job *j, double a, double b)
 {
+    j->slow++;
     j->flags |= CR_X_NONNEGZ;
     if (!isfinite(a) || !isfinite(b)) {
         j->flags |= cr_sa_product_special(a, b);
@@ -380,10 +385,63 @@ static void buckets_f16(job *j)
 DEFINE_DIGITS(digits_f64, BITS_F64)
 DEFINE_DIGITS(digits_dot32, BITS_DOT32)
 
+/* float64 dots: the exact 106-bit product m = mx * my of two finite factors, at bit p =
+ * max(Ex, 1) + max(Ey, 1) - 2 above 2^-2148 (the DOT64 layout), as two halves below 2^53 (the low
+ * 53 bits at p, the rest at p + 53), each with the product's sign folded in and split as
+ * cr_sa_split_bits splits a significand: four contributions, at most digit 130 of 136. A digit
+ * gains at most 2^53 + 2^32 per product, so sets of DOT_DIGITS digits normalised after at most
+ * DSPAN + 7 products stay below 2^33 + (2^9 + 7) * (2^53 + 2^32) < 2^63. Non-finite factors go
+ * to the flags; a zero product adds nothing and is -0.0 only when its factors' signs differ. */
+#define DOT_DIGITS CR_SA_DOT64_DIGITS
+
+static inline void half_add(int64_t *D, int64_t v, unsigned q)
+{
+    const unsigned sh = q & 31u;
+    D[q >> 5] += (int64_t)(((uint64_t)v << sh) & 0xffffffffu);
+    D[(q >> 5) + 1] += (v >> 1) >> (31u - sh);
+}
+
+static void digits_dot64(job *j)
+{
+    int64_t D[DSETS][DOT_DIGITS];
+    memset(D, 0, sizeof D);
+    const uint64_t *x = (const uint64_t *)j->x, *y = (const uint64_t *)j->y;
+    unsigned flags = 0;
+    for (uint64_t i = j->i0; i < j->i1;) {
+        const uint64_t cnt = j->i1 - i < DSETS * DSPAN ? j->i1 - i : DSETS * DSPAN;
+        for (uint64_t k = 0; k < cnt; k++) {
+            const uint64_t a = x[i + k], b = y[i + k];
+            const unsigned ea = (unsigned)(a >> 52) & 0x7ffu, eb = (unsigned)(b >> 52) & 0x7ffu;
+            const int neg = (int)((a ^ b) >> 63);
+            if (ea == 0x7ffu || eb == 0x7ffu) {
+                flags |= cr_sa_product_special(cr_f64_from(a), cr_f64_from(b)) | CR_X_NONNEGZ;
+                continue;
+            }
+            const uint64_t ma = (a & 0xfffffffffffffull) | ((uint64_t)(ea != 0) << 52);
+            const uint64_t mb = (b & 0xfffffffffffffull) | ((uint64_t)(eb != 0) << 52);
+            if (!neg || (ma && mb)) flags |= CR_X_NONNEGZ; /* the product is not -0.0 */
+            const cr_u128 m = (cr_u128)ma * mb;
+            const int64_t sgn = -(int64_t)neg;
+            const int64_t lo53 = (int64_t)((uint64_t)m & ((1ull << 53) - 1u));
+            const int64_t hi53 = (int64_t)(uint64_t)(m >> 53);
+            const unsigned p = (ea - (ea != 0)) + (eb - (eb != 0));
+            int64_t *Dq = D[k % DSETS];
+            half_add(Dq, (lo53 ^ sgn) - sgn, p);
+            half_add(Dq, (hi53 ^ sgn) - sgn, p + 53);
+        }
+        for (int q = 0; q < DSETS; q++) cr_sa_normalise_strided(D[q], DOT_DIGITS, 1);
+        i += cnt;
+    }
+    for (int q = 0; q < DSETS; q++)
+        for (int k = 0; k < DOT_DIGITS; k++) j->d[k] += D[q][k]; /* each below 2^33 */
+    j->flags |= flags;
+}
+
 /* Expansions while residues stay rare, digits where they do not: blocks of HYB_BLOCK elements go
  * through the expansions (fast on narrow data), and after a block in which more than one step in
- * 8 left a residue (data spread over many binades, where the expansions fall to a twentieth of
- * their speed), the next HYB_DIGITS elements go through the digits, whose cost does not depend on
+ * 8 left a residue, or more than one element in 8 bypassed the expansions (data spread over many
+ * binades, or float64 products below 2^-968: the expansions fall to a twentieth of their speed or
+ * less), the next HYB_DIGITS elements go through the digits, whose cost does not depend on
  * the data; then the expansions are tried again. Either way every element is added exactly: the
  * switch changes the speed, never the digits' value. */
 #define HYB_BLOCK  (1u << 14)
@@ -396,10 +454,11 @@ static void hybrid(job *j, unsigned (*run)(job *), void (*digits)(job *), uint64
         uint64_t e = i1 - i < HYB_BLOCK ? i1 : i + HYB_BLOCK;
         j->i0 = i;
         j->i1 = e;
-        const uint64_t steps = (e - i + per_step - 1) / per_step;
+        const uint64_t steps = (e - i + per_step - 1) / per_step, slow0 = j->slow;
         const unsigned hits = run(j);
+        const uint64_t slow = j->slow - slow0;
         i = e;
-        if ((uint64_t)hits * 8 > steps && i < i1) {
+        if (((uint64_t)hits * 8 > steps || slow * 8 > e - j->i0) && i < i1) {
             e = i1 - i < HYB_DIGITS ? i1 : i + HYB_DIGITS;
             j->i0 = i;
             j->i1 = e;
@@ -416,7 +475,7 @@ static void *worker(void *arg)
 {
     job *j = arg;
     if (j->op == COOPREDUCE_OP_DOT && j->dt == COOPREDUCE_FLOAT64)
-        run_dot64(j);
+        hybrid(j, run_dot64, digits_dot64, LANES / 2);
     else if (j->op == COOPREDUCE_OP_DOT)
         hybrid(j, run_dot32, digits_dot32, LANES);
     else if (j->dt == COOPREDUCE_FLOAT32)
