@@ -100,12 +100,24 @@ static inline CR_HD int cr_sa_split_f64(double v, int lsb, int *idx, int64_t c[3
     return 1;
 }
 
+/* A signed v (|v| <= 2^53) at bit q above a layout's lsb, as two contributions to its radix-2^32
+ * digits: lo, the low 32 bits of v * 2^(q & 31) in two's complement (in [0, 2^32)), to digit
+ * q >> 5, and hi = floor(v * 2^(q & 31) / 2^32), an arithmetic shift (|hi| <= 2^53), to the
+ * next one. */
+static inline CR_HD void cr_sa_split_signed(int64_t v, unsigned q, int *idx, int64_t *lo,
+                                            int64_t *hi)
+{
+    const unsigned sh = q & 31u;
+    *idx = (int)(q >> 5);
+    *lo = (int64_t)(uint32_t)((uint32_t)v << sh);
+    *hi = (v >> 1) >> (31u - sh);
+}
+
 /* Digits at 2^-1074 in flat loops (the GPU's lanes, the CPU's float64 sum): the double of bits b
  * as two contributions, lo in [0, 2^32) to digit *idx and hi (|hi| <= 2^53) to digit *idx + 1
  * (<= 64). A finite m * 2^(max(E, 1) - 1075), m < 2^53, sits at bit p = max(E, 1) - 1; with the
- * sign folded into m (two's complement) and s = p & 31, m * 2^s = hi * 2^32 + lo: lo its low 32
- * bits, hi = floor(m * 2^s / 2^32) by an arithmetic shift. An infinity or a NaN contributes
- * zeros. Branch-free. */
+ * sign folded into m (two's complement), cr_sa_split_signed(m, p). An infinity or a NaN
+ * contributes zeros. Branch-free. */
 static inline CR_HD void cr_sa_split_bits(uint64_t b, int *idx, int64_t *lo, int64_t *hi)
 {
     /* arithmetic, not selects: compilers turn those into branches, which random signs defeat */
@@ -114,10 +126,7 @@ static inline CR_HD void cr_sa_split_bits(uint64_t b, int *idx, int64_t *lo, int
     int64_t m = (int64_t)((b & 0xfffffffffffffull) | ((uint64_t)normal << 52));
     m = (m ^ sgn) - sgn;
     m &= -(int64_t)(ex != 0x7ffu);
-    const unsigned p = ex - normal, sh = p & 31u;
-    *idx = (int)(p >> 5);
-    *lo = (int64_t)(uint32_t)((uint32_t)m << sh);
-    *hi = (m >> 1) >> (31u - sh);
+    cr_sa_split_signed(m, ex - normal, idx, lo, hi);
 }
 
 /* One normalising pass over nd digits spaced `stride` apart (those of a flat loop): each digit

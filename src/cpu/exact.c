@@ -326,37 +326,73 @@ static void buckets_f16(job *j)
     }
 }
 
-/* ---- float64 sums and float32 dots: digits ------------------------------------------------
+/* ---- float64 sums and the dots: digits ---------------------------------------------------
  * As the GPU's lanes (src/gpu/exact_lanes.cuh): every value goes to int64 digits of radix 2^32
- * at 2^-1074 as two contributions (cr_sa_split_bits: the low 32 bits and the rest, at most
- * 2^53), whatever its exponent or sign: a flat cost, where the expansions fell to a twentieth of
- * their speed on data spread over many binades. DSETS sets of digits, element i to set i %
- * DSETS, so that consecutive values do not wait on each other's stores; each set is normalised
- * (cr_sa_normalise_strided) after at most DSPAN + DSETS additions: its digits stay below
- * 2^32 + 2^31 + (2^9 + 4) * 2^53 < 2^63. Infinities and NaNs add nothing and set their flags;
- * CR_X_NONNEGZ is the OR of every value's bits but -0.0's. */
+ * (at 2^-1074; a float64 product at 2^-2148) as contributions of at most 2^53 (superacc.h's
+ * cr_sa_split_bits and cr_sa_split_signed), whatever its exponent or sign: a flat cost, where the
+ * expansions fell to a twentieth of their speed on data spread over many binades. DSETS sets of
+ * digits, element i to set i % DSETS, so that consecutive values do not wait on each other's
+ * stores; each set is normalised (cr_sa_normalise_strided) every DSPAN elements or so (the bound
+ * at DEFINE_DIGITS). Infinities and NaNs add nothing and set their flags; CR_X_NONNEGZ is set
+ * when some value (product) is not -0.0. */
 #define DSETS 4
 #define DDIGITS 65
 #define DSPAN 512 /* additions per set between two normalisations */
 
-/* One value of bits b into set D (a macro: the loops below stay free of calls). */
-#define DIGITS_ADD(D, b)                                                                           \
-    do {                                                                                           \
-        int idx_;                                                                                  \
-        int64_t lo_, hi_;                                                                          \
-        cr_sa_split_bits((b), &idx_, &lo_, &hi_);                                                  \
-        (D)[idx_] += lo_;                                                                          \
-        (D)[idx_ + 1] += hi_;                                                                      \
-        nonneg |= (b) ^ 0x8000000000000000ull;                                                     \
-        if ((((b) >> 52) & 0x7ffu) == 0x7ffu) flags |= cr_sa_special_flags(cr_f64_from(b));       \
-    } while (0)
+/* The double of bits b (a float64 value, or a float32 product, exact in binary64: inf * 0 is
+ * NaN, a zero's sign the XOR of its factors') into set D. */
+static inline void add_value(int64_t *D, uint64_t b, uint64_t *nonneg, unsigned *flags)
+{
+    int idx;
+    int64_t lo, hi;
+    cr_sa_split_bits(b, &idx, &lo, &hi);
+    D[idx] += lo;
+    D[idx + 1] += hi;
+    *nonneg |= b ^ 0x8000000000000000ull;
+    if (((b >> 52) & 0x7ffu) == 0x7ffu) *flags |= cr_sa_special_flags(cr_f64_from(b));
+}
 
-/* The digits of a range; BITS(j, i): the bits of the double element i adds (a float64 value, or
- * a float32 product, exact in binary64: inf * 0 is NaN, a zero's sign the XOR of its factors'). */
-#define DEFINE_DIGITS(NAME, BITS)                                                                  \
+/* The float64 product of the factors of bits a and b into set D (DOT64 layout): the exact
+ * 106-bit product m = ma * mb of two finite factors, at bit p = max(Ea, 1) + max(Eb, 1) - 2 above
+ * 2^-2148, as two halves below 2^53 (the low 53 bits at p, the rest at p + 53), each with the
+ * product's sign folded in (cr_sa_split_signed): four contributions, at most digit 130 of 136, at
+ * most 2^53 + 2^32 to one digit. Non-finite factors go to the flags; a zero product adds nothing
+ * and is -0.0 only when its factors' signs differ. */
+static inline void add_product(int64_t *D, uint64_t a, uint64_t b, uint64_t *nonneg,
+                               unsigned *flags)
+{
+    const unsigned ea = (unsigned)(a >> 52) & 0x7ffu, eb = (unsigned)(b >> 52) & 0x7ffu;
+    const int neg = (int)((a ^ b) >> 63);
+    if (ea == 0x7ffu || eb == 0x7ffu) {
+        *flags |= cr_sa_product_special(cr_f64_from(a), cr_f64_from(b));
+        *nonneg = 1;
+        return;
+    }
+    const uint64_t ma = (a & 0xfffffffffffffull) | ((uint64_t)(ea != 0) << 52);
+    const uint64_t mb = (b & 0xfffffffffffffull) | ((uint64_t)(eb != 0) << 52);
+    if (!neg || (ma && mb)) *nonneg = 1; /* the product is not -0.0 */
+    const cr_u128 m = (cr_u128)ma * mb;
+    const int64_t sgn = -(int64_t)neg;
+    const int64_t lo53 = (int64_t)((uint64_t)m & ((1ull << 53) - 1u));
+    const int64_t hi53 = (int64_t)(uint64_t)(m >> 53);
+    const unsigned p = (ea - (ea != 0)) + (eb - (eb != 0));
+    int idx;
+    int64_t lo, hi;
+    cr_sa_split_signed((lo53 ^ sgn) - sgn, p, &idx, &lo, &hi);
+    D[idx] += lo;
+    D[idx + 1] += hi;
+    cr_sa_split_signed((hi53 ^ sgn) - sgn, p + 53, &idx, &lo, &hi);
+    D[idx] += lo;
+    D[idx + 1] += hi;
+}
+
+/* The digits of a range, ND of them per set; ADD(D, j, i, nonneg, flags): element i into set D.
+ * A digit gains at most 2^53 + 2^32 per element, so a set normalised after at most DSPAN +
+ * DSETS - 1 elements stays below 2^33 + (2^9 + 3) * (2^53 + 2^32) < 2^63. */
+#define DEFINE_DIGITS(NAME, ND, ADD)                                                               \
     static void NAME(job *j)                                                                       \
     {                                                                                              \
-        int64_t D[DSETS][DDIGITS];                                                                 \
+        int64_t D[DSETS][ND];                                                                      \
         memset(D, 0, sizeof D);                                                                    \
         uint64_t nonneg = 0;                                                                       \
         unsigned flags = 0;                                                                        \
@@ -364,78 +400,25 @@ static void buckets_f16(job *j)
             const uint64_t cnt = j->i1 - i < DSETS * DSPAN ? j->i1 - i : DSETS * DSPAN;           \
             uint64_t k = 0;                                                                        \
             for (; k + DSETS <= cnt; k += DSETS)                                                   \
-                for (int q = 0; q < DSETS; q++) {                                                  \
-                    const uint64_t b = BITS(j, i + k + q);                                         \
-                    DIGITS_ADD(D[q], b);                                                           \
-                }                                                                                  \
-            for (; k < cnt; k++) {                                                                 \
-                const uint64_t b = BITS(j, i + k);                                                 \
-                DIGITS_ADD(D[0], b);                                                               \
-            }                                                                                      \
-            for (int q = 0; q < DSETS; q++) cr_sa_normalise_strided(D[q], DDIGITS, 1);            \
+                for (int q = 0; q < DSETS; q++) ADD(D[q], j, i + k + q, &nonneg, &flags);         \
+            for (; k < cnt; k++) ADD(D[0], j, i + k, &nonneg, &flags);                             \
+            for (int q = 0; q < DSETS; q++) cr_sa_normalise_strided(D[q], (ND), 1);               \
             i += cnt;                                                                              \
         }                                                                                          \
         for (int q = 0; q < DSETS; q++)                                                            \
-            for (int k = 0; k < DDIGITS; k++) j->d[k] += D[q][k]; /* each below 2^33 */           \
+            for (int k = 0; k < (ND); k++) j->d[k] += D[q][k]; /* each below 2^33 */              \
         j->flags |= flags | (nonneg ? CR_X_NONNEGZ : 0u);                                          \
     }
-#define BITS_F64(j, i)   (((const uint64_t *)(j)->x)[i])
-#define BITS_DOT32(j, i)                                                                           \
-    cr_f64_bits((double)((const float *)(j)->x)[i] * (double)((const float *)(j)->y)[i])
-DEFINE_DIGITS(digits_f64, BITS_F64)
-DEFINE_DIGITS(digits_dot32, BITS_DOT32)
-
-/* float64 dots: the exact 106-bit product m = mx * my of two finite factors, at bit p =
- * max(Ex, 1) + max(Ey, 1) - 2 above 2^-2148 (the DOT64 layout), as two halves below 2^53 (the low
- * 53 bits at p, the rest at p + 53), each with the product's sign folded in and split as
- * cr_sa_split_bits splits a significand: four contributions, at most digit 130 of 136. A digit
- * gains at most 2^53 + 2^32 per product, so sets of DOT_DIGITS digits normalised after at most
- * DSPAN + 7 products stay below 2^33 + (2^9 + 7) * (2^53 + 2^32) < 2^63. Non-finite factors go
- * to the flags; a zero product adds nothing and is -0.0 only when its factors' signs differ. */
-#define DOT_DIGITS CR_SA_DOT64_DIGITS
-
-static inline void half_add(int64_t *D, int64_t v, unsigned q)
-{
-    const unsigned sh = q & 31u;
-    D[q >> 5] += (int64_t)(((uint64_t)v << sh) & 0xffffffffu);
-    D[(q >> 5) + 1] += (v >> 1) >> (31u - sh);
-}
-
-static void digits_dot64(job *j)
-{
-    int64_t D[DSETS][DOT_DIGITS];
-    memset(D, 0, sizeof D);
-    const uint64_t *x = (const uint64_t *)j->x, *y = (const uint64_t *)j->y;
-    unsigned flags = 0;
-    for (uint64_t i = j->i0; i < j->i1;) {
-        const uint64_t cnt = j->i1 - i < DSETS * DSPAN ? j->i1 - i : DSETS * DSPAN;
-        for (uint64_t k = 0; k < cnt; k++) {
-            const uint64_t a = x[i + k], b = y[i + k];
-            const unsigned ea = (unsigned)(a >> 52) & 0x7ffu, eb = (unsigned)(b >> 52) & 0x7ffu;
-            const int neg = (int)((a ^ b) >> 63);
-            if (ea == 0x7ffu || eb == 0x7ffu) {
-                flags |= cr_sa_product_special(cr_f64_from(a), cr_f64_from(b)) | CR_X_NONNEGZ;
-                continue;
-            }
-            const uint64_t ma = (a & 0xfffffffffffffull) | ((uint64_t)(ea != 0) << 52);
-            const uint64_t mb = (b & 0xfffffffffffffull) | ((uint64_t)(eb != 0) << 52);
-            if (!neg || (ma && mb)) flags |= CR_X_NONNEGZ; /* the product is not -0.0 */
-            const cr_u128 m = (cr_u128)ma * mb;
-            const int64_t sgn = -(int64_t)neg;
-            const int64_t lo53 = (int64_t)((uint64_t)m & ((1ull << 53) - 1u));
-            const int64_t hi53 = (int64_t)(uint64_t)(m >> 53);
-            const unsigned p = (ea - (ea != 0)) + (eb - (eb != 0));
-            int64_t *Dq = D[k % DSETS];
-            half_add(Dq, (lo53 ^ sgn) - sgn, p);
-            half_add(Dq, (hi53 ^ sgn) - sgn, p + 53);
-        }
-        for (int q = 0; q < DSETS; q++) cr_sa_normalise_strided(D[q], DOT_DIGITS, 1);
-        i += cnt;
-    }
-    for (int q = 0; q < DSETS; q++)
-        for (int k = 0; k < DOT_DIGITS; k++) j->d[k] += D[q][k]; /* each below 2^33 */
-    j->flags |= flags;
-}
+#define ADD_F64(D, j, i, nn, fl) add_value((D), ((const uint64_t *)(j)->x)[i], (nn), (fl))
+#define ADD_DOT32(D, j, i, nn, fl)                                                                 \
+    add_value((D),                                                                                 \
+              cr_f64_bits((double)((const float *)(j)->x)[i] * (double)((const float *)(j)->y)[i]), \
+              (nn), (fl))
+#define ADD_DOT64(D, j, i, nn, fl)                                                                 \
+    add_product((D), ((const uint64_t *)(j)->x)[i], ((const uint64_t *)(j)->y)[i], (nn), (fl))
+DEFINE_DIGITS(digits_f64, DDIGITS, ADD_F64)
+DEFINE_DIGITS(digits_dot32, DDIGITS, ADD_DOT32)
+DEFINE_DIGITS(digits_dot64, CR_SA_DOT64_DIGITS, ADD_DOT64)
 
 /* Expansions while residues stay rare, digits where they do not: blocks of HYB_BLOCK elements go
  * through the expansions (fast on narrow data), and after a block in which more than one step in
