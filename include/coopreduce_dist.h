@@ -49,12 +49,18 @@
  * handle record them for the calling thread (coopreduce_last_error(NULL)).
  *
  * Streams: with a GPU handle both calls enqueue their work on `stream` (a cudaStream_t) after
- * the earlier work on it. The sharded reduction waits for its result (its result is in the
- * handle's memory when it returns). The all-reduce over NCCL waits for the first exchange only,
- * then enqueues its data exchanges and its reduction on `stream` and returns: recv is written
- * when the stream reaches it, as with ncclAllReduce (its buffers are the communicator's: order
- * the calls on one communicator, one stream or synchronised). Over MPI both calls are
- * synchronous.
+ * the earlier work on it, and write their result when the stream reaches it, as
+ * coopreduce_reduce and ncclAllReduce do: read it after the stream (cudaStreamSynchronize, or
+ * work later on it). Both wait for their exchanges of arguments and shard boundaries, so a bad
+ * argument on any rank is reported by the call itself. The communicator's buffers are reused by
+ * its next call: order the calls on one communicator (one stream, or synchronised). An
+ * all-reduce of at most 4 KB per rank travels whole in its first exchange (one NCCL launch).
+ * Over MPI the exchanges are synchronous.
+ *
+ * NCCL settings: the calls use ncclAllGather and grouped ncclSend / ncclRecv (never
+ * ncclAllReduce), so their bits do not depend on NCCL_ALGO or NCCL_PROTO; but a setting that
+ * leaves ncclAllGather no algorithm (a bare NCCL_ALGO=Tree) makes them fail with
+ * COOPREDUCE_ERROR_COMMUNICATION. Pin the all-reduce alone with NCCL_ALGO=allreduce:tree.
  */
 #ifndef COOPREDUCE_DIST_H
 #define COOPREDUCE_DIST_H
@@ -133,8 +139,8 @@ coopreduce_status coopreduce_comm_nccl(const coopreduce_comm *comm, ncclComm_t *
  * What a rank sends is its shard's own result, its exact accumulator, or, for the canonical-order
  * operations, the values of the canonical tree at its shard's edges: fewer than 2 C per level (C:
  * 4096 elements, 2048 for float64), never the data.
- * x_local, y_local and result: memory of the handle's device (as coopreduce_reduce). The call
- * waits for its result (see "Streams"). Fails as coopreduce_reduce does (COOPREDUCE_ERROR_EMPTY
+ * x_local, y_local and result: memory of the handle's device (as coopreduce_reduce). With a GPU
+ * handle the result is written in stream order (see "Streams"). Fails as coopreduce_reduce does (COOPREDUCE_ERROR_EMPTY
  * when every shard is empty for MIN, MAX, ABSMAX, ARGMIN, ARGMAX; COOPREDUCE_ERROR_OVERFLOW for
  * a 128-bit integer sum outside the input type on a CPU handle, every rank's result written), and
  * as "Collective calls" says; COOPREDUCE_ERROR_WRONG_DEVICE for a CPU handle on a NCCL

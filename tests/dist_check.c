@@ -181,6 +181,24 @@ static void sharded_case(dist_env *e, coopreduce_op op, coopreduce_dtype dt, uin
         e->to_host(got, dr, 16);
         e->dev_free(dx);
         e->dev_free(dy);
+        /* and the 1-D call on this rank's GPU with the whole array: the same status and bits */
+        if (e->gpu_1d) {
+            uint8_t one[16];
+            memset(one, 0xa5, sizeof one);
+            char *ax = dev_copy(e, x, N * es), *ay = dev_copy(e, y, N * es);
+            e->to_dev(dr, one, 16);
+            const coopreduce_status os = coopreduce_reduce(op, ax, ay, dr, N, dt, e->h, e->stream);
+            e->to_host(one, dr, 16);
+            e->dev_free(ax);
+            e->dev_free(ay);
+            dcheck(e, os == gs && (gs != COOPREDUCE_SUCCESS || memcmp(one, got, 16) == 0),
+                   "%s %s of %s, N=%llu, split %s: sharded %s %016llx%016llx, one GPU %s %016llx%016llx",
+                   what, coopreduce_op_name(op), coopreduce_dtype_name(dt), (unsigned long long)N,
+                   split_names[split], coopreduce_status_string(gs),
+                   (unsigned long long)((uint64_t *)got)[1], (unsigned long long)((uint64_t *)got)[0],
+                   coopreduce_status_string(os), (unsigned long long)((uint64_t *)one)[1],
+                   (unsigned long long)((uint64_t *)one)[0]);
+        }
         e->dev_free(dr);
     } else {
         gs = coopreduce_reduce_sharded(op, x + off * es, y + off * es, got, n[e->rank], dt, e->h,

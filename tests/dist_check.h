@@ -4,7 +4,8 @@
  *
  * Every rank generates the same global arrays (a counter-based generator seeded per case), takes
  * its shard, and compares the sharded result with the 1-D call on the whole array on a CPU handle
- * (whose bits are the GPU's), status and bits; the all-reduce against coopreduce_reduce_axis
+ * (whose bits are the GPU's), status and bits, and where asked with the 1-D call on the rank's
+ * own GPU; the all-reduce against coopreduce_reduce_axis
  * along axis 0 of the stacked arrays; and the errors every rank must report. Counters are per
  * rank (the threads of test_dist_gpu.c each have their own). */
 #ifndef COOPREDUCE_TESTS_DIST_CHECK_H
@@ -22,6 +23,7 @@ typedef struct dist_env {
     coopreduce_handle *ref; /* a CPU handle: the single-process reference */
     void *stream;
     int gpu; /* h is a GPU handle: shards go to device memory through the functions below */
+    int gpu_1d; /* with gpu: also compare with the 1-D call on h (this rank's GPU), whole array */
     void *(*dev_alloc)(size_t bytes);
     void (*dev_free)(void *p);
     void (*to_dev)(void *dst, const void *src, size_t bytes);

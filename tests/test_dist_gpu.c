@@ -5,14 +5,19 @@
  *
  *   test_dist_gpu [--quick] [--deep] [--ranks R]
  *       every op x dtype x mode (dist_check.c), equal and uneven splits with empty shards: bits
- *       equal to the 1-D call on the whole array on the CPU (whose bits are the GPU's, which
- *       tests/test_*_gpu check); the all-reduce against coopreduce_reduce_axis along axis 0 of
- *       the stacked arrays; the errors every rank must report.
+ *       equal to the 1-D call on the whole array on the CPU and on the rank's own GPU; the
+ *       all-reduce against coopreduce_reduce_axis along axis 0 of the stacked arrays; the errors
+ *       every rank must report.
  *   test_dist_gpu --bench [--bench-log2n K] [--ranks R] [--reps N]
  *       the sharded float32 sum of 2^K elements per GPU (default 2^30) against one GPU's sum of
  *       its shard; the all-reduce of 8 B, 1 MB and 256 MB of float32 against ncclAllReduce,
  *       timed with CUDA events on each rank's stream (the slowest rank's time), with NCCL's bus
- *       bandwidth (bytes * 2 (R-1) / R / time).
+ *       bandwidth (bytes * 2 (R-1) / R / time); the latency a small sharded sum adds over the
+ *       local one, against a small ncclAllReduce, and what the pieces of a small call cost (a
+ *       stream synchronisation, small copies, small NCCL gathers). Then the bits: a sum of 100000007 random
+ *       values split unevenly, on one GPU, sharded, and as shard sums + ncclAllReduce; and a hash
+ *       of each all-reduce's result, to compare across NCCL_ALGO / NCCL_PROTO settings and rank
+ *       counts. Exits 1 if coopreduce's bits differ between ranks or from one GPU.
  * Exits 77 (ctest: skipped) without a GPU, or in a build without CUDA or NCCL. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +51,10 @@ typedef struct {
     pthread_barrier_t *bar;
     unsigned long long passed, failed;
     int setup_failed;
-    double t[16]; /* bench: per-rank times (seconds) */
+    double t[24]; /* bench: per-rank times (seconds) */
+    uint32_t bits[3];       /* bench: one GPU (rank 0), sharded, shard sums + ncclAllReduce */
+    uint64_t shard[2];      /* bench: this rank's shard of the bits array (first, length) */
+    uint64_t hash[6];       /* bench: all-reduce results, ncclAllReduce and coopreduce per size */
 } rank_job;
 
 static double now(void)
@@ -75,19 +83,70 @@ static double now(void)
         cudaEventDestroy(b_);                                                                      \
     } while (0)
 
+/* The bench's data: element g of the global array, a float in [-1, 1) from a counter-based hash
+ * (the array is the same whatever the number of ranks), signed so that the order of additions
+ * shows in the bits. */
+static float bench_value(uint64_t g)
+{
+    uint64_t z = g * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (float)((double)(int64_t)z * 0x1p-63);
+}
+
+/* Fills d[0..n) with elements [first, first + n) of the global array, through a host buffer of
+ * 2^22 floats at a time. */
+static int bench_fill(float *d, uint64_t first, uint64_t n)
+{
+    const uint64_t B = 1ull << 22;
+    float *h = malloc(B * sizeof *h);
+    if (!h) return 1;
+    for (uint64_t i = 0; i < n; i += B) {
+        const uint64_t m = n - i < B ? n - i : B;
+        for (uint64_t k = 0; k < m; k++) h[k] = bench_value(first + i + k);
+        if (cudaMemcpy(d + i, h, m * sizeof *h, cudaMemcpyHostToDevice) != cudaSuccess) {
+            free(h);
+            return 1;
+        }
+    }
+    free(h);
+    return 0;
+}
+
+static uint32_t f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+/* FNV-1a of a device buffer's bytes: the all-reduce's result, compared across NCCL settings. */
+static uint64_t dev_hash(const void *d, size_t bytes)
+{
+    unsigned char *h = malloc(bytes);
+    uint64_t x = 0xcbf29ce484222325ull;
+    if (!h || cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost) != cudaSuccess) {
+        free(h);
+        return 0;
+    }
+    for (size_t i = 0; i < bytes; i++) x = (x ^ h[i]) * 0x100000001b3ull;
+    free(h);
+    return x;
+}
+
 static void bench(rank_job *j, coopreduce_handle *h, coopreduce_comm *comm, ncclComm_t nc,
                   cudaStream_t st)
 {
     const int R = j->size, reps = j->reps;
     const uint64_t n = 1ull << j->log2n;
     float *x = NULL;
-    if (cudaMalloc((void **)&x, n * 4) != cudaSuccess) {
-        fprintf(stderr, "rank %d: cannot allocate 2^%d floats\n", j->rank, j->log2n);
+    if (cudaMalloc((void **)&x, n * 4) != cudaSuccess || bench_fill(x, (uint64_t)j->rank * n, n)) {
+        fprintf(stderr, "rank %d: cannot allocate or fill 2^%d floats\n", j->rank, j->log2n);
         j->setup_failed = 1;
         pthread_barrier_wait(j->bar);
         return;
     }
-    cudaMemset(x, 0, n * 4);
     float *r = dev_alloc(64);
     /* one GPU's sum of its shard (the baseline), then the sharded sum of all shards */
     coopreduce_reduce(COOPREDUCE_OP_SUM, x, NULL, r, n, COOPREDUCE_FLOAT32, h, st); /* warm */
@@ -95,28 +154,140 @@ static void bench(rank_job *j, coopreduce_handle *h, coopreduce_comm *comm, nccl
     float ms_local;
     EVENT_TIME(ms_local, st, reps, coopreduce_reduce(COOPREDUCE_OP_SUM, x, NULL, r, n, COOPREDUCE_FLOAT32, h, st));
     j->t[0] = ms_local * 1e-3;
-    coopreduce_reduce_sharded(COOPREDUCE_OP_SUM, x, NULL, r, n, COOPREDUCE_FLOAT32, h, comm, st);
+    coopreduce_status cs =
+        coopreduce_reduce_sharded(COOPREDUCE_OP_SUM, x, NULL, r, n, COOPREDUCE_FLOAT32, h, comm, st);
+    if (cs) {
+        fprintf(stderr, "rank %d: coopreduce_reduce_sharded: %s\n", j->rank, coopreduce_last_error(h));
+        j->setup_failed = 1;
+    }
+    cudaStreamSynchronize(st);
     pthread_barrier_wait(j->bar);
     double t0 = now();
     for (int k = 0; k < reps; k++)
         coopreduce_reduce_sharded(COOPREDUCE_OP_SUM, x, NULL, r, n, COOPREDUCE_FLOAT32, h, comm, st);
+    cudaStreamSynchronize(st);
     j->t[1] = (now() - t0) / reps;
-    /* the latency the sharded path adds: a small sharded sum (one chunk per GPU) */
+    /* the latency the sharded path adds: a small sharded sum (one chunk per GPU) against the
+     * local sum of the same 4096 elements (host clock, each call waited for) */
     pthread_barrier_wait(j->bar);
     t0 = now();
-    for (int k = 0; k < reps * 10; k++)
+    float host_r;
+    for (int k = 0; k < reps * 10; k++) {
         coopreduce_reduce_sharded(COOPREDUCE_OP_SUM, x, NULL, r, 4096, COOPREDUCE_FLOAT32, h, comm, st);
+        cudaMemcpyAsync(&host_r, r, 4, cudaMemcpyDeviceToHost, st);
+        cudaStreamSynchronize(st);
+    }
     j->t[2] = (now() - t0) / (reps * 10);
-    /* the all-reduce against ncclAllReduce */
+    t0 = now();
+    for (int k = 0; k < reps * 10; k++) {
+        coopreduce_reduce(COOPREDUCE_OP_SUM, x, NULL, r, 4096, COOPREDUCE_FLOAT32, h, st);
+        cudaMemcpyAsync(&host_r, r, 4, cudaMemcpyDeviceToHost, st);
+        cudaStreamSynchronize(st);
+    }
+    j->t[9] = (now() - t0) / (reps * 10);
+    /* One small ncclAllReduce, host clock, waited for: what the added latency is measured by. */
+    pthread_barrier_wait(j->bar);
+    t0 = now();
+    for (int k = 0; k < reps * 10; k++) {
+        ncclAllReduce(r, r + 4, 2, ncclFloat32, ncclSum, nc, st);
+        cudaStreamSynchronize(st);
+    }
+    j->t[10] = (now() - t0) / (reps * 10);
+    /* What the pieces of a small distributed call cost here, host clock, each waited for:
+     * an idle stream's synchronisation, 48-byte copies each way through pinned memory, a
+     * 16-byte memset (a kernel's launch), ncclAllGather of 48 bytes, and the first exchange's
+     * group (48 bytes and 4 KB gathered in one launch). */
+    {
+        char *pin = NULL;
+        cudaMallocHost((void **)&pin, 1 << 16);
+        char *dv = dev_alloc((size_t)(R + 1) * 8192);
+        const int rr = reps * 10;
+        double *pt = j->t + 16;
+        for (int piece = 0; piece < 6 && pin; piece++) {
+            pthread_barrier_wait(j->bar);
+            t0 = now();
+            for (int k = 0; k < rr; k++) {
+                switch (piece) {
+                case 0: break;
+                case 1: cudaMemcpyAsync(dv, pin, 48, cudaMemcpyHostToDevice, st); break;
+                case 2: cudaMemcpyAsync(pin, dv, 48, cudaMemcpyDeviceToHost, st); break;
+                case 3: cudaMemsetAsync(dv, 0, 16, st); break;
+                case 4: ncclAllGather(dv, dv + 64, 48, ncclUint8, nc, st); break;
+                default:
+                    ncclGroupStart();
+                    ncclAllGather(dv, dv + 64, 48, ncclUint8, nc, st);
+                    ncclAllGather(dv + 4096 + 4096 * (size_t)j->rank, dv + 4096, 4096, ncclUint8, nc, st);
+                    ncclGroupEnd();
+                }
+                cudaStreamSynchronize(st);
+            }
+            pt[piece] = (now() - t0) / rr;
+        }
+        cudaFreeHost(pin);
+        cudaFree(dv);
+    }
+    cudaFree(x);
+    x = NULL;
+
+    /* The bits: an array of Nb elements split unevenly (2/5 on the first rank, the rest evenly),
+     * its sum on one GPU (rank 0 holds the whole array), the sharded sum, and what people do
+     * today: each rank's sum of its shard, then ncclAllReduce of those sums. */
+    const uint64_t Nb = 100000007ull;
+    uint64_t first = 0, len = 0;
+    for (int q = 0; q <= j->rank; q++) {
+        first += len;
+        len = R == 1 ? Nb : q == 0 ? Nb / 5 * 2 : (Nb - Nb / 5 * 2) / (uint64_t)(R - 1);
+        if (q == R - 1) len = Nb - first;
+    }
+    float *xs = dev_alloc(len * 4 + 16), *rs = dev_alloc(64);
+    if (bench_fill(xs, first, len)) j->setup_failed = 1;
+    float v_sharded = 0, v_local = 0, v_naive = 0, v_one = 0;
+    cs = coopreduce_reduce_sharded(COOPREDUCE_OP_SUM, xs, NULL, rs, len, COOPREDUCE_FLOAT32, h, comm, st);
+    if (cs) {
+        fprintf(stderr, "rank %d: coopreduce_reduce_sharded: %s\n", j->rank, coopreduce_last_error(h));
+        j->setup_failed = 1;
+    }
+    cudaStreamSynchronize(st);
+    cudaMemcpy(&v_sharded, rs, 4, cudaMemcpyDeviceToHost);
+    coopreduce_reduce(COOPREDUCE_OP_SUM, xs, NULL, rs, len, COOPREDUCE_FLOAT32, h, st);
+    ncclAllReduce(rs, rs + 4, 1, ncclFloat32, ncclSum, nc, st);
+    cudaStreamSynchronize(st);
+    cudaMemcpy(&v_local, rs, 4, cudaMemcpyDeviceToHost);
+    cudaMemcpy(&v_naive, rs + 4, 4, cudaMemcpyDeviceToHost);
+    if (j->rank == 0) {
+        float *all = dev_alloc(Nb * 4);
+        if (bench_fill(all, 0, Nb)) j->setup_failed = 1;
+        coopreduce_reduce(COOPREDUCE_OP_SUM, all, NULL, rs, Nb, COOPREDUCE_FLOAT32, h, st);
+        cudaMemcpy(&v_one, rs, 4, cudaMemcpyDeviceToHost);
+        cudaFree(all);
+    }
+    j->bits[0] = f32_bits(v_one);
+    j->bits[1] = f32_bits(v_sharded);
+    j->bits[2] = f32_bits(v_naive);
+    j->shard[0] = first;
+    j->shard[1] = len;
+    cudaFree(xs);
+    cudaFree(rs);
+
+    /* the all-reduce against ncclAllReduce, on each rank's own random values (rank r's send is
+     * elements [r count, (r + 1) count) of the global array); each result's hash is kept */
     const size_t sizes[3] = {8, 1u << 20, 256u << 20};
     for (int s = 0; s < 3; s++) {
         const uint64_t cnt = sizes[s] / 4;
         float *send = dev_alloc(sizes[s]), *recv = dev_alloc(sizes[s]);
-        cudaMemset(send, 0, sizes[s]);
+        if (bench_fill(send, (uint64_t)j->rank * cnt, cnt)) j->setup_failed = 1;
         const int rr = s == 2 ? reps : reps * 10;
         ncclAllReduce(send, recv, cnt, ncclFloat32, ncclSum, nc, st);
-        coopreduce_allreduce(send, recv, cnt, COOPREDUCE_FLOAT32, COOPREDUCE_OP_SUM, h, comm, st);
         cudaStreamSynchronize(st);
+        j->hash[2 * s] = dev_hash(recv, sizes[s]);
+        cudaMemset(recv, 0, sizes[s]);
+        cs = coopreduce_allreduce(send, recv, cnt, COOPREDUCE_FLOAT32, COOPREDUCE_OP_SUM, h, comm, st);
+        if (cs) {
+            fprintf(stderr, "rank %d: coopreduce_allreduce: %s\n", j->rank, coopreduce_last_error(h));
+            j->setup_failed = 1;
+        }
+        cudaStreamSynchronize(st);
+        j->hash[2 * s + 1] = dev_hash(recv, sizes[s]);
         pthread_barrier_wait(j->bar);
         float ms_nccl, ms_cr;
         EVENT_TIME(ms_nccl, st, rr, ncclAllReduce(send, recv, cnt, ncclFloat32, ncclSum, nc, st));
@@ -125,12 +296,35 @@ static void bench(rank_job *j, coopreduce_handle *h, coopreduce_comm *comm, nccl
                    coopreduce_allreduce(send, recv, cnt, COOPREDUCE_FLOAT32, COOPREDUCE_OP_SUM, h, comm, st));
         j->t[3 + 2 * s] = ms_nccl * 1e-3;
         j->t[4 + 2 * s] = ms_cr * 1e-3;
+        if (s == 2 && R > 1) {
+            /* the parts of the all-reduce's data path, through NCCL directly: the all-to-all
+             * (grouped send / recv of a 1/R slice with every peer), the all-gather of a slice,
+             * and NCCL's own reduce-scatter for comparison */
+            const size_t sl = sizes[s] / (size_t)R;
+            float ms_a2a, ms_ag, ms_rs;
+            pthread_barrier_wait(j->bar);
+            EVENT_TIME(ms_a2a, st, rr, {
+                ncclGroupStart();
+                for (int q = 0; q < R; q++) {
+                    if (q == j->rank) continue;
+                    ncclSend((char *)send + q * sl, sl, ncclUint8, q, nc, st);
+                    ncclRecv((char *)recv + q * sl, sl, ncclUint8, q, nc, st);
+                }
+                ncclGroupEnd();
+            });
+            pthread_barrier_wait(j->bar);
+            EVENT_TIME(ms_ag, st, rr, ncclAllGather(send, recv, sl, ncclUint8, nc, st));
+            pthread_barrier_wait(j->bar);
+            EVENT_TIME(ms_rs, st, rr, ncclReduceScatter(send, recv, sl / 4, ncclFloat32, ncclSum, nc, st));
+            j->t[11] = ms_a2a * 1e-3;
+            j->t[12] = ms_ag * 1e-3;
+            j->t[13] = ms_rs * 1e-3;
+        }
         cudaFree(send);
         cudaFree(recv);
     }
-    cudaFree(x);
     cudaFree(r);
-    (void)R;
+    (void)v_local;
 }
 
 static void *rank_main(void *arg)
@@ -161,6 +355,7 @@ static void *rank_main(void *arg)
         e.ref = ref;
         e.stream = st;
         e.gpu = 1;
+        e.gpu_1d = 1;
         e.dev_alloc = dev_alloc;
         e.dev_free = dev_free;
         e.to_dev = to_dev;
@@ -237,16 +432,17 @@ int main(int argc, char **argv)
     }
     if (setup) failed++;
     if (do_bench && !setup) {
-        double t[16] = {0};
+        double t[24] = {0};
         for (int r = 0; r < ranks; r++)
-            for (int k = 0; k < 16; k++)
+            for (int k = 0; k < 24; k++)
                 if (jobs[r].t[k] > t[k]) t[k] = jobs[r].t[k]; /* the slowest rank */
         const double n = (double)(1ull << log2n), R = ranks;
         printf("\n| measurement | coopreduce | baseline | ratio |\n|---|---|---|---|\n");
         printf("| sharded float32 sum, 2^%d per GPU x %d | %.3f ms, %.1f GB/s | one GPU 2^%d: %.3f ms, %.1f GB/s | %.2f x one GPU (target >= %.1f) |\n",
                log2n, ranks, t[1] * 1e3, R * n * 4 / t[1] * 1e-9, log2n, t[0] * 1e3,
                n * 4 / t[0] * 1e-9, (R * n / t[1]) / (n / t[0]), 0.9 * R);
-        printf("| sharded sum latency (4096 per GPU) | %.1f us | | |\n", t[2] * 1e6);
+        printf("| sharded sum latency (4096 per GPU) | %.1f us | local sum of 4096, result read: %.1f us | added %.1f us = %.2f x one small ncclAllReduce (%.1f us, waited for; target <= 2) |\n",
+               t[2] * 1e6, t[9] * 1e6, (t[2] - t[9]) * 1e6, (t[2] - t[9]) / t[10], t[10] * 1e6);
         const char *names[3] = {"8 B", "1 MB", "256 MB"};
         const double bytes[3] = {8, 1 << 20, 256.0 * (1 << 20)};
         for (int s = 0; s < 3; s++) {
@@ -256,6 +452,36 @@ int main(int argc, char **argv)
                    names[s], tc * 1e6, bytes[s] * bw / tc * 1e-9, tn * 1e6,
                    bytes[s] * bw / tn * 1e-9, tn / tc);
         }
+        printf("| pieces of a small call, each waited for | stream sync %.1f us, 48 B H2D %.1f us, 48 B D2H %.1f us, memset %.1f us | ncclAllGather 48 B %.1f us, + 4 KB in one group %.1f us | |\n",
+               t[16] * 1e6, t[17] * 1e6, t[18] * 1e6, t[19] * 1e6, t[20] * 1e6, t[21] * 1e6);
+        if (R > 1)
+            printf("| 256 MB parts, through NCCL | all-to-all of 1/%d slices %.1f us, all-gather %.1f us | ncclReduceScatter %.1f us | |\n",
+                   ranks, t[11] * 1e6, t[12] * 1e6, t[13] * 1e6);
+        /* The bits: coopreduce's are the same on every rank and equal one GPU's; the results of
+         * NCCL are printed for comparison across NCCL_ALGO / NCCL_PROTO settings and rank counts. */
+        int same_sharded = 1, same_cr[3] = {1, 1, 1}, same_nccl[3] = {1, 1, 1};
+        for (int r = 0; r < ranks; r++) {
+            same_sharded &= jobs[r].bits[1] == jobs[0].bits[0];
+            for (int s = 0; s < 3; s++) {
+                same_cr[s] &= jobs[r].hash[2 * s + 1] == jobs[0].hash[2 * s + 1];
+                same_nccl[s] &= jobs[r].hash[2 * s] == jobs[0].hash[2 * s];
+            }
+        }
+        printf("\nbits of the float32 sum of 100000007 values (shards:");
+        for (int r = 0; r < ranks; r++) printf(" %llu", (unsigned long long)jobs[r].shard[1]);
+        printf("), NCCL_ALGO=%s NCCL_PROTO=%s:\n", getenv("NCCL_ALGO") ? getenv("NCCL_ALGO") : "(free)",
+               getenv("NCCL_PROTO") ? getenv("NCCL_PROTO") : "(free)");
+        printf("  one GPU, the whole array:              0x%08x\n", jobs[0].bits[0]);
+        printf("  coopreduce_reduce_sharded, %d rank(s):  0x%08x on rank 0, %s\n", ranks, jobs[0].bits[1],
+               same_sharded ? "every rank equal to one GPU" : "DIFFERS from one GPU on some rank");
+        printf("  shard sums + ncclAllReduce:            0x%08x%s\n", jobs[0].bits[2],
+               jobs[0].bits[2] == jobs[0].bits[0] ? " (equal to one GPU)" : " (differs from one GPU)");
+        printf("all-reduce results (FNV-1a of rank 0's recv), %d rank(s):\n", ranks);
+        for (int s = 0; s < 3; s++)
+            printf("  %-6s ncclAllReduce %016llx%s   coopreduce_allreduce %016llx%s\n", names[s],
+                   (unsigned long long)jobs[0].hash[2 * s], same_nccl[s] ? "" : " (ranks differ)",
+                   (unsigned long long)jobs[0].hash[2 * s + 1], same_cr[s] ? "" : " (RANKS DIFFER)");
+        if (!same_sharded || !same_cr[0] || !same_cr[1] || !same_cr[2]) setup = 1;
     }
     if (do_bench) return setup ? 1 : 0;
     printf("test_dist_gpu: %llu passed, %llu failed\n", passed, failed);

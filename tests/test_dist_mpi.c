@@ -59,6 +59,7 @@ int main(int argc, char **argv)
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
         e.gpu = 1;
+        e.gpu_1d = 1;
         e.dev_alloc = dev_alloc;
         e.dev_free = dev_free;
         e.to_dev = to_dev;

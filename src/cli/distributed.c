@@ -273,6 +273,8 @@ int sum_distributed(const sum_options *o_in)
         const double t0 = sum_clock_us();
         st = coopreduce_reduce_sharded(o.op, dx, dy, dev.is_gpu ? dres : (void *)res.bits, nl, dt,
                                        dev.handle, comm, NULL);
+        char serr[256];
+        if (dev.is_gpu) cli_gpu_sync(serr, sizeof serr); /* the result is written in stream order */
         const double t = sum_clock_us() - t0;
         double tmax = t;
         MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);

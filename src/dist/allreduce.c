@@ -59,6 +59,30 @@ static const uint64_t nan64 = CR_NAN_F64;
 DEFINE_COLUMNS(columns_f32, float, nan32, 0)
 DEFINE_COLUMNS(columns_f64, double, nan64, 1)
 
+/* The (R x s) block along axis 0 into out (s results), on the handle's device: the columns of
+ * the canonical family by the CPU's vectors or the GPU's thread per column, else
+ * coopreduce_reduce_axis. The block may be consumed. */
+static coopreduce_status reduce_block(coopreduce_handle *h, const cr_plan *p, coopreduce_op op,
+                                      coopreduce_dtype dtype, char *block, int R, uint64_t s,
+                                      char *out, void *stream)
+{
+    const int gpu = h->device >= 0;
+    const int lanes = p->acc == COOPREDUCE_FLOAT64 ? CR_LANES_F64 : CR_LANES_F32;
+    if (!gpu && p->family == CR_FAMILY_CANONICAL && R <= lanes) {
+        cr_fp_state fp;
+        cr_fp_enter(&fp);
+        if (dtype == COOPREDUCE_FLOAT64)
+            columns_f64((double *)block, R, s, op == COOPREDUCE_OP_MEAN, (double *)out);
+        else
+            columns_f32((float *)block, R, s, op == COOPREDUCE_OP_MEAN, (float *)out);
+        cr_fp_leave(&fp);
+        return COOPREDUCE_SUCCESS;
+    }
+    if (gpu && (p->family == CR_FAMILY_CANONICAL || p->family == CR_FAMILY_ORDERED) && R <= lanes)
+        return cr_gpu_allreduce_columns(h, p, block, R, s, out, stream);
+    return coopreduce_reduce_axis(op, block, NULL, out, 1, (uint64_t)R, s, dtype, h, stream);
+}
+
 CR_EXPORT coopreduce_status cr_dist_allreduce(const cr_dist_transport *t, cr_dist_cache **cache,
                                               const void *send, void *recv, uint64_t count,
                                               coopreduce_dtype dtype, coopreduce_op op,
@@ -81,12 +105,30 @@ CR_EXPORT coopreduce_status cr_dist_allreduce(const cr_dist_transport *t, cr_dis
          * layout the GPU's kernels for many rows take in one launch) */
         return coopreduce_reduce_axis(op, send, NULL, recv, count, 1, 1, dtype, h, stream);
     }
+    /* A small all-reduce travels whole in the first exchange where the transport can carry it
+     * (every rank knows the same count after it, so every rank takes the same path). */
+    const size_t lead_bytes = !mine.status && h->device >= 0 &&
+                                      count <= CR_DIST_LEAD_BYTES / cr_dtype_size(dtype)
+                                  ? (size_t)count * cr_dtype_size(dtype)
+                                  : 0;
     cr_meta *all = NULL;
-    coopreduce_status s = cr_dist_first_exchange(t, h, &mine, &all, stream);
+    void *lead = NULL;
+    coopreduce_status s =
+        cr_dist_first_exchange(t, h, &mine, &all, stream, send, lead_bytes, &lead);
     if (s) return s;
     s = cr_dist_check_agreement(t, h, all);
     free(all);
     if (s || count == 0) return s;
+    if (lead && count <= CR_DIST_LEAD_BYTES / cr_dtype_size(dtype)) {
+        /* the block is the R ranks' lead slots: (R x L / es), count columns wanted */
+        const uint64_t sl = CR_DIST_LEAD_BYTES / cr_dtype_size(dtype);
+        void *out = NULL;
+        if ((s = cr_dist_device_buffer(h, cache, (size_t)sl * p.result_size, &out))) return s;
+        s = reduce_block(h, &p, op, dtype, lead, R, sl, out, stream);
+        if (s == COOPREDUCE_ERROR_OVERFLOW) s = COOPREDUCE_SUCCESS; /* a GPU handle's rule */
+        if (!s) s = cr_gpu_copy(h, recv, out, (size_t)count * p.result_size, stream);
+        return s;
+    }
 
     const uint64_t sl = (count + (uint64_t)R - 1) / (uint64_t)R; /* slice */
     const size_t es = cr_dtype_size(dtype), rs = p.result_size;
@@ -132,25 +174,7 @@ CR_EXPORT coopreduce_status cr_dist_allreduce(const cr_dist_transport *t, cr_dis
         if (t->alltoall(t->ctx, src, net + b_send, in_bytes, stream, err)) goto comm_fail;
     }
     /* the local reduction of the (R x s) block along axis 0 */
-    const int lanes = p.acc == COOPREDUCE_FLOAT64 ? CR_LANES_F64 : CR_LANES_F32;
-    if (!gpu && p.family == CR_FAMILY_CANONICAL && R <= lanes) {
-        cr_fp_state fp;
-        cr_fp_enter(&fp);
-        if (dtype == COOPREDUCE_FLOAT64)
-            columns_f64((double *)(dev + b_send), R, sl, op == COOPREDUCE_OP_MEAN,
-                        (double *)(dev + b_send + b_block));
-        else
-            columns_f32((float *)(dev + b_send), R, sl, op == COOPREDUCE_OP_MEAN,
-                        (float *)(dev + b_send + b_block));
-        cr_fp_leave(&fp);
-        s = COOPREDUCE_SUCCESS;
-    } else if (gpu && (p.family == CR_FAMILY_CANONICAL || p.family == CR_FAMILY_ORDERED) &&
-               R <= lanes) {
-        s = cr_gpu_allreduce_columns(h, &p, dev + b_send, R, sl, dev + b_send + b_block, stream);
-    } else {
-        s = coopreduce_reduce_axis(op, dev + b_send, NULL, dev + b_send + b_block, 1, (uint64_t)R,
-                                   sl, dtype, h, stream);
-    }
+    s = reduce_block(h, &p, op, dtype, dev + b_send, R, sl, dev + b_send + b_block, stream);
     if (s == COOPREDUCE_ERROR_OVERFLOW) s = COOPREDUCE_SUCCESS; /* checked on the whole below */
     if (s) goto done; /* (the other ranks' collectives below then fail or wait: see the header) */
     /* all-gather */

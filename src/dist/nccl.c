@@ -30,7 +30,11 @@ static int stage_ensure(struct coopreduce_comm *c, size_t bytes, char *err)
     void *p = NULL, *hp = NULL;
     const size_t want = bytes < 65536 ? 65536 : bytes + bytes / 4;
     cudaError_t e = cudaMalloc(&p, want);
-    if (e != cudaSuccess) return cuda_error(e, "allocating NCCL staging memory", err);
+    if (e == cudaSuccess) e = cudaMemset(p, 0, want); /* the lead slots' unused bytes: zeros */
+    if (e != cudaSuccess) {
+        if (p) cudaFree(p);
+        return cuda_error(e, "allocating NCCL staging memory", err);
+    }
     e = cudaMallocHost(&hp, want);
     if (e != cudaSuccess) {
         cudaFree(p);
@@ -63,6 +67,41 @@ static int nccl_allgather_host(void *ctx, const void *send, void *recv, size_t b
     if (e == cudaSuccess) e = cudaStreamSynchronize(st);
     if (e != cudaSuccess) return cuda_error(e, "waiting for ncclAllGather", err);
     memcpy(recv, hr, bytes * R);
+    return 0;
+}
+
+/* Metas through the pinned staging, as nccl_allgather_host; the device payload copied into its
+ * slot of the gathered area (after the metas' room in the device staging) and gathered in place,
+ * both gathers in one group (one launch); one wait, for the metas. */
+static int nccl_allgather_lead(void *ctx, const void *meta, void *meta_all, size_t bytes,
+                               const void *data, size_t data_bytes, void **data_all, void *stream,
+                               char *err)
+{
+    struct coopreduce_comm *c = ctx;
+    const cudaStream_t st = (cudaStream_t)stream;
+    const size_t R = (size_t)c->t.size, me = (size_t)c->t.rank, L = CR_DIST_LEAD_BYTES;
+    cudaError_t e = cudaSetDevice(c->device);
+    if (e != cudaSuccess) return cuda_error(e, "selecting the NCCL communicator's GPU", err);
+    const size_t meta_room = (bytes * (R + 1) + 255) / 256 * 256;
+    if (stage_ensure(c, meta_room + L * R, err)) return -1;
+    char *s = c->stage, *r = s + bytes, *hs = c->hstage, *hr = hs + bytes;
+    char *d = (char *)c->stage + meta_room;
+    memcpy(hs, meta, bytes);
+    e = cudaMemcpyAsync(s, hs, bytes, cudaMemcpyHostToDevice, st);
+    if (e == cudaSuccess && data_bytes)
+        e = cudaMemcpyAsync(d + me * L, data, data_bytes, cudaMemcpyDeviceToDevice, st);
+    if (e != cudaSuccess) return cuda_error(e, "staging", err);
+    ncclResult_t nr = ncclGroupStart();
+    if (nr == ncclSuccess) nr = ncclAllGather(s, r, bytes, ncclUint8, c->nccl, st);
+    if (nr == ncclSuccess) nr = ncclAllGather(d + me * L, d, L, ncclUint8, c->nccl, st);
+    const ncclResult_t ne = ncclGroupEnd();
+    if (nr == ncclSuccess) nr = ne;
+    if (nr != ncclSuccess) return nccl_error(nr, c, "ncclAllGather (the first exchange)", err);
+    e = cudaMemcpyAsync(hr, r, bytes * R, cudaMemcpyDeviceToHost, st);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(st);
+    if (e != cudaSuccess) return cuda_error(e, "waiting for ncclAllGather", err);
+    memcpy(meta_all, hr, bytes * R);
+    *data_all = d;
     return 0;
 }
 
@@ -143,6 +182,7 @@ static coopreduce_status wrap(ncclComm_t nc, int owns, coopreduce_comm **out)
     c->t.allgather_host = nccl_allgather_host;
     c->t.alltoall = nccl_alltoall;
     c->t.allgather = nccl_allgather;
+    c->t.allgather_lead = nccl_allgather_lead;
     *out = c;
     return COOPREDUCE_SUCCESS;
 }

@@ -103,7 +103,8 @@ coopreduce_status cr_dist_agree(const cr_dist_transport *t, coopreduce_handle *h
 }
 
 coopreduce_status cr_dist_first_exchange(const cr_dist_transport *t, coopreduce_handle *h,
-                                         const cr_meta *me, cr_meta **all_out, void *stream)
+                                         const cr_meta *me, cr_meta **all_out, void *stream,
+                                         const void *data, size_t data_bytes, void **data_all)
 {
     const int R = t->size;
     *all_out = NULL;
@@ -113,7 +114,14 @@ coopreduce_status cr_dist_first_exchange(const cr_dist_transport *t, coopreduce_
         return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY, "cannot allocate %d ranks' metadata", R);
     }
     char err[CR_DIST_ERR] = "";
-    if (t->allgather_host(t->ctx, me, all, sizeof *me, stream, err)) {
+    void *lead = NULL;
+    if (data_all) *data_all = NULL;
+    const int rc = t->allgather_lead
+                       ? t->allgather_lead(t->ctx, me, all, sizeof *me, data, data_bytes, &lead,
+                                           stream, err)
+                       : t->allgather_host(t->ctx, me, all, sizeof *me, stream, err);
+    if (data_all) *data_all = lead;
+    if (rc) {
         free(all);
         return cr_dist_transport_fail(h, t, "exchanging the call's arguments", err);
     }

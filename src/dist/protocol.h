@@ -34,13 +34,17 @@ struct cr_dist_cache {
 coopreduce_status cr_dist_device_buffer(coopreduce_handle *h, cr_dist_cache **cache, size_t bytes,
                                         void **p);
 
-/* The first exchange: fills me from the arguments, gathers every rank's into all[size] (malloc'd,
- * the caller frees it). Fails with COOPREDUCE_ERROR_COMMUNICATION when the transport does
+/* The first exchange: gathers every rank's meta into all[size] (malloc'd, the caller frees it),
+ * through the transport's allgather_lead where it has one: then data_bytes (<=
+ * CR_DIST_LEAD_BYTES) of device memory at data travel with it, every rank's at *data_all (R x
+ * CR_DIST_LEAD_BYTES, the transport's; NULL without allgather_lead; data_all may be NULL when
+ * nothing travels). Fails with COOPREDUCE_ERROR_COMMUNICATION when the transport does
  * (nothing else can be done then), or with the agreed failure: this rank's own status, or
  * COOPREDUCE_ERROR_OTHER_RANK naming the first rank that failed, after the messages are
  * exchanged (cr_dist_agree). */
 coopreduce_status cr_dist_first_exchange(const cr_dist_transport *t, coopreduce_handle *h,
-                                         const cr_meta *me, cr_meta **all, void *stream);
+                                         const cr_meta *me, cr_meta **all, void *stream,
+                                         const void *data, size_t data_bytes, void **data_all);
 
 /* After a collective that carried every rank's status (statuses[r], r < size): when some rank
  * failed, every rank exchanges its message and returns: this rank its own failure (its message

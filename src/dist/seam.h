@@ -42,7 +42,21 @@ typedef struct cr_dist_transport {
     int (*alltoall)(void *ctx, const void *send, void *recv, size_t bytes, void *stream, char *err);
     int (*allgather)(void *ctx, const void *send, void *recv, size_t bytes, void *stream,
                      char *err);
+    /* The first exchange of a call where data lives on the device (NULL elsewhere): as
+     * allgather_host of `bytes` of host memory (meta, done on return), and in the same step every
+     * rank's CR_DIST_LEAD_BYTES of device memory: this rank's first data_bytes (<= that) from
+     * `data`, the rest unspecified; *data_all is then R x CR_DIST_LEAD_BYTES of the transport's
+     * device memory, ready in stream order and valid until the transport's next collective. A
+     * small all-reduce travels whole in it. Every call of a transport that has it makes its
+     * first exchange by it (data_bytes 0 where nothing travels), so that the ranks' first
+     * collectives match whatever each was called with. */
+    int (*allgather_lead)(void *ctx, const void *meta, void *meta_all, size_t bytes,
+                          const void *data, size_t data_bytes, void **data_all, void *stream,
+                          char *err);
 } cr_dist_transport;
+
+/* The device bytes every rank contributes to the first exchange (allgather_lead). */
+#define CR_DIST_LEAD_BYTES 4096
 
 /* Buffers a communicator keeps between calls (device memory for GPU handles), opaque here. */
 typedef struct cr_dist_cache cr_dist_cache;

@@ -25,6 +25,7 @@
  * A GPU handle computes its shard's chunks on the GPU (gpu/partials.cu, the kernels' level-1
  * code) and sends what it cannot finish through the host; the CPU's chunk tree gives the GPU's
  * bits by the contract of canonical order v1. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
@@ -372,7 +373,8 @@ done:
  * HEADER). */
 static coopreduce_status tree_local(coopreduce_handle *h, cr_dist_cache **cache,
                                     const tree_layout *L, const cr_plan *p, int me, const void *x,
-                                    const void *y, char *contrib, void *stream)
+                                    const void *y, char *contrib, size_t dev_slot, int R,
+                                    char **dslot, void *stream)
 {
     const int gpu = h->device >= 0, T = L->T, trees = L->trees;
     const uint64_t C = L->C;
@@ -385,9 +387,12 @@ static coopreduce_status tree_local(coopreduce_handle *h, cr_dist_cache **cache,
     for (int k = 2; k <= T; k++)
         total += (size_t)trees * ((rlen(known_at(L, me, k)) * as + 255) / 256 * 256);
     /* GPU: the contribution is packed on the device (copies in the stream), then comes to the
-     * host in one copy */
+     * host in one copy; or, with dev_slot (a transport whose collectives take device memory),
+     * it stays there: packed into a slot of dev_slot bytes at *dslot, followed by room for the
+     * R ranks' slots, for the caller's exchange */
     const size_t payload = contribution_bytes(L, me) - HEADER, levels_bytes = total;
-    if (gpu) total += payload;
+    if (gpu) total += dev_slot ? dev_slot * (size_t)(R + 1) : payload;
+    if (dslot) *dslot = NULL;
     char *mem = NULL;
     if (total) {
         if (gpu) {
@@ -436,7 +441,10 @@ static coopreduce_status tree_local(coopreduce_handle *h, cr_dist_cache **cache,
         }
     }
     /* the contribution: heads and tails, then the top level */
-    char *const packed = !gpu ? contrib + HEADER : mem ? mem + levels_bytes : NULL;
+    char *const packed = !gpu ? contrib + HEADER
+                         : !mem   ? NULL
+                         : dev_slot ? mem + levels_bytes + HEADER
+                                  : mem + levels_bytes;
     char *dst = packed;
     for (int k = 1; k <= T && !s; k++) {
         const range cur = known_at(L, me, k);
@@ -456,6 +464,10 @@ static coopreduce_status tree_local(coopreduce_handle *h, cr_dist_cache **cache,
                 dst += (size_t)cnt * eb;
             }
         }
+    }
+    if (gpu && dev_slot) {
+        if (mem) *dslot = mem + levels_bytes; /* the header is the caller's */
+        return s;
     }
     if (!s && gpu && payload) s = cr_gpu_copy(h, contrib + HEADER, packed, payload, stream);
     if (!s && gpu) s = cr_gpu_wait(h, stream);
@@ -718,11 +730,10 @@ CR_EXPORT coopreduce_status cr_dist_reduce_sharded(const cr_dist_transport *t,
     if (R == 1 && !cr_dist_full_protocol()) {
         /* One rank: its shard is the array; the 1-D call is the definition (no exchange). */
         if (mine.status) return (coopreduce_status)mine.status;
-        coopreduce_status s1 = coopreduce_reduce(op, x, y, result, n_local, dtype, h, stream);
-        return s1 || h->device < 0 ? s1 : cr_gpu_wait(h, stream); /* waits, as with R > 1 */
+        return coopreduce_reduce(op, x, y, result, n_local, dtype, h, stream);
     }
     cr_meta *all = NULL;
-    coopreduce_status s = cr_dist_first_exchange(t, h, &mine, &all, stream);
+    coopreduce_status s = cr_dist_first_exchange(t, h, &mine, &all, stream, NULL, 0, NULL);
     if (s) return s;
     if ((s = cr_dist_check_agreement(t, h, all))) goto out;
     /* The global array. */
@@ -783,14 +794,31 @@ CR_EXPORT coopreduce_status cr_dist_reduce_sharded(const cr_dist_transport *t,
                     slot * (size_t)R);
         goto leave;
     }
+    /* Over a transport whose collectives take device memory, a GPU's tree contribution is
+     * exchanged from the device (no copy to the host and wait before the exchange). */
+    const int dev_x = tree && h->device >= 0 && t->device_data;
+    char *dslot = NULL;
     if (tree)
-        local = tree_local(h, cache, &L, &p, me, x, y, mine_c, stream);
+        local = tree_local(h, cache, &L, &p, me, x, y, mine_c, dev_x ? slot : 0, R, &dslot, stream);
     else if (p.family == CR_FAMILY_EXACT)
         local = exact_local(h, cache, &p, x, y, n_local, (int64_t *)(mine_c + HEADER), stream);
     else
         local = scan_local(h, &p, x, n_local, offset, (scan_part *)(mine_c + HEADER), stream);
     memcpy(mine_c, &(int32_t){(int32_t)local}, 4);
-    if (t->allgather_host(t->ctx, mine_c, gathered, slot, stream, err)) {
+    /* (allgather and allgather_host are the same collective: a rank whose device slot could not
+     * be made or written takes the host one, and the ranks still match) */
+    int rc = 0;
+    if (dslot && !cr_gpu_store(h, dslot, mine_c, HEADER, stream)) {
+        rc = t->allgather(t->ctx, dslot, dslot + slot, slot, stream, err);
+        if (!rc && (cr_gpu_copy(h, gathered, dslot + slot, slot * (size_t)R, stream) ||
+                    cr_gpu_wait(h, stream))) {
+            rc = 1;
+            snprintf(err, sizeof err, "%.200s", h->err);
+        }
+    } else {
+        rc = t->allgather_host(t->ctx, mine_c, gathered, slot, stream, err);
+    }
+    if (rc) {
         s = cr_dist_transport_fail(h, t, "exchanging the shards' boundaries", err);
         goto leave;
     }
@@ -812,8 +840,7 @@ CR_EXPORT coopreduce_status cr_dist_reduce_sharded(const cr_dist_transport *t,
     }
     if (!s) {
         if (h->device >= 0) {
-            s = cr_gpu_copy(h, result, res, p.result_size, stream);
-            if (!s) s = cr_gpu_wait(h, stream);
+            s = cr_gpu_store(h, result, res, p.result_size, stream); /* in stream order */
         } else {
             memcpy(result, res, p.result_size);
             if (p.check_overflow) {

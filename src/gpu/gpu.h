@@ -43,6 +43,10 @@ coopreduce_status cr_gpu_shard_exact(struct coopreduce_handle *h, const cr_plan 
 coopreduce_status cr_gpu_allreduce_columns(struct coopreduce_handle *h, const cr_plan *p,
                                            const void *block, int R, uint64_t s, void *out,
                                            void *stream);
+/* dst[0..bytes) = src[0..bytes) of host memory, bytes <= 16, in stream order without waiting:
+ * the bytes travel as a kernel's argument (no staging buffer to keep alive): */
+coopreduce_status cr_gpu_store(struct coopreduce_handle *h, void *dst, const void *src,
+                               size_t bytes, void *stream);
 /* cudaMemcpyAsync of any kind: */
 coopreduce_status cr_gpu_copy(struct coopreduce_handle *h, void *dst, const void *src, size_t bytes,
                               void *stream);

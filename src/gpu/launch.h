@@ -124,6 +124,10 @@ cudaError_t cr_gpu_partials_launch(coopreduce_dtype dtype, cr_leaf leaf, const v
 cudaError_t cr_gpu_columns_tree_launch(const cr_plan *p, const void *block, int R, uint64_t s,
                                        void *out, int sm_count, cudaStream_t stream);
 
+/* partials.cu: dst[0..bytes) = src[0..bytes) (host memory, bytes <= 16), the bytes passed by
+ * value to a one-thread kernel on stream: nothing of src is read after the call returns. */
+cudaError_t cr_gpu_store_launch(void *dst, const void *src, size_t bytes, cudaStream_t stream);
+
 /* axis.cu: dst[c * len + e] = src[e * inner + c] for c < w, e < len (elements of elem_size
  * bytes: 2, 4 or 8), enqueued on stream. */
 cudaError_t cr_gpu_gather_launch(const void *src, void *dst, size_t elem_size, uint64_t len,

@@ -2,10 +2,12 @@
  * (src/dist): level 1 of the canonical order over the op's leaves, or a level above it (the
  * accumulation type's values, identity leaves). A warp per chunk, with leaves.cuh's level-1 code
  * (chunk_values, the same as the 1-D kernels' and rows.cu's), so the values are those of every
- * other path by construction: each chunk's tree is fixed by its position alone. */
+ * other path by construction: each chunk's tree is fixed by its position alone. And the
+ * stream-ordered store of a result the host computed (cr_gpu_store_launch). */
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "gpu/kernel/traits.cuh"
 #include "gpu/kernel/tree.cuh"
@@ -176,4 +178,25 @@ extern "C" cudaError_t cr_gpu_partials_launch(coopreduce_dtype dtype, cr_leaf le
     case COOPREDUCE_BFLOAT16: return by_leaf<Half<true>>(leaf, x, y, n, out, shift_ok != 0, sm_count, stream);
     default: return cudaErrorInvalidValue;
     }
+}
+
+/* ---- a result stored from the host in stream order ----------------------------------------- */
+struct store_bytes {
+    unsigned char b[16];
+};
+
+__global__ void store_kernel(store_bytes v, unsigned char *dst, int bytes)
+{
+    for (int i = 0; i < bytes; i++) dst[i] = v.b[i];
+}
+
+extern "C" cudaError_t cr_gpu_store_launch(void *dst, const void *src, size_t bytes,
+                                           cudaStream_t stream)
+{
+    if (bytes > 16) return cudaErrorInvalidValue;
+    store_bytes v;
+    memset(&v, 0, sizeof v);
+    memcpy(v.b, src, bytes);
+    store_kernel<<<1, 1, 0, stream>>>(v, (unsigned char *)dst, (int)bytes);
+    return cudaGetLastError();
 }

@@ -43,6 +43,18 @@ coopreduce_status cr_gpu_copy(coopreduce_handle *h, void *dst, const void *src, 
     return e == cudaSuccess ? COOPREDUCE_SUCCESS : cr_cuda_fail(h, e, "copying a shard's data");
 }
 
+coopreduce_status cr_gpu_store(coopreduce_handle *h, void *dst, const void *src, size_t bytes,
+                               void *stream)
+{
+    if (bytes == 0) return COOPREDUCE_SUCCESS;
+    cudaError_t e = cr_gpu_use_device(h->device);
+    if (e == cudaSuccess) {
+        (void)cudaGetLastError();
+        e = cr_gpu_store_launch(dst, src, bytes, (cudaStream_t)stream);
+    }
+    return e == cudaSuccess ? COOPREDUCE_SUCCESS : cr_cuda_fail(h, e, "storing a result");
+}
+
 coopreduce_status cr_gpu_wait(coopreduce_handle *h, void *stream)
 {
     cudaError_t e = cr_gpu_use_device(h->device);
