@@ -129,6 +129,28 @@ static inline CR_HD void cr_sa_split_bits(uint64_t b, int *idx, int64_t *lo, int
     cr_sa_split_signed(m, ex - normal, idx, lo, hi);
 }
 
+/* The exact product of two float64 factors of bits a and b in the DOT64 layout (lsb 2^-2148), as
+ * two halves of the 106-bit m = ma * mb: the low 53 bits at bit p = max(Ea, 1) + max(Eb, 1) - 2,
+ * the rest at p + 53, each with the product's sign folded in (cr_sa_split_signed): half k adds
+ * lo[k] to digit idx[k] and hi[k] to digit idx[k] + 1, at most digit 130 of 136, at most
+ * 2^53 + 2^32 to one digit in all. A non-finite factor gives zeros (its flags are the caller's:
+ * cr_sa_product_special). Branch-free (the GPU's lanes, the CPU's digits). */
+static inline CR_HD void cr_sa_split_product(uint64_t a, uint64_t b, int idx[2], int64_t lo[2],
+                                             int64_t hi[2])
+{
+    const unsigned ea = (unsigned)(a >> 52) & 0x7ffu, eb = (unsigned)(b >> 52) & 0x7ffu;
+    const uint64_t finite = -(uint64_t)(ea != 0x7ffu && eb != 0x7ffu);
+    const uint64_t ma = ((a & 0xfffffffffffffull) | ((uint64_t)(ea != 0u) << 52)) & finite;
+    const uint64_t mb = (b & 0xfffffffffffffull) | ((uint64_t)(eb != 0u) << 52);
+    const cr_u128 m = (cr_u128)ma * mb;
+    const int64_t sgn = -(int64_t)((a ^ b) >> 63);
+    const int64_t lo53 = (int64_t)((uint64_t)m & ((1ull << 53) - 1u));
+    const int64_t hi53 = (int64_t)(uint64_t)(m >> 53);
+    const unsigned p = (ea - (ea != 0u)) + (eb - (eb != 0u));
+    cr_sa_split_signed((lo53 ^ sgn) - sgn, p, &idx[0], &lo[0], &hi[0]);
+    cr_sa_split_signed((hi53 ^ sgn) - sgn, p + 53, &idx[1], &lo[1], &hi[1]);
+}
+
 /* One normalising pass over nd digits spaced `stride` apart (those of a flat loop): each digit
  * keeps its low 32 bits plus the carry of the one below, the top digit takes the last carry.
  * Digits below 2^63 in magnitude come out in [-2^31, 2^32 + 2^31). */

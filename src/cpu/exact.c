@@ -353,37 +353,26 @@ static inline void add_value(int64_t *D, uint64_t b, uint64_t *nonneg, unsigned 
 }
 
 /* The float64 product of the factors of bits a and b into set D (DOT64 layout): the exact
- * 106-bit product m = ma * mb of two finite factors, at bit p = max(Ea, 1) + max(Eb, 1) - 2 above
- * 2^-2148, as two halves below 2^53 (the low 53 bits at p, the rest at p + 53), each with the
- * product's sign folded in (cr_sa_split_signed): four contributions, at most digit 130 of 136, at
- * most 2^53 + 2^32 to one digit. Non-finite factors go to the flags; a zero product adds nothing
- * and is -0.0 only when its factors' signs differ. */
+ * 106-bit product's four contributions (cr_sa_split_product). Non-finite factors go to the
+ * flags; a zero product adds nothing and is -0.0 only when its factors' signs differ. */
 static inline void add_product(int64_t *D, uint64_t a, uint64_t b, uint64_t *nonneg,
                                unsigned *flags)
 {
     const unsigned ea = (unsigned)(a >> 52) & 0x7ffu, eb = (unsigned)(b >> 52) & 0x7ffu;
-    const int neg = (int)((a ^ b) >> 63);
     if (ea == 0x7ffu || eb == 0x7ffu) {
         *flags |= cr_sa_product_special(cr_f64_from(a), cr_f64_from(b));
         *nonneg = 1;
         return;
     }
-    const uint64_t ma = (a & 0xfffffffffffffull) | ((uint64_t)(ea != 0) << 52);
-    const uint64_t mb = (b & 0xfffffffffffffull) | ((uint64_t)(eb != 0) << 52);
-    if (!neg || (ma && mb)) *nonneg = 1; /* the product is not -0.0 */
-    const cr_u128 m = (cr_u128)ma * mb;
-    const int64_t sgn = -(int64_t)neg;
-    const int64_t lo53 = (int64_t)((uint64_t)m & ((1ull << 53) - 1u));
-    const int64_t hi53 = (int64_t)(uint64_t)(m >> 53);
-    const unsigned p = (ea - (ea != 0)) + (eb - (eb != 0));
-    int idx;
-    int64_t lo, hi;
-    cr_sa_split_signed((lo53 ^ sgn) - sgn, p, &idx, &lo, &hi);
-    D[idx] += lo;
-    D[idx + 1] += hi;
-    cr_sa_split_signed((hi53 ^ sgn) - sgn, p + 53, &idx, &lo, &hi);
-    D[idx] += lo;
-    D[idx + 1] += hi;
+    /* the product is not -0.0: its sign is +, or both factors are nonzero */
+    if (!((a ^ b) >> 63) || ((a << 1) && (b << 1))) *nonneg = 1;
+    int idx[2];
+    int64_t lo[2], hi[2];
+    cr_sa_split_product(a, b, idx, lo, hi);
+    D[idx[0]] += lo[0];
+    D[idx[0] + 1] += hi[0];
+    D[idx[1]] += lo[1];
+    D[idx[1] + 1] += hi[1];
 }
 
 /* The digits of a range, ND of them per set; ADD(D, j, i, nonneg, flags): element i into set D.

@@ -86,13 +86,17 @@ enum { P_LEAVES, P_F16, P_BINS, P_DIGITS };
 constexpr coopreduce_dtype kF32 = COOPREDUCE_FLOAT32, kF64 = COOPREDUCE_FLOAT64,
                            kF16 = COOPREDUCE_FLOAT16, kBF16 = COOPREDUCE_BFLOAT16;
 
-/* The float32 and bfloat16 sums go through per-lane bins, the float64 sum and the float32 dot
- * (its products are exact doubles) through per-lane digits (exact_lanes.cuh), the float16 sum
- * through its exact accumulators, the float64 dot through the expansions. */
+/* The float32 and bfloat16 sums go through per-lane bins, the float64 sum and both dots (a
+ * float32 product is an exact double, a float64 one goes in as its exact 106 bits) through
+ * per-lane digits (exact_lanes.cuh), the float16 sum through its exact accumulators. */
 constexpr int path_of(coopreduce_dtype dt, int dot, int vec)
 {
-    return dot ? (dt == kF32 ? P_DIGITS : P_LEAVES)
-               : !vec ? P_LEAVES : dt == kF16 ? P_F16 : dt == kF64 ? P_DIGITS : P_BINS;
+    return dot ? P_DIGITS : !vec ? P_LEAVES : dt == kF16 ? P_F16 : dt == kF64 ? P_DIGITS : P_BINS;
+}
+/* Digits of a lane: the float64 dot's DOT64 layout, or the SUM layout's first 65. */
+constexpr int lane_digits_of(coopreduce_dtype dt, int dot)
+{
+    return dot && dt == kF64 ? kLaneDigitsDot64 : kLaneDigits;
 }
 /* Units (16-byte loads, or elements) per thread and iteration: the float64 sum takes 8 (128
  * bytes in flight a thread, twice with the prefetch: its blocks are few per SM). */
@@ -101,9 +105,13 @@ constexpr int units_per_iter(coopreduce_dtype dt, int dot, int vec)
     return path_of(dt, dot, vec) == P_LEAVES ? 2 : (dt == kF64 && !dot) ? 8 : 4;
 }
 /* Threads per block: the per-lane accumulators live in shared memory (4 or 8 KiB a warp for
- * bins, 16.25 KiB for digits), so their blocks are small and several share an SM (8 or 6 of
- * 128 threads, 6 of 64: 32, 24 and 12 warps, loads of 64 or 128 bytes a thread in flight). */
-constexpr int threads_of(int path) { return path == P_BINS ? 128 : path == P_DIGITS ? 64 : 512; }
+ * bins, 16.25 KiB for digits, 33.5 KiB for the float64 dot's), so their blocks are small and
+ * several share an SM (8 or 6 of 128 threads, 6 of 64, 6 of 32: 32, 24, 12 and 6 warps, loads
+ * of 64 or 128 bytes a thread in flight). */
+constexpr int threads_of(int path, int lane_digits)
+{
+    return path == P_BINS ? 128 : path == P_DIGITS ? (lane_digits > kLaneDigits ? 32 : 64) : 512;
+}
 /* float32 bins: 16 of 16 exponents (4 KiB a warp, 8 blocks of 128 per SM); bfloat16: 32 of 8
  * (its units that pass the range check go in as one float32: fewer flushes matter more) */
 constexpr int bin_shift_of(coopreduce_dtype dt) { return dt == COOPREDUCE_FLOAT32 ? 27 : 26; }
@@ -124,7 +132,8 @@ template <coopreduce_dtype DT, int DOT, int VEC> struct Cfg {
     static constexpr int LSB = (DOT && DT == kF64) ? CR_SA_DOT64_LSB : CR_SA_SUM_LSB;
     static constexpr int PATH = path_of(DT, DOT, VEC);
     static constexpr int U = units_per_iter(DT, DOT, VEC); /* units per thread and iteration */
-    static constexpr int THREADS = threads_of(PATH);
+    static constexpr int LANE_DIGITS = lane_digits_of(DT, DOT);
+    static constexpr int THREADS = threads_of(PATH, LANE_DIGITS);
     static constexpr int BIN_SHIFT = bin_shift_of(DT);
     typedef BinShape<BIN_SHIFT> Bins;
     static constexpr int WARPS = THREADS / 32;
@@ -137,7 +146,7 @@ template <coopreduce_dtype DT, int DOT, int VEC> struct Cfg {
                                                          : kRound;
     /* 64-bit words of per-lane accumulators in shared memory (1: none) */
     static constexpr int LANE_WORDS = PATH == P_BINS     ? WARPS * Bins::kBins * 32
-                                      : PATH == P_DIGITS ? WARPS * kLaneDigits * 32
+                                      : PATH == P_DIGITS ? WARPS * LANE_DIGITS * 32
                                                          : 1;
 };
 
@@ -315,10 +324,10 @@ __device__ __forceinline__ void add_leaves(double (&t)[2][K], const double *lv, 
 
 /* One carry step over the block's digits: digits below the top one come back to [0, 2^32)
  * plus a carry in (-2^31, 2^31). Every thread calls it; a thread takes digits i, i + blockDim.x,
- * ... (blocks of 64 threads or more: at most 3 of the <= 136 digits). */
+ * ... (blocks of 32 threads or more: at most ceil(ND / 32) of them). */
 template <int ND> __device__ void carry_step(long long *acc)
 {
-    constexpr int kPer = 3;
+    constexpr int kPer = (ND + 31) / 32;
     long long v[kPer], c[kPer];
     __syncthreads();
 #pragma unroll
@@ -472,6 +481,16 @@ consume(const Unit (&ux)[Cfg<DT, DOT, VEC>::U], const Unit (&uy)[Cfg<DT, DOT, VE
                     bin_add<C::BIN_SHIFT>(col, ux[u].w[j] & 0xffff0000u);
                 }
         }
+    } else if (C::PATH == P_DIGITS && DOT && DT == kF64) {
+        /* every float64 product, exact, to the lane's digits */
+#pragma unroll
+        for (int u = 0; u < U; u++)
+#pragma unroll
+            for (int e = 0; e < C::EPU; e++) {
+                if (!ok[u]) continue;
+                flags |= digits_add_product((long long *)col, (uint64_t)__double_as_longlong(ux[u].d[e]),
+                                            (uint64_t)__double_as_longlong(uy[u].d[e]), nonneg);
+            }
     } else if (C::PATH == P_DIGITS) {
         /* every float64 element, or float32 product, to the lane's digits; -0.0 is told apart
          * by its bits */
@@ -581,7 +600,7 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
         } else if (C::PATH == P_BINS) {
             flags |= bins_flush<C::Bins::kBins>(wbins, acc, LSB);
         } else if (C::PATH == P_DIGITS) {
-            digits_normalise(dcol);
+            digits_normalise<C::LANE_DIGITS>(dcol);
         }
     };
     /* `full` iterations in which every unit exists in every thread, then a partial one (units
@@ -646,6 +665,9 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
             if (DOT) L::element(y, first + gid, uy);
             if (C::PATH == P_BINS) {
                 bin_add<C::BIN_SHIFT>(col, DT == kF32 ? ux.w[0] : (uint32_t)ux.h[0] << 16);
+            } else if (C::PATH == P_DIGITS && DOT && DT == kF64) {
+                flags |= digits_add_product(dcol, (uint64_t)__double_as_longlong(ux.d[0]),
+                                            (uint64_t)__double_as_longlong(uy.d[0]), nonneg);
             } else if (C::PATH == P_DIGITS) {
                 const uint64_t b = digit_bits<DT, DOT>(ux, uy, 0);
                 flags |= digits_add(dcol, b);
@@ -661,7 +683,7 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
         flush();
     } else if (C::PATH == P_DIGITS) {
         flush();
-        digits_flush(wdig, acc);
+        digits_flush<C::LANE_DIGITS>(wdig, acc);
         if (nonneg) flags |= CR_X_NONNEGZ;
     } else {
         /* The lead terms are the plain sums of their leaves from -0.0: still -0.0 only if every

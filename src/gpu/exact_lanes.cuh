@@ -30,6 +30,10 @@
  *     one below, the top digit takes the last carry) every 2^9 elements at most: before it,
  *     |digit| <= 2^32 + 2^31 + (2^9 + 16) * 2^53 < 2^63. Infinities and NaNs are screened into
  *     the flags (exponent field 2047 adds nothing).
+ *   The float64 dot's digits: the DOT64 layout (lsb 2^-2148), its first 131 digits: each exact
+ *     106-bit product as two halves below 2^53 with the sign folded in (cr_sa_split_product),
+ *     four additions, at most 2^53 + 2^32 to one digit: the same normalisation interval holds.
+ *     33.5 KiB a warp, so its blocks are one warp.
  *
  * Part of exact.cu; included there only. */
 #ifndef COOPREDUCE_GPU_EXACT_LANES_CUH
@@ -108,20 +112,45 @@ __device__ __forceinline__ unsigned digits_add(long long *col, uint64_t b)
                                           : cr_sa_special_flags(__longlong_as_double((long long)b));
 }
 
-/* One normalising pass over the lane's digits (its own column only: no synchronisation). */
-__device__ __forceinline__ void digits_normalise(long long *col)
+/* The float64 dot's lanes: the DOT64 layout's first 131 digits (a product reaches digit 130). */
+constexpr int kLaneDigitsDot64 = 131;
+
+/* The exact product of the float64 factors of bits a and b into the lane's digits (DOT64 layout;
+ * superacc.h's cr_sa_split_product, as the CPU's): four additions whatever the exponents. A
+ * non-finite factor adds nothing and returns its flags; nonneg becomes nonzero unless the
+ * product is -0.0 (a negative sign and a zero factor). */
+__device__ __forceinline__ unsigned digits_add_product(long long *col, uint64_t a, uint64_t b,
+                                                       uint64_t &nonneg)
 {
-    cr_sa_normalise_strided(reinterpret_cast<int64_t *>(col), kLaneDigits, 32);
+    int idx[2];
+    int64_t lo[2], hi[2];
+    cr_sa_split_product(a, b, idx, lo, hi);
+    col[idx[0] * 32] += lo[0];
+    col[(idx[0] + 1) * 32] += hi[0];
+    col[idx[1] * 32] += lo[1];
+    col[(idx[1] + 1) * 32] += hi[1];
+    nonneg |= (~(a ^ b) >> 63) | ((a << 1) && (b << 1));
+    const bool special = ((a >> 52) & 0x7ffu) == 0x7ffu || ((b >> 52) & 0x7ffu) == 0x7ffu;
+    if (!special) return 0u;
+    nonneg = 1;
+    return cr_sa_product_special(__longlong_as_double((long long)a),
+                                 __longlong_as_double((long long)b));
+}
+
+/* One normalising pass over the lane's LD digits (its own column only: no synchronisation). */
+template <int LD> __device__ __forceinline__ void digits_normalise(long long *col)
+{
+    cr_sa_normalise_strided(reinterpret_cast<int64_t *>(col), LD, 32);
 }
 
 /* Every lane of the warp (converged), after a normalisation: digit `lane`, `lane + 32`, ... of
  * the 32 lanes (each below 2^33 in magnitude: their sum below 2^38) added to the block's
  * superaccumulator, the warp's digits reset to zero. `warp`: the warp's region. */
-__device__ __noinline__ void digits_flush(long long *warp, long long *acc)
+template <int LD> __device__ __noinline__ void digits_flush(long long *warp, long long *acc)
 {
     const unsigned lane = threadIdx.x % 32;
     __syncwarp();
-    for (unsigned i = lane; i < (unsigned)kLaneDigits; i += 32) {
+    for (unsigned i = lane; i < (unsigned)LD; i += 32) {
         long long *row = warp + i * 32, s = 0;
 #pragma unroll 8
         for (unsigned j = 0; j < 32; j++) {
