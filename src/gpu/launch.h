@@ -113,10 +113,11 @@ cudaError_t cr_gpu_rows_launch(const cr_gpu_call *c, const cr_gpu_shape_call *s)
  * float64 array is CR_LEAF_VALUE), without the final rule: chunk g of tree k at out[k][g] in the
  * accumulation type (three trees for CR_LEAF_NORM2). n >= 1. shift_ok: x (and y) lie in
  * arrays that start on a 16-byte boundary, whose bytes before x misaligned chunks may read
- * (leaves.cuh's shifted loads); else misaligned input takes element loads. */
+ * (leaves.cuh's shifted loads); else misaligned input takes element loads. stream_once: the
+ * input is larger than L2 (the stream-once load policy, as the 1-D kernels'). */
 cudaError_t cr_gpu_partials_launch(coopreduce_dtype dtype, cr_leaf leaf, const void *x,
                                    const void *y, uint64_t n, void *const out[3], int shift_ok,
-                                   int sm_count, cudaStream_t stream);
+                                   int sm_count, int stream_once, cudaStream_t stream);
 
 /* partials.cu, for the all-reduce: result j (at out + j * result_size) of the plan's CANONICAL
  * or ORDERED family (not DOT) over column j of the (R x s) block of input elements, R <= W (the

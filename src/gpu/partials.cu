@@ -18,7 +18,12 @@ namespace {
 
 constexpr int kPartThreads = 256, kPartWarps = kPartThreads / 32;
 
-template <typename In, Leaf LF>
+/* Block b owns a balanced contiguous range of the chunks, its warps take them round-robin (the
+ * block streams one region, as the 1-D kernels do); a warp's full, aligned chunks go through
+ * stream_chunks, the next chunk's loads in flight while it finishes one (NORM2 and the wide
+ * products excepted: one chunk at a time, chunk_values), the ragged or misaligned rest through
+ * chunk_values. kStream: the stream-once load policy, for inputs larger than L2. */
+template <typename In, Leaf LF, bool kStream>
 __global__ void __launch_bounds__(kPartThreads)
     shard_partials_kernel(const Args<In> A, uint64_t chunks, bool aligned, bool shift_ok,
                           void *out0, void *out1, void *out2)
@@ -27,47 +32,63 @@ __global__ void __launch_bounds__(kPartThreads)
     constexpr int K = kLeaves<LF>;
     cg::thread_block block = cg::this_thread_block();
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
-    const uint64_t warps = (uint64_t)gridDim.x * kPartWarps;
-    for (uint64_t g = (uint64_t)blockIdx.x * kPartWarps + warp.meta_group_rank(); g < chunks;
-         g += warps) {
-        Acc v[K];
-        chunk_values<In, LF, false, true>(warp, A, g, aligned, v, shift_ok);
-        if (warp.thread_rank() != 0) continue;
+    uint64_t b0, b1;
+    balanced_range(chunks, gridDim.x, blockIdx.x, &b0, &b1);
+    auto emit = [&](uint64_t g, const Acc(&v)[K]) {
+        if (warp.thread_rank() != 0) return;
         static_cast<Acc *>(out0)[g] = v[0];
         if constexpr (K == 3) {
             static_cast<Acc *>(out1)[g] = v[1];
             static_cast<Acc *>(out2)[g] = v[2];
         }
+    };
+    uint64_t c = b0 + warp.meta_group_rank();
+    if constexpr (LF != Leaf::kNorm2 && kStreamed<In, LF>) {
+        const uint64_t full = aligned ? A.n / Shape<In>::kChunk : 0;
+        if (c < b1 && c < full) {
+            const uint64_t stop = b1 < full ? b1 : full;
+            stream_chunks<In, LF, kStream>(warp, A, c, stop, kPartWarps, emit);
+            c += (stop - c + kPartWarps - 1) / kPartWarps * kPartWarps; /* first at or past stop */
+        }
+    }
+    for (; c < b1; c += kPartWarps) {
+        Acc v[K];
+        chunk_values<In, LF, kStream, true>(warp, A, c, aligned, v, shift_ok);
+        emit(c, v);
     }
 }
 
 template <typename In, Leaf LF>
 cudaError_t launch(const void *x, const void *y, uint64_t n, void *const out[3], bool shift_ok,
-                   int sm_count, cudaStream_t stream)
+                   int sm_count, bool stream_once, cudaStream_t stream)
 {
     using S = Shape<In>;
     const uint64_t chunks = (n + S::kChunk - 1) / S::kChunk;
     const bool two = LF == Leaf::kProduct;
     const bool aligned = (uintptr_t)x % 16 == 0 && (!two || (uintptr_t)y % 16 == 0);
     uint64_t blocks = (chunks + kPartWarps - 1) / kPartWarps;
-    const uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) * 8;
+    const uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) * 2; /* 16 warps an SM */
     if (blocks > wave) blocks = wave;
     if (blocks < 1) blocks = 1;
     Args<In> A = {x, two ? y : nullptr, n};
-    shard_partials_kernel<In, LF><<<(unsigned)blocks, kPartThreads, 0, stream>>>(
-        A, chunks, aligned, shift_ok, out[0], out[1], out[2]);
+    if (stream_once)
+        shard_partials_kernel<In, LF, true><<<(unsigned)blocks, kPartThreads, 0, stream>>>(
+            A, chunks, aligned, shift_ok, out[0], out[1], out[2]);
+    else
+        shard_partials_kernel<In, LF, false><<<(unsigned)blocks, kPartThreads, 0, stream>>>(
+            A, chunks, aligned, shift_ok, out[0], out[1], out[2]);
     return cudaGetLastError();
 }
 
 template <typename In>
 cudaError_t by_leaf(cr_leaf leaf, const void *x, const void *y, uint64_t n, void *const out[3],
-                    bool sh, int sm, cudaStream_t st)
+                    bool sh, int sm, bool so, cudaStream_t st)
 {
     switch (leaf) {
-    case CR_LEAF_VALUE: return launch<In, Leaf::kWiden>(x, y, n, out, sh, sm, st);
-    case CR_LEAF_SQUARE: return launch<In, Leaf::kSquare>(x, y, n, out, sh, sm, st);
-    case CR_LEAF_PRODUCT: return launch<In, Leaf::kProduct>(x, y, n, out, sh, sm, st);
-    case CR_LEAF_NORM2: return launch<In, Leaf::kNorm2>(x, y, n, out, sh, sm, st);
+    case CR_LEAF_VALUE: return launch<In, Leaf::kWiden>(x, y, n, out, sh, sm, so, st);
+    case CR_LEAF_SQUARE: return launch<In, Leaf::kSquare>(x, y, n, out, sh, sm, so, st);
+    case CR_LEAF_PRODUCT: return launch<In, Leaf::kProduct>(x, y, n, out, sh, sm, so, st);
+    case CR_LEAF_NORM2: return launch<In, Leaf::kNorm2>(x, y, n, out, sh, sm, so, st);
     }
     return cudaErrorInvalidValue;
 }
@@ -168,14 +189,16 @@ extern "C" cudaError_t cr_gpu_columns_tree_launch(const cr_plan *p, const void *
 
 extern "C" cudaError_t cr_gpu_partials_launch(coopreduce_dtype dtype, cr_leaf leaf, const void *x,
                                               const void *y, uint64_t n, void *const out[3],
-                                              int shift_ok, int sm_count, cudaStream_t stream)
+                                              int shift_ok, int sm_count, int stream_once,
+                                              cudaStream_t stream)
 {
     if (n == 0) return cudaSuccess;
+    const bool sh = shift_ok != 0, so = stream_once != 0;
     switch (dtype) {
-    case COOPREDUCE_FLOAT32: return by_leaf<F32>(leaf, x, y, n, out, shift_ok != 0, sm_count, stream);
-    case COOPREDUCE_FLOAT64: return by_leaf<F64>(leaf, x, y, n, out, shift_ok != 0, sm_count, stream);
-    case COOPREDUCE_FLOAT16: return by_leaf<Half<false>>(leaf, x, y, n, out, shift_ok != 0, sm_count, stream);
-    case COOPREDUCE_BFLOAT16: return by_leaf<Half<true>>(leaf, x, y, n, out, shift_ok != 0, sm_count, stream);
+    case COOPREDUCE_FLOAT32: return by_leaf<F32>(leaf, x, y, n, out, sh, sm_count, so, stream);
+    case COOPREDUCE_FLOAT64: return by_leaf<F64>(leaf, x, y, n, out, sh, sm_count, so, stream);
+    case COOPREDUCE_FLOAT16: return by_leaf<Half<false>>(leaf, x, y, n, out, sh, sm_count, so, stream);
+    case COOPREDUCE_BFLOAT16: return by_leaf<Half<true>>(leaf, x, y, n, out, sh, sm_count, so, stream);
     default: return cudaErrorInvalidValue;
     }
 }

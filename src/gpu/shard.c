@@ -3,6 +3,7 @@
  * CR_FMT_RAW), and plain copies, allocations and waits on the caller's stream. gpu.h declares
  * them; gpu_none.c refuses them in a build without CUDA. */
 #include <string.h>
+#include "core/dtype.h"
 #include "core/status.h"
 #include "core/superacc.h"
 #include "gpu/gpu.h"
@@ -16,8 +17,9 @@ coopreduce_status cr_gpu_shard_partials(coopreduce_handle *h, coopreduce_dtype d
     cudaError_t e = cr_gpu_use_device(h->device);
     if (e != cudaSuccess) return cr_cuda_fail(h, e, "selecting the GPU");
     (void)cudaGetLastError();
+    const uint64_t bytes = n * cr_dtype_size(dtype) * (leaf == CR_LEAF_PRODUCT ? 2u : 1u);
     e = cr_gpu_partials_launch(dtype, leaf, x, y, n, out, shift_ok, h->gpu->sm_count,
-                               (cudaStream_t)stream);
+                               bytes > h->gpu->l2_bytes, (cudaStream_t)stream);
     return e == cudaSuccess ? COOPREDUCE_SUCCESS : cr_cuda_fail(h, e, "launching a shard's chunks");
 }
 
