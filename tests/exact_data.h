@@ -44,10 +44,10 @@ static __attribute__((unused)) int mbits(coopreduce_dtype dt)
 }
 
 enum { D_UNIFORM, D_SIGNED, D_CANCEL, D_DENORMAL, D_FULL, D_ALTERNATE, D_ZEROS, D_BITS, D_EDGES,
-       D_RIPPLE, ND };
+       D_RIPPLE, D_HUGE, ND };
 static __attribute__((unused)) const char *const dnames[ND] = {
     "uniform", "signed",     "cancel", "denormal", "full-range", "alternate",
-    "zeros",   "bits",       "edges",  "ripple"};
+    "zeros",   "bits",       "edges",  "ripple",   "huge"};
 
 static __attribute__((unused)) void gen(int kind, coopreduce_dtype dt, void *buf, uint64_t n)
 {
@@ -93,6 +93,12 @@ static __attribute__((unused)) void gen(int kind, coopreduce_dtype dt, void *buf
                 v = -ldexp(1.0, lo);
             else
                 v = ldexp(2 - ldexp(1, -mbits(dt)), (lo + hi) / 2);
+            break;
+        case D_HUGE: /* near the largest finite magnitude, two in three positive: the exact sum
+                      * overflows, and the top digit of every accumulator grows by about 2^50 per
+                      * three elements (a wrap there shows as -inf or a finite result) */
+            v = ldexp(1 + 0.99 * unif(), hi);
+            if (i % 3 == 2) v = -v;
             break;
         default: { /* random finite bit patterns */
             store_bits(buf, i, dt_size(dt), rnd());

@@ -321,9 +321,18 @@ int main(void)
         for (int kind = 0; kind < ND; kind++)
             for (int si = 0; si < nsizes; si++) {
                 uint64_t n = sizes[si];
-                if (n > 131073 && kind != D_CANCEL && kind != D_FULL) continue;
+                if (n > 131073 && kind != D_CANCEL && kind != D_FULL && kind != D_HUGE) continue;
                 sum_and_dot(check_case, kind, dts[d], x, y, n);
             }
+    /* A digit set's top digit: float64 values near the largest finite magnitude, two in three
+     * positive, move it by 2^50 or so per three elements; at one of these sizes (the expansions'
+     * first 2^14 elements, then 2^13 to 2^15 per set) it passes 2^63 but not 2^64, where a wrap
+     * would read as a negative sum. */
+    for (int k = 0; k < 3; k++) {
+        const uint64_t n = k == 0 ? 50000 : k == 1 ? 100000 : 200000;
+        gen(D_HUGE, COOPREDUCE_FLOAT64, x, n);
+        check_case("huge", COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT64, x, NULL, n);
+    }
     /* a NaN / an infinity in a long array, at the start, middle and end */
     for (int d = 0; d < ndts; d++) {
         uint64_t n = 300007;

@@ -248,10 +248,18 @@ int main(int argc, char **argv)
         for (int d = 0; d < ndts; d++)
             for (int kind = 0; kind < ND; kind++) {
                 if (n > 70001 && kind != D_CANCEL && kind != D_FULL && kind != D_SIGNED &&
-                    kind != D_RIPPLE)
+                    kind != D_RIPPLE && kind != D_HUGE)
                     continue;
                 sum_and_dot(check_case, kind, dts[d], x, y, n);
             }
+    }
+    /* A lane's top digit: float64 values near the largest finite magnitude, two in three
+     * positive, move it by 2^50 or so per three elements; on one block (check_case's grid of 1:
+     * 64 lanes, 2^13 to 2^15 elements each) one of these sizes takes it past 2^63 but not past
+     * 2^64, where a wrap would read as a negative sum. */
+    for (uint64_t n = 1u << 19; n <= (1u << 21) && n <= max_n; n *= 2) {
+        gen(D_HUGE, COOPREDUCE_FLOAT64, x, n);
+        check_case("huge", COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT64, x, NULL, n);
     }
     /* one NaN / infinity somewhere in a long array */
     for (int d = 0; d < ndts; d++) {

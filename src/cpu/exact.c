@@ -336,7 +336,10 @@ static void buckets_f16(job *j)
  * at DEFINE_DIGITS). Infinities and NaNs add nothing and set their flags; CR_X_NONNEGZ is set
  * when some value (product) is not -0.0. */
 #define DSETS 4
-#define DDIGITS 65
+/* The SUM layout's first 66 digits: a value reaches digit 64 at most, so the top one takes only
+ * the normalisations' carries (at most 2^31 each) and cannot wrap; with 65, digit 64 took about
+ * 2^50 per element of magnitude near 2^1024 and wrapped after some 2^13 of them. */
+#define DDIGITS 66
 #define DSPAN 512 /* additions per set between two normalisations */
 
 /* The double of bits b (a float64 value, or a float32 product, exact in binary64: inf * 0 is

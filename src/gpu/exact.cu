@@ -93,7 +93,7 @@ constexpr int path_of(coopreduce_dtype dt, int dot, int vec)
 {
     return dot ? P_DIGITS : !vec ? P_LEAVES : dt == kF16 ? P_F16 : dt == kF64 ? P_DIGITS : P_BINS;
 }
-/* Digits of a lane: the float64 dot's DOT64 layout, or the SUM layout's first 65. */
+/* Digits of a lane: the DOT64 layout's first 132 (the float64 dot), or the SUM layout's first 66. */
 constexpr int lane_digits_of(coopreduce_dtype dt, int dot)
 {
     return dot && dt == kF64 ? kLaneDigitsDot64 : kLaneDigits;
@@ -105,7 +105,7 @@ constexpr int units_per_iter(coopreduce_dtype dt, int dot, int vec)
     return path_of(dt, dot, vec) == P_LEAVES ? 2 : (dt == kF64 && !dot) ? 8 : 4;
 }
 /* Threads per block: the per-lane accumulators live in shared memory (4 or 8 KiB a warp for
- * bins, 16.25 KiB for digits, 33.5 KiB for the float64 dot's), so their blocks are small and
+ * bins, 16.5 KiB for digits, 33 KiB for the float64 dot's), so their blocks are small and
  * several share an SM (8 or 6 of 128 threads, 6 of 64, 6 of 32: 32, 24, 12 and 6 warps, loads
  * of 64 or 128 bytes a thread in flight). */
 constexpr int threads_of(int path, int lane_digits)

@@ -19,21 +19,22 @@
  *     -0.0s. An infinity or a NaN (exponent field 255: the last bin) makes its bin +-inf or NaN
  *     (inf + -inf = NaN), classified at the flush; finite bins stay far below overflow.
  *
- *   Digits (float64 SUM, float32 DOT's exact products): 65 int64 digits of radix 2^32 at lsb
- *     2^-1074 (the SUM layout's first 65 of 70; the split and the normalising pass are
+ *   Digits (float64 SUM, float32 DOT's exact products): 66 int64 digits of radix 2^32 at lsb
+ *     2^-1074 (the SUM layout's first 66 of 70; the split and the normalising pass are
  *     superacc.h's, shared with the CPU). A finite double m * 2^(max(E, 1) - 1075), m < 2^53, sits at bit
  *     p = max(E, 1) - 1 <= 2045 above the lsb: its m << (p & 31) (below 2^85) is added as its low
  *     32 bits to digit p >> 5 and its high part to the next digit (<= 64); for a negative value,
  *     of the negated significand in two's complement: low 32 bits in [0, 2^32), high part
  *     floor(m * 2^s / 2^32) in [-2^53, 0]. A digit gains at most 2^53 per element, so a lane
  *     normalises its digits (one pass: each digit keeps its low 32 bits plus the carry of the
- *     one below, the top digit takes the last carry) every 2^9 elements at most: before it,
+ *     one below, the top digit, which no element reaches, takes the last carry) every 2^9
+ *     elements at most: before it,
  *     |digit| <= 2^32 + 2^31 + (2^9 + 16) * 2^53 < 2^63. Infinities and NaNs are screened into
  *     the flags (exponent field 2047 adds nothing).
- *   The float64 dot's digits: the DOT64 layout (lsb 2^-2148), its first 131 digits: each exact
+ *   The float64 dot's digits: the DOT64 layout (lsb 2^-2148), its first 132 digits: each exact
  *     106-bit product as two halves below 2^53 with the sign folded in (cr_sa_split_product),
  *     four additions, at most 2^53 + 2^32 to one digit: the same normalisation interval holds.
- *     33.5 KiB a warp, so its blocks are one warp.
+ *     33 KiB a warp, so its blocks are one warp.
  *
  * Part of exact.cu; included there only. */
 #ifndef COOPREDUCE_GPU_EXACT_LANES_CUH
@@ -95,7 +96,10 @@ template <int NB> __device__ __noinline__ unsigned bins_flush(double *warp, long
 }
 
 /* ---- Digits ------------------------------------------------------------------------------- */
-constexpr int kLaneDigits = 65;
+/* The SUM layout's first 66 digits: an element reaches digit 64 at most, so the top digit takes
+ * only the normalisations' carries (below 2^31 each) and cannot wrap whatever the count (with 65,
+ * digit 64 took about 2^50 per element near 2^1024 and wrapped after some 2^13 of them). */
+constexpr int kLaneDigits = 66;
 /* Largest count of elements a lane may add to its digits between two normalisations. */
 constexpr uint64_t kDigitLaneElems = 1ull << 9;
 
@@ -112,8 +116,9 @@ __device__ __forceinline__ unsigned digits_add(long long *col, uint64_t b)
                                           : cr_sa_special_flags(__longlong_as_double((long long)b));
 }
 
-/* The float64 dot's lanes: the DOT64 layout's first 131 digits (a product reaches digit 130). */
-constexpr int kLaneDigitsDot64 = 131;
+/* The float64 dot's lanes: the DOT64 layout's first 132 digits (a product reaches digit 130;
+ * the top one takes carries only, as above). */
+constexpr int kLaneDigitsDot64 = 132;
 
 /* The exact product of the float64 factors of bits a and b into the lane's digits (DOT64 layout;
  * superacc.h's cr_sa_split_product, as the CPU's): four additions whatever the exponents. A
