@@ -82,3 +82,5 @@ if [ -x "$T/test_dist_mpi" ] && command -v mpirun >/dev/null; then
   DIST_DEVICE=gpu DIST_BACKEND=mpi step cli-mpi-gpu bash tests/test_cli_dist.sh "$BUILD/coopreduce" "${MPIRUN[@]}"
 fi
 finish
+# a failed step fails the script
+! printf '%s\n' "${SUMMARY[@]}" | grep -q FAIL

@@ -448,6 +448,19 @@ void dist_check_errors(dist_env *e)
                              e->h, e->comm, e->stream);
     expect(e, s, COOPREDUCE_ERROR_INVALID_ARGUMENT, COOPREDUCE_ERROR_OTHER_RANK, 0,
            "allreduce send NULL on rank 0", NULL);
+    if (e->gpu) {
+        /* host memory where a GPU handle needs device memory, on the last rank: refused there
+         * before any exchange reads it (the small all-reduce's first exchange would), the other
+         * ranks told */
+        s = coopreduce_reduce_sharded(COOPREDUCE_OP_SUM, e->rank == last ? (void *)host : x, NULL,
+                                      res, n, COOPREDUCE_FLOAT32, e->h, e->comm, e->stream);
+        expect(e, s, COOPREDUCE_ERROR_NOT_DEVICE_MEMORY, COOPREDUCE_ERROR_OTHER_RANK, last,
+               "sharded x in host memory on the last rank", "host memory");
+        s = coopreduce_allreduce(e->rank == last ? (void *)host : x, res, 2, COOPREDUCE_FLOAT32,
+                                 COOPREDUCE_OP_SUM, e->h, e->comm, e->stream);
+        expect(e, s, COOPREDUCE_ERROR_NOT_DEVICE_MEMORY, COOPREDUCE_ERROR_OTHER_RANK, last,
+               "allreduce send in host memory on the last rank", "host memory");
+    }
     /* and a good call after all that: the ranks are still in step */
     float want = 0, got = -1;
     for (int i = 0; i < 1000; i++) (void)i;

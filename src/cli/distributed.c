@@ -274,7 +274,11 @@ int sum_distributed(const sum_options *o_in)
         st = coopreduce_reduce_sharded(o.op, dx, dy, dev.is_gpu ? dres : (void *)res.bits, nl, dt,
                                        dev.handle, comm, NULL);
         char serr[256];
-        if (dev.is_gpu) cli_gpu_sync(serr, sizeof serr); /* the result is written in stream order */
+        /* the result is written in stream order: wait for it (and for any failure of the GPU) */
+        if (dev.is_gpu && st == COOPREDUCE_SUCCESS && cli_gpu_sync(serr, sizeof serr) != 0) {
+            cli_error("rank %d: %s", me, serr);
+            st = COOPREDUCE_ERROR_CUDA;
+        }
         const double t = sum_clock_us() - t0;
         double tmax = t;
         MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);

@@ -24,13 +24,15 @@ static int cuda_error(cudaError_t e, const char *what, char *err)
 
 /* Device and pinned host staging of `bytes` each (pinned: the copies are asynchronous and
  * short, which is most of a small exchange's time). */
-static int stage_ensure(struct coopreduce_comm *c, size_t bytes, char *err)
+static int stage_ensure(struct coopreduce_comm *c, size_t bytes, cudaStream_t st, char *err)
 {
     if (c->stage && c->stage_bytes >= bytes) return 0;
     void *p = NULL, *hp = NULL;
     const size_t want = bytes < 65536 ? 65536 : bytes + bytes / 4;
     cudaError_t e = cudaMalloc(&p, want);
-    if (e == cudaSuccess) e = cudaMemset(p, 0, want); /* the lead slots' unused bytes: zeros */
+    /* defined bytes in the lead slots' unused part (the extra columns a small all-reduce
+     * computes and drops), zeroed in the caller's stream order */
+    if (e == cudaSuccess) e = cudaMemsetAsync(p, 0, want, st);
     if (e != cudaSuccess) {
         if (p) cudaFree(p);
         return cuda_error(e, "allocating NCCL staging memory", err);
@@ -56,7 +58,7 @@ static int nccl_allgather_host(void *ctx, const void *send, void *recv, size_t b
     const size_t R = (size_t)c->t.size;
     cudaError_t e = cudaSetDevice(c->device);
     if (e != cudaSuccess) return cuda_error(e, "selecting the NCCL communicator's GPU", err);
-    if (stage_ensure(c, bytes * (R + 1), err)) return -1;
+    if (stage_ensure(c, bytes * (R + 1), st, err)) return -1;
     char *s = c->stage, *r = s + bytes, *hs = c->hstage, *hr = hs + bytes;
     memcpy(hs, send, bytes);
     e = cudaMemcpyAsync(s, hs, bytes, cudaMemcpyHostToDevice, st);
@@ -83,13 +85,18 @@ static int nccl_allgather_lead(void *ctx, const void *meta, void *meta_all, size
     cudaError_t e = cudaSetDevice(c->device);
     if (e != cudaSuccess) return cuda_error(e, "selecting the NCCL communicator's GPU", err);
     const size_t meta_room = (bytes * (R + 1) + 255) / 256 * 256;
-    if (stage_ensure(c, meta_room + L * R, err)) return -1;
+    if (stage_ensure(c, meta_room + L * R, st, err)) return -1;
     char *s = c->stage, *r = s + bytes, *hs = c->hstage, *hr = hs + bytes;
     char *d = (char *)c->stage + meta_room;
+    /* This rank's data first: if it cannot be copied, its meta travels as zeros, which every
+     * rank's protocol reads as a rank that failed (no magic), and the collectives still match. */
     memcpy(hs, meta, bytes);
+    if (data_bytes &&
+        cudaMemcpyAsync(d + me * L, data, data_bytes, cudaMemcpyDeviceToDevice, st) != cudaSuccess) {
+        (void)cudaGetLastError();
+        memset(hs, 0, bytes);
+    }
     e = cudaMemcpyAsync(s, hs, bytes, cudaMemcpyHostToDevice, st);
-    if (e == cudaSuccess && data_bytes)
-        e = cudaMemcpyAsync(d + me * L, data, data_bytes, cudaMemcpyDeviceToDevice, st);
     if (e != cudaSuccess) return cuda_error(e, "staging", err);
     ncclResult_t nr = ncclGroupStart();
     if (nr == ncclSuccess) nr = ncclAllGather(s, r, bytes, ncclUint8, c->nccl, st);

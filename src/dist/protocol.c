@@ -138,6 +138,15 @@ coopreduce_status cr_dist_first_exchange(const cr_dist_transport *t, coopreduce_
     int bad = -1;
     for (int r = 0; r < R && bad < 0; r++)
         if (all[r].magic != CR_META_MAGIC || all[r].call != me->call) bad = r;
+    if (bad >= 0 && all[bad].magic == 0) {
+        /* The transport could not read that rank's data (allgather_lead): no message travels */
+        free(st);
+        free(all);
+        return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT,
+                       "rank %d could not read its data for the exchange (memory its GPU cannot "
+                       "read?)",
+                       bad);
+    }
     if (bad >= 0) {
         /* A rank in another collective call (or another library version): say so on every rank
          * (the exchange of messages would pair with that rank's other call, so none is made). */
@@ -238,6 +247,12 @@ coopreduce_status cr_dist_local_checks(coopreduce_handle *h, coopreduce_op op,
                        "reductions need the canonical method",
                        cr_method_name(h->method));
     if ((s = cr_check_pointers(h, p, x, y, result, n))) return s;
+    /* memory the handle's GPU can read (the exchanges read it before any kernel would fail) */
+    if (h->device >= 0 &&
+        ((n > 0 && (s = cr_gpu_check_memory(h, x, "x"))) ||
+         (n > 0 && p->inputs == 2 && (s = cr_gpu_check_memory(h, y, "y"))) ||
+         (s = cr_gpu_check_memory(h, result, "result"))))
+        return s;
     if (n > p->max_n)
         return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT,
                        "%llu elements are more than %s of %s takes",

@@ -47,7 +47,9 @@ typedef struct cr_dist_transport {
      * rank's CR_DIST_LEAD_BYTES of device memory: this rank's first data_bytes (<= that) from
      * `data`, the rest unspecified; *data_all is then R x CR_DIST_LEAD_BYTES of the transport's
      * device memory, ready in stream order and valid until the transport's next collective. A
-     * small all-reduce travels whole in it. Every call of a transport that has it makes its
+     * small all-reduce travels whole in it. If this rank's data cannot be read, its meta
+     * travels as zeros (no magic: every rank's protocol fails the call naming this rank). Every
+     * call of a transport that has it makes its
      * first exchange by it (data_bytes 0 where nothing travels), so that the ranks' first
      * collectives match whatever each was called with. */
     int (*allgather_lead)(void *ctx, const void *meta, void *meta_all, size_t bytes,

@@ -808,7 +808,8 @@ CR_EXPORT coopreduce_status cr_dist_reduce_sharded(const cr_dist_transport *t,
     /* (allgather and allgather_host are the same collective: a rank whose device slot could not
      * be made or written takes the host one, and the ranks still match) */
     int rc = 0;
-    if (dslot && !cr_gpu_store(h, dslot, mine_c, HEADER, stream)) {
+    const coopreduce_status hs = dslot ? cr_gpu_store(h, dslot, mine_c, HEADER, stream) : 0;
+    if (dslot && !hs) {
         rc = t->allgather(t->ctx, dslot, dslot + slot, slot, stream, err);
         if (!rc && (cr_gpu_copy(h, gathered, dslot + slot, slot * (size_t)R, stream) ||
                     cr_gpu_wait(h, stream))) {
@@ -816,6 +817,9 @@ CR_EXPORT coopreduce_status cr_dist_reduce_sharded(const cr_dist_transport *t,
             snprintf(err, sizeof err, "%.200s", h->err);
         }
     } else {
+        /* the host slot holds no payload when the device one was in use: this rank failed */
+        if (dslot && !local) local = hs;
+        memcpy(mine_c, &(int32_t){(int32_t)local}, 4);
         rc = t->allgather_host(t->ctx, mine_c, gathered, slot, stream, err);
     }
     if (rc) {

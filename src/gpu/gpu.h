@@ -47,6 +47,10 @@ coopreduce_status cr_gpu_allreduce_columns(struct coopreduce_handle *h, const cr
  * the bytes travel as a kernel's argument (no staging buffer to keep alive): */
 coopreduce_status cr_gpu_store(struct coopreduce_handle *h, void *dst, const void *src,
                                size_t bytes, void *stream);
+/* COOPREDUCE_SUCCESS when the handle's GPU can access p (its device memory, managed memory or
+ * mapped pinned memory), else COOPREDUCE_ERROR_NOT_DEVICE_MEMORY naming `name`: */
+coopreduce_status cr_gpu_check_memory(struct coopreduce_handle *h, const void *p,
+                                      const char *name);
 /* cudaMemcpyAsync of any kind: */
 coopreduce_status cr_gpu_copy(struct coopreduce_handle *h, void *dst, const void *src, size_t bytes,
                               void *stream);

@@ -74,6 +74,13 @@ coopreduce_status cr_gpu_copy(struct coopreduce_handle *h, void *dst, const void
     return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
 }
 
+coopreduce_status cr_gpu_check_memory(struct coopreduce_handle *h, const void *p,
+                                      const char *name)
+{
+    (void)p, (void)name;
+    return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
+}
+
 coopreduce_status cr_gpu_store(struct coopreduce_handle *h, void *dst, const void *src,
                                size_t bytes, void *stream)
 {
