@@ -209,6 +209,40 @@ static inline CR_HD unsigned cr_sa_product_special(double x, double y)
     return neg ? CR_X_NINF : CR_X_PINF;
 }
 
+/* Flat digit loops (the GPU's lanes, the CPU's digit sets) add to digits d[i * stride]:
+ *   cr_sa_digits_add: the double of bits b (a float64 value, or a float32 product, exact in
+ *     binary64) by cr_sa_split_bits; an infinity or NaN adds nothing and returns its flags
+ *     (else 0);
+ *   cr_sa_digits_add_product: the exact product of the float64 factors of bits a and b (DOT64
+ *     layout) by cr_sa_split_product, four additions whatever the exponents; a non-finite factor
+ *     adds nothing and returns its flags (else 0). *nonneg becomes nonzero unless the product is
+ *     -0.0 (a negative sign and a zero factor; a non-finite factor counts as not -0.0). */
+static inline CR_HD unsigned cr_sa_digits_add(int64_t *d, int stride, uint64_t b)
+{
+    int idx;
+    int64_t lo, hi;
+    cr_sa_split_bits(b, &idx, &lo, &hi);
+    d[idx * stride] += lo;
+    d[(idx + 1) * stride] += hi;
+    return ((b >> 52) & 0x7ffu) != 0x7ffu ? 0u : cr_sa_special_flags(cr_f64_from(b));
+}
+
+static inline CR_HD unsigned cr_sa_digits_add_product(int64_t *d, int stride, uint64_t a,
+                                                      uint64_t b, uint64_t *nonneg)
+{
+    int idx[2];
+    int64_t lo[2], hi[2];
+    cr_sa_split_product(a, b, idx, lo, hi);
+    d[idx[0] * stride] += lo[0];
+    d[(idx[0] + 1) * stride] += hi[0];
+    d[idx[1] * stride] += lo[1];
+    d[(idx[1] + 1) * stride] += hi[1];
+    *nonneg |= (~(a ^ b) >> 63) | (uint64_t)((a << 1) && (b << 1));
+    if (((a >> 52) & 0x7ffu) != 0x7ffu && ((b >> 52) & 0x7ffu) != 0x7ffu) return 0u;
+    *nonneg = 1;
+    return cr_sa_product_special(cr_f64_from(a), cr_f64_from(b));
+}
+
 /* One carry pass: d[0 .. nd-2] in [0, 2^32), d[nd-1] signed; the value is unchanged. */
 static inline CR_HD void cr_sa_carry(int64_t *d, int nd)
 {

@@ -343,39 +343,11 @@ static void buckets_f16(job *j)
 #define DSPAN 512 /* additions per set between two normalisations */
 
 /* The double of bits b (a float64 value, or a float32 product, exact in binary64: inf * 0 is
- * NaN, a zero's sign the XOR of its factors') into set D. */
+ * NaN, a zero's sign the XOR of its factors') into set D; -0.0 is told apart by its bits. */
 static inline void add_value(int64_t *D, uint64_t b, uint64_t *nonneg, unsigned *flags)
 {
-    int idx;
-    int64_t lo, hi;
-    cr_sa_split_bits(b, &idx, &lo, &hi);
-    D[idx] += lo;
-    D[idx + 1] += hi;
+    *flags |= cr_sa_digits_add(D, 1, b);
     *nonneg |= b ^ 0x8000000000000000ull;
-    if (((b >> 52) & 0x7ffu) == 0x7ffu) *flags |= cr_sa_special_flags(cr_f64_from(b));
-}
-
-/* The float64 product of the factors of bits a and b into set D (DOT64 layout): the exact
- * 106-bit product's four contributions (cr_sa_split_product). Non-finite factors go to the
- * flags; a zero product adds nothing and is -0.0 only when its factors' signs differ. */
-static inline void add_product(int64_t *D, uint64_t a, uint64_t b, uint64_t *nonneg,
-                               unsigned *flags)
-{
-    const unsigned ea = (unsigned)(a >> 52) & 0x7ffu, eb = (unsigned)(b >> 52) & 0x7ffu;
-    if (ea == 0x7ffu || eb == 0x7ffu) {
-        *flags |= cr_sa_product_special(cr_f64_from(a), cr_f64_from(b));
-        *nonneg = 1;
-        return;
-    }
-    /* the product is not -0.0: its sign is +, or both factors are nonzero */
-    if (!((a ^ b) >> 63) || ((a << 1) && (b << 1))) *nonneg = 1;
-    int idx[2];
-    int64_t lo[2], hi[2];
-    cr_sa_split_product(a, b, idx, lo, hi);
-    D[idx[0]] += lo[0];
-    D[idx[0] + 1] += hi[0];
-    D[idx[1]] += lo[1];
-    D[idx[1] + 1] += hi[1];
 }
 
 /* The digits of a range, ND of them per set; ADD(D, j, i, nonneg, flags): element i into set D.
@@ -407,7 +379,8 @@ static inline void add_product(int64_t *D, uint64_t a, uint64_t b, uint64_t *non
               cr_f64_bits((double)((const float *)(j)->x)[i] * (double)((const float *)(j)->y)[i]), \
               (nn), (fl))
 #define ADD_DOT64(D, j, i, nn, fl)                                                                 \
-    add_product((D), ((const uint64_t *)(j)->x)[i], ((const uint64_t *)(j)->y)[i], (nn), (fl))
+    (*(fl) |= cr_sa_digits_add_product((D), 1, ((const uint64_t *)(j)->x)[i],                     \
+                                       ((const uint64_t *)(j)->y)[i], (nn)))
 DEFINE_DIGITS(digits_f64, DDIGITS, ADD_F64)
 DEFINE_DIGITS(digits_dot32, DDIGITS, ADD_DOT32)
 DEFINE_DIGITS(digits_dot64, CR_SA_DOT64_DIGITS, ADD_DOT64)

@@ -488,8 +488,10 @@ consume(const Unit (&ux)[Cfg<DT, DOT, VEC>::U], const Unit (&uy)[Cfg<DT, DOT, VE
 #pragma unroll
             for (int e = 0; e < C::EPU; e++) {
                 if (!ok[u]) continue;
-                flags |= digits_add_product((long long *)col, (uint64_t)__double_as_longlong(ux[u].d[e]),
-                                            (uint64_t)__double_as_longlong(uy[u].d[e]), nonneg);
+                flags |= cr_sa_digits_add_product(reinterpret_cast<int64_t *>(col), 32,
+                                                  (uint64_t)__double_as_longlong(ux[u].d[e]),
+                                                  (uint64_t)__double_as_longlong(uy[u].d[e]),
+                                                  &nonneg);
             }
     } else if (C::PATH == P_DIGITS) {
         /* every float64 element, or float32 product, to the lane's digits; -0.0 is told apart
@@ -500,7 +502,7 @@ consume(const Unit (&ux)[Cfg<DT, DOT, VEC>::U], const Unit (&uy)[Cfg<DT, DOT, VE
             for (int e = 0; e < C::EPU; e++) {
                 if (!ok[u]) continue;
                 const uint64_t b = digit_bits<DT, DOT>(ux[u], uy[u], e);
-                flags |= digits_add((long long *)col, b);
+                flags |= cr_sa_digits_add(reinterpret_cast<int64_t *>(col), 32, b);
                 nonneg |= b ^ 0x8000000000000000ull;
             }
     } else {
@@ -666,11 +668,13 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
             if (C::PATH == P_BINS) {
                 bin_add<C::BIN_SHIFT>(col, DT == kF32 ? ux.w[0] : (uint32_t)ux.h[0] << 16);
             } else if (C::PATH == P_DIGITS && DOT && DT == kF64) {
-                flags |= digits_add_product(dcol, (uint64_t)__double_as_longlong(ux.d[0]),
-                                            (uint64_t)__double_as_longlong(uy.d[0]), nonneg);
+                flags |= cr_sa_digits_add_product(reinterpret_cast<int64_t *>(dcol), 32,
+                                                  (uint64_t)__double_as_longlong(ux.d[0]),
+                                                  (uint64_t)__double_as_longlong(uy.d[0]),
+                                                  &nonneg);
             } else if (C::PATH == P_DIGITS) {
                 const uint64_t b = digit_bits<DT, DOT>(ux, uy, 0);
-                flags |= digits_add(dcol, b);
+                flags |= cr_sa_digits_add(reinterpret_cast<int64_t *>(dcol), 32, b);
                 nonneg |= b ^ 0x8000000000000000ull;
             } else {
                 double lv[2] = {-0.0, -0.0};

@@ -103,44 +103,9 @@ constexpr int kLaneDigits = 66;
 /* Largest count of elements a lane may add to its digits between two normalisations. */
 constexpr uint64_t kDigitLaneElems = 1ull << 9;
 
-/* The double of bits b into the lane's digits `col` (digit i at col[i * 32]; superacc.h's
- * cr_sa_split_bits); an infinity or NaN adds nothing and returns its flags. */
-__device__ __forceinline__ unsigned digits_add(long long *col, uint64_t b)
-{
-    int idx;
-    int64_t lo, hi;
-    cr_sa_split_bits(b, &idx, &lo, &hi);
-    col[idx * 32] += lo;
-    col[(idx + 1) * 32] += hi;
-    return ((b >> 52) & 0x7ffu) != 0x7ffu ? 0u
-                                          : cr_sa_special_flags(__longlong_as_double((long long)b));
-}
-
 /* The float64 dot's lanes: the DOT64 layout's first 132 digits (a product reaches digit 130;
  * the top one takes carries only, as above). */
 constexpr int kLaneDigitsDot64 = 132;
-
-/* The exact product of the float64 factors of bits a and b into the lane's digits (DOT64 layout;
- * superacc.h's cr_sa_split_product, as the CPU's): four additions whatever the exponents. A
- * non-finite factor adds nothing and returns its flags; nonneg becomes nonzero unless the
- * product is -0.0 (a negative sign and a zero factor). */
-__device__ __forceinline__ unsigned digits_add_product(long long *col, uint64_t a, uint64_t b,
-                                                       uint64_t &nonneg)
-{
-    int idx[2];
-    int64_t lo[2], hi[2];
-    cr_sa_split_product(a, b, idx, lo, hi);
-    col[idx[0] * 32] += lo[0];
-    col[(idx[0] + 1) * 32] += hi[0];
-    col[idx[1] * 32] += lo[1];
-    col[(idx[1] + 1) * 32] += hi[1];
-    nonneg |= (~(a ^ b) >> 63) | ((a << 1) && (b << 1));
-    const bool special = ((a >> 52) & 0x7ffu) == 0x7ffu || ((b >> 52) & 0x7ffu) == 0x7ffu;
-    if (!special) return 0u;
-    nonneg = 1;
-    return cr_sa_product_special(__longlong_as_double((long long)a),
-                                 __longlong_as_double((long long)b));
-}
 
 /* One normalising pass over the lane's LD digits (its own column only: no synchronisation). */
 template <int LD> __device__ __forceinline__ void digits_normalise(long long *col)
