@@ -247,12 +247,9 @@ coopreduce_status cr_dist_local_checks(coopreduce_handle *h, coopreduce_op op,
                        "reductions need the canonical method",
                        cr_method_name(h->method));
     if ((s = cr_check_pointers(h, p, x, y, result, n))) return s;
-    /* memory the handle's GPU can read (the exchanges read it before any kernel would fail) */
-    if (h->device >= 0 &&
-        ((n > 0 && (s = cr_gpu_check_memory(h, x, "x"))) ||
-         (n > 0 && p->inputs == 2 && (s = cr_gpu_check_memory(h, y, "y"))) ||
-         (s = cr_gpu_check_memory(h, result, "result"))))
-        return s;
+    /* memory the handle's GPU can read, as every GPU call checks (here before the exchanges,
+     * which may read it before any kernel would fail) */
+    if (h->device >= 0 && (s = cr_gpu_check_inputs(h, p->inputs, x, y, result, n))) return s;
     if (n > p->max_n)
         return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT,
                        "%llu elements are more than %s of %s takes",

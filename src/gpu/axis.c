@@ -19,6 +19,7 @@
 #include <string.h>
 #include "core/order.h"
 #include "core/status.h"
+#include "gpu/gpu.h"
 #include "gpu/state.h"
 
 /* Bytes of gathered rows a tile takes at most (x and y together): a tile is as many adjacent
@@ -56,10 +57,8 @@ coopreduce_status cr_gpu_shaped(coopreduce_handle *h, const cr_plan *shaped, con
     const cr_plan p = cr_plan_flat(shaped);
     const size_t es = cr_dtype_size(p.dtype), rs = p.result_size;
     const int two = p.inputs == 2;
-    coopreduce_status s;
-    if (sh->elements > 0 && (s = cr_gpu_check_pointer(h, x, "x"))) return s;
-    if (sh->elements > 0 && two && (s = cr_gpu_check_pointer(h, y, "y"))) return s;
-    if ((s = cr_gpu_check_pointer(h, result, "result"))) return s;
+    coopreduce_status s = cr_gpu_check_inputs(h, p.inputs, x, y, result, sh->elements);
+    if (s) return s;
     cudaError_t e = cr_gpu_use_device(h->device);
     if (e != cudaSuccess) return cr_cuda_fail(h, e, "selecting the GPU");
     const char *cx = x, *cy = y;

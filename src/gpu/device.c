@@ -94,6 +94,16 @@ coopreduce_status cr_gpu_check_pointer(coopreduce_handle *h, const void *p, cons
     return s;
 }
 
+coopreduce_status cr_gpu_check_inputs(coopreduce_handle *h, int inputs, const void *x,
+                                      const void *y, const void *result, uint64_t n)
+{
+    coopreduce_status s;
+    if (n > 0 && (s = cr_gpu_check_pointer(h, x, "x"))) return s;
+    if (n > 0 && inputs == 2 && (s = cr_gpu_check_pointer(h, y, "y"))) return s;
+    if (result && (s = cr_gpu_check_pointer(h, result, "result"))) return s;
+    return COOPREDUCE_SUCCESS;
+}
+
 static coopreduce_status check_pointer_uncached(coopreduce_handle *h, const void *p,
                                                 const char *name, int *cacheable)
 {

@@ -47,10 +47,12 @@ coopreduce_status cr_gpu_allreduce_columns(struct coopreduce_handle *h, const cr
  * the bytes travel as a kernel's argument (no staging buffer to keep alive): */
 coopreduce_status cr_gpu_store(struct coopreduce_handle *h, void *dst, const void *src,
                                size_t bytes, void *stream);
-/* COOPREDUCE_SUCCESS when the handle's GPU can access p (its device memory, managed memory or
- * mapped pinned memory), else COOPREDUCE_ERROR_NOT_DEVICE_MEMORY naming `name`: */
-coopreduce_status cr_gpu_check_memory(struct coopreduce_handle *h, const void *p,
-                                      const char *name);
+/* A call's pointers against the handle's GPU (device.c; every GPU entry point checks them so):
+ * x, and y when inputs == 2, if n > 0; result unless NULL (a host result). COOPREDUCE_SUCCESS, or
+ * COOPREDUCE_ERROR_NOT_DEVICE_MEMORY naming the first the GPU cannot access (its device memory,
+ * managed memory and mapped pinned memory it can): */
+coopreduce_status cr_gpu_check_inputs(struct coopreduce_handle *h, int inputs, const void *x,
+                                      const void *y, const void *result, uint64_t n);
 /* cudaMemcpyAsync of any kind: */
 coopreduce_status cr_gpu_copy(struct coopreduce_handle *h, void *dst, const void *src, size_t bytes,
                               void *stream);

@@ -74,10 +74,10 @@ coopreduce_status cr_gpu_copy(struct coopreduce_handle *h, void *dst, const void
     return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
 }
 
-coopreduce_status cr_gpu_check_memory(struct coopreduce_handle *h, const void *p,
-                                      const char *name)
+coopreduce_status cr_gpu_check_inputs(struct coopreduce_handle *h, int inputs, const void *x,
+                                      const void *y, const void *result, uint64_t n)
 {
-    (void)p, (void)name;
+    (void)inputs, (void)x, (void)y, (void)result, (void)n;
     return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
 }
 

@@ -66,10 +66,8 @@ coopreduce_status cr_gpu_reduce(coopreduce_handle *h, const cr_plan *p, const vo
     if (p->family == CR_FAMILY_METHOD)
         return cr_gpu_method_sum(h, p, x, result, n, stream, to_host);
     struct cr_gpu_state *g = h->gpu;
-    coopreduce_status s;
-    if (n > 0 && (s = cr_gpu_check_pointer(h, x, "x"))) return s;
-    if (n > 0 && p->inputs == 2 && (s = cr_gpu_check_pointer(h, y, "y"))) return s;
-    if (!to_host && (s = cr_gpu_check_pointer(h, result, "result"))) return s;
+    coopreduce_status s = cr_gpu_check_inputs(h, p->inputs, x, y, to_host ? NULL : result, n);
+    if (s) return s;
     cudaError_t e = cr_gpu_use_device(h->device);
     if (e != cudaSuccess) return cr_cuda_fail(h, e, "selecting the GPU");
 

@@ -45,11 +45,6 @@ coopreduce_status cr_gpu_copy(coopreduce_handle *h, void *dst, const void *src, 
     return e == cudaSuccess ? COOPREDUCE_SUCCESS : cr_cuda_fail(h, e, "copying a shard's data");
 }
 
-coopreduce_status cr_gpu_check_memory(coopreduce_handle *h, const void *p, const char *name)
-{
-    return cr_gpu_check_pointer(h, p, name);
-}
-
 coopreduce_status cr_gpu_store(coopreduce_handle *h, void *dst, const void *src, size_t bytes,
                                void *stream)
 {

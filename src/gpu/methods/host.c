@@ -11,6 +11,7 @@
 #include <string.h>
 #include "core/status.h"
 #include "gpu/methods/methods.h"
+#include "gpu/gpu.h"
 #include "gpu/state.h"
 
 typedef int (*method_launcher)(const cr_method_args *, cr_method_report *);
@@ -105,9 +106,8 @@ coopreduce_status cr_gpu_method_sum(coopreduce_handle *h, const cr_plan *plan, c
     const coopreduce_dtype dtype = plan->dtype;
     const size_t rs = plan->result_size;
     coopreduce_method m = h->method;
-    coopreduce_status s;
-    if (n > 0 && (s = cr_gpu_check_pointer(h, x, "x"))) return s;
-    if (!to_host && (s = cr_gpu_check_pointer(h, result, "result"))) return s;
+    coopreduce_status s = cr_gpu_check_inputs(h, 1, x, NULL, to_host ? NULL : result, n);
+    if (s) return s;
     cudaError_t e = cr_gpu_use_device(h->device);
     if (e != cudaSuccess) return cr_cuda_fail(h, e, "selecting the GPU");
     /* A method this GPU cannot run fails before anything is enqueued: *result stays as it was. */
