@@ -470,7 +470,8 @@ coopreduce_status coopreduce_reduce_to_host(coopreduce_op op, const void *x, con
  * coopreduce_reserve() of the longest row or segment covers the reductions themselves; a GPU call
  * also uses a buffer kept by the handle, allocated on first use and grown when a call needs more
  * (allocating may synchronise the device): for the partials of rows, columns and segments longer
- * than a chunk (4 or 8 bytes per chunk, times 3 for NORM2), and for the columns the generic path
+ * than a chunk (4 or 8 bytes per chunk, times 3 for NORM2, and a 4-byte counter per row or
+ * segment when some are), and for the columns the generic path
  * gathers (up to 64 MiB); a CPU call allocates per call the buffers its threads gather columns
  * and long rows into. Only the
  * CANONICAL method reduces along an axis or over segments, in either mode. */

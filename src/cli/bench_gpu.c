@@ -523,7 +523,8 @@ static int cub_segmented_takes(coopreduce_dtype dt)
 /* --shape/--axis or --segments on the GPU: each operation (in each --mode) over each dtype,
  * coopreduce_reduce_axis / coopreduce_reduce_segments timed as the other rows are (batches of
  * back-to-back calls between CUDA events; a segments call waits for its stream, as the library
- * says) against the float4 read of the same bytes. With --op sum, also CUB's segmented sum
+ * says) against the float4 read of the same bytes, beside an empty kernel's time (row
+ * empty_kernel). With --op sum, also CUB's segmented sum
  * (row cub_segmented, the "x CUB" of the sum rows) over the same segments, or over the rows
  * when every extent after the axis is 1 (inner == 1: --axis 1 of RxC); CUB has no strided
  * form, so columns have no such row. */
@@ -605,6 +606,10 @@ int bench_batch_gpu(int ordinal, const bench_options *o)
             timed_call = &call;
             double noise, read1, read2;
             if (time_reads(&c, batches, dname, es, &read1, &read2)) goto fail;
+            /* An empty kernel's launch, the other half of a small batch's bound (launch + read). */
+            const double empty_us = time_method(&c, M_EMPTY, batches, 0, NULL, 0, &noise);
+            if (empty_us < 0) goto fail;
+            bench_add_row(n, dname, "empty_kernel", "gpu_us", empty_us, noise, 0);
             /* CUB's segmented sum: its temporary storage sized and allocated here, outside the
              * timing; one untimed call reports a failure by name. */
             double cub_us = 0;

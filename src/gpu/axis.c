@@ -84,18 +84,20 @@ coopreduce_status cr_gpu_shaped(coopreduce_handle *h, const cr_plan *shaped, con
             sc.offsets = sh->offsets_dev;
             sc.nseg = sh->nseg;
             sc.total = (uint64_t)(o[sh->nseg] - o[0]);
-            for (uint64_t k = 0; k < sh->nseg; k++) {
-                const uint64_t n = (uint64_t)(o[k + 1] - o[k]);
-                if (n == 0 || n > C) sc.second_level = 1;
-                if (n > C) slots = sc.total / C + sh->nseg;
-            }
+            for (uint64_t k = 0; k < sh->nseg && !slots; k++)
+                if ((uint64_t)(o[k + 1] - o[k]) > C) slots = sc.total / C + sh->nseg;
         }
         if (served) {
             /* Each class's partials start on a 256-byte boundary (16-byte loads). */
             const size_t class_bytes = (size_t)((slots * acc + 255) / 256 * 256);
+            /* A ticket per row (of partials, when there are some) or segment. */
+            const uint64_t tickets = sh->kind == CR_SHAPE_AXIS ? (inner == 1 ? sh->outer : 0)
+                                                               : sh->nseg;
             if (slots && (s = cr_gpu_gather_ensure(h, class_bytes * classes))) return s;
+            if (slots && (s = cr_gpu_tickets_ensure(h, tickets))) return s;
             if (sh->kind == CR_SHAPE_SEGMENTS && (s = cr_gpu_slots_ensure(h, 0))) return s;
             sc.partials = h->gpu->gather;
+            sc.tickets = h->gpu->row_tickets;
             sc.grab = (char *)h->gpu->ticket + 48;
             sc.class_bytes = class_bytes;
             if ((s = cr_gpu_launch_shape(h, &p, x, y, result, &sc, stream))) return s;

@@ -94,15 +94,17 @@ typedef struct {
     uint64_t outer, len, inner;   /* AXIS (offsets NULL): rows (inner == 1) or columns */
     const int64_t *offsets;       /* SEGMENTS: nseg + 1 offsets in device memory */
     uint64_t nseg, total;         /*   and offsets[nseg] - offsets[0] */
-    int second_level;             /* SEGMENTS: some segment is empty or longer than a chunk */
     void *partials;               /* three arrays of class_bytes each (one for one leaf class) */
-    size_t class_bytes;
+    size_t class_bytes;           /* 0 when no row or segment is longer than a chunk */
+    unsigned int *tickets;        /* one per row or segment when partials are used, zero between
+                                     launches (the handle's row tickets) */
     void *grab;                   /* SEGMENTS: two 8-byte words, zero between launches (the
                                      handle's ticket area, bytes 48-63) */
 } cr_gpu_shape_call;
 
 /* rows.cu: every result of the call, each the 1-D call's bits, on c->stream. Rows and columns
- * of at most C^2 elements (rows.cu's kernels compute two levels of the tree); over segments,
+ * of at most C^2 elements (rows.cu's kernels compute two levels of the tree, in one launch or two);
+ * over segments,
  * those of at most C^2 elements, the longer ones left for the caller (none written). The
  * partials need, per leaf class, one accumulation-type value per chunk of the rows longer than
  * a chunk (columns: of every column; segments: (total / C + nseg) when any is longer). */

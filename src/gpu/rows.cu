@@ -15,8 +15,6 @@
  *    rows, several rows per step with all their loads in flight.
  *  - stream_kernel: rows of whole chunks (the RMSNorm shapes), aligned: the rows' chunks are the
  *    flat array's, streamed per block as by the 1-D kernels, each chunk's value to its row.
- *  - narrow_kernel again for the partials of rows of up to W chunks (one leaf class), else
- *    partials_kernel.
  *  - chunks_kernel: the other rows of several chunks. One warp per chunk of a row (leaves.cuh's
  *    chunk_values, the 1-D kernels' level 1 on the row's own pointer: full aligned chunks by
  *    16-byte loads; the row's ragged chunk and misaligned rows by 16-byte loads shifted into
@@ -24,6 +22,15 @@
  *    one chunk gets its result here; the chunks of longer rows store their partials for the
  *    level above. The chunks of all rows are one grid of jobs ("slots"): row r's chunk j is
  *    slot r * cpr + j.
+ *  - Level 2: the chunk tree of a row's or segment's partials (at most C of them: longer rows
+ *    take the generic path), then the final rule (reduce_partials). In the same launch where it
+ *    pays: a row or segment of more than one chunk has a ticket, and the warp that stores its
+ *    last partial (handoff.cuh's last_warp_arrive) reduces them. A batch of 128 rows of 8192
+ *    float32 is a few microseconds of reading, and the second launch was a third of its time.
+ *    But the hand-off's fence waits for the warp's loads in flight, so rows streamed from
+ *    memory (input larger than L2) and NORM2's segments (16 warps an SM, latency-bound) measured
+ *    slower with it (4096 x 65536 float32: 355 to 371 us): they keep partials_kernel, a warp
+ *    per row or segment, as a second launch (docs/perf-log).
  *  - segments_kernel: segments, whose chunks start anywhere. Segment s's chunk j is slot
  *    (offsets[s] - offsets[0]) / C + s + j, which never meets another segment's slots (below),
  *    so no prefix sum over the segments is needed. Each warp takes a contiguous range of slots:
@@ -33,10 +40,9 @@
  *    as long on float32 segments of 1 to 10,000 elements: instruction-fetch stalls at 17%
  *    occupancy; a warp per segment, and four warps per slot, measured slower still;
  *    docs/perf-log.)
- *  - partials_kernel: a warp per row or segment with more than one chunk, the chunk tree of its
- *    partials (at most C: longer rows take the generic path; by chunk_strided), and the final
- *    rule; over
- *    segments, also the empty ones (the final rule on the sum of nothing).
+ *    An empty segment owns one slot, a gap, whose warp writes its result (the final rule on the
+ *    sum of nothing).
+ *  - partials_kernel: level 2 as a launch of its own, a warp per row or segment.
  *  - columns_kernel: strided rows (an axis with inner > 1). A thread per column (32 adjacent
  *    columns per warp: each load of the warp is one run of 32 elements) computes the chunk tree
  *    of one chunk of its column serially, lane by lane: the 32 rows of a lane as one unrolled
@@ -55,17 +61,34 @@
 #include "gpu/kernel/traits.cuh" /* Elem, Layout */
 #include "gpu/kernel/tree.cuh"   /* Final, write_final */
 #include "gpu/kernel/leaves.cuh" /* input types, leaves, chunk_values */
+#include "gpu/kernel/handoff.cuh" /* last_warp_arrive */
 #include "gpu/launch.h"
 
 namespace {
 
-/* The identity leaves of the levels above level 1: the accumulation type as an input type. */
+/* The identity leaves of the levels above level 1: the accumulation type as an input type,
+ * read through L2 (__ldcg): rows' and segments' partials are read in the launch that wrote them
+ * (handoff.cuh's last_warp_arrive). */
+struct F32L2 : F32 {
+    static __device__ __forceinline__ float at(const void *p, uint64_t i)
+    {
+        return __ldcg(static_cast<const float *>(p) + i);
+    }
+};
+struct F64L2 : F64 {
+    static __device__ __forceinline__ double at(const void *p, uint64_t i)
+    {
+        return __ldcg(static_cast<const double *>(p) + i);
+    }
+};
 template <typename Acc> struct AccIn;
 template <> struct AccIn<float> {
-    using T = F32;
+    using T = F32L2;
+    using Plain = F32; /* read by a later launch: any load path */
 };
 template <> struct AccIn<double> {
-    using T = F64;
+    using T = F64L2;
+    using Plain = F64;
 };
 
 /* A result: the final rule of tree.cuh (write_final), except for the plain float32 / float64
@@ -98,11 +121,49 @@ struct Rows {
     void *part[3];            /* level-1 partials, one per slot, per leaf class */
     unsigned long long *grab; /* segments: the slot counter and the warps done, zero between
                                  launches (beside the ticket) */
+    unsigned int *tickets;    /* one per row or segment of more than one chunk, zero between
+                                 launches */
+    int handoff;              /* level 2 in this launch (tickets); else partials_kernel's */
     char *out;                /* result r at out + r * rsize */
     size_t rsize;
     int aligned;              /* x (and y) 16-byte aligned */
     Final F;
 };
+
+/* Level 2 of a row or segment of n > C elements in the launch that wrote its partials: the
+ * chunk tree of its `parts` partials (at most C) from slot `first` of each class's array, read
+ * through L2, then the final rule. Out of line (the level-1 loops' registers stay theirs), its
+ * arguments by value rather than by a reference to the kernel's parameters. */
+template <typename Acc, int K>
+__device__ __noinline__ void reduce_partials(const cg::thread_block_tile<32> &warp, Final F,
+                                             const void *p0, const void *p1, const void *p2,
+                                             uint64_t n, uint64_t first, uint64_t parts, char *out)
+{
+    using In = typename AccIn<Acc>::T;
+    const void *const part[3] = {p0, p1, p2};
+    Acc a[3] = {Acc(0), Acc(0), Acc(0)};
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        const Args<In> A = {static_cast<const char *>(part[k]) + first * sizeof(Acc), nullptr,
+                            parts};
+        Acc v[1];
+        chunk_strided<In, Leaf::kWiden>(warp, A, 0, (int)parts, v);
+        a[k] = v[0];
+    }
+    if (warp.thread_rank() == 0) write_final(F, n, (double)a[0], (double)a[1], (double)a[2], out);
+}
+
+/* By the whole warp once its thread 0 has stored partial(s) of row or segment r (n elements,
+ * `parts` partials from slot `first`): the warp that stores the last one reduces them. */
+template <typename Acc, int K>
+__device__ __forceinline__ void partial_stored(const cg::thread_block_tile<32> &warp,
+                                               const Rows &R, uint64_t r, uint64_t n,
+                                               uint64_t first, uint64_t parts)
+{
+    if (last_warp_arrive(warp, R.tickets + r, (unsigned int)parts))
+        reduce_partials<Acc, K>(warp, R.F, R.part[0], R.part[1], R.part[2], n, first, parts,
+                                R.out + r * R.rsize);
+}
 
 /* The first slot of segment s: its chunks take slots base(s) .. base(s) + ceil(n_s / C) - 1,
  * and base(s) + ceil(n_s / C) <= base(s + 1): with a = offsets[s] - offsets[0] and
@@ -163,21 +224,26 @@ __device__ __forceinline__ void segment_chunks(const cg::thread_block_tile<32> &
                 start = end;
                 end = __ldg(R.offsets + s + 1);
             }
-            const uint64_t n = (uint64_t)(end - start), j = g - ((uint64_t)(start - o0) / C + s);
+            const uint64_t n = (uint64_t)(end - start), first = (uint64_t)(start - o0) / C + s;
+            const uint64_t j = g - first;
+            if (n == 0) { /* its one slot, a gap: the final rule on the sum of nothing */
+                if (warp.thread_rank() == 0) write_final(R.F, 0, 0.0, 0.0, 0.0, R.out + s * R.rsize);
+                continue;
+            }
             if (j * C >= n || n > C * C) continue; /* a gap, or longer than C^2: the host's */
             const Args<In> A = {R.x + (uint64_t)start * In::kBytes,
                                 R.y ? R.y + (uint64_t)start * In::kBytes : nullptr, n};
             const uint64_t rest = n - j * C;
             Acc v[kLeaves<LF>];
             chunk_strided<In, LF>(warp, A, j * C, rest < C ? (int)rest : (int)C, v);
-            if (warp.thread_rank() == 0) {
-                if (n <= C) {
-                    put_result(R.F, n, v, R.out + s * R.rsize);
-                } else {
-#pragma unroll
-                    for (int k = 0; k < kLeaves<LF>; k++) static_cast<Acc *>(R.part[k])[g] = v[k];
-                }
+            if (n <= C) {
+                if (warp.thread_rank() == 0) put_result(R.F, n, v, R.out + s * R.rsize);
+                continue;
             }
+            if (warp.thread_rank() == 0)
+#pragma unroll
+                for (int k = 0; k < kLeaves<LF>; k++) static_cast<Acc *>(R.part[k])[g] = v[k];
+            if (R.handoff) partial_stored<Acc, kLeaves<LF>>(warp, R, s, n, first, (n + C - 1) / C);
         }
     }
     /* Every warp has taken its last run (the counter is past the slots) before it counts
@@ -218,21 +284,25 @@ __global__ void __launch_bounds__(kThreads) chunks_kernel(const __grid_constant_
         const bool aligned = R.aligned && (start * In::kBytes) % 16 == 0;
         Acc v[K];
         chunk_values<In, LF, false, true>(warp, A, j, aligned, v, R.aligned != 0);
-        if (warp.thread_rank() != 0) continue;
         if (n <= S::kChunk) {
-            put_result(R.F, n, v, R.out + r * R.rsize);
-        } else {
+            if (warp.thread_rank() == 0) put_result(R.F, n, v, R.out + r * R.rsize);
+            continue;
+        }
+        if (warp.thread_rank() == 0)
 #pragma unroll
             for (int k = 0; k < K; k++) static_cast<Acc *>(R.part[k])[g] = v[k];
-        }
+        partial_stored<Acc, K>(warp, R, r, n, r * R.cpr, R.cpr);
     }
 }
 
-/* Levels 2 and up (a row of at most C partials is one chunk of them), then the final rule. */
+/* Level 2 as a launch of its own: a warp per row or segment of more than one chunk (over
+ * segments, the empty ones too). Its own code, not reduce_partials: the same work through that
+ * function, or written out after it, measured 40% slower here (ncu: 47 against 33 us for
+ * NORM2's 16384 rows of two bfloat16 chunks; docs/perf-log, runs 71-72). */
 template <typename Acc, int K, bool kSeg>
 __global__ void __launch_bounds__(kThreads, K == 1 ? 4 : 2) partials_kernel(const __grid_constant__ Rows R)
 {
-    using In = typename AccIn<Acc>::T;
+    using In = typename AccIn<Acc>::Plain;
     using S = Shape<In>;
     cg::thread_block block = cg::this_thread_block();
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
@@ -450,12 +520,17 @@ __global__ void __launch_bounds__(kThreads, Layout<typename In::Acc>::kMinBlocks
     balanced_range(R.slots, gridDim.x, blockIdx.x, &b0, &b1);
     const Args<In> A = {R.x, R.y, R.slots * Shape<In>::kChunk};
     auto emit = [&](uint64_t c, const Acc(&v)[K]) {
-        if (warp.thread_rank() != 0) return;
-        if (R.cpr == 1)
-            put_result(R.F, R.nfin, v, R.out + c * R.rsize);
-        else
+        if (R.cpr == 1) {
+            if (warp.thread_rank() == 0) put_result(R.F, R.nfin, v, R.out + c * R.rsize);
+            return;
+        }
+        if (warp.thread_rank() == 0)
 #pragma unroll
             for (int k = 0; k < K; k++) static_cast<Acc *>(R.part[k])[c] = v[k];
+        if (!kStream) { /* fits in L2: the hand-off (see the top of the file) */
+            const uint64_t r = c / R.cpr;
+            partial_stored<Acc, K>(warp, R, r, R.len, r * R.cpr, R.cpr);
+        }
     };
     if constexpr (LF == Leaf::kNorm2) {
         uint64_t redo = 0, j = 0;
@@ -668,13 +743,15 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
         R.offsets = s->offsets;
         R.slots = s->total / S::kChunk + s->nseg;
         R.grab = reinterpret_cast<unsigned long long *>(s->grab);
+        R.tickets = s->tickets;
+        R.handoff = LF != Leaf::kNorm2; /* see the top of the file */
         if (R.slots)
             segments_kernel<In, LF><<<grid_blocks((R.slots + kWarpsPerBlock - 1) / kWarpsPerBlock,
                                                    c->sm_count, kSegBlocks<LF>, c->forced_blocks,
                                                    INT32_MAX),
                                        kThreads, 0, c->stream>>>(R);
         cudaError_t e = cudaGetLastError();
-        if (e == cudaSuccess && s->second_level && R.rows)
+        if (e == cudaSuccess && !R.handoff && s->class_bytes && R.rows)
             partials_kernel<Acc, K, true><<<blocks_for(c, R.rows), kThreads, 0, c->stream>>>(R);
         return e == cudaSuccess ? cudaGetLastError() : e;
     }
@@ -700,27 +777,29 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
     }
     R.cpr = (R.len + S::kChunk - 1) / S::kChunk;
     R.slots = R.rows * R.cpr;
-    cudaError_t e = cudaSuccess;
+    R.tickets = s->tickets;
+    R.handoff = 1;
     bool streamed = false;
     if constexpr (kStreamed<In, LF>) {
         if (R.aligned && R.len % S::kChunk == 0) {
             const uint64_t per_sm = Layout<Acc>::kMinBlocks * 8 / kWarpsPerBlock;
             const int blocks = grid_blocks((R.slots + kWarpsPerBlock - 1) / kWarpsPerBlock,
                                            c->sm_count, (int)per_sm, c->forced_blocks, INT32_MAX);
-            if ((uint64_t)R.slots * S::kChunk * In::kBytes * p->inputs > c->l2_bytes)
-                stream_kernel<In, LF, true><<<blocks, kThreads, 0, c->stream>>>(R);
-            else
+            R.handoff = (uint64_t)R.slots * S::kChunk * In::kBytes * p->inputs <= c->l2_bytes;
+            if (R.handoff)
                 stream_kernel<In, LF, false><<<blocks, kThreads, 0, c->stream>>>(R);
+            else
+                stream_kernel<In, LF, true><<<blocks, kThreads, 0, c->stream>>>(R);
             streamed = true;
         }
     }
     if (!streamed)
         chunks_kernel<In, LF><<<blocks_for(c, R.slots), kThreads, 0, c->stream>>>(R);
-    e = cudaGetLastError();
-    if (e != cudaSuccess || R.cpr == 1) return e;
-    /* Level 2: rows of cpr partials. One class and at most W of them: narrow rows (several rows
-     * to a warp); otherwise a warp per row. */
-    using AI = typename AccIn<Acc>::T;
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess || R.cpr == 1 || R.handoff) return e;
+    /* Level 2 of streamed rows: rows of cpr partials. One class and at most W of them: narrow
+     * rows (several rows to a warp); otherwise a warp per row. */
+    using AI = typename AccIn<Acc>::Plain;
     if (K == 1 && R.cpr <= (uint64_t)Shape<AI>::kLanes) {
         Rows Q = R;
         Q.x = static_cast<const char *>(R.part[0]);
@@ -728,9 +807,8 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
         Q.len = R.cpr;
         Q.aligned = 1;
         return launch_narrow<AI, Leaf::kWiden>(c, Q);
-    } else {
-        partials_kernel<Acc, K, false><<<blocks_for(c, R.rows), kThreads, 0, c->stream>>>(R);
     }
+    partials_kernel<Acc, K, false><<<blocks_for(c, R.rows), kThreads, 0, c->stream>>>(R);
     return cudaGetLastError();
 }
 
@@ -761,7 +839,7 @@ cudaError_t launch_columns(const cr_gpu_call *c, const cr_gpu_shape_call *s)
     if (e != cudaSuccess || P.cpr == 1) return e;
     /* Levels above: the partials, (outer, cpr, inner), as columns of cpr elements; one level
      * holds every column whose length is at most C^2 (the host sends longer ones elsewhere). */
-    using AI = typename AccIn<Acc>::T;
+    using AI = typename AccIn<Acc>::Plain;
     Cols Q = P;
     Q.x = Q.y = nullptr;
     for (int k = 0; k < 3; k++) Q.in[k] = P.part[k];

@@ -42,6 +42,10 @@ struct cr_gpu_state {
     void *gather;        /* device: axis.c's scratch, the level-1 partials of rows.cu's kernels
                             or strided rows gathered contiguous (the generic path) */
     size_t gather_bytes;
+    unsigned int *row_tickets; /* device, zeroed, zero again after every kernel: rows.cu's ticket
+                                  per row or segment (the warp that completes one reduces its
+                                  partials) */
+    uint64_t row_tickets_count;
     void *pinned; /* pinned host scratch, used within one call: the `block` method's partials,
                      the segments' offsets read back to be checked */
     size_t pinned_bytes;
@@ -102,6 +106,8 @@ coopreduce_status cr_gpu_shaped(struct coopreduce_handle *h, const cr_plan *p, c
 /* At least `bytes` of axis.c's device scratch (partials of long rows, columns and segments, or
  * gathered strided rows). */
 coopreduce_status cr_gpu_gather_ensure(struct coopreduce_handle *h, size_t bytes);
+/* At least `count` row tickets (g->row_tickets), zeroed; a grown buffer is zeroed anew. */
+coopreduce_status cr_gpu_tickets_ensure(struct coopreduce_handle *h, uint64_t count);
 
 /* ---- methods/host.c: the tutorial methods (a leaf: nothing else calls into it) -------------- */
 coopreduce_status cr_gpu_method_sum(struct coopreduce_handle *h, const cr_plan *plan, const void *x,

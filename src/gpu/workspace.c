@@ -6,6 +6,7 @@
  *    epoch word), for the canonical and ordered families' one tree;
  *  - NORM2's three trees and their join slots (ordered.cu);
  *  - per-block slots, a ticket and a device result slot (scan.cu, exact.cu, the methods);
+ *  - a ticket per row or segment (rows.cu) and axis.c's scratch (partials, gathered rows);
  *  - the pinned, mapped host-result slot, and the pinned host scratch (the `block` method's partials, the segments' offsets).
  * Kernels leave counters, epochs' neighbours, join counts and tickets as they found them (zero),
  * so nothing is cleared between calls. Growing allocates the new buffer before freeing the old:
@@ -155,6 +156,22 @@ coopreduce_status cr_gpu_gather_ensure(coopreduce_handle *h, size_t bytes)
     return grow(h, &g->gather, &g->gather_bytes, bytes, "allocating scratch memory for rows, columns or segments");
 }
 
+coopreduce_status cr_gpu_tickets_ensure(coopreduce_handle *h, uint64_t count)
+{
+    struct cr_gpu_state *g = h->gpu;
+    if (count <= g->row_tickets_count) return COOPREDUCE_SUCCESS; /* 0: none needed */
+    if (count > SIZE_MAX / sizeof(unsigned int))
+        return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY, "%llu row tickets are too many",
+                       (unsigned long long)count);
+    void *p;
+    cudaError_t e = zeroed(&p, (size_t)count * sizeof(unsigned int));
+    if (e != cudaSuccess) return cr_cuda_fail(h, e, "allocating the row tickets");
+    if (g->row_tickets) cudaFree(g->row_tickets);
+    g->row_tickets = p;
+    g->row_tickets_count = count;
+    return COOPREDUCE_SUCCESS;
+}
+
 coopreduce_status cr_gpu_pinned_ensure(coopreduce_handle *h, size_t bytes)
 {
     struct cr_gpu_state *g = h->gpu;
@@ -209,7 +226,7 @@ coopreduce_status cr_gpu_work_free(coopreduce_handle *h)
     struct cr_gpu_state *g = h->gpu;
     coopreduce_status s = COOPREDUCE_SUCCESS;
     void *dev[] = {g->tree_partials, g->tree_counters, g->norm2, g->slots,
-                   g->ticket,        g->out,           g->gather};
+                   g->ticket,        g->out,           g->gather,       g->row_tickets};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) {
         cudaError_t e = dev[i] ? cudaFree(dev[i]) : cudaSuccess;
         if (e != cudaSuccess && !s) s = cr_cuda_fail(h, e, "freeing the workspace");
@@ -222,6 +239,8 @@ coopreduce_status cr_gpu_work_free(coopreduce_handle *h)
     g->tree_partials = g->tree_counters = g->norm2 = g->slots = g->ticket = g->out = NULL;
     g->gather = NULL;
     g->gather_bytes = 0;
+    g->row_tickets = NULL;
+    g->row_tickets_count = 0;
     g->host_slot = g->host_slot_dev = g->pinned = NULL;
     g->tree_partials_bytes = g->tree_counters_bytes = g->slots_bytes = g->pinned_bytes = 0;
     g->norm2_cap = 0;
