@@ -2,10 +2,11 @@
  * the CPU's 1-D call of its own values (axis_check.h), for every operation, dtype and mode,
  * along each axis of random 1-D, 2-D and 3-D shapes, over random segments (offsets in device
  * memory); the same row's bits in batches of 1, 7 and 10,000 rows; inputs one element off
- * 16-byte alignment; errors; more than 2^31 elements in all.
+ * 16-byte alignment; errors; rows streamed from memory (an input larger than L2, whose rows'
+ * level 2 is a launch of its own); more than 2^31 elements in all.
  *
  *   test_axis_gpu           all checks; exits 77 (ctest: skipped) without CUDA or a GPU
- *   test_axis_gpu --quick   smaller cases, no n > 2^31 case (for compute-sanitizer)
+ *   test_axis_gpu --quick   smaller cases, no streamed or n > 2^31 case (for compute-sanitizer)
  *
  * Seeds are fresh each run (printed); COOPREDUCE_TEST_SEED=S replays a run. */
 #include <stdio.h>
@@ -142,6 +143,56 @@ static void errors(void)
 
 /* More than 2^31 elements in all: 2^16 rows of 2^15 + 3 float16 values (4 GiB); a sample of
  * rows against the CPU. */
+/* Rows of whole chunks in an input of 96 MiB, more than any GPU's L2: level 1 streams them and
+ * level 2 is a second launch (narrow rows of partials, for up to W partials a row, or a warp per
+ * row), which the sweeps' smaller inputs never reach. Every row against the CPU's 1-D call. */
+static void streamed(void)
+{
+    static const struct {
+        coopreduce_op op;
+        coopreduce_dtype dt;
+        uint64_t len;
+    } cases[] = {
+        {COOPREDUCE_OP_NORM2, COOPREDUCE_BFLOAT16, 8192},      /* 2 partials a row, 3 classes */
+        {COOPREDUCE_OP_NORM2, COOPREDUCE_FLOAT32, 4096 * 5},   /* 5 */
+        {COOPREDUCE_OP_NORM2, COOPREDUCE_FLOAT64, 2048 * 64},  /* 64: every lane of a row */
+        {COOPREDUCE_OP_NORM2, COOPREDUCE_FLOAT16, 4096 * 200}, /* 200 > W: a warp per row */
+        {COOPREDUCE_OP_SUMSQ, COOPREDUCE_BFLOAT16, 8192},      /* one class */
+        {COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT32, 4096 * 3},
+        {COOPREDUCE_OP_MEAN, COOPREDUCE_FLOAT64, 2048 * 300},
+    };
+    const uint64_t bytes = (uint64_t)96 << 20;
+    if (test_quick || !gpu_room_for(bytes)) {
+        if (test_quick) printf("SKIP: section streamed (--quick)\n");
+        return;
+    }
+    char *x = xmalloc(bytes);
+    void *dx = put(NULL, bytes), *dr = put(NULL, 1 << 20);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const coopreduce_op op = cases[c].op;
+        const coopreduce_dtype dt = cases[c].dt;
+        const size_t es = dt_size(dt), rs = coopreduce_op_result_size(op, dt, 0, NULL);
+        const uint64_t len = cases[c].len, rows = bytes / (len * es), n = rows * len;
+        axis_fill(x, n, dt, (int)rnd_below(AXIS_KINDS));
+        cuda_ok(cudaMemcpy(dx, x, n * es, cudaMemcpyHostToDevice), "upload");
+        coopreduce_status s = coopreduce_reduce_axis(op, dx, NULL, dr, rows, len, 1, dt, gpu, NULL);
+        sync_dev();
+        char *res = xmalloc(rows * rs), want[16];
+        get(res, dr, rows * rs);
+        int bad = 0;
+        for (uint64_t r = 0; r < rows && s == COOPREDUCE_SUCCESS; r++) {
+            coopreduce_reduce(op, x + r * len * es, NULL, want, len, dt, g_cpu, NULL);
+            bad += memcmp(want, res + r * rs, rs) != 0;
+        }
+        CHECK(s == COOPREDUCE_SUCCESS && bad == 0, "%s %s, %llu rows of %llu (96 MiB): %s, %d differ",
+              coopreduce_op_name(op), dt_name(dt), (unsigned long long)rows,
+              (unsigned long long)len, coopreduce_status_string(s), bad);
+        free(res);
+    }
+    drop(dx), drop(dr);
+    free(x);
+}
+
 static void huge(void)
 {
     const uint64_t rows = 1ull << 16, len = (1ull << 15) + 3, n = rows * len;
@@ -186,7 +237,8 @@ int main(int argc, char **argv)
     test_seed_init("test_axis_gpu");
     static const test_section sections[] = {{"sweep", sweep},     {"segments", segments},
                                             {"paths", paths},     {"batches", batches}, {"misaligned", misaligned},
-                                            {"errors", errors},   {"huge", huge}};
+                                            {"errors", errors},   {"streamed", streamed},
+                                            {"huge", huge}};
     run_sections(sections, sizeof sections / sizeof sections[0], test_quick ? huge : NULL);
     CHECK(coopreduce_destroy(g_cpu) == COOPREDUCE_SUCCESS, "destroy cpu");
     CHECK(coopreduce_destroy(gpu) == COOPREDUCE_SUCCESS, "destroy gpu");

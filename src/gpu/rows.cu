@@ -29,8 +29,9 @@
  *    float32 is a few microseconds of reading, and the second launch was a third of its time.
  *    But the hand-off's fence waits for the warp's loads in flight, so rows streamed from
  *    memory (input larger than L2) and NORM2's segments (16 warps an SM, latency-bound) measured
- *    slower with it (4096 x 65536 float32: 355 to 371 us): they keep partials_kernel, a warp
- *    per row or segment, as a second launch (docs/perf-log).
+ *    slower with it (4096 x 65536 float32: 355 to 371 us): they keep a second launch
+ *    (docs/perf-log): narrow rows of partials for rows of at most W partials (narrow_kernel for
+ *    one class, narrow_partials_kernel for NORM2's three), else partials_kernel.
  *  - segments_kernel: segments, whose chunks start anywhere. Segment s's chunk j is slot
  *    (offsets[s] - offsets[0]) / C + s + j, which never meets another segment's slots (below),
  *    so no prefix sum over the segments is needed. Each warp takes a contiguous range of slots:
@@ -42,7 +43,8 @@
  *    docs/perf-log.)
  *    An empty segment owns one slot, a gap, whose warp writes its result (the final rule on the
  *    sum of nothing).
- *  - partials_kernel: level 2 as a launch of its own, a warp per row or segment.
+ *  - narrow_partials_kernel, partials_kernel: level 2 as a launch of its own, several rows to a
+ *    warp, or a warp per row or segment.
  *  - columns_kernel: strided rows (an axis with inner > 1). A thread per column (32 adjacent
  *    columns per warp: each load of the warp is one run of 32 elements) computes the chunk tree
  *    of one chunk of its column serially, lane by lane: the 32 rows of a lane as one unrolled
@@ -63,6 +65,14 @@
 #include "gpu/kernel/leaves.cuh" /* input types, leaves, chunk_values */
 #include "gpu/kernel/handoff.cuh" /* last_warp_arrive */
 #include "gpu/launch.h"
+
+/*  CR_TUNE_NORM2_HANDOFF 1: NORM2's rows (three classes) take level 2 in the same launch where
+ *    their input fits in L2, as the other operations do; 0: always a second launch. Neither wins
+ *    everywhere (H100, docs/perf-log run 73): 0 took bfloat16 (512, 16384) from 11.4 to 9.6 us
+ *    and float32 (1024, 8192) from 14.1 to 17.9 us. */
+#ifndef CR_TUNE_NORM2_HANDOFF
+#define CR_TUNE_NORM2_HANDOFF 1
+#endif
 
 namespace {
 
@@ -291,7 +301,7 @@ __global__ void __launch_bounds__(kThreads) chunks_kernel(const __grid_constant_
         if (warp.thread_rank() == 0)
 #pragma unroll
             for (int k = 0; k < K; k++) static_cast<Acc *>(R.part[k])[g] = v[k];
-        partial_stored<Acc, K>(warp, R, r, n, r * R.cpr, R.cpr);
+        if (R.handoff) partial_stored<Acc, K>(warp, R, r, n, r * R.cpr, R.cpr);
     }
 }
 
@@ -334,6 +344,48 @@ __global__ void __launch_bounds__(kThreads, K == 1 ? 4 : 2) partials_kernel(cons
         }
         if (warp.thread_rank() == 0)
             write_final(R.F, n, (double)a[0], (double)a[1], (double)a[2], R.out + r * R.rsize);
+    }
+}
+
+/* Level 2 as a launch of its own for rows of 2 .. W partials of each of K classes (NORM2's
+ * three): G = 2^gl threads per row, kVec lanes each by element loads, 32 / G rows per warp, the
+ * lane tree as narrow_kernel's for one class, then the final rule on the K sums. A warp per row
+ * (partials_kernel) took 33 us for 16384 rows of two partials: a chain of loads, shuffles and
+ * the final rule per row, eight rows in turn per warp. */
+template <typename Acc, int K>
+__global__ void __launch_bounds__(kThreads) narrow_partials_kernel(const __grid_constant__ Rows R, int gl)
+{
+    using In = typename AccIn<Acc>::Plain;
+    constexpr int V = In::kVec;
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    const int t = warp.thread_rank(), G = 1 << gl, m = (int)R.cpr;
+    const int lane0 = (t & (G - 1)) * V;
+    const uint64_t per_warp = (uint64_t)(32 >> gl), warps = (uint64_t)gridDim.x * kWarpsPerBlock;
+    for (uint64_t w = (uint64_t)blockIdx.x * kWarpsPerBlock + warp.meta_group_rank();
+         w * per_warp < R.rows; w += warps) {
+        const uint64_t r = w * per_warp + (uint64_t)(t >> gl);
+        const bool live = r < R.rows;
+        Acc v[3] = {Acc(0), Acc(0), Acc(0)};
+#pragma unroll
+        for (int k = 0; k < K; k++) {
+            const Args<In> A = {static_cast<const char *>(R.part[k]) +
+                                    (live ? r : 0) * R.cpr * sizeof(Acc),
+                                nullptr, R.cpr};
+            const RowVals<In, Leaf::kWiden> s =
+                lanes_guarded<In, Leaf::kWiden>(A, 0, lane0, live ? m : 0);
+            Acc x[V];
+#pragma unroll
+            for (int j = 0; j < V; j++) x[j] = s.v[j][0];
+#pragma unroll
+            for (int d = 1; d < V; d *= 2)
+#pragma unroll
+                for (int j = 0; j < V; j += 2 * d) x[j] = x[j] + x[j + d];
+            for (int d = 1; d < G; d *= 2) x[0] = x[0] + warp.shfl_xor(x[0], d);
+            v[k] = x[0];
+        }
+        if (live && (t & (G - 1)) == 0)
+            write_final(R.F, R.nfin, (double)v[0], (double)v[1], (double)v[2], R.out + r * R.rsize);
     }
 }
 
@@ -778,14 +830,15 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
     R.cpr = (R.len + S::kChunk - 1) / S::kChunk;
     R.slots = R.rows * R.cpr;
     R.tickets = s->tickets;
-    R.handoff = 1;
+    R.handoff = K == 1 || CR_TUNE_NORM2_HANDOFF;
     bool streamed = false;
     if constexpr (kStreamed<In, LF>) {
         if (R.aligned && R.len % S::kChunk == 0) {
             const uint64_t per_sm = Layout<Acc>::kMinBlocks * 8 / kWarpsPerBlock;
             const int blocks = grid_blocks((R.slots + kWarpsPerBlock - 1) / kWarpsPerBlock,
                                            c->sm_count, (int)per_sm, c->forced_blocks, INT32_MAX);
-            R.handoff = (uint64_t)R.slots * S::kChunk * In::kBytes * p->inputs <= c->l2_bytes;
+            R.handoff =
+                R.handoff && (uint64_t)R.slots * S::kChunk * In::kBytes * p->inputs <= c->l2_bytes;
             if (R.handoff)
                 stream_kernel<In, LF, false><<<blocks, kThreads, 0, c->stream>>>(R);
             else
@@ -797,8 +850,8 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
         chunks_kernel<In, LF><<<blocks_for(c, R.slots), kThreads, 0, c->stream>>>(R);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess || R.cpr == 1 || R.handoff) return e;
-    /* Level 2 of streamed rows: rows of cpr partials. One class and at most W of them: narrow
-     * rows (several rows to a warp); otherwise a warp per row. */
+    /* Level 2 of streamed rows: rows of cpr partials. At most W of them: narrow rows (several
+     * rows to a warp; one class as narrow rows of their own); otherwise a warp per row. */
     using AI = typename AccIn<Acc>::Plain;
     if (K == 1 && R.cpr <= (uint64_t)Shape<AI>::kLanes) {
         Rows Q = R;
@@ -808,7 +861,15 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
         Q.aligned = 1;
         return launch_narrow<AI, Leaf::kWiden>(c, Q);
     }
-    partials_kernel<Acc, K, false><<<blocks_for(c, R.rows), kThreads, 0, c->stream>>>(R);
+    if (R.cpr <= (uint64_t)Shape<AI>::kLanes) {
+        int gl = 0;
+        while ((uint64_t)AI::kVec << gl < R.cpr) gl++;
+        const uint64_t per_warp = (uint64_t)(32 >> gl);
+        narrow_partials_kernel<Acc, K><<<blocks_for(c, (R.rows + per_warp - 1) / per_warp),
+                                         kThreads, 0, c->stream>>>(R, gl);
+    } else {
+        partials_kernel<Acc, K, false><<<blocks_for(c, R.rows), kThreads, 0, c->stream>>>(R);
+    }
     return cudaGetLastError();
 }
 
