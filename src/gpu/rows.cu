@@ -29,7 +29,9 @@
  *    float32 is a few microseconds of reading, and the second launch was a third of its time.
  *    But the hand-off's fence waits for the warp's loads in flight, so rows streamed from
  *    memory (input larger than L2) and NORM2's segments (16 warps an SM, latency-bound) measured
- *    slower with it (4096 x 65536 float32: 355 to 371 us): they keep a second launch
+ *    slower with it, with acquire-release fences as with __threadfence (4096 x 65536 float32:
+ *    354-356 to 372 us; bfloat16 NORM2 of 16384 x 8192: 97 to 144 us; NORM2 over 13398
+ *    segments: 370-390 to 520-531 us): they keep a second launch
  *    (docs/perf-log): narrow rows of partials for rows of at most W partials (narrow_kernel for
  *    one class, narrow_partials_kernel for NORM2's three), else partials_kernel.
  *  - segments_kernel: segments, whose chunks start anywhere. Segment s's chunk j is slot
