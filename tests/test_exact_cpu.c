@@ -185,6 +185,27 @@ int main(void)
     }
     CHECK(coopreduce_set_mode(cpu, COOPREDUCE_MODE_EXACT) == COOPREDUCE_SUCCESS, "set_mode");
 
+    /* ---- narrow blocks (exact.c): 4096 float32 leaves within 17 binades are summed in
+     * binary64, wider blocks must not be. A block at a float32 tie (4093 x 2^E + 2^(E-13),
+     * which rounds to even, down) with two tiny leaves, 2^(E-k) (1 + 2^-23) and -2^(E-k), that
+     * add one unit 2^(E-k-23) and so must round it up: a binary64 sum of the block loses that
+     * unit from k = 19 on, so a block of spread k > 17 taking the binary64 path rounds down. */
+    for (int e = 0; e < 2; e++) {
+        static const int spreads[] = {13, 17, 18, 19, 20, 21, 24, 30};
+        const int E = e ? -90 : 10;
+        for (size_t s = 0; s < sizeof spreads / sizeof spreads[0]; s++) {
+            const int k = spreads[s];
+            static double v[4096];
+            for (int i = 0; i < 4096; i++) v[i] = ldexp(1, E);
+            v[3] = ldexp(1, E - 13);
+            v[5] = ldexp(1 + 0x1p-23, E - k);
+            v[7] = -ldexp(1, E - k);
+            char what[80];
+            snprintf(what, sizeof what, "a tie block at 2^%d, tiny leaves at 2^%d", E, E - k);
+            sum_list(COOPREDUCE_FLOAT32, what, v, 4096);
+        }
+    }
+
     /* ---- hand-made cases ---- */
     const double M = 1e30, T32 = 0x1p-24, T64 = 0x1p-53;
     ndts = float_dtypes(dts);
