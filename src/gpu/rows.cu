@@ -349,6 +349,14 @@ __global__ void __launch_bounds__(kThreads, K == 1 ? 4 : 2) partials_kernel(cons
     }
 }
 
+/* log2 of the threads a narrow row of n lanes takes: the fewest whose kVec lanes each cover it. */
+template <typename In> int group_log2(uint64_t n)
+{
+    int gl = 0;
+    while ((uint64_t)In::kVec << gl < n) gl++;
+    return gl;
+}
+
 /* Level 2 as a launch of its own for rows of 2 .. W partials of each of K classes (NORM2's
  * three): G = 2^gl threads per row, kVec lanes each by element loads, 32 / G rows per warp, the
  * lane tree as narrow_kernel's for one class, then the final rule on the K sums. A warp per row
@@ -770,8 +778,7 @@ Final final_of(const cr_plan *p)
 /* Rows of at most W elements: G threads per row, the fewest whose kVec lanes each cover it. */
 template <typename In, Leaf LF> cudaError_t launch_narrow(const cr_gpu_call *c, const Rows &R)
 {
-    int gl = 0;
-    while ((uint64_t)In::kVec << gl < R.len) gl++;
+    const int gl = group_log2<In>(R.len);
     const uint64_t warps = (R.rows + (32 >> gl) * kGroups - 1) / ((32 >> gl) * kGroups);
     narrow_kernel<In, LF><<<blocks_for(c, warps), kThreads, 0, c->stream>>>(R, gl);
     return cudaGetLastError();
@@ -864,8 +871,7 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
         return launch_narrow<AI, Leaf::kWiden>(c, Q);
     }
     if (R.cpr <= (uint64_t)Shape<AI>::kLanes) {
-        int gl = 0;
-        while ((uint64_t)AI::kVec << gl < R.cpr) gl++;
+        const int gl = group_log2<AI>(R.cpr);
         const uint64_t per_warp = (uint64_t)(32 >> gl);
         narrow_partials_kernel<Acc, K><<<blocks_for(c, (R.rows + per_warp - 1) / per_warp),
                                          kThreads, 0, c->stream>>>(R, gl);
