@@ -255,18 +255,24 @@ DEFINE_RUN(run_dot64, 3, LANES / 2, FILL_DOT64)
 #define SETS 8
 #define SPAN (1ull << 29) /* leaves between two flushes */
 
+/* An exact binary64 sum of leaves (a bucket, a narrow block's total), started at -0.0, into
+ * the flags and the superaccumulator. */
+static void sum_out(job *j, double v)
+{
+    if (cr_f64_bits(v) == 0x8000000000000000ull) return; /* no leaf, or only -0.0 */
+    j->flags |= CR_X_NONNEGZ;
+    const unsigned f = cr_sa_special_flags(v);
+    if (f)
+        j->flags |= f;
+    else if (v != 0)
+        sa_add(j, v);
+}
+
 static void flush_buckets(job *j, double (*b)[256])
 {
     for (int q = 0; q < SETS; q++)
         for (int e = 0; e < 256; e++) {
-            const double v = b[q][e];
-            if (cr_f64_bits(v) == 0x8000000000000000ull) continue; /* no leaf, or only -0.0 */
-            j->flags |= CR_X_NONNEGZ;
-            const unsigned f = cr_sa_special_flags(v);
-            if (f)
-                j->flags |= f;
-            else if (v != 0)
-                sa_add(j, v);
+            sum_out(j, b[q][e]);
             b[q][e] = -0.0;
         }
 }
@@ -277,16 +283,16 @@ static void buckets_init(double (*b)[256])
         for (int e = 0; e < 256; e++) b[q][e] = -0.0;
 }
 
-/* Adds leaves x[i0 .. i1) (float32 bits; at most SPAN between two flushes) to the buckets. */
-static void bucket_add_f32(double (*b)[256], const uint32_t *x, uint64_t i0, uint64_t i1)
+/* Adds leaves x[0 .. m) (float32 bits; at most SPAN between two flushes) to the buckets. */
+static void bucket_add_f32(double (*b)[256], const uint32_t *x, uint64_t m)
 {
-    uint64_t i = i0;
-    for (; i + SETS <= i1; i += SETS)
+    uint64_t i = 0;
+    for (; i + SETS <= m; i += SETS)
         for (int q = 0; q < SETS; q++) {
             const uint32_t u = x[i + q];
             b[q][u >> 23 & 255] += (double)cr_f32_from(u);
         }
-    for (; i < i1; i++) {
+    for (; i < m; i++) {
         const uint32_t u = x[i];
         b[0][u >> 23 & 255] += (double)cr_f32_from(u);
     }
@@ -339,14 +345,10 @@ static int block_add(job *j, double (*b)[256], const uint32_t *w, uint64_t m)
     uint32_t mx, mn;
     block_span(w, m, &mx, &mn);
     if (mx == 255 || (mn <= mx && mx - mn > NARROW)) {
-        bucket_add_f32(b, w, 0, m);
+        bucket_add_f32(b, w, m);
         return 0;
     }
-    const double t = block_sum(w, m);
-    if (cr_f64_bits(t) != 0x8000000000000000ull) { /* else no leaf, or only -0.0 */
-        j->flags |= CR_X_NONNEGZ;
-        if (t != 0) sa_add(j, t);
-    }
+    sum_out(j, block_sum(w, m)); /* finite: no infinity or NaN in the block */
     return 1;
 }
 
@@ -384,7 +386,7 @@ static void buckets_run(job *j)
             widen_bf16_block((const uint16_t *)j->x + i, m, w);
         if (wait) {
             wait--;
-            bucket_add_f32(b, leaves, 0, m);
+            bucket_add_f32(b, leaves, m);
         } else if (block_add(j, b, leaves, m)) {
             skip = 0;
         } else {
