@@ -166,31 +166,11 @@ static void streamed(void)
         if (test_quick) printf("SKIP: section streamed (--quick)\n");
         return;
     }
-    char *x = xmalloc(bytes);
-    void *dx = put(NULL, bytes), *dr = put(NULL, 1 << 20);
+    const axis_env e = env();
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        const coopreduce_op op = cases[c].op;
-        const coopreduce_dtype dt = cases[c].dt;
-        const size_t es = dt_size(dt), rs = coopreduce_op_result_size(op, dt, 0, NULL);
-        const uint64_t len = cases[c].len, rows = bytes / (len * es), n = rows * len;
-        axis_fill(x, n, dt, (int)rnd_below(AXIS_KINDS));
-        cuda_ok(cudaMemcpy(dx, x, n * es, cudaMemcpyHostToDevice), "upload");
-        coopreduce_status s = coopreduce_reduce_axis(op, dx, NULL, dr, rows, len, 1, dt, gpu, NULL);
-        sync_dev();
-        char *res = xmalloc(rows * rs), want[16];
-        get(res, dr, rows * rs);
-        int bad = 0;
-        for (uint64_t r = 0; r < rows && s == COOPREDUCE_SUCCESS; r++) {
-            coopreduce_reduce(op, x + r * len * es, NULL, want, len, dt, g_cpu, NULL);
-            bad += memcmp(want, res + r * rs, rs) != 0;
-        }
-        CHECK(s == COOPREDUCE_SUCCESS && bad == 0, "%s %s, %llu rows of %llu (96 MiB): %s, %d differ",
-              coopreduce_op_name(op), dt_name(dt), (unsigned long long)rows,
-              (unsigned long long)len, coopreduce_status_string(s), bad);
-        free(res);
+        const uint64_t len = cases[c].len, rows = bytes / (len * dt_size(cases[c].dt));
+        axis_case(&e, cases[c].op, cases[c].dt, rows, len, 1, (int)rnd_below(AXIS_KINDS));
     }
-    drop(dx), drop(dr);
-    free(x);
 }
 
 static void huge(void)
