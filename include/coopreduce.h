@@ -470,8 +470,9 @@ coopreduce_status coopreduce_reduce_to_host(coopreduce_op op, const void *x, con
  * coopreduce_reserve() of the longest row or segment covers the reductions themselves; a GPU call
  * also uses a buffer kept by the handle, allocated on first use and grown when a call needs more
  * (allocating may synchronise the device): for the partials of rows, columns and segments longer
- * than a chunk (4 or 8 bytes per chunk, times 3 for NORM2, and a 4-byte counter per row or
- * segment when some are), and for the columns the generic path
+ * than a chunk (4 or 8 bytes per chunk, times 3 for NORM2, and a 4-byte counter per row when some
+ * are; segments checked on the device: room for n / chunk + nseg + 1 partials and a counter per
+ * segment, whatever their lengths), and for the columns the generic path
  * gathers (up to 64 MiB); a CPU call allocates per call the buffers its threads gather columns
  * and long rows into. Only the
  * CANONICAL method reduces along an axis or over segments, in either mode. */
@@ -494,19 +495,35 @@ coopreduce_status coopreduce_reduce_axis(coopreduce_op op, const void *x, const 
                                          coopreduce_dtype dtype, coopreduce_handle *handle,
                                          void *stream);
 
-/* Segments of x: result[s] = op over x[offsets[s] .. offsets[s + 1]) (and y's same elements,
- * for DOT), for s < nseg. offsets holds nseg + 1 int64 element offsets, non-decreasing, from
- * offsets[0] >= 0 (COOPREDUCE_ERROR_INVALID_ARGUMENT otherwise, naming the first bad one); the
- * segments need not start at 0 or cover x. An empty segment follows the 1-D rules: MIN, MAX,
- * ABSMAX, ARGMIN and ARGMAX fail with COOPREDUCE_ERROR_EMPTY, naming the segment. Every check is
- * made before any result is written. offsets is host memory for a CPU handle and device memory
- * for a GPU handle, which reads it back to check it: on a GPU handle this call waits for the
- * earlier work on `stream` (unlike coopreduce_reduce_axis, it is not asynchronous). Fails
- * otherwise as coopreduce_reduce_axis() does. */
+/* Segments of x, an array of n elements (and of y, for DOT): result[s] = op over
+ * x[offsets[s] .. offsets[s + 1]) for s < nseg. offsets holds nseg + 1 int64 element offsets,
+ * non-decreasing, with 0 <= offsets[0] and offsets[nseg] <= n; the segments need not start at 0
+ * or cover x. An empty segment follows the 1-D rules: MIN, MAX, ABSMAX, ARGMIN and ARGMAX fail
+ * with COOPREDUCE_ERROR_EMPTY, naming the segment. offsets is host memory for a CPU handle and
+ * device memory for a GPU handle. Fails otherwise as coopreduce_reduce_axis() does.
+ *
+ * Where the offsets are checked, and when a bad one is reported:
+ *  - A CPU handle, and a GPU handle for the operations outside the canonical order (MIN, MAX,
+ *    ABSMAX, ARGMIN, ARGMAX, the integer sums, and every operation in EXACT mode): before any
+ *    result is written, failing with COOPREDUCE_ERROR_INVALID_ARGUMENT that names the first bad
+ *    offset. A GPU handle reads the offsets back for this, so this call waits for the earlier
+ *    work on `stream`.
+ *  - A GPU handle for the canonical-order operations (SUM, MEAN, SUMSQ, NORM2 and DOT of the
+ *    float types in DETERMINISTIC mode): on the GPU, in stream order, so that the call does not
+ *    wait. Whatever the offsets hold, nothing outside x[0 .. n) (and y's) is read. When one is
+ *    bad, every result of the call is NaN and the handle records the call's first bad offset:
+ *    coopreduce_synchronize() reports it. */
 coopreduce_status coopreduce_reduce_segments(coopreduce_op op, const void *x, const void *y,
-                                             void *result, const int64_t *offsets, uint64_t nseg,
-                                             coopreduce_dtype dtype, coopreduce_handle *handle,
-                                             void *stream);
+                                             void *result, uint64_t n, const int64_t *offsets,
+                                             uint64_t nseg, coopreduce_dtype dtype,
+                                             coopreduce_handle *handle, void *stream);
+
+/* Waits for the work enqueued on `stream` (a GPU handle; a CPU handle has none and returns at
+ * once), then reports what the GPU found wrong in the handle's calls that check their arguments
+ * on the device (coopreduce_reduce_segments): COOPREDUCE_ERROR_INVALID_ARGUMENT, naming the first
+ * bad offset of the latest such call with bad offsets not reported before; each is reported
+ * once. Fails with COOPREDUCE_ERROR_CUDA when the stream's work failed. */
+coopreduce_status coopreduce_synchronize(coopreduce_handle *handle, void *stream);
 
 #ifdef __cplusplus
 }

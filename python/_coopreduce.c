@@ -110,7 +110,7 @@ static coopreduce_handle *get_handle(int device, int mode)
         c->h[slot] = h;
         c->mode[slot] = COOPREDUCE_MODE_DETERMINISTIC;
     }
-    if (c->mode[slot] != mode) {
+    if (mode >= 0 && c->mode[slot] != mode) { /* mode < 0: as it is */
         coopreduce_status s = coopreduce_set_mode(h, (coopreduce_mode)mode);
         if (s) {
             raise_status(s, h);
@@ -304,17 +304,18 @@ static PyObject *py_reduce_to_host(PyObject *self, PyObject *const *a, Py_ssize_
     return to_python(r, rt, size, op);
 }
 
-/* reduce_segments(op, dtype, x, y, out, offsets, nseg, device, mode, stream) -> None */
+/* reduce_segments(op, dtype, x, y, out, offsets, nseg, device, mode, stream, n) -> None */
 static PyObject *py_reduce_segments(PyObject *self, PyObject *const *a, Py_ssize_t n)
 {
-    if (n != 10) {
-        PyErr_SetString(PyExc_TypeError, "reduce_segments takes 10 arguments");
+    if (n != 11) {
+        PyErr_SetString(PyExc_TypeError, "reduce_segments takes 11 arguments");
         return NULL;
     }
     int op, dtype, device, mode;
-    uint64_t nseg, stream;
+    uint64_t nseg, stream, count;
     if (as_int(a[0], &op) || as_int(a[1], &dtype) || as_u64(a[6], &nseg) ||
-        as_int(a[7], &device) || as_int(a[8], &mode) || as_u64(a[9], &stream))
+        as_int(a[7], &device) || as_int(a[8], &mode) || as_u64(a[9], &stream) ||
+        as_u64(a[10], &count))
         return NULL;
     coopreduce_handle *h = get_handle(device, mode);
     if (!h) return NULL;
@@ -328,12 +329,34 @@ static PyObject *py_reduce_segments(PyObject *self, PyObject *const *a, Py_ssize
         return NULL;
     }
     coopreduce_status s;
-    /* On a GPU the call reads the offsets back, so it waits for the stream: no GIL meanwhile. */
+    /* On a GPU the call may read the offsets back (the operations outside the canonical order),
+     * waiting for the stream: no GIL meanwhile. */
     Py_BEGIN_ALLOW_THREADS
-    s = coopreduce_reduce_segments((coopreduce_op)op, x, y, out, off, nseg,
+    s = coopreduce_reduce_segments((coopreduce_op)op, x, y, out, count, off, nseg,
                                    (coopreduce_dtype)dtype, h, (void *)(uintptr_t)stream);
     Py_END_ALLOW_THREADS
     release_views(v, has, 4);
+    if (s) return raise_status(s, h);
+    Py_RETURN_NONE;
+}
+
+/* synchronize(device, stream) -> None: waits for the stream, then raises what the GPU found wrong
+ * in the calling thread's handle's earlier segments calls (coopreduce_synchronize). */
+static PyObject *py_synchronize(PyObject *self, PyObject *const *a, Py_ssize_t n)
+{
+    int device;
+    uint64_t stream;
+    if (n != 2) {
+        PyErr_SetString(PyExc_TypeError, "synchronize takes 2 arguments");
+        return NULL;
+    }
+    if (as_int(a[0], &device) || as_u64(a[1], &stream)) return NULL;
+    coopreduce_handle *h = get_handle(device, -1);
+    if (!h) return NULL;
+    coopreduce_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = coopreduce_synchronize(h, (void *)(uintptr_t)stream);
+    Py_END_ALLOW_THREADS
     if (s) return raise_status(s, h);
     Py_RETURN_NONE;
 }
@@ -1010,7 +1033,9 @@ static PyMethodDef methods[] = {
     {"reduce_to_host", (PyCFunction)(void (*)(void))py_reduce_to_host, METH_FASTCALL,
      "reduce_to_host(op, dtype, x, y, n, device, mode, stream) -> number"},
     {"reduce_segments", (PyCFunction)(void (*)(void))py_reduce_segments, METH_FASTCALL,
-     "reduce_segments(op, dtype, x, y, out, offsets, nseg, device, mode, stream)"},
+     "reduce_segments(op, dtype, x, y, out, offsets, nseg, device, mode, stream, n)"},
+    {"synchronize", (PyCFunction)(void (*)(void))py_synchronize, METH_FASTCALL,
+     "synchronize(device, stream)"},
     {"reserve", (PyCFunction)(void (*)(void))py_reserve, METH_FASTCALL,
      "reserve(device, n, dtype, mode)"},
     {"result_type", (PyCFunction)(void (*)(void))py_result_type, METH_FASTCALL,

@@ -166,7 +166,9 @@ int segments_case(const axis_env *env, coopreduce_op op, coopreduce_dtype dt, co
     void *doff = env->put(off, (nseg + 1) * sizeof *off);
     memset(res, POISON, nseg * rs);
     coopreduce_status got =
-        coopreduce_reduce_segments(op, dx, dy, dr, doff, nseg, dt, env->h, NULL);
+        coopreduce_reduce_segments(op, dx, dy, dr, n, doff, nseg, dt, env->h, NULL);
+    const coopreduce_status synced = coopreduce_synchronize(env->h, NULL);
+    if (!got) got = synced; /* a GPU's own check of the offsets */
     env->sync();
     env->get(res, dr, nseg * rs);
     if (want == COOPREDUCE_ERROR_OVERFLOW && coopreduce_handle_device(env->h) >= 0)

@@ -152,33 +152,39 @@ static void errors(void)
     coopreduce_set_mode(h, COOPREDUCE_MODE_DETERMINISTIC);
     /* Segments. */
     const int64_t good[] = {0, 3, 3, 10}, down[] = {0, 5, 4, 10}, neg[] = {-1, 3};
-    CHECK(coopreduce_reduce_segments(COOPREDUCE_OP_SUM, x, NULL, r, NULL, 3, COOPREDUCE_FLOAT32, h,
-                                     NULL) == COOPREDUCE_ERROR_INVALID_ARGUMENT,
+    CHECK(coopreduce_reduce_segments(COOPREDUCE_OP_SUM, x, NULL, r, 10, NULL, 3, COOPREDUCE_FLOAT32,
+                                     h, NULL) == COOPREDUCE_ERROR_INVALID_ARGUMENT,
           "NULL offsets");
     memset(r, POISON, sizeof r);
-    CHECK(coopreduce_reduce_segments(COOPREDUCE_OP_SUM, x, NULL, r, down, 3, COOPREDUCE_FLOAT32, h,
-                                     NULL) == COOPREDUCE_ERROR_INVALID_ARGUMENT &&
+    CHECK(coopreduce_reduce_segments(COOPREDUCE_OP_SUM, x, NULL, r, 10, down, 3, COOPREDUCE_FLOAT32,
+                                     h, NULL) == COOPREDUCE_ERROR_INVALID_ARGUMENT &&
               strstr(coopreduce_last_error(h), "segment 1"),
           "decreasing offsets: %s", coopreduce_last_error(h));
     CHECK(load_bits(r, 0, 4) == 0xA5A5A5A5u, "a failed call wrote a result");
-    CHECK(coopreduce_reduce_segments(COOPREDUCE_OP_SUM, x, NULL, r, neg, 1, COOPREDUCE_FLOAT32, h,
-                                     NULL) == COOPREDUCE_ERROR_INVALID_ARGUMENT,
+    CHECK(coopreduce_reduce_segments(COOPREDUCE_OP_SUM, x, NULL, r, 10, neg, 1, COOPREDUCE_FLOAT32,
+                                     h, NULL) == COOPREDUCE_ERROR_INVALID_ARGUMENT,
           "negative offset");
-    CHECK(coopreduce_reduce_segments(COOPREDUCE_OP_ARGMAX, x, NULL, idx, good, 3,
+    CHECK(coopreduce_reduce_segments(COOPREDUCE_OP_ARGMAX, x, NULL, idx, 10, good, 3,
                                      COOPREDUCE_FLOAT32, h, NULL) == COOPREDUCE_ERROR_EMPTY &&
               strstr(coopreduce_last_error(h), "segment 1"),
           "argmax of an empty segment: %s", coopreduce_last_error(h));
-    CHECK(coopreduce_reduce_segments(COOPREDUCE_OP_SUM, x, NULL, r, good, 3, COOPREDUCE_FLOAT32, h,
-                                     NULL) == COOPREDUCE_SUCCESS &&
+    CHECK(coopreduce_reduce_segments(COOPREDUCE_OP_SUM, x, NULL, r, 10, good, 3, COOPREDUCE_FLOAT32,
+                                     h, NULL) == COOPREDUCE_SUCCESS &&
               load_bits(r, 1, 4) == 0,
           "sum of an empty segment is +0");
-    CHECK(coopreduce_reduce_segments(COOPREDUCE_OP_SUM, x, NULL, r, good, 0, COOPREDUCE_FLOAT32, h,
-                                     NULL) == COOPREDUCE_SUCCESS,
+    CHECK(coopreduce_reduce_segments(COOPREDUCE_OP_SUM, x, NULL, r, 10, good, 0, COOPREDUCE_FLOAT32,
+                                     h, NULL) == COOPREDUCE_SUCCESS,
           "no segments");
-    CHECK(coopreduce_reduce_segments(COOPREDUCE_OP_SUM, x, NULL, r,
+    CHECK(coopreduce_reduce_segments(COOPREDUCE_OP_SUM, x, NULL, r, 10,
                                      (const int64_t *)((char *)good + 4), 1, COOPREDUCE_FLOAT32, h,
                                      NULL) == COOPREDUCE_ERROR_MISALIGNED,
           "misaligned offsets");
+    memset(r, POISON, sizeof r);
+    CHECK(coopreduce_reduce_segments(COOPREDUCE_OP_SUM, x, NULL, r, 9, good, 3, COOPREDUCE_FLOAT32,
+                                     h, NULL) == COOPREDUCE_ERROR_INVALID_ARGUMENT &&
+              strstr(coopreduce_last_error(h), "offsets[3] = 10") && load_bits(r, 0, 4) == (POISON64 & 0xffffffffu),
+          "offsets beyond n: %s", coopreduce_last_error(h));
+    CHECK(coopreduce_synchronize(h, NULL) == COOPREDUCE_SUCCESS, "synchronize on a CPU handle");
     /* 128-bit sums out of the input's range: COOPREDUCE_ERROR_OVERFLOW naming the result, every
      * result written. */
     int64_t big[6] = {INT64_MAX, INT64_MAX, 1, 2, INT64_MIN, -1};

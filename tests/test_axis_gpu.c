@@ -2,11 +2,13 @@
  * the CPU's 1-D call of its own values (axis_check.h), for every operation, dtype and mode,
  * along each axis of random 1-D, 2-D and 3-D shapes, over random segments (offsets in device
  * memory); the same row's bits in batches of 1, 7 and 10,000 rows; inputs one element off
- * 16-byte alignment; errors; rows streamed from memory (an input larger than L2, whose rows'
- * level 2 is a launch of its own); more than 2^31 elements in all.
+ * 16-byte alignment; errors, and offsets the GPU checks itself; rows streamed from memory (an
+ * input larger than L2, whose rows' level 2 is a launch of its own); segments longer than C^2;
+ * more than 2^31 elements in all.
  *
  *   test_axis_gpu           all checks; exits 77 (ctest: skipped) without CUDA or a GPU
- *   test_axis_gpu --quick   smaller cases, no streamed or n > 2^31 case (for compute-sanitizer)
+ *   test_axis_gpu --quick   smaller cases, no streamed, long-segment or n > 2^31 case (for
+ *                           compute-sanitizer)
  *
  * Seeds are fresh each run (printed); COOPREDUCE_TEST_SEED=S replays a run. */
 #include <stdio.h>
@@ -114,6 +116,77 @@ static void misaligned(void)
     }
 }
 
+/* The canonical-order operations check device offsets on the device: a call with bad ones
+ * returns at once, every result NaN; coopreduce_synchronize names the first bad offset of the
+ * latest such call, once. Bad offsets leave the handle as it was: a later call on good offsets,
+ * segments of several chunks among them (tickets, partials), gets the CPU's bits. */
+static void device_checked_offsets(void)
+{
+    const uint64_t C = 4096, n = 3 * C + 5;
+    float *x = malloc(n * sizeof *x);
+    for (uint64_t i = 0; i < n; i++) x[i] = (float)((double)rnd_below(2001) - 1000.0) / 64.0f;
+    void *dx = put(x, n * sizeof *x), *dr = put(NULL, 16 * sizeof(double));
+    static const struct {
+        int64_t off[5];
+        uint64_t nseg, bad; /* the first bad offset */
+        coopreduce_op op;
+    } cases[] = {
+        {{0, 9000, 5000, (int64_t)(3 * 4096 + 5)}, 3, 2, COOPREDUCE_OP_SUM},  /* decreasing */
+        {{-1, 3, 7}, 2, 0, COOPREDUCE_OP_SUM},                                 /* negative */
+        {{0, 3, (int64_t)(3 * 4096 + 6)}, 2, 2, COOPREDUCE_OP_MEAN},           /* beyond n */
+        {{0, 4097, 4096, 3, (int64_t)(3 * 4096 + 5)}, 4, 2, COOPREDUCE_OP_NORM2},
+        {{0, 10, (int64_t)1 << 62, 20, 30}, 4, 2, COOPREDUCE_OP_SUMSQ},
+        /* segment 2 takes segment 0's third slot: 0's ticket sees two arrivals of three */
+        {{0, 9000, 100, 9100, (int64_t)(3 * 4096 + 5)}, 4, 2, COOPREDUCE_OP_SUM},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        void *doff = put(cases[c].off, sizeof cases[c].off);
+        const uint64_t nseg = cases[c].nseg;
+        coopreduce_status s = coopreduce_reduce_segments(cases[c].op, dx, NULL, dr, n, doff, nseg,
+                                                         COOPREDUCE_FLOAT32, gpu, NULL);
+        const coopreduce_status synced = coopreduce_synchronize(gpu, NULL);
+        char want[32];
+        snprintf(want, sizeof want, "offsets[%llu]", (unsigned long long)cases[c].bad);
+        CHECK(s == COOPREDUCE_SUCCESS && synced == COOPREDUCE_ERROR_INVALID_ARGUMENT &&
+                  strstr(coopreduce_last_error(gpu), want) != NULL,
+              "bad offsets, case %zu: %s, then %s: %s", c, coopreduce_status_string(s),
+              coopreduce_status_string(synced), coopreduce_last_error(gpu));
+        uint32_t r[8];
+        get(r, dr, nseg * sizeof *r);
+        int nan = 0;
+        for (uint64_t k = 0; k < nseg; k++) nan += r[k] == 0x7fc00000u;
+        CHECK(nan == (int)nseg, "bad offsets, case %zu: %d of %llu results NaN", c, nan,
+              (unsigned long long)nseg);
+        CHECK(coopreduce_synchronize(gpu, NULL) == COOPREDUCE_SUCCESS,
+              "bad offsets, case %zu: reported twice", c);
+        drop(doff);
+    }
+    /* Then good offsets on the same handle, over other values (so that partials a stale ticket
+     * would let a warp read early are wrong), each result against the CPU. */
+    static const int64_t good[] = {0, 9000, 9000, 9001, (int64_t)(3 * 4096 + 5)};
+    void *doff = put(good, sizeof good);
+    for (uint64_t i = 0; i < n; i++) x[i] = (float)(rnd_below(2001) + 3000) / 32.0f;
+    drop(dx);
+    dx = put(x, n * sizeof *x);
+    for (int op = 0; op < 2; op++) {
+        const coopreduce_op o = op ? COOPREDUCE_OP_NORM2 : COOPREDUCE_OP_SUM;
+        CHECK(coopreduce_reduce_segments(o, dx, NULL, dr, n, doff, 4, COOPREDUCE_FLOAT32, gpu,
+                                         NULL) == COOPREDUCE_SUCCESS &&
+                  coopreduce_synchronize(gpu, NULL) == COOPREDUCE_SUCCESS,
+              "good offsets after bad ones: %s", coopreduce_last_error(gpu));
+        float r[4], w;
+        get(r, dr, sizeof r);
+        for (int k = 0; k < 4; k++) {
+            coopreduce_reduce(o, x + good[k], NULL, &w, (uint64_t)(good[k + 1] - good[k]),
+                              COOPREDUCE_FLOAT32, g_cpu, NULL);
+            CHECK(memcmp(&w, &r[k], sizeof w) == 0, "%s of segment %d after bad offsets: %a, CPU %a",
+                  coopreduce_op_name(o), k, (double)r[k], (double)w);
+        }
+    }
+    drop(doff), drop(dx), drop(dr);
+    free(x);
+}
+
 static void errors(void)
 {
     float host[8] = {0};
@@ -126,19 +199,32 @@ static void errors(void)
     CHECK(coopreduce_reduce_axis(COOPREDUCE_OP_SUM, dx, NULL, host, 2, 2, 2, COOPREDUCE_FLOAT32,
                                  gpu, NULL) == COOPREDUCE_ERROR_NOT_DEVICE_MEMORY,
           "host result on a GPU handle");
-    CHECK(coopreduce_reduce_segments(COOPREDUCE_OP_SUM, dx, NULL, dr, off_host, 2,
+    CHECK(coopreduce_reduce_segments(COOPREDUCE_OP_SUM, dx, NULL, dr, 8, off_host, 2,
                                      COOPREDUCE_FLOAT32, gpu,
                                      NULL) == COOPREDUCE_ERROR_NOT_DEVICE_MEMORY,
           "host offsets on a GPU handle");
-    CHECK(coopreduce_reduce_segments(COOPREDUCE_OP_SUM, dx, NULL, dr, doff, 2, COOPREDUCE_FLOAT32,
-                                     gpu, NULL) == COOPREDUCE_ERROR_INVALID_ARGUMENT,
-          "decreasing device offsets: %s", coopreduce_last_error(gpu));
+    /* Outside the canonical order the offsets are read back and checked before the call
+     * returns; in EXACT mode too. */
+    CHECK(coopreduce_reduce_segments(COOPREDUCE_OP_MIN, dx, NULL, dr, 8, doff, 2,
+                                     COOPREDUCE_FLOAT32, gpu,
+                                     NULL) == COOPREDUCE_ERROR_INVALID_ARGUMENT &&
+              strstr(coopreduce_last_error(gpu), "segment 1"),
+          "decreasing device offsets, MIN: %s", coopreduce_last_error(gpu));
+    coopreduce_set_mode(gpu, COOPREDUCE_MODE_EXACT);
+    CHECK(coopreduce_reduce_segments(COOPREDUCE_OP_SUM, dx, NULL, dr, 8, doff, 2,
+                                     COOPREDUCE_FLOAT32, gpu,
+                                     NULL) == COOPREDUCE_ERROR_INVALID_ARGUMENT,
+          "decreasing device offsets, exact SUM: %s", coopreduce_last_error(gpu));
+    coopreduce_set_mode(gpu, COOPREDUCE_MODE_DETERMINISTIC);
+    CHECK(coopreduce_synchronize(gpu, NULL) == COOPREDUCE_SUCCESS, "nothing to report yet: %s",
+          coopreduce_last_error(gpu));
+    drop(dx), drop(dr), drop(doff);
+    device_checked_offsets();
     CHECK(coopreduce_set_method(gpu, COOPREDUCE_METHOD_GRID) == COOPREDUCE_SUCCESS, "method");
     CHECK(coopreduce_reduce_axis(COOPREDUCE_OP_SUM, dx, NULL, dr, 2, 2, 2, COOPREDUCE_FLOAT32, gpu,
                                  NULL) == COOPREDUCE_ERROR_NOT_SUPPORTED,
           "a tutorial method along an axis");
     coopreduce_set_method(gpu, COOPREDUCE_METHOD_CANONICAL);
-    drop(dx), drop(dr), drop(doff);
 }
 
 /* More than 2^31 elements in all: 2^16 rows of 2^15 + 3 float16 values (4 GiB); a sample of
@@ -170,6 +256,33 @@ static void streamed(void)
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const uint64_t len = cases[c].len, rows = bytes / (len * dt_size(cases[c].dt));
         axis_case(&e, cases[c].op, cases[c].dt, rows, len, 1, (int)rnd_below(AXIS_KINDS));
+    }
+}
+
+/* Segments longer than C^2 (more than C partials), whose levels above level 2 the device
+ * computes in place: lengths C^2 (the last with one level above level 1), C^2 + 1, and beyond,
+ * among short ones, for both of level 2's ways (in the launch: SUM, SUMSQ; a launch of its own:
+ * NORM2), every result against the CPU's 1-D call. */
+static void long_segments(void)
+{
+    static const struct {
+        coopreduce_op op;
+        coopreduce_dtype dt;
+    } cases[] = {
+        {COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT64},   {COOPREDUCE_OP_NORM2, COOPREDUCE_FLOAT64},
+        {COOPREDUCE_OP_SUMSQ, COOPREDUCE_BFLOAT16}, {COOPREDUCE_OP_MEAN, COOPREDUCE_FLOAT32},
+    };
+    if (test_quick) {
+        printf("SKIP: section long_segments (--quick)\n");
+        return;
+    }
+    const axis_env e = env();
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int64_t C = cases[c].dt == COOPREDUCE_FLOAT64 ? 2048 : 4096, C2 = C * C;
+        const int64_t off[] = {3, 3 + C2, 10 + C2, 11 + 2 * C2, 12 + 2 * C2, 12 + 3 * C2 + 5 * C + 7};
+        const uint64_t n = (uint64_t)off[5] + 2;
+        if (!gpu_room_for(n * dt_size(cases[c].dt) * 2)) return;
+        segments_case(&e, cases[c].op, cases[c].dt, off, 5, n, (int)rnd_below(AXIS_KINDS));
     }
 }
 
@@ -218,6 +331,7 @@ int main(int argc, char **argv)
     static const test_section sections[] = {{"sweep", sweep},     {"segments", segments},
                                             {"paths", paths},     {"batches", batches}, {"misaligned", misaligned},
                                             {"errors", errors},   {"streamed", streamed},
+                                            {"long_segments", long_segments},
                                             {"huge", huge}};
     run_sections(sections, sizeof sections / sizeof sections[0], test_quick ? huge : NULL);
     CHECK(coopreduce_destroy(g_cpu) == COOPREDUCE_SUCCESS, "destroy cpu");

@@ -8,7 +8,7 @@ tensors and CuPy arrays (on their GPU), bit for bit the same on either.
 
 Every function takes axis=None | int | tuple of adjacent ints, keepdims, mode
 ("deterministic" | "exact"), out and stream; docs/PYTHON.md is the manual."""
-from ._core import OPS, ArgumentError, Error, info, reduce, reduce_segments, reserve
+from ._core import OPS, ArgumentError, Error, info, reduce, reduce_segments, reserve, synchronize
 from ._core import _fast, _reduce
 
 __version__ = info()["version"]
@@ -44,5 +44,5 @@ def dot(x, y, axis=None, keepdims=False, mode="deterministic", out=None, stream=
     return reduce("dot", x, y, axis, keepdims, mode, out, stream, host)
 
 
-__all__ = ["ArgumentError", "Error", "OPS", "info", "reduce", "reduce_segments", "reserve", "sum", "min", "max",
+__all__ = ["ArgumentError", "Error", "OPS", "info", "reduce", "reduce_segments", "reserve", "synchronize", "sum", "min", "max",
            "absmax", "mean", "sumsq", "norm2", "dot", "argmin", "argmax"]

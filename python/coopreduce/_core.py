@@ -271,7 +271,12 @@ def _deliver(fw, r, out, shape, name):
 
 
 def reduce_segments(op, x, offsets, y=None, mode="deterministic", out=None, stream=None):
-    """result[s] = op over x[offsets[s]:offsets[s + 1]] for s < len(offsets) - 1."""
+    """result[s] = op over x[offsets[s]:offsets[s + 1]] for s < len(offsets) - 1.
+
+    offsets: non-decreasing, from 0 or more to at most len(x). On a GPU, the canonical-order
+    operations (sum, mean, sumsq, norm2, dot in deterministic mode) check the offsets on the
+    device, without waiting: bad offsets make every result NaN, and synchronize() raises. The
+    other operations check them at once (reading them back), as the CPU does."""
     opc, modec, st = _op_code(op), _mode_code(mode), None if stream is None else _stream_int(stream)
     fw, x, xaddr, shape, layout, code, device, keep = _view(x, st)
     _dtype_error(x, code)
@@ -304,20 +309,25 @@ def reduce_segments(op, x, offsets, y=None, mode="deterministic", out=None, stre
     if odevice != device:
         raise ValueError("offsets must be on the device of x")
     nseg = oshape[0] - 1
-    # The library cannot know x's length: the end is checked here (for device offsets this reads
-    # one int64 back, a wait the GPU's segment call makes anyway to check the offsets).
-    if nseg and int(off[-1]) > shape[0]:
-        raise ValueError(f"offsets end at {int(off[-1])}, beyond x's {shape[0]} elements")
     name, words = res
     rshape = (nseg,) + ((2,) if words == 2 else ())
     r = fw.empty(x, rshape, name, "C")
     if st is None:
         st = fw.stream(device)
     _C.reduce_segments(opc, code, fw.address(x), fw.address(y) if opc == _DOT else None,
-                       fw.address(r), fw.address(off), nseg, device, modec, st)
+                       fw.address(r), fw.address(off), nseg, device, modec, st, shape[0])
     if words == 2:
         r = r[..., 0]
     return _deliver(fw, r, out, (nseg,), name)
+
+
+def synchronize(device=0, stream=None):
+    """Wait for `stream` (default 0, the legacy default stream) on GPU `device`, then raise
+    ArgumentError for the latest reduce_segments call of this thread whose offsets the GPU found
+    bad (each is raised once). Does nothing for device -1, the CPU."""
+    if device == -1:
+        return
+    _C.synchronize(device, 0 if stream is None else _stream_int(stream))
 
 
 def reserve(n, dtype, device=-1, mode="deterministic"):

@@ -177,13 +177,12 @@ CR_EXPORT coopreduce_status coopreduce_reduce_axis(coopreduce_op op, const void 
     return run_shaped(h, &p, routed, &sh, x, y, result, stream);
 }
 
-/* The segments' checks, on offsets in host memory. */
+/* The segments' checks, on offsets in host memory (x and y hold n elements). */
 static coopreduce_status check_segments(coopreduce_handle *h, const cr_plan *p, cr_shape *sh,
-                                        const void *x, const void *y, const void *result)
+                                        uint64_t n)
 {
     const int64_t *off = sh->offsets;
     const uint64_t nseg = sh->nseg;
-    coopreduce_status s;
     if (off[0] < 0)
         return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT, "offsets[0] = %lld is negative",
                        (long long)off[0]);
@@ -195,11 +194,10 @@ static coopreduce_status check_segments(coopreduce_handle *h, const cr_plan *p, 
                            (unsigned long long)k, (unsigned long long)k, (long long)off[k],
                            (unsigned long long)(k + 1), (long long)off[k + 1]);
     }
-    sh->elements = (uint64_t)off[nseg];
-    if (sh->elements > UINT64_MAX / cr_dtype_size(p->dtype))
+    if ((uint64_t)off[nseg] > n)
         return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT,
-                       "offsets[nseg] = %lld elements is too many", (long long)off[nseg]);
-    if ((s = cr_check_pointers(h, p, x, y, result, sh->elements))) return s;
+                       "offsets[%llu] = %lld is beyond x's n = %llu elements",
+                       (unsigned long long)nseg, (long long)off[nseg], (unsigned long long)n);
     for (uint64_t k = 0; k < nseg; k++) {
         const uint64_t len = (uint64_t)(off[k + 1] - off[k]);
         if (len <= p->max_n && (len > 0 || !p->needs_element)) continue;
@@ -211,7 +209,7 @@ static coopreduce_status check_segments(coopreduce_handle *h, const cr_plan *p, 
 }
 
 CR_EXPORT coopreduce_status coopreduce_reduce_segments(coopreduce_op op, const void *x,
-                                                       const void *y, void *result,
+                                                       const void *y, void *result, uint64_t n,
                                                        const int64_t *offsets, uint64_t nseg,
                                                        coopreduce_dtype dtype, coopreduce_handle *h,
                                                        void *stream)
@@ -219,7 +217,8 @@ CR_EXPORT coopreduce_status coopreduce_reduce_segments(coopreduce_op op, const v
     cr_plan p;
     coopreduce_status routed = COOPREDUCE_SUCCESS, s;
     if ((s = make_plan(h, op, dtype, &p, &routed))) return s;
-    cr_shape sh = {.kind = CR_SHAPE_SEGMENTS, .offsets = offsets, .nseg = nseg, .outputs = nseg};
+    cr_shape sh = {.kind = CR_SHAPE_SEGMENTS, .offsets = offsets, .nseg = nseg, .outputs = nseg,
+                   .elements = n};
     if (!offsets)
         return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT,
                        "offsets is NULL (it holds nseg + 1 offsets, even for nseg = 0)");
@@ -229,14 +228,23 @@ CR_EXPORT coopreduce_status coopreduce_reduce_segments(coopreduce_op op, const v
     if (nseg > UINT64_MAX / sizeof(int64_t) - 1)
         return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT, "nseg = %llu is too large",
                        (unsigned long long)nseg);
-    const int64_t *copy = NULL; /* a GPU handle's offsets, read back to be checked (pinned
-                                   scratch of the handle's) */
+    if (n > UINT64_MAX / cr_dtype_size(dtype))
+        return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT, "n = %llu elements is too many",
+                       (unsigned long long)n);
+    if ((s = cr_check_pointers(h, &p, x, y, result, n))) return s;
     if (h->device >= 0) {
-        if ((s = cr_gpu_offsets_to_host(h, offsets, nseg, stream, &copy))) return s;
-        sh.offsets = copy;
+        sh.offsets = NULL; /* the GPU checks them itself, or they are read back */
         sh.offsets_dev = offsets;
+        if (!routed && !cr_gpu_segments_checked(&p)) {
+            if ((s = cr_gpu_offsets_to_host(h, offsets, nseg, stream, &sh.offsets))) return s;
+        }
     }
-    s = check_segments(h, &p, &sh, x, y, result);
-    if (!s) s = run_shaped(h, &p, routed, &sh, x, y, result, stream);
-    return s;
+    if (sh.offsets && (s = check_segments(h, &p, &sh, n))) return s;
+    return run_shaped(h, &p, routed, &sh, x, y, result, stream);
+}
+
+CR_EXPORT coopreduce_status coopreduce_synchronize(coopreduce_handle *h, void *stream)
+{
+    if (!h) return cr_fail(NULL, COOPREDUCE_ERROR_INVALID_ARGUMENT, "handle is NULL");
+    return h->device < 0 ? COOPREDUCE_SUCCESS : cr_gpu_synchronize(h, stream);
 }

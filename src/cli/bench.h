@@ -60,7 +60,7 @@ typedef struct {
     coopreduce_dtype dtype;
     const void *x, *y;
     void *result;
-    uint64_t n, outer, len, inner;
+    uint64_t n, outer, len, inner; /* n: also segments' x length */
     const int64_t *offsets; /* host memory on the CPU, device memory on a GPU */
     uint64_t nseg;
 } bench_call;

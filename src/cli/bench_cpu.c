@@ -268,6 +268,7 @@ int bench_batch_cpu(const bench_options *o)
             if (cli_random_segments(n, o->seg_min, o->seg_max, 1, &seg) != EXIT_OK) goto out;
             c.offsets = seg.offsets;
             c.nseg = count = seg.nseg;
+            c.n = n;
         } else {
             cli_shape reduced;
             cli_axis_view(&o->shape, 0, o->axis, 0, &c.outer, &c.len, &c.inner, &reduced);

@@ -522,8 +522,8 @@ static int cub_segmented_takes(coopreduce_dtype dt)
 
 /* --shape/--axis or --segments on the GPU: each operation (in each --mode) over each dtype,
  * coopreduce_reduce_axis / coopreduce_reduce_segments timed as the other rows are (batches of
- * back-to-back calls between CUDA events; a segments call waits for its stream, as the library
- * says) against the float4 read of the same bytes, beside an empty kernel's time (row
+ * back-to-back calls between CUDA events; a segments call of the operations outside the
+ * canonical order waits for its stream, as the library says) against the float4 read of the same bytes, beside an empty kernel's time (row
  * empty_kernel). With --op sum, also CUB's segmented sum
  * (row cub_segmented, the "x CUB" of the sum rows) over the same segments, or over the rows
  * when every extent after the axis is 1 (inner == 1: --axis 1 of RxC); CUB has no strided
@@ -571,6 +571,7 @@ int bench_batch_gpu(int ordinal, const bench_options *o)
                           cudaMemcpyHostToDevice));
             call.offsets = d_off;
             call.nseg = count = seg.nseg;
+            call.n = n;
         } else {
             cli_shape reduced;
             cli_axis_view(&o->shape, 0, o->axis, 0, &call.outer, &call.len, &call.inner, &reduced);

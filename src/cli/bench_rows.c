@@ -75,8 +75,8 @@ coopreduce_status bench_run_call(coopreduce_handle *h, const bench_call *c)
          * the same, which is what is timed. */
         return st == COOPREDUCE_ERROR_OVERFLOW ? COOPREDUCE_SUCCESS : st;
     case BENCH_CALL_SEGMENTS:
-        st = coopreduce_reduce_segments(c->op, c->x, c->y, c->result, c->offsets, c->nseg, c->dtype,
-                                        h, NULL);
+        st = coopreduce_reduce_segments(c->op, c->x, c->y, c->result, c->n, c->offsets, c->nseg,
+                                        c->dtype, h, NULL);
         return st == COOPREDUCE_ERROR_OVERFLOW ? COOPREDUCE_SUCCESS : st;
     default: return coopreduce_reduce(c->op, c->x, c->y, c->result, c->n, c->dtype, h, NULL);
     }

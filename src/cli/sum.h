@@ -109,6 +109,7 @@ typedef struct {
     uint64_t outer, len, inner;
     cli_shape out_shape;
     cli_segments segments;
+    uint64_t n;     /* segments: x's elements */
     uint64_t count; /* results */
 } sum_batch;
 

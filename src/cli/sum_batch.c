@@ -26,6 +26,7 @@ int sum_batch_prepare(const sum_options *o, const sum_input *x, const sum_input 
         if (y != NULL && y->array.n != x->array.n) return EXIT_ERROR; /* check_dot_inputs says */
         if (cli_read_segments(o->segments_path, x->array.n, &b->segments) != EXIT_OK)
             return EXIT_ERROR;
+        b->n = x->array.n;
         b->count = b->segments.nseg;
         b->out_shape.ndim = 1;
         b->out_shape.extent[0] = b->count;
@@ -84,7 +85,7 @@ static coopreduce_status call(const cli_device *dev, const result_kind *rk, cons
                               const void *x, const void *y, void *result, const int64_t *offsets)
 {
     if (b->is_segments)
-        return coopreduce_reduce_segments(rk->op, x, y, result, offsets, b->segments.nseg,
+        return coopreduce_reduce_segments(rk->op, x, y, result, b->n, offsets, b->segments.nseg,
                                           rk->dtype, dev->handle, NULL);
     return coopreduce_reduce_axis(rk->op, x, y, result, b->outer, b->len, b->inner, rk->dtype,
                                   dev->handle, NULL);
@@ -211,6 +212,11 @@ static int run_gpu(cli_device *dev, const result_kind *rk, const sum_batch *b,
             goto done;
         }
         if (!reduce_ok(st)) {
+            print_failure(dev, rk, b, st);
+            goto done;
+        }
+        /* What the GPU found wrong with the offsets, if it checked them */
+        if (!reduce_ok(st = coopreduce_synchronize(dev->handle, NULL))) {
             print_failure(dev, rk, b, st);
             goto done;
         }

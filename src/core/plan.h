@@ -60,12 +60,12 @@ typedef enum {
 typedef struct {
     cr_shape_kind kind;
     uint64_t outer, len, inner; /* AXIS */
-    const int64_t *offsets;     /* SEGMENTS: nseg + 1 offsets, in host memory (checked) */
+    const int64_t *offsets;     /* SEGMENTS: nseg + 1 offsets in host memory, checked; NULL on a
+                                   GPU handle that checks them on the device (canonical order) */
     const int64_t *offsets_dev; /*   and, on a GPU handle, the caller's device copy */
     uint64_t nseg;              /* SEGMENTS */
     uint64_t outputs;           /* results written: 1, outer * inner or nseg */
-    uint64_t elements;          /* AXIS: outer * len * inner; SEGMENTS: offsets[nseg] where
-                                     the host knows it, else 0 */
+    uint64_t elements;          /* AXIS: outer * len * inner; SEGMENTS: n, x's length */
 } cr_shape;
 
 typedef struct {

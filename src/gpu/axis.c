@@ -4,8 +4,9 @@
  * Every result is the 1-D reduction of its own values (docs/DETERMINISM.md, "Axis and
  * segments"). Three ways to it, in order of preference:
  *  - the canonical-order operations (CANONICAL and ORDERED families): rows.cu's kernels, a few
- *    launches for all rows, columns or segments of up to C^2 elements (C = 4096 float32 /
- *    16-bit, 2048 float64); longer segments take one 1-D launch each;
+ *    launches for all rows and columns of up to C^2 elements (C = 4096 float32 / 16-bit, 2048
+ *    float64), and for all segments; the offsets stay on the device, where rows.cu checks them
+ *    (a bad one makes every result NaN and is reported by coopreduce_synchronize);
  *  - the scan family's contiguous rows, and its segments when none is long: scan.cu's kernel for
  *    many rows, a warp per row or segment; its columns too, once gathered (below);
  *  - everything else (the exact family, the scan family's long segments, rows longer than C^2):
@@ -50,6 +51,32 @@ coopreduce_status cr_gpu_offsets_to_host(coopreduce_handle *h, const int64_t *of
     return COOPREDUCE_SUCCESS;
 }
 
+int cr_gpu_segments_checked(const cr_plan *plan)
+{
+    return plan->family == CR_FAMILY_CANONICAL || plan->family == CR_FAMILY_ORDERED;
+}
+
+coopreduce_status cr_gpu_synchronize(coopreduce_handle *h, void *stream)
+{
+    cudaError_t e = cr_gpu_use_device(h->device);
+    if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)stream);
+    if (e != cudaSuccess) return cr_cuda_fail(h, e, "waiting for the stream");
+    struct cr_gpu_state *g = h->gpu;
+    if (!g->ticket || g->seg_epoch == g->seg_reported) return COOPREDUCE_SUCCESS;
+    uint64_t word = 0;
+    e = cudaMemcpy(&word, (const char *)g->ticket + 64, sizeof word, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) return cr_cuda_fail(h, e, "reading the segments' fault word");
+    const unsigned int epoch = (unsigned int)(word >> 32);
+    const uint64_t k = UINT32_MAX - (word & UINT32_MAX);
+    if (epoch == 0 || epoch <= g->seg_reported) return COOPREDUCE_SUCCESS;
+    g->seg_reported = epoch;
+    return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT,
+                   "the offsets of coopreduce_reduce_segments() call %u on this handle (of %u) "
+                   "were bad: offsets[%llu]%s is negative, below the offset before it, or beyond "
+                   "x's n elements (that call's results are NaN)",
+                   epoch, g->seg_epoch, (unsigned long long)k, k == UINT32_MAX ? " or a later one" : "");
+}
+
 coopreduce_status cr_gpu_shaped(coopreduce_handle *h, const cr_plan *shaped, const void *x,
                                 const void *y, void *result, void *stream)
 {
@@ -80,12 +107,22 @@ coopreduce_status cr_gpu_shaped(coopreduce_handle *h, const cr_plan *shaped, con
             served = len <= C * C;
             if (len > C) slots = sh->outer * ((len + C - 1) / C) * inner;
         } else {
-            const int64_t *o = sh->offsets;
+            /* The offsets stay on the device, unchecked (rows.cu checks them there): room for
+             * the partials of any offsets within x, and a ticket per segment. */
+            if ((s = cr_gpu_check_pointer(h, sh->offsets_dev, "offsets"))) return s;
             sc.offsets = sh->offsets_dev;
             sc.nseg = sh->nseg;
-            sc.total = (uint64_t)(o[sh->nseg] - o[0]);
-            for (uint64_t k = 0; k < sh->nseg && !slots; k++)
-                if ((uint64_t)(o[k + 1] - o[k]) > C) slots = sc.total / C + sh->nseg;
+            sc.n = sh->elements;
+            slots = sc.n / C + sh->nseg + 1;
+            if (h->gpu->seg_epoch == UINT32_MAX) {
+                /* the fault word's epoch would wrap: clear it (the next report is then the
+                   first of a new count) */
+                if ((s = cr_gpu_slots_ensure(h, 0))) return s;
+                e = cudaMemsetAsync((char *)h->gpu->ticket + 64, 0, 8, (cudaStream_t)stream);
+                if (e != cudaSuccess) return cr_cuda_fail(h, e, "clearing the segments' fault word");
+                h->gpu->seg_epoch = h->gpu->seg_reported = 0;
+            }
+            sc.epoch = ++h->gpu->seg_epoch;
         }
         if (served) {
             /* Each class's partials start on a 256-byte boundary (16-byte loads). */
@@ -100,17 +137,7 @@ coopreduce_status cr_gpu_shaped(coopreduce_handle *h, const cr_plan *shaped, con
             sc.tickets = h->gpu->row_tickets;
             sc.grab = (char *)h->gpu->ticket + 48;
             sc.class_bytes = class_bytes;
-            if ((s = cr_gpu_launch_shape(h, &p, x, y, result, &sc, stream))) return s;
-            if (sh->kind == CR_SHAPE_AXIS) return COOPREDUCE_SUCCESS;
-            /* Segments longer than C^2, which rows.cu leaves: one 1-D launch each. */
-            for (uint64_t k = 0; k < sh->outputs; k++) {
-                const cr_run r = cr_shape_run(sh, k);
-                if (r.count > C * C &&
-                    (s = cr_gpu_launch_flat(h, &p, cx + r.start * es, two ? cy + r.start * es : NULL,
-                                            out + k * rs, r.count, stream)))
-                    return s;
-            }
-            return COOPREDUCE_SUCCESS;
+            return cr_gpu_launch_shape(h, &p, x, y, result, &sc, stream);
         }
     }
     /* Many contiguous rows: one launch of a kernel that gives every row the 1-D bits, where one

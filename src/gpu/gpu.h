@@ -29,6 +29,13 @@ coopreduce_status cr_gpu_reduce(struct coopreduce_handle *h, const cr_plan *plan
 coopreduce_status cr_gpu_offsets_to_host(struct coopreduce_handle *h, const int64_t *offsets,
                                          uint64_t nseg, void *stream, const int64_t **host);
 
+/* 1 when the GPU checks a segments call's offsets itself (rows.cu's kernels: the CANONICAL and
+ * ORDERED families), so that the call need not read them back. */
+int cr_gpu_segments_checked(const cr_plan *plan);
+/* Waits for `stream`, then reports the latest call whose offsets the GPU found bad and that was
+ * not reported before (COOPREDUCE_ERROR_INVALID_ARGUMENT), else COOPREDUCE_SUCCESS. */
+coopreduce_status cr_gpu_synchronize(struct coopreduce_handle *h, void *stream);
+
 /* What sharded reductions and the all-reduce (src/dist) ask of a GPU handle (shard.c); every
  * call makes the handle's GPU current and enqueues on `stream` without waiting, but cr_gpu_wait.
  * The chunk values of x[0..n) of `dtype` over `leaf` (launch.h: cr_gpu_partials_launch): */

@@ -52,6 +52,18 @@ coopreduce_status cr_gpu_offsets_to_host(struct coopreduce_handle *h, const int6
     return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
 }
 
+int cr_gpu_segments_checked(const cr_plan *plan)
+{
+    (void)plan;
+    return 0;
+}
+
+coopreduce_status cr_gpu_synchronize(struct coopreduce_handle *h, void *stream)
+{
+    (void)stream;
+    return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
+}
+
 coopreduce_status cr_gpu_shard_partials(struct coopreduce_handle *h, coopreduce_dtype dtype,
                                         cr_leaf leaf, const void *x, const void *y, uint64_t n,
                                         void *const out[3], int shift_ok, void *stream)

@@ -92,22 +92,25 @@ cudaError_t cr_gpu_scan_rows_launch(const cr_gpu_call *c, uint64_t rows, uint64_
  * ORDERED families): the device shape, and the workspace for level-1 partials. */
 typedef struct {
     uint64_t outer, len, inner;   /* AXIS (offsets NULL): rows (inner == 1) or columns */
-    const int64_t *offsets;       /* SEGMENTS: nseg + 1 offsets in device memory */
-    uint64_t nseg, total;         /*   and offsets[nseg] - offsets[0] */
+    const int64_t *offsets;       /* SEGMENTS: nseg + 1 offsets in device memory, unchecked */
+    uint64_t nseg, n;             /*   and x's length, which bounds them */
     void *partials;               /* three arrays of class_bytes each (one for one leaf class) */
-    size_t class_bytes;           /* 0 when no row or segment is longer than a chunk */
+    size_t class_bytes;           /* 0 when no row is longer than a chunk; segments: room for
+                                     n / C + nseg + 1 partials */
     unsigned int *tickets;        /* one per row or segment when partials are used, zero between
                                      launches (the handle's row tickets) */
-    void *grab;                   /* SEGMENTS: two 8-byte words, zero between launches (the
-                                     handle's ticket area, bytes 48-63) */
+    void *grab;                   /* SEGMENTS: two 8-byte words, zero between launches, and the
+                                     fault word, kept (the handle's ticket area, bytes 48-71) */
+    unsigned int epoch;           /* SEGMENTS: the call's number on the handle, 1 .. 2^32 - 1 */
 } cr_gpu_shape_call;
 
 /* rows.cu: every result of the call, each the 1-D call's bits, on c->stream. Rows and columns
  * of at most C^2 elements (rows.cu's kernels compute two levels of the tree, in one launch or two);
- * over segments,
- * those of at most C^2 elements, the longer ones left for the caller (none written). The
- * partials need, per leaf class, one accumulation-type value per chunk of the rows longer than
- * a chunk (columns: of every column; segments: (total / C + nseg) when any is longer). */
+ * segments of any length. The partials need, per leaf class, one accumulation-type value per
+ * chunk of the rows longer than a chunk (columns: of every column; segments: n / C + nseg + 1).
+ * Segments' offsets are checked on the device: when one is bad (negative, decreasing or beyond
+ * n), every result is NaN and the fault word (grab + 16) gets (epoch << 32) | (2^32 - 1 - k) by
+ * an atomic maximum, k the first bad offset (at most 2^32 - 1), unless a later epoch is there. */
 cudaError_t cr_gpu_rows_launch(const cr_gpu_call *c, const cr_gpu_shape_call *s);
 
 /* partials.cu, for sharded reductions: the chunk values of x[0..n) (and y, for DOT) of input

@@ -128,11 +128,14 @@ struct Rows {
     uint64_t len, cpr;        /* rows: the length, and its chunks (C-element) */
     uint64_t nfin;            /* rows: the length the final rule divides by (MEAN): len, or, for
                                  rows of partials, the length of the rows they came from */
-    const int64_t *offsets;   /* segments: nseg + 1 offsets in device memory; else NULL */
-    uint64_t slots;           /* level-1 jobs */
+    const int64_t *offsets;   /* segments: nseg + 1 offsets in device memory, unchecked; else
+                                 NULL */
+    uint64_t n;               /* segments: x's length, which bounds the offsets */
+    uint64_t slots;           /* level-1 jobs (segments: at most; the offsets say how many) */
     void *part[3];            /* level-1 partials, one per slot, per leaf class */
     unsigned long long *grab; /* segments: the slot counter and the warps done, zero between
-                                 launches (beside the ticket) */
+                                 launches (beside the ticket); grab[2], the fault word (launch.h) */
+    unsigned int epoch;       /* segments: the call's number, for the fault word */
     unsigned int *tickets;    /* one per row or segment of more than one chunk, zero between
                                  launches */
     int handoff;              /* level 2 in this launch (tickets); else partials_kernel's */
@@ -142,24 +145,39 @@ struct Rows {
     Final F;
 };
 
-/* Level 2 of a row or segment of n > C elements in the launch that wrote its partials: the
- * chunk tree of its `parts` partials (at most C) from slot `first` of each class's array, read
- * through L2, then the final rule. Out of line (the level-1 loops' registers stay theirs), its
+/* The levels above level 1 of a row or segment of n > C elements: the chunk tree of its `parts`
+ * partials from slot `first` of each class's array, read through L2, then the final rule. A
+ * segment longer than C^2 (more than C partials) first takes further levels in place: each
+ * group of C partials to one, stored over the group's first ... at slot first + group, whose
+ * values the warp has read by then. Out of line (the level-1 loops' registers stay theirs), its
  * arguments by value rather than by a reference to the kernel's parameters. */
 template <typename Acc, int K>
 __device__ __noinline__ void reduce_partials(const cg::thread_block_tile<32> &warp, Final F,
-                                             const void *p0, const void *p1, const void *p2,
-                                             uint64_t n, uint64_t first, uint64_t parts, char *out)
+                                             void *p0, void *p1, void *p2, uint64_t n,
+                                             uint64_t first, uint64_t parts, char *out)
 {
     using In = typename AccIn<Acc>::T;
-    const void *const part[3] = {p0, p1, p2};
+    constexpr uint64_t C = Shape<In>::kChunk;
+    void *const part[3] = {p0, p1, p2};
     Acc a[3] = {Acc(0), Acc(0), Acc(0)};
 #pragma unroll
     for (int k = 0; k < K; k++) {
-        const Args<In> A = {static_cast<const char *>(part[k]) + first * sizeof(Acc), nullptr,
-                            parts};
+        Acc *const q = static_cast<Acc *>(part[k]) + first;
         Acc v[1];
-        chunk_strided<In, Leaf::kWiden>(warp, A, 0, (int)parts, v);
+        uint64_t m = parts;
+        while (m > C) { /* a level above level 2, in place */
+            const uint64_t groups = (m + C - 1) / C;
+            for (uint64_t g = 0; g < groups; g++) {
+                const Args<In> A = {reinterpret_cast<const char *>(q), nullptr, m};
+                chunk_strided<In, Leaf::kWiden>(warp, A, g * C, m - g * C < C ? (int)(m - g * C) : (int)C, v);
+                warp.sync(); /* every thread has read group g */
+                if (warp.thread_rank() == 0) q[g] = v[0];
+                warp.sync();
+            }
+            m = groups;
+        }
+        const Args<In> A = {reinterpret_cast<const char *>(q), nullptr, m};
+        chunk_strided<In, Leaf::kWiden>(warp, A, 0, (int)m, v);
         a[k] = v[0];
     }
     if (warp.thread_rank() == 0) write_final(F, n, (double)a[0], (double)a[1], (double)a[2], out);
@@ -196,11 +214,37 @@ __device__ __forceinline__ uint64_t find_segment(const cg::thread_block_tile<32>
     uint64_t lo = 0, hi = nseg; /* base(lo) <= g < base(hi) */
     while (hi - lo > 1) {
         const uint64_t step = (hi - lo + 31) / 32, p = lo + warp.thread_rank() * step;
-        const unsigned int b = warp.ballot(p < hi && seg_base<C>(off, p) <= g); /* bit 0 set */
+        /* bit 0 set (p = lo), also when bad offsets break the order: lo stays below hi */
+        const unsigned int b = warp.ballot(p < hi && seg_base<C>(off, p) <= g) | 1u;
         lo += (uint64_t)(31 - __clz((int)b)) * step;
         hi = lo + step < hi ? lo + step : hi;
     }
     return lo;
+}
+
+/* The fault word's entry for the call's bad offset k: the largest entry is the latest call's
+ * first bad offset. */
+__device__ __forceinline__ unsigned long long fault_entry(unsigned int epoch, uint64_t k)
+{
+    return ((unsigned long long)epoch << 32) | (0xffffffffull - (k < 0xffffffffull ? k : 0xffffffffull));
+}
+
+__device__ __forceinline__ bool faulted(const Rows &R)
+{
+    return (unsigned int)(*(volatile unsigned long long *)(R.grab + 2) >> 32) == R.epoch;
+}
+
+/* The offsets checked on the device, a share of 32 consecutive ones per warp at a time: offset
+ * k is bad when below offsets[k - 1] (k = 0: below 0) or beyond n. */
+__device__ __forceinline__ void check_offsets(const cg::thread_block_tile<32> &warp, const Rows &R)
+{
+    const uint64_t warps = (uint64_t)gridDim.x * kWarpsPerBlock;
+    for (uint64_t k = ((uint64_t)blockIdx.x * kWarpsPerBlock + warp.meta_group_rank()) * 32 +
+                      warp.thread_rank();
+         k <= R.rows; k += warps * 32) {
+        const int64_t v = __ldg(R.offsets + k), before = k ? __ldg(R.offsets + k - 1) : 0;
+        if (v < before || (uint64_t)v > R.n) atomicMax(R.grab + 2, fault_entry(R.epoch, k));
+    }
 }
 
 /* Level 1 of segments. The warps take runs of kGrab consecutive slots from a counter, as they
@@ -209,8 +253,19 @@ __device__ __forceinline__ uint64_t find_segment(const cg::thread_block_tile<32>
  * of its first slot, then steps along the offsets (a slot past the current segment's last chunk
  * is a gap or a later segment's). Each chunk by element loads in the interleaved layout
  * (chunk_strided): segments start anywhere. The counter and a count of the warps done live
- * beside the ticket (zero between launches); the last warp done zeroes both. */
-constexpr uint64_t kGrab = 2;
+ * beside the ticket (zero between launches); the last warp done zeroes both.
+ *
+ * The offsets are the caller's, unchecked: every warp first checks a share of them
+ * (check_offsets), and reads only the segments that lie within x and start at or after
+ * offsets[0], whose slots lie below n / C + nseg + 1 (R.slots). When some offset is bad, the
+ * last warp done (which every other warp's results precede) makes every result NaN and zeroes
+ * the tickets, which bad offsets may have left at any count. */
+/* CR_TUNE_SEG_GRAB: slots a warp takes at a time. 2 measured fastest (H100, docs/perf-log run
+ * 78: float32 segments of 1..10,000 over 2^26, 137 us; 4 slots 143 us, 8 slots 144-145 us). */
+#ifndef CR_TUNE_SEG_GRAB
+#define CR_TUNE_SEG_GRAB 2
+#endif
+constexpr uint64_t kGrab = CR_TUNE_SEG_GRAB;
 
 template <typename In, Leaf LF>
 __device__ __forceinline__ void segment_chunks(const cg::thread_block_tile<32> &warp,
@@ -221,28 +276,34 @@ __device__ __forceinline__ void segment_chunks(const cg::thread_block_tile<32> &
     using u64 = unsigned long long;
     constexpr uint64_t C = S::kChunk;
     u64 *const next = R.grab, *const done = R.grab + 1;
-    const int64_t o0 = __ldg(R.offsets);
+    check_offsets(warp, R);
+    const int64_t o0 = __ldg(R.offsets), oe = __ldg(R.offsets + R.rows);
+    /* slots of segments within x: (oe - o0) / C + nseg, never above R.slots */
+    const uint64_t slots = o0 < 0 || oe < o0 || (uint64_t)oe > R.n
+                               ? 0
+                               : (uint64_t)(oe - o0) / C + R.rows;
     for (;;) {
         u64 g0 = 0;
         if (warp.thread_rank() == 0) g0 = atomicAdd(next, (u64)kGrab);
         g0 = warp.shfl(g0, 0);
-        if (g0 >= R.slots) break;
-        const uint64_t g1 = g0 + kGrab < R.slots ? g0 + kGrab : R.slots;
+        if (g0 >= slots) break;
+        const uint64_t g1 = g0 + kGrab < slots ? g0 + kGrab : slots;
         uint64_t s = find_segment<C>(warp, R.offsets, R.rows, g0);
         int64_t start = __ldg(R.offsets + s), end = __ldg(R.offsets + s + 1);
         for (uint64_t g = g0; g < g1; g++) {
-            while (s + 1 < R.rows && (uint64_t)(end - o0) / C + s + 1 <= g) {
+            while (s + 1 < R.rows && end >= o0 && (uint64_t)(end - o0) / C + s + 1 <= g) {
                 s++;
                 start = end;
                 end = __ldg(R.offsets + s + 1);
             }
+            if (start < o0 || end < start || (uint64_t)end > R.n) continue; /* bad: checked */
             const uint64_t n = (uint64_t)(end - start), first = (uint64_t)(start - o0) / C + s;
             const uint64_t j = g - first;
             if (n == 0) { /* its one slot, a gap: the final rule on the sum of nothing */
                 if (warp.thread_rank() == 0) write_final(R.F, 0, 0.0, 0.0, 0.0, R.out + s * R.rsize);
                 continue;
             }
-            if (j * C >= n || n > C * C) continue; /* a gap, or longer than C^2: the host's */
+            if (j * C >= n) continue; /* a gap */
             const Args<In> A = {R.x + (uint64_t)start * In::kBytes,
                                 R.y ? R.y + (uint64_t)start * In::kBytes : nullptr, n};
             const uint64_t rest = n - j * C;
@@ -259,11 +320,24 @@ __device__ __forceinline__ void segment_chunks(const cg::thread_block_tile<32> &
         }
     }
     /* Every warp has taken its last run (the counter is past the slots) before it counts
-     * itself done, so the last one may zero both for the next launch in stream order. */
-    if (warp.thread_rank() == 0 &&
-        atomicAdd(done, (u64)1) == (u64)gridDim.x * kWarpsPerBlock - 1) {
-        *next = 0;
-        *done = 0;
+     * itself done, so the last one may zero both for the next launch in stream order. Its
+     * results (thread 0's) are released before it counts itself done. */
+    unsigned int bad = 0;
+    if (warp.thread_rank() == 0) {
+        fence_acq_rel_gpu();
+        if (atomicAdd(done, (u64)1) == (u64)gridDim.x * kWarpsPerBlock - 1) {
+            fence_acq_rel_gpu();
+            *next = 0;
+            *done = 0;
+            bad = faulted(R);
+        }
+    }
+    if (!warp.shfl(bad, 0)) return;
+    warp.sync(); /* orders thread 0's acquire before every thread's stores */
+    const double nan = __longlong_as_double(0x7ff8000000000000ll);
+    for (uint64_t r = warp.thread_rank(); r < R.rows; r += 32) {
+        write_final(R.F, 1, nan, nan, nan, R.out + r * R.rsize);
+        if (R.handoff) R.tickets[r] = 0;
     }
 }
 
@@ -319,6 +393,9 @@ __global__ void __launch_bounds__(kThreads, K == 1 ? 4 : 2) partials_kernel(cons
     cg::thread_block block = cg::this_thread_block();
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
     const uint64_t warps = (uint64_t)gridDim.x * kWarpsPerBlock;
+    if constexpr (kSeg) {
+        if (faulted(R)) return; /* bad offsets: the results are level 1's NaNs */
+    }
     for (uint64_t r = (uint64_t)blockIdx.x * kWarpsPerBlock + warp.meta_group_rank(); r < R.rows;
          r += warps) {
         uint64_t n, first;
@@ -326,8 +403,12 @@ __global__ void __launch_bounds__(kThreads, K == 1 ? 4 : 2) partials_kernel(cons
             const uint64_t s0 = (uint64_t)__ldg(R.offsets + r);
             n = (uint64_t)__ldg(R.offsets + r + 1) - s0;
             first = seg_base<S::kChunk>(R.offsets, r);
-            if ((n > 0 && n <= S::kChunk) || n > S::kChunk * S::kChunk)
-                continue; /* level 1's, the host's */
+            if (n > 0 && n <= S::kChunk) continue; /* level 1's */
+            if (n > S::kChunk * S::kChunk) { /* more than C partials: levels in place */
+                reduce_partials<Acc, K>(warp, R.F, R.part[0], R.part[1], R.part[2], n, first,
+                                        (n + S::kChunk - 1) / S::kChunk, R.out + r * R.rsize);
+                continue;
+            }
         } else {
             n = R.len;
             first = r * R.cpr;
@@ -802,7 +883,9 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
     if (s->offsets) {
         R.rows = s->nseg;
         R.offsets = s->offsets;
-        R.slots = s->total / S::kChunk + s->nseg;
+        R.n = s->n;
+        R.epoch = s->epoch;
+        R.slots = s->n / S::kChunk + s->nseg + 1;
         R.grab = reinterpret_cast<unsigned long long *>(s->grab);
         R.tickets = s->tickets;
         R.handoff = LF != Leaf::kNorm2; /* see the top of the file */
@@ -812,7 +895,7 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
                                                    INT32_MAX),
                                        kThreads, 0, c->stream>>>(R);
         cudaError_t e = cudaGetLastError();
-        if (e == cudaSuccess && !R.handoff && s->class_bytes && R.rows)
+        if (e == cudaSuccess && !R.handoff && R.rows)
             partials_kernel<Acc, K, true><<<blocks_for(c, R.rows), kThreads, 0, c->stream>>>(R);
         return e == cudaSuccess ? cudaGetLastError() : e;
     }

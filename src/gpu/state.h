@@ -34,11 +34,14 @@ struct cr_gpu_state {
     void *ticket;        /* CR_GPU_TICKET_BYTES zeroed, zero again after every kernel: the
                             last-block ticket (bytes 0-3), scan.cu's atomic fold (bytes 16-39),
                             rows.cu's segment counters (bytes 48-63), exact.cu's fold of digits
-                            and flags (from byte 256) */
+                            and flags (from byte 256); not zero: rows.cu's segment fault word
+                            (bytes 64-71, launch.h) */
     void *out;           /* 256 bytes: a device result slot (the methods' host results) */
     void *host_slot;     /* pinned, mapped host memory for results sent to the host: */
     void *host_slot_dev; /*   16 bytes, tagged words (reduce.c) or a plain result */
     unsigned int seq;    /* the tag of the last tagged host-result call */
+    unsigned int seg_epoch;    /* the number of the last segments call checked on the device */
+    unsigned int seg_reported; /* the last such call whose bad offsets were reported */
     void *gather;        /* device: axis.c's scratch, the level-1 partials of rows.cu's kernels
                             or strided rows gathered contiguous (the generic path) */
     size_t gather_bytes;

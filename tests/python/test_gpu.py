@@ -113,6 +113,8 @@ def test_no_host_synchronisation(rng):
     cr.sum(x), cr.sum(x.view(4096, -1), axis=1), cr.dot(x, y)
     cr.sum(x, mode="exact"), cr.sum(x[::2]), cr.mean(x, axis=None)
     cr.argmax(x.view(64, -1), axis=0), cr.norm2(x, mode="deterministic")
+    off = torch.tensor([0, 7, 7, 70000, 1 << 24], device="cuda")
+    cr.reduce_segments("sum", x, off), cr.reduce_segments("norm2", x, off)
     torch.cuda.synchronize()
     st = torch.cuda.current_stream()
     torch.cuda._sleep(2_000_000_000)  # about a second of GPU time on the current stream
@@ -121,7 +123,9 @@ def test_no_host_synchronisation(rng):
              ("argmax columns", lambda: cr.argmax(x.view(64, -1), axis=0)),
              ("dot", lambda: cr.dot(x, y)), ("norm2", lambda: cr.norm2(x, mode="deterministic")),
              ("exact sum", lambda: cr.sum(x, mode="exact")),
-             ("strided sum", lambda: cr.sum(x[::2])))  # a strided view: its copy is enqueued too
+             ("strided sum", lambda: cr.sum(x[::2])),  # a strided view: its copy is enqueued too
+             ("segments", lambda: cr.reduce_segments("sum", x, off)),  # offsets checked on the GPU
+             ("norm2 segments", lambda: cr.reduce_segments("norm2", x, off)))
     r, waited = [], []
     for name, call in calls:
         r.append(call())
@@ -131,6 +135,7 @@ def test_no_host_synchronisation(rng):
     torch.cuda.synchronize()
     assert not waited, f"a call waited for the GPU: the stream was idle after {waited[0]}"
     assert same_bits(r[0], cr.sum(x.cpu())) and same_bits(r[6], cr.sum(x.cpu(), mode="exact"))
+    assert same_bits(r[8], cr.reduce_segments("sum", x.cpu(), off.cpu()))
 
 
 def test_cuda_graph_capture(rng):
@@ -161,6 +166,27 @@ def test_host_result_and_segments(rng):
     got = cr.reduce_segments("sum", x, off)
     want = cr.reduce_segments("sum", x.cpu(), off.cpu())
     assert same_bits(got, want)
+    cr.synchronize(0)
+
+
+def test_segments_checked_on_device(rng):
+    """Bad device offsets: no wait and no exception at the call, every result NaN, then
+    synchronize() names the first bad offset, once; the same handle then computes good ones."""
+    x = rand(rng, (10000,), torch.float32).cuda()
+    bad = torch.tensor([0, 9000, 100, 9100, 10000], device="cuda")
+    got = cr.reduce_segments("sum", x, bad, stream=0)
+    assert torch.isnan(got.cpu()).all()
+    with pytest.raises(cr.ArgumentError, match=r"offsets\[2\]"):
+        cr.synchronize(0)
+    cr.synchronize(0)
+    beyond = torch.tensor([0, 5, 10001], device="cuda")
+    assert torch.isnan(cr.reduce_segments("norm2", x, beyond, stream=0).cpu()).all()
+    with pytest.raises(cr.ArgumentError, match=r"offsets\[2\]"):
+        cr.synchronize(0)
+    with pytest.raises(ValueError):  # read back and checked at once
+        cr.reduce_segments("max", x, beyond)
+    good = torch.tensor([0, 9000, 9000, 9100, 10000], device="cuda")
+    assert same_bits(cr.reduce_segments("sum", x, good), cr.reduce_segments("sum", x.cpu(), good.cpu()))
 
 
 def test_cupy(rng):
