@@ -71,10 +71,11 @@ coopreduce_status cr_gpu_synchronize(coopreduce_handle *h, void *stream)
     if (epoch == 0 || epoch <= g->seg_reported) return COOPREDUCE_SUCCESS;
     g->seg_reported = epoch;
     return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT,
-                   "the offsets of coopreduce_reduce_segments() call %u on this handle (of %u) "
-                   "were bad: offsets[%llu]%s is negative, below the offset before it, or beyond "
-                   "x's n elements (that call's results are NaN)",
-                   epoch, g->seg_epoch, (unsigned long long)k, k == UINT32_MAX ? " or a later one" : "");
+                   "coopreduce_reduce_segments() was given bad offsets (call %u of the %u this "
+                   "handle checked on the GPU; its results are NaN): offsets[%llu]%s is negative, "
+                   "below the offset before it, or beyond x's n elements",
+                   epoch, g->seg_epoch, (unsigned long long)k,
+                   k == UINT32_MAX ? " or a later one" : "");
 }
 
 coopreduce_status cr_gpu_shaped(coopreduce_handle *h, const cr_plan *shaped, const void *x,
@@ -119,7 +120,8 @@ coopreduce_status cr_gpu_shaped(coopreduce_handle *h, const cr_plan *shaped, con
                    first of a new count) */
                 if ((s = cr_gpu_slots_ensure(h, 0))) return s;
                 e = cudaMemsetAsync((char *)h->gpu->ticket + 64, 0, 8, (cudaStream_t)stream);
-                if (e != cudaSuccess) return cr_cuda_fail(h, e, "clearing the segments' fault word");
+                if (e != cudaSuccess)
+                    return cr_cuda_fail(h, e, "clearing the segments' fault word");
                 h->gpu->seg_epoch = h->gpu->seg_reported = 0;
             }
             sc.epoch = ++h->gpu->seg_epoch;

@@ -147,9 +147,9 @@ struct Rows {
 
 /* The levels above level 1 of a row or segment of n > C elements: the chunk tree of its `parts`
  * partials from slot `first` of each class's array, read through L2, then the final rule. A
- * segment longer than C^2 (more than C partials) first takes further levels in place: each
- * group of C partials to one, stored over the group's first ... at slot first + group, whose
- * values the warp has read by then. Out of line (the level-1 loops' registers stay theirs), its
+ * segment longer than C^2 (more than C partials) first takes further levels in place: group g
+ * of C partials to one value, stored at slot first + g, among the partials the warp has read by
+ * then (groups 0 .. g). Out of line (the level-1 loops' registers stay theirs), its
  * arguments by value rather than by a reference to the kernel's parameters. */
 template <typename Acc, int K>
 __device__ __noinline__ void reduce_partials(const cg::thread_block_tile<32> &warp, Final F,
@@ -169,7 +169,8 @@ __device__ __noinline__ void reduce_partials(const cg::thread_block_tile<32> &wa
             const uint64_t groups = (m + C - 1) / C;
             for (uint64_t g = 0; g < groups; g++) {
                 const Args<In> A = {reinterpret_cast<const char *>(q), nullptr, m};
-                chunk_strided<In, Leaf::kWiden>(warp, A, g * C, m - g * C < C ? (int)(m - g * C) : (int)C, v);
+                const uint64_t rest = m - g * C;
+                chunk_strided<In, Leaf::kWiden>(warp, A, g * C, rest < C ? (int)rest : (int)C, v);
                 warp.sync(); /* every thread has read group g */
                 if (warp.thread_rank() == 0) q[g] = v[0];
                 warp.sync();
@@ -226,7 +227,8 @@ __device__ __forceinline__ uint64_t find_segment(const cg::thread_block_tile<32>
  * first bad offset. */
 __device__ __forceinline__ unsigned long long fault_entry(unsigned int epoch, uint64_t k)
 {
-    return ((unsigned long long)epoch << 32) | (0xffffffffull - (k < 0xffffffffull ? k : 0xffffffffull));
+    const unsigned long long low = k < 0xffffffffull ? k : 0xffffffffull;
+    return ((unsigned long long)epoch << 32) | (0xffffffffull - low);
 }
 
 __device__ __forceinline__ bool faulted(const Rows &R)
