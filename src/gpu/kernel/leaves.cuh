@@ -707,44 +707,60 @@ __device__ __forceinline__ LaneVals<In, LF> add(const LaneVals<In, LF> &a, const
     return r;
 }
 
-/* The row tree of rows r0 .. r0 + ROWS - 1 of thread t's lanes, `used` rows holding data. */
-template <typename In, Leaf LF, int ROWS>
-__device__ __forceinline__ LaneVals<In, LF> strided_rows(const Args<In> &A, uint64_t base, int r0,
-                                                         int t, int m, int used)
+/* The row tree of one batch, rows r0 .. r0 + ROWS - 1 of a thread's lanes. px (py) point at the
+ * thread's first lane of the chunk, so that every load's address is px plus a constant, and mt
+ * is the count of valid elements less the thread's first lane: element (r * W + 32 * j) of the
+ * thread is valid when below mt. kFull: every element of the batch is (no guards). */
+template <typename In, Leaf LF, int ROWS, bool kFull>
+__device__ __forceinline__ LaneVals<In, LF> strided_batch(const void *px, const void *py, int r0,
+                                                          int mt)
 {
     using Acc = typename In::Acc;
+    constexpr int W = Shape<In>::kLanes, L = kStrideLanes<In>;
+    Acc a[ROWS][L], b[ROWS][L];
+#pragma unroll
+    for (int i = 0; i < ROWS; i++)
+#pragma unroll
+        for (int j = 0; j < L; j++) {
+            const int e = (r0 + i) * W + 32 * j;
+            const bool ok = kFull || e < mt;
+            a[i][j] = ok ? In::at(px, (uint64_t)e) : Acc(0);
+            b[i][j] = LF == Leaf::kProduct && ok ? In::at(py, (uint64_t)e) : a[i][j];
+        }
+    LaneVals<In, LF> l[ROWS];
+#pragma unroll
+    for (int i = 0; i < ROWS; i++)
+#pragma unroll
+        for (int j = 0; j < L; j++) {
+            if (kFull || (r0 + i) * W + 32 * j < mt) {
+                make_leaf<LF>(a[i][j], b[i][j], l[i].v[j]);
+            } else {
+#pragma unroll
+                for (int k = 0; k < kLeaves<LF>; k++) l[i].v[j][k] = Acc(-0.0);
+            }
+        }
+#pragma unroll
+    for (int w = 1; w < ROWS; w *= 2)
+#pragma unroll
+        for (int i = 0; i < ROWS; i += 2 * w) l[i] = add(l[i], l[i + w]);
+    return l[0];
+}
+
+/* The row tree of rows r0 .. r0 + ROWS - 1 of a thread's lanes, `used` rows holding data (see
+ * strided_batch for px, py and mt); a batch wholly within the data without guards. */
+template <typename In, Leaf LF, int ROWS>
+__device__ __forceinline__ LaneVals<In, LF> strided_rows(const void *px, const void *py, int r0,
+                                                         int mt, int used)
+{
     constexpr int W = Shape<In>::kLanes, L = kStrideLanes<In>, R = kStrideRows<In, LF>;
     if constexpr (ROWS <= R) {
-        Acc a[ROWS][L], b[ROWS][L];
-#pragma unroll
-        for (int i = 0; i < ROWS; i++)
-#pragma unroll
-            for (int j = 0; j < L; j++) {
-                const int e = (r0 + i) * W + t + 32 * j;
-                a[i][j] = e < m ? In::at(A.x, base + e) : Acc(0);
-                b[i][j] = LF == Leaf::kProduct && e < m ? In::at(A.y, base + e) : a[i][j];
-            }
-        LaneVals<In, LF> l[ROWS];
-#pragma unroll
-        for (int i = 0; i < ROWS; i++)
-#pragma unroll
-            for (int j = 0; j < L; j++) {
-                if ((r0 + i) * W + t + 32 * j < m) {
-                    make_leaf<LF>(a[i][j], b[i][j], l[i].v[j]);
-                } else {
-#pragma unroll
-                    for (int k = 0; k < kLeaves<LF>; k++) l[i].v[j][k] = Acc(-0.0);
-                }
-            }
-#pragma unroll
-        for (int w = 1; w < ROWS; w *= 2)
-#pragma unroll
-            for (int i = 0; i < ROWS; i += 2 * w) l[i] = add(l[i], l[i + w]);
-        return l[0];
+        if ((r0 + ROWS - 1) * W + 32 * (L - 1) < mt)
+            return strided_batch<In, LF, ROWS, true>(px, py, r0, mt);
+        return strided_batch<In, LF, ROWS, false>(px, py, r0, mt);
     } else {
-        LaneVals<In, LF> s = strided_rows<In, LF, ROWS / 2>(A, base, r0, t, m, used);
+        LaneVals<In, LF> s = strided_rows<In, LF, ROWS / 2>(px, py, r0, mt, used);
         if (r0 + ROWS / 2 < used)
-            s = add(s, strided_rows<In, LF, ROWS / 2>(A, base, r0 + ROWS / 2, t, m, used));
+            s = add(s, strided_rows<In, LF, ROWS / 2>(px, py, r0 + ROWS / 2, mt, used));
         return s;
     }
 }
@@ -756,8 +772,11 @@ __device__ __forceinline__ void chunk_strided(const cg::thread_block_tile<32> &w
                                               typename In::Acc (&v)[kLeaves<LF>])
 {
     constexpr int W = Shape<In>::kLanes, L = kStrideLanes<In>;
-    LaneVals<In, LF> s =
-        strided_rows<In, LF, CR_ROWS>(A, base, 0, warp.thread_rank(), m, (m + W - 1) / W);
+    const int t = warp.thread_rank();
+    const uint64_t first = (base + (uint64_t)t) * In::kBytes;
+    const void *const px = static_cast<const char *>(A.x) + first;
+    const void *const py = LF == Leaf::kProduct ? static_cast<const char *>(A.y) + first : px;
+    LaneVals<In, LF> s = strided_rows<In, LF, CR_ROWS>(px, py, 0, m - t, (m + W - 1) / W);
 #pragma unroll
     for (int k = 0; k < kLeaves<LF>; k++) {
 #pragma unroll
