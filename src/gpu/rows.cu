@@ -249,6 +249,12 @@ __device__ __forceinline__ void check_offsets(const cg::thread_block_tile<32> &w
     }
 }
 
+/* CR_TUNE_SEG_GRAB: slots a warp takes at a time. 2 measured fastest (H100, docs/perf-log run
+ * 78: float32 segments of 1..10,000 over 2^26, 137 us; 4 slots 143 us, 8 slots 144-145 us). */
+#ifndef CR_TUNE_SEG_GRAB
+#define CR_TUNE_SEG_GRAB 2
+#endif
+
 /* Level 1 of segments. The warps take runs of kGrab consecutive slots from a counter, as they
  * free up: about half the slots are gaps and the chunks are of any length, so a fixed share per
  * warp left the busiest warp with 1.7 times the mean work. In a run: one search for the segment
@@ -262,11 +268,6 @@ __device__ __forceinline__ void check_offsets(const cg::thread_block_tile<32> &w
  * offsets[0], whose slots lie below n / C + nseg + 1 (R.slots). When some offset is bad, the
  * last warp done (which every other warp's results precede) makes every result NaN and zeroes
  * the tickets, which bad offsets may have left at any count. */
-/* CR_TUNE_SEG_GRAB: slots a warp takes at a time. 2 measured fastest (H100, docs/perf-log run
- * 78: float32 segments of 1..10,000 over 2^26, 137 us; 4 slots 143 us, 8 slots 144-145 us). */
-#ifndef CR_TUNE_SEG_GRAB
-#define CR_TUNE_SEG_GRAB 2
-#endif
 constexpr uint64_t kGrab = CR_TUNE_SEG_GRAB;
 
 template <typename In, Leaf LF>
@@ -891,11 +892,10 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
         R.grab = reinterpret_cast<unsigned long long *>(s->grab);
         R.tickets = s->tickets;
         R.handoff = LF != Leaf::kNorm2; /* see the top of the file */
-        if (R.slots)
-            segments_kernel<In, LF><<<grid_blocks((R.slots + kWarpsPerBlock - 1) / kWarpsPerBlock,
-                                                   c->sm_count, kSegBlocks<LF>, c->forced_blocks,
-                                                   INT32_MAX),
-                                       kThreads, 0, c->stream>>>(R);
+        segments_kernel<In, LF><<<grid_blocks((R.slots + kWarpsPerBlock - 1) / kWarpsPerBlock,
+                                               c->sm_count, kSegBlocks<LF>, c->forced_blocks,
+                                               INT32_MAX),
+                                   kThreads, 0, c->stream>>>(R);
         cudaError_t e = cudaGetLastError();
         if (e == cudaSuccess && !R.handoff && R.rows)
             partials_kernel<Acc, K, true><<<blocks_for(c, R.rows), kThreads, 0, c->stream>>>(R);
