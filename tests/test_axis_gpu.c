@@ -4,7 +4,7 @@
  * memory); the same row's bits in batches of 1, 7 and 10,000 rows; inputs one element off
  * 16-byte alignment; errors, and offsets the GPU checks itself; rows streamed from memory (an
  * input larger than L2, whose rows' level 2 is a launch of its own); segments longer than C^2;
- * more than 2^31 elements in all.
+ * segments replayed from a CUDA graph; more than 2^31 elements in all.
  *
  *   test_axis_gpu           all checks; exits 77 (ctest: skipped) without CUDA or a GPU
  *   test_axis_gpu --quick   smaller cases, no streamed, long-segment or n > 2^31 case (for
@@ -286,6 +286,85 @@ static void long_segments(void)
     }
 }
 
+/* Segments captured in a CUDA graph and replayed over new values: the slot counter, the count of
+ * warps done and the tickets are put back to zero on the device (rows.cu), not by the host, so
+ * each replay starts where the last one left them; an ordinary call between replays must not
+ * disturb that. float32 SUM and NORM2 (three classes, level 2 in a launch of its own), segments
+ * of 0 to 3 chunks and one of 9, each result against the CPU. */
+static void graph_segments(void)
+{
+    enum { NSEG = 40 };
+    const uint64_t C = 4096;
+    int64_t off[NSEG + 1];
+    off[0] = (int64_t)rnd_below(100);
+    for (int k = 0; k < NSEG; k++) {
+        const uint64_t len = k == 7 ? 0 : k == 11 ? C : k == 12 ? C + 1 : k == 20 ? 9 * C - 3
+                                                                       : rnd_below(3 * C + 1);
+        off[k + 1] = off[k] + (int64_t)len;
+    }
+    const uint64_t n = (uint64_t)off[NSEG] + rnd_below(50);
+    float *x = xmalloc(n * sizeof *x);
+    void *dx = put(NULL, n * sizeof *x), *dr = put(NULL, NSEG * sizeof(float));
+    void *doff = put(off, sizeof off);
+    cudaStream_t st = NULL;
+    if (!cuda_ok(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream")) return;
+    for (int op = 0; op < 2; op++) {
+        const coopreduce_op o = op ? COOPREDUCE_OP_NORM2 : COOPREDUCE_OP_SUM;
+        cudaGraph_t graph = NULL;
+        cudaGraphExec_t exec = NULL;
+        /* uncaptured first: the workspace grows and the pointers are checked outside the graph */
+        coopreduce_status s = coopreduce_reduce_segments(o, dx, NULL, dr, n, doff, NSEG,
+                                                         COOPREDUCE_FLOAT32, gpu, st);
+        if (!CHECK(s == COOPREDUCE_SUCCESS && coopreduce_synchronize(gpu, st) == COOPREDUCE_SUCCESS,
+                   "segments before capture: %s", coopreduce_last_error(gpu)) ||
+            !cuda_ok(cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed), "begin capture"))
+            continue;
+        s = coopreduce_reduce_segments(o, dx, NULL, dr, n, doff, NSEG, COOPREDUCE_FLOAT32, gpu, st);
+        cudaError_t e = cudaStreamEndCapture(st, &graph);
+        if (!CHECK(s == COOPREDUCE_SUCCESS, "captured segments: %s", coopreduce_last_error(gpu)) ||
+            !cuda_ok(e, "end capture") ||
+            !cuda_ok(cudaGraphInstantiate(&exec, graph, 0), "instantiate")) {
+            if (graph) cudaGraphDestroy(graph);
+            (void)cudaGetLastError();
+            continue;
+        }
+        for (int r = 0; r < 6; r++) {
+            const double scale = (double)(1u << (2 * r));
+            for (uint64_t i = 0; i < n; i++)
+                x[i] = (float)(((double)rnd_below(20001) - 10000.0) / 256.0 * scale);
+            float res[NSEG];
+            if (!cuda_ok(cudaMemcpy(dx, x, n * sizeof *x, cudaMemcpyHostToDevice), "upload") ||
+                !cuda_ok(cudaMemset(dr, 0xff, sizeof res), "poison") ||
+                !cuda_ok(cudaDeviceSynchronize(), "sync before replay") ||
+                !cuda_ok(cudaGraphLaunch(exec, st), "graph launch") ||
+                !cuda_ok(cudaStreamSynchronize(st), "sync"))
+                break;
+            get(res, dr, sizeof res);
+            int bad = 0, first = -1;
+            float got = 0, want = 0;
+            for (int k = 0; k < NSEG; k++) {
+                float w;
+                coopreduce_reduce(o, x + off[k], NULL, &w, (uint64_t)(off[k + 1] - off[k]),
+                                  COOPREDUCE_FLOAT32, g_cpu, NULL);
+                if (memcmp(&w, &res[k], sizeof w) && bad++ == 0) first = k, got = res[k], want = w;
+            }
+            CHECK(bad == 0, "graph replay %d, %s: %d of %d segments differ, first %d: %a, CPU %a",
+                  r, coopreduce_op_name(o), bad, NSEG, first, (double)got, (double)want);
+            if (r == 2)
+                CHECK(coopreduce_reduce_segments(o, dx, NULL, dr, n, doff, NSEG / 2,
+                                                 COOPREDUCE_FLOAT32, gpu, st) ==
+                              COOPREDUCE_SUCCESS &&
+                          coopreduce_synchronize(gpu, st) == COOPREDUCE_SUCCESS,
+                      "segments between replays: %s", coopreduce_last_error(gpu));
+        }
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
+    }
+    cudaStreamDestroy(st);
+    drop(doff), drop(dx), drop(dr);
+    free(x);
+}
+
 static void huge(void)
 {
     const uint64_t rows = 1ull << 16, len = (1ull << 15) + 3, n = rows * len;
@@ -332,7 +411,7 @@ int main(int argc, char **argv)
                                             {"paths", paths},     {"batches", batches}, {"misaligned", misaligned},
                                             {"errors", errors},   {"streamed", streamed},
                                             {"long_segments", long_segments},
-                                            {"huge", huge}};
+                                            {"graph_segments", graph_segments}, {"huge", huge}};
     run_sections(sections, sizeof sections / sizeof sections[0], test_quick ? huge : NULL);
     CHECK(coopreduce_destroy(g_cpu) == COOPREDUCE_SUCCESS, "destroy cpu");
     CHECK(coopreduce_destroy(gpu) == COOPREDUCE_SUCCESS, "destroy gpu");

@@ -62,6 +62,8 @@ coopreduce_status cr_gpu_synchronize(coopreduce_handle *h, void *stream)
     if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)stream);
     if (e != cudaSuccess) return cr_cuda_fail(h, e, "waiting for the stream");
     struct cr_gpu_state *g = h->gpu;
+    /* Read on every synchronize unless the latest checked call is the one last reported: a call
+     * on another stream may still be running, and only a synchronize of that stream sees it. */
     if (!g->ticket || g->seg_epoch == g->seg_reported) return COOPREDUCE_SUCCESS;
     uint64_t word = 0;
     e = cudaMemcpy(&word, (const char *)g->ticket + 64, sizeof word, cudaMemcpyDeviceToHost);

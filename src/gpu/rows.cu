@@ -344,10 +344,15 @@ __device__ __forceinline__ void segment_chunks(const cg::thread_block_tile<32> &
     }
 }
 
-/* Blocks per SM the segments' kernel is compiled for: 4 (64 registers, 32 warps an SM), 2 for
- * NORM2's three trees. Its chunks are short and start anywhere, so its time goes in latency:
- * warps in flight matter more than loads per warp. */
-template <Leaf LF> constexpr int kSegBlocks = LF == Leaf::kNorm2 ? 2 : 4;
+/* CR_TUNE_SEG_BLOCKS: blocks per SM the segments' kernel is compiled for (NORM2's three trees:
+ * 2). 3 (80 registers, 24 warps an SM) measured fastest (H100, docs/perf-log run 84: float32
+ * segments of 1..10,000 over 2^26 in 111 us; 4 blocks, 64 registers with the slot loop's state
+ * spilled, 127 us; 2 blocks 114 us, and 30% slower on segments of 1..100). Its time goes in
+ * latency: each warp's batch of loads, then its tree, the hand-off and the next run's search. */
+#ifndef CR_TUNE_SEG_BLOCKS
+#define CR_TUNE_SEG_BLOCKS 3
+#endif
+template <Leaf LF> constexpr int kSegBlocks = LF == Leaf::kNorm2 ? 2 : CR_TUNE_SEG_BLOCKS;
 
 template <typename In, Leaf LF>
 __global__ void __launch_bounds__(kThreads, kSegBlocks<LF>) segments_kernel(const __grid_constant__ Rows R)
