@@ -289,8 +289,10 @@ static void long_segments(void)
 /* Segments captured in a CUDA graph and replayed over new values: the slot counter, the count of
  * warps done and the tickets are put back to zero on the device (rows.cu), not by the host, so
  * each replay starts where the last one left them; an ordinary call between replays must not
- * disturb that. float32 SUM and NORM2 (three classes, level 2 in a launch of its own), segments
- * of 0 to 3 chunks and one of 9, each result against the CPU. */
+ * disturb that, nor a call with bad offsets, whose fault a replay (of an earlier call's number)
+ * must not take for its own. float32 SUM and NORM2 (level 2 in a launch of its own; data of
+ * every class, so that chunks take both of NORM2's passes), segments of 0 to 3 chunks and one of
+ * 9, each result against the CPU. */
 static void graph_segments(void)
 {
     enum { NSEG = 40 };
@@ -306,6 +308,8 @@ static void graph_segments(void)
     float *x = xmalloc(n * sizeof *x);
     void *dx = put(NULL, n * sizeof *x), *dr = put(NULL, NSEG * sizeof(float));
     void *doff = put(off, sizeof off);
+    const int64_t bad_off[3] = {0, 5, 2}; /* decreasing */
+    void *dbad = put(bad_off, sizeof bad_off);
     cudaStream_t st = NULL;
     if (!cuda_ok(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream")) return;
     for (int op = 0; op < 2; op++) {
@@ -329,9 +333,13 @@ static void graph_segments(void)
             continue;
         }
         for (int r = 0; r < 6; r++) {
+            /* replays 1 and 4: a few elements far outside NORM2's medium class */
             const double scale = (double)(1u << (2 * r));
             for (uint64_t i = 0; i < n; i++)
                 x[i] = (float)(((double)rnd_below(20001) - 10000.0) / 256.0 * scale);
+            if (r == 1 || r == 4)
+                for (int k = 0; k < 8; k++)
+                    x[rnd_below(n)] = k % 2 ? 0x1p-140f : (float)(0x1p100 * (double)(k + 1));
             float res[NSEG];
             if (!cuda_ok(cudaMemcpy(dx, x, n * sizeof *x, cudaMemcpyHostToDevice), "upload") ||
                 !cuda_ok(cudaMemset(dr, 0xff, sizeof res), "poison") ||
@@ -356,12 +364,17 @@ static void graph_segments(void)
                               COOPREDUCE_SUCCESS &&
                           coopreduce_synchronize(gpu, st) == COOPREDUCE_SUCCESS,
                       "segments between replays: %s", coopreduce_last_error(gpu));
+            if (r == 3)
+                CHECK(coopreduce_reduce_segments(o, dx, NULL, dr, n, dbad, 2, COOPREDUCE_FLOAT32,
+                                                 gpu, st) == COOPREDUCE_SUCCESS &&
+                          coopreduce_synchronize(gpu, st) == COOPREDUCE_ERROR_INVALID_ARGUMENT,
+                      "bad offsets between replays not reported: %s", coopreduce_last_error(gpu));
         }
         cudaGraphExecDestroy(exec);
         cudaGraphDestroy(graph);
     }
     cudaStreamDestroy(st);
-    drop(doff), drop(dx), drop(dr);
+    drop(doff), drop(dbad), drop(dx), drop(dr);
     free(x);
 }
 

@@ -260,8 +260,9 @@ __device__ __forceinline__ void check_offsets(const cg::thread_block_tile<32> &w
  * warp left the busiest warp with 1.7 times the mean work. In a run: one search for the segment
  * of its first slot, then steps along the offsets (a slot past the current segment's last chunk
  * is a gap or a later segment's). Each chunk by element loads in the interleaved layout
- * (chunk_strided): segments start anywhere. The counter and a count of the warps done live
- * beside the ticket (zero between launches); the last warp done zeroes both.
+ * (chunk_strided): segments start anywhere; NORM2's by the medium pass first, the three classes
+ * only for chunks with an element outside it (chunk_strided_norm2). The counter and a count of
+ * the warps done live beside the ticket (zero between launches); the last warp done zeroes both.
  *
  * The offsets are the caller's, unchecked: every warp first checks a share of them
  * (check_offsets), and reads only the segments that lie within x and start at or after
@@ -311,7 +312,10 @@ __device__ __forceinline__ void segment_chunks(const cg::thread_block_tile<32> &
                                 R.y ? R.y + (uint64_t)start * In::kBytes : nullptr, n};
             const uint64_t rest = n - j * C;
             Acc v[kLeaves<LF>];
-            chunk_strided<In, LF>(warp, A, j * C, rest < C ? (int)rest : (int)C, v);
+            if constexpr (LF == Leaf::kNorm2)
+                chunk_strided_norm2<In>(warp, A, j * C, rest < C ? (int)rest : (int)C, v);
+            else
+                chunk_strided<In, LF>(warp, A, j * C, rest < C ? (int)rest : (int)C, v);
             if (n <= C) {
                 if (warp.thread_rank() == 0) put_result(R.F, n, v, R.out + s * R.rsize);
                 continue;
@@ -344,11 +348,12 @@ __device__ __forceinline__ void segment_chunks(const cg::thread_block_tile<32> &
     }
 }
 
-/* CR_TUNE_SEG_BLOCKS: blocks per SM the segments' kernel is compiled for (NORM2's three trees:
- * 2). 3 (80 registers, 24 warps an SM) measured fastest (H100, docs/perf-log run 84: float32
- * segments of 1..10,000 over 2^26 in 111 us; 4 blocks, 64 registers with the slot loop's state
- * spilled, 127 us; 2 blocks 114 us, and 30% slower on segments of 1..100). Its time goes in
- * latency: each warp's batch of loads, then its tree, the hand-off and the next run's search. */
+/* CR_TUNE_SEG_BLOCKS: blocks per SM the segments' kernel is compiled for. 3 (80 registers, 24
+ * warps an SM) measured fastest (H100, docs/perf-log run 84: float32 segments of 1..10,000 over
+ * 2^26 in 111 us; 4 blocks, 64 registers with the slot loop's state spilled, 127 us; 2 blocks
+ * 114 us, and 30% slower on segments of 1..100). Its time goes in latency: each warp's batch of
+ * loads, then its tree, the hand-off and the next run's search. NORM2's, with its two passes: 2
+ * (at 3 it spilled, 13% slower for float32: run 86). */
 #ifndef CR_TUNE_SEG_BLOCKS
 #define CR_TUNE_SEG_BLOCKS 3
 #endif

@@ -674,6 +674,29 @@ __device__ __noinline__ void chunk_used(const cg::thread_block_tile<32> &warp, c
                              v);
 }
 
+/* kMedium's class test in the interleaved layout, on the widened value a (the accumulation
+ * type's classes are the same for every input type: a 16-bit value widens exactly): the largest
+ * |a| and the smallest nonzero |a| as bits (float32: the bits of |a|; float64: F64::key of
+ * them), F32's and F64's tests on those. */
+__device__ __forceinline__ void strided_ext(Ext &e, float a)
+{
+    const unsigned int b = __float_as_uint(a) & 0x7fffffffu;
+    e.mx = max(e.mx, b);
+    e.mn = __viaddmin_u32(b, 0xffffffffu, e.mn);
+}
+__device__ __forceinline__ void strided_ext(Ext &e, double a)
+{
+    const unsigned long long b = (unsigned long long)__double_as_longlong(a);
+    const unsigned int k = F64::key((unsigned int)b, (unsigned int)(b >> 32));
+    e.mx = max(e.mx, k);
+    e.mn = __viaddmin_u32(k, 0xffffffffu, e.mn);
+}
+template <typename Acc> __device__ __forceinline__ bool strided_other(const Ext &e)
+{
+    if constexpr (sizeof(Acc) == 4) return F32::ext_other(e);
+    else return F64::ext_other(e);
+}
+
 /* A chunk of m <= C valid elements at element `base` of A, at any alignment, in the interleaved
  * layout: thread t takes the lanes t, t + 32, .., t + W - 32 (kStrideLanes of them) of every
  * row, by element loads, so that each load of the warp reads 32 adjacent elements whatever the
@@ -710,10 +733,11 @@ __device__ __forceinline__ LaneVals<In, LF> add(const LaneVals<In, LF> &a, const
 /* The row tree of one batch, rows r0 .. r0 + ROWS - 1 of a thread's lanes. px (py) point at the
  * thread's first lane of the chunk, so that every load's address is px plus a constant, and mt
  * is the count of valid elements less the thread's first lane: element (r * W + 32 * j) of the
- * thread is valid when below mt. kFull: every element of the batch is (no guards). */
+ * thread is valid when below mt. kFull: every element of the batch is (no guards). kMedium
+ * folds each element into ext too (strided_ext). */
 template <typename In, Leaf LF, int ROWS, bool kFull>
 __device__ __forceinline__ LaneVals<In, LF> strided_batch(const void *px, const void *py, int r0,
-                                                          int mt)
+                                                          int mt, Ext &ext)
 {
     using Acc = typename In::Acc;
     constexpr int W = Shape<In>::kLanes, L = kStrideLanes<In>;
@@ -727,6 +751,12 @@ __device__ __forceinline__ LaneVals<In, LF> strided_batch(const void *px, const 
             a[i][j] = ok ? In::at(px, (uint64_t)e) : Acc(0);
             b[i][j] = LF == Leaf::kProduct && ok ? In::at(py, (uint64_t)e) : a[i][j];
         }
+    if constexpr (LF == Leaf::kMedium) {
+#pragma unroll
+        for (int i = 0; i < ROWS; i++)
+#pragma unroll
+            for (int j = 0; j < L; j++) strided_ext(ext, a[i][j]); /* padding, 0: neutral */
+    }
     LaneVals<In, LF> l[ROWS];
 #pragma unroll
     for (int i = 0; i < ROWS; i++)
@@ -750,33 +780,35 @@ __device__ __forceinline__ LaneVals<In, LF> strided_batch(const void *px, const 
  * strided_batch for px, py and mt); a batch wholly within the data without guards. */
 template <typename In, Leaf LF, int ROWS>
 __device__ __forceinline__ LaneVals<In, LF> strided_rows(const void *px, const void *py, int r0,
-                                                         int mt, int used)
+                                                         int mt, int used, Ext &ext)
 {
     constexpr int W = Shape<In>::kLanes, L = kStrideLanes<In>, R = kStrideRows<In, LF>;
     if constexpr (ROWS <= R) {
         if ((r0 + ROWS - 1) * W + 32 * (L - 1) < mt)
-            return strided_batch<In, LF, ROWS, true>(px, py, r0, mt);
-        return strided_batch<In, LF, ROWS, false>(px, py, r0, mt);
+            return strided_batch<In, LF, ROWS, true>(px, py, r0, mt, ext);
+        return strided_batch<In, LF, ROWS, false>(px, py, r0, mt, ext);
     } else {
-        LaneVals<In, LF> s = strided_rows<In, LF, ROWS / 2>(px, py, r0, mt, used);
+        LaneVals<In, LF> s = strided_rows<In, LF, ROWS / 2>(px, py, r0, mt, used, ext);
         if (r0 + ROWS / 2 < used)
-            s = add(s, strided_rows<In, LF, ROWS / 2>(px, py, r0 + ROWS / 2, mt, used));
+            s = add(s, strided_rows<In, LF, ROWS / 2>(px, py, r0 + ROWS / 2, mt, used, ext));
         return s;
     }
 }
 
-/* The chunk's K values (in every thread). */
+/* The chunk's kOut<LF> values (in every thread): its K trees, or kMedium's tree of squares and
+ * whether some element lies outside the medium class. */
 template <typename In, Leaf LF>
 __device__ __forceinline__ void chunk_strided(const cg::thread_block_tile<32> &warp,
                                               const Args<In> &A, uint64_t base, int m,
-                                              typename In::Acc (&v)[kLeaves<LF>])
+                                              typename In::Acc (&v)[kOut<LF>])
 {
     constexpr int W = Shape<In>::kLanes, L = kStrideLanes<In>;
     const int t = warp.thread_rank();
     const uint64_t first = (base + (uint64_t)t) * In::kBytes;
     const void *const px = static_cast<const char *>(A.x) + first;
     const void *const py = LF == Leaf::kProduct ? static_cast<const char *>(A.y) + first : px;
-    LaneVals<In, LF> s = strided_rows<In, LF, CR_ROWS>(px, py, 0, m - t, (m + W - 1) / W);
+    Ext ext;
+    LaneVals<In, LF> s = strided_rows<In, LF, CR_ROWS>(px, py, 0, m - t, (m + W - 1) / W, ext);
 #pragma unroll
     for (int k = 0; k < kLeaves<LF>; k++) {
 #pragma unroll
@@ -789,6 +821,31 @@ __device__ __forceinline__ void chunk_strided(const cg::thread_block_tile<32> &w
             for (int j = 0; j < L; j += 2 * w) s.v[j][k] = s.v[j][k] + s.v[j + w][k];
         v[k] = s.v[0][k];
     }
+    if constexpr (LF == Leaf::kMedium) { /* max and min: any order gives the same */
+#pragma unroll
+        for (int d = 1; d < 32; d *= 2) ext = F32::ext_add(ext, ext_shfl(warp, ext, d));
+        v[1] = strided_other<typename In::Acc>(ext) ? 1 : 0;
+    }
+}
+
+/* NORM2's three trees of a chunk as chunk_strided gives them, by the medium pass first (the
+ * squares and the class test, as norm2_kernel does): a chunk whose elements are all of the
+ * medium class has +0.0 for the big and small trees and the squares' tree for the medium one,
+ * the same bits; any other chunk is read again for the three classes. */
+template <typename In>
+__device__ __forceinline__ void chunk_strided_norm2(const cg::thread_block_tile<32> &warp,
+                                                    const Args<In> &A, uint64_t base, int m,
+                                                    typename In::Acc (&v)[3])
+{
+    using Acc = typename In::Acc;
+    Acc med[kOut<Leaf::kMedium>];
+    chunk_strided<In, Leaf::kMedium>(warp, A, base, m, med);
+    if (med[1] == 0) { /* uniform across the warp */
+        v[0] = v[2] = Acc(0);
+        v[1] = med[0];
+        return;
+    }
+    chunk_strided<In, Leaf::kNorm2>(warp, A, base, m, v);
 }
 
 /* Level 1 off the stream: chunk c of the input (misaligned, ragged, or the only chunk) to its
