@@ -249,8 +249,10 @@ __device__ __forceinline__ void check_offsets(const cg::thread_block_tile<32> &w
     }
 }
 
-/* CR_TUNE_SEG_GRAB: slots a warp takes at a time. 2 measured fastest (H100, docs/perf-log run
- * 78: float32 segments of 1..10,000 over 2^26, 137 us; 4 slots 143 us, 8 slots 144-145 us). */
+/* CR_TUNE_SEG_GRAB: slots a warp takes at a time. 2 measured fastest on long segments (H100,
+ * docs/perf-log runs 78 and 88: float32 segments of 1..10,000 over 2^26, 111 us; 4 slots 2%
+ * slower; 1 slot as fast for float32, 7% slower for bfloat16); 4 slots were 16% faster on
+ * segments of 1..100 (run 88). */
 #ifndef CR_TUNE_SEG_GRAB
 #define CR_TUNE_SEG_GRAB 2
 #endif
