@@ -297,6 +297,8 @@ static void graph_segments(void)
 {
     enum { NSEG = 40 };
     const uint64_t C = 4096;
+    cudaStream_t st = NULL;
+    if (!cuda_ok(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream")) return;
     int64_t off[NSEG + 1];
     off[0] = (int64_t)rnd_below(100);
     for (int k = 0; k < NSEG; k++) {
@@ -310,8 +312,6 @@ static void graph_segments(void)
     void *doff = put(off, sizeof off);
     const int64_t bad_off[3] = {0, 5, 2}; /* decreasing */
     void *dbad = put(bad_off, sizeof bad_off);
-    cudaStream_t st = NULL;
-    if (!cuda_ok(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream")) return;
     for (int op = 0; op < 2; op++) {
         const coopreduce_op o = op ? COOPREDUCE_OP_NORM2 : COOPREDUCE_OP_SUM;
         cudaGraph_t graph = NULL;
