@@ -467,15 +467,33 @@ coopreduce_status coopreduce_reduce_to_host(coopreduce_op op, const void *x, con
  * (coopreduce_reduce's table; 16 bytes each for the 128-bit integer sums), aligned as that type.
  * Memory, streams and synchronisation as for coopreduce_reduce(); on a GPU handle, one call
  * enqueues its work without waiting for the GPU (but see coopreduce_reduce_segments). Workspace:
- * coopreduce_reserve() of the longest row or segment covers the reductions themselves; a GPU call
- * also uses a buffer kept by the handle, allocated on first use and grown when a call needs more
- * (allocating may synchronise the device): for the partials of rows, columns and segments longer
- * than a chunk (4 or 8 bytes per chunk, times 3 for NORM2, and a 4-byte counter per row when some
- * are; segments checked on the device: room for n / chunk + nseg + 1 partials and a counter per
- * segment, whatever their lengths), and for the columns the generic path
- * gathers (up to 64 MiB); a CPU call allocates per call the buffers its threads gather columns
- * and long rows into. Only the
- * CANONICAL method reduces along an axis or over segments, in either mode. */
+ * a GPU call uses buffers kept by the handle, allocated on first use and grown when a call needs
+ * more (allocating may synchronise the device, and fails inside a CUDA graph capture): the 1-D
+ * workspace of its rows or segments, and a buffer for the partials of rows, columns and segments
+ * longer than a chunk (4 or 8 bytes per chunk, times 3 for NORM2, and a 4-byte counter per row
+ * when some are; segments checked on the device: room for n / chunk + nseg + 1 partials and a
+ * counter per segment, whatever their lengths) and for the columns the generic path gathers (up
+ * to 64 MiB). coopreduce_reserve_axis() and coopreduce_reserve_segments() size them all up
+ * front. A CPU call allocates per call the buffers its threads gather columns and long rows
+ * into. Only the CANONICAL method reduces along an axis or over segments, in either mode. */
+
+/* Grows the handle's buffers so that coopreduce_reduce_axis() on this shape, or on any shape
+ * none of whose extents is larger, allocates nothing on a GPU handle — for every operation the
+ * handle's current method and mode compute on dtype (set them first); on a CPU handle, the
+ * workspace of a row, as coopreduce_reserve(handle, len, dtype). Call it before capturing such
+ * calls in a CUDA graph. Fails with COOPREDUCE_ERROR_INVALID_ARGUMENT (the extents' product
+ * overflows), COOPREDUCE_ERROR_NOT_SUPPORTED (the handle's method is not CANONICAL),
+ * COOPREDUCE_ERROR_OUT_OF_MEMORY or COOPREDUCE_ERROR_CUDA; the handle keeps what it had grown
+ * before the failure. */
+coopreduce_status coopreduce_reserve_axis(coopreduce_handle *handle, uint64_t outer, uint64_t len,
+                                          uint64_t inner, coopreduce_dtype dtype);
+
+/* The same for coopreduce_reduce_segments() of up to nseg segments over x of up to n elements,
+ * whatever the offsets. The calls that read the offsets back (MIN, MAX, ABSMAX, ARGMIN, ARGMAX,
+ * exact mode, the integer sums and means) still wait for the stream; the canonical-order ones
+ * (float SUM and MEAN, SUMSQ, NORM2, DOT) then neither allocate nor wait. */
+coopreduce_status coopreduce_reserve_segments(coopreduce_handle *handle, uint64_t n,
+                                              uint64_t nseg, coopreduce_dtype dtype);
 
 /* A contiguous array x viewed as (outer, len, inner), reduced over len:
  *   result[o * inner + i] = op over k in [0, len) of x[(o * len + k) * inner + i]

@@ -361,22 +361,30 @@ static PyObject *py_synchronize(PyObject *self, PyObject *const *a, Py_ssize_t n
     Py_RETURN_NONE;
 }
 
-/* reserve(device, n, dtype, mode) -> None: the calling thread's handle for `device` grows its
- * workspace for n elements (before a CUDA graph capture). */
+/* reserve(device, kind, a, b, c, dtype, mode) -> None: the calling thread's handle for `device`
+ * grows its buffers (before a CUDA graph capture): kind 0, for 1-D reductions of up to a
+ * elements; 1, along an axis of the shape (outer a, len b, inner c); 2, for up to b segments
+ * over a elements. */
 static PyObject *py_reserve(PyObject *self, PyObject *const *a, Py_ssize_t n)
 {
-    int device, dtype, mode;
-    uint64_t count;
-    if (n != 4) {
-        PyErr_SetString(PyExc_TypeError, "reserve takes 4 arguments");
+    int device, kind, dtype, mode;
+    uint64_t e[3];
+    if (n != 7) {
+        PyErr_SetString(PyExc_TypeError, "reserve takes 7 arguments");
         return NULL;
     }
-    if (as_int(a[0], &device) || as_u64(a[1], &count) || as_int(a[2], &dtype) ||
-        as_int(a[3], &mode))
+    if (as_int(a[0], &device) || as_int(a[1], &kind) || as_u64(a[2], &e[0]) ||
+        as_u64(a[3], &e[1]) || as_u64(a[4], &e[2]) || as_int(a[5], &dtype) || as_int(a[6], &mode))
         return NULL;
     coopreduce_handle *h = get_handle(device, mode);
     if (!h) return NULL;
-    coopreduce_status s = coopreduce_reserve(h, count, (coopreduce_dtype)dtype);
+    const coopreduce_dtype dt = (coopreduce_dtype)dtype;
+    coopreduce_status s;
+    Py_BEGIN_ALLOW_THREADS
+    s = kind == 1   ? coopreduce_reserve_axis(h, e[0], e[1], e[2], dt)
+        : kind == 2 ? coopreduce_reserve_segments(h, e[0], e[1], dt)
+                    : coopreduce_reserve(h, e[0], dt);
+    Py_END_ALLOW_THREADS
     if (s) return raise_status(s, h);
     Py_RETURN_NONE;
 }
@@ -1037,7 +1045,7 @@ static PyMethodDef methods[] = {
     {"synchronize", (PyCFunction)(void (*)(void))py_synchronize, METH_FASTCALL,
      "synchronize(device, stream)"},
     {"reserve", (PyCFunction)(void (*)(void))py_reserve, METH_FASTCALL,
-     "reserve(device, n, dtype, mode)"},
+     "reserve(device, kind, a, b, c, dtype, mode)"},
     {"result_type", (PyCFunction)(void (*)(void))py_result_type, METH_FASTCALL,
      "result_type(op, dtype) -> (dtype, size) or None"},
     {"dlpack_info", py_dlpack_info, METH_O, "dlpack_info(capsule) -> tuple"},

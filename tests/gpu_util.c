@@ -37,3 +37,21 @@ int gpu_room_for(size_t bytes)
            free_b / 1e9);
     return 0;
 }
+
+int gpu_capture(cudaStream_t st, enum cudaStreamCaptureMode mode,
+                int (*fn)(void *arg, cudaStream_t st), void *arg, cudaGraphExec_t *exec)
+{
+    cudaGraph_t graph = NULL;
+    *exec = NULL;
+    if (!cuda_ok(cudaStreamBeginCapture(st, mode), "begin capture")) return 0;
+    const int ok = fn(arg, st);
+    const cudaError_t e = cudaStreamEndCapture(st, &graph);
+    const int done = ok && cuda_ok(e, "end capture") &&
+                     cuda_ok(cudaGraphInstantiate(exec, graph, 0), "instantiate");
+    if (graph) cudaGraphDestroy(graph); /* the instantiated graph is a copy */
+    if (!done) {
+        *exec = NULL;
+        (void)cudaGetLastError();
+    }
+    return done;
+}

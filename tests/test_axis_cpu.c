@@ -106,6 +106,27 @@ static void errors(void)
     float x[64] = {0}, r[8];
     uint64_t idx[8];
     memset(r, POISON, sizeof r);
+    CHECK(coopreduce_reserve_axis(NULL, 2, 3, 4, COOPREDUCE_FLOAT32) ==
+              COOPREDUCE_ERROR_INVALID_ARGUMENT,
+          "reserve_axis, NULL handle");
+    CHECK(coopreduce_reserve_axis(h, 1ull << 40, 1ull << 20, 1ull << 10, COOPREDUCE_FLOAT32) ==
+              COOPREDUCE_ERROR_INVALID_ARGUMENT,
+          "reserve_axis, a shape whose product overflows");
+    CHECK(coopreduce_reserve_axis(h, 2, 3, 4, (coopreduce_dtype)42) ==
+              COOPREDUCE_ERROR_UNSUPPORTED_DTYPE,
+          "reserve_axis, unknown dtype");
+    CHECK(coopreduce_reserve_segments(NULL, 64, 3, COOPREDUCE_FLOAT32) ==
+              COOPREDUCE_ERROR_INVALID_ARGUMENT,
+          "reserve_segments, NULL handle");
+    CHECK(coopreduce_reserve_segments(h, UINT64_MAX / 2, 3, COOPREDUCE_FLOAT32) ==
+              COOPREDUCE_ERROR_INVALID_ARGUMENT,
+          "reserve_segments, n * 4 bytes overflows");
+    CHECK(coopreduce_reserve_segments(h, 64, UINT64_MAX, COOPREDUCE_FLOAT64) ==
+              COOPREDUCE_ERROR_INVALID_ARGUMENT,
+          "reserve_segments, nseg + 1 offsets overflow");
+    CHECK(coopreduce_reserve_axis(h, 2, 3, 4, COOPREDUCE_FLOAT32) == COOPREDUCE_SUCCESS &&
+              coopreduce_reserve_segments(h, 64, 3, COOPREDUCE_BFLOAT16) == COOPREDUCE_SUCCESS,
+          "reserve on a CPU handle: %s", coopreduce_last_error(h));
     CHECK(coopreduce_reduce_axis(COOPREDUCE_OP_SUM, x, NULL, r, 2, 3, 4, COOPREDUCE_FLOAT32, NULL,
                                  NULL) == COOPREDUCE_ERROR_INVALID_ARGUMENT,
           "NULL handle");

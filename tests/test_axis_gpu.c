@@ -4,7 +4,8 @@
  * memory); the same row's bits in batches of 1, 7 and 10,000 rows; inputs one element off
  * 16-byte alignment; errors, and offsets the GPU checks itself; rows streamed from memory (an
  * input larger than L2, whose rows' level 2 is a launch of its own); segments longer than C^2;
- * segments replayed from a CUDA graph; more than 2^31 elements in all.
+ * segments replayed from a CUDA graph; shaped calls captured after coopreduce_reserve_axis and
+ * _segments, allocating nothing; more than 2^31 elements in all.
  *
  *   test_axis_gpu           all checks; exits 77 (ctest: skipped) without CUDA or a GPU
  *   test_axis_gpu --quick   smaller cases, no streamed, long-segment or n > 2^31 case (for
@@ -293,6 +294,25 @@ static void long_segments(void)
  * must not take for its own. float32 SUM and NORM2 (level 2 in a launch of its own; data of
  * every class, so that chunks take both of NORM2's passes), segments of 0 to 3 chunks and one of
  * 9, each result against the CPU. */
+/* A float32 segments call on the test's handle, as gpu_capture's fn. */
+typedef struct {
+    coopreduce_op op;
+    const void *x;
+    void *result;
+    uint64_t n;
+    const int64_t *offsets;
+    uint64_t nseg;
+} seg_call;
+
+static int enqueue_segments(void *arg, cudaStream_t st)
+{
+    const seg_call *c = arg;
+    return CHECK(coopreduce_reduce_segments(c->op, c->x, NULL, c->result, c->n, c->offsets,
+                                            c->nseg, COOPREDUCE_FLOAT32, gpu, st) ==
+                     COOPREDUCE_SUCCESS,
+                 "segments %s: %s", coopreduce_op_name(c->op), coopreduce_last_error(gpu));
+}
+
 static void graph_segments(void)
 {
     enum { NSEG = 40 };
@@ -313,25 +333,15 @@ static void graph_segments(void)
     const int64_t bad_off[3] = {0, 5, 2}; /* decreasing */
     void *dbad = put(bad_off, sizeof bad_off);
     for (int op = 0; op < 2; op++) {
-        const coopreduce_op o = op ? COOPREDUCE_OP_NORM2 : COOPREDUCE_OP_SUM;
-        cudaGraph_t graph = NULL;
+        seg_call call = {op ? COOPREDUCE_OP_NORM2 : COOPREDUCE_OP_SUM, dx, dr, n, doff, NSEG};
+        const coopreduce_op o = call.op;
         cudaGraphExec_t exec = NULL;
         /* uncaptured first: the workspace grows and the pointers are checked outside the graph */
-        coopreduce_status s = coopreduce_reduce_segments(o, dx, NULL, dr, n, doff, NSEG,
-                                                         COOPREDUCE_FLOAT32, gpu, st);
-        if (!CHECK(s == COOPREDUCE_SUCCESS && coopreduce_synchronize(gpu, st) == COOPREDUCE_SUCCESS,
+        if (!CHECK(enqueue_segments(&call, st) &&
+                       coopreduce_synchronize(gpu, st) == COOPREDUCE_SUCCESS,
                    "segments before capture: %s", coopreduce_last_error(gpu)) ||
-            !cuda_ok(cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed), "begin capture"))
+            !gpu_capture(st, cudaStreamCaptureModeRelaxed, enqueue_segments, &call, &exec))
             continue;
-        s = coopreduce_reduce_segments(o, dx, NULL, dr, n, doff, NSEG, COOPREDUCE_FLOAT32, gpu, st);
-        cudaError_t e = cudaStreamEndCapture(st, &graph);
-        if (!CHECK(s == COOPREDUCE_SUCCESS, "captured segments: %s", coopreduce_last_error(gpu)) ||
-            !cuda_ok(e, "end capture") ||
-            !cuda_ok(cudaGraphInstantiate(&exec, graph, 0), "instantiate")) {
-            if (graph) cudaGraphDestroy(graph);
-            (void)cudaGetLastError();
-            continue;
-        }
         for (int r = 0; r < 6; r++) {
             /* replays 1 and 4: a few elements far outside NORM2's medium class */
             const double scale = (double)(1u << (2 * r));
@@ -371,11 +381,168 @@ static void graph_segments(void)
                       "bad offsets between replays not reported: %s", coopreduce_last_error(gpu));
         }
         cudaGraphExecDestroy(exec);
-        cudaGraphDestroy(graph);
     }
     cudaStreamDestroy(st);
     drop(doff), drop(dbad), drop(dx), drop(dr);
     free(x);
+}
+
+/* Shaped calls captured in a CUDA graph on a fresh handle whose buffers
+ * coopreduce_reserve_segments and _axis sized up front: captured in thread-local mode, where an
+ * allocation or a wait fails the call, so the capture succeeds only if the calls allocate
+ * nothing. Rows and columns smaller than the reserved shape in some extents; the columns of MAX
+ * gathered into tiles (the generic path). Every result against the CPU's 1-D call of its values;
+ * the same capture on a handle without the reserve shows that the test can fail. */
+enum { RG_NSEG = 30, RG_ROWS = 5, RG_COLS_OUTER = 2, RG_INNER = 33 };
+#define RG_C 4096u
+#define RG_LEN (2 * RG_C + 7)
+#define RG_COL_LEN (RG_C + 3)
+
+typedef struct {
+    coopreduce_handle *h;
+    const float *x, *y;
+    const int64_t *off;
+    float *res; /* device: 3 * RG_NSEG, RG_ROWS, 2 * RG_COLS_OUTER * RG_INNER results */
+    uint64_t n;
+} rg_calls;
+
+static int rg_enqueue(void *arg, cudaStream_t st)
+{
+    const rg_calls *c = arg;
+    static const coopreduce_op seg_ops[3] = {COOPREDUCE_OP_SUM, COOPREDUCE_OP_NORM2,
+                                             COOPREDUCE_OP_DOT};
+    const coopreduce_dtype f = COOPREDUCE_FLOAT32;
+    float *r = c->res;
+    for (int k = 0; k < 3; k++) {
+        if (coopreduce_reduce_segments(seg_ops[k], c->x, c->y, r, c->n, c->off, RG_NSEG, f, c->h,
+                                       st))
+            return 0;
+        r += RG_NSEG;
+    }
+    if (coopreduce_reduce_axis(COOPREDUCE_OP_SUM, c->x, NULL, r, RG_ROWS, RG_LEN, 1, f, c->h, st))
+        return 0;
+    r += RG_ROWS;
+    for (int k = 0; k < 2; k++) {
+        if (coopreduce_reduce_axis(k ? COOPREDUCE_OP_MAX : COOPREDUCE_OP_NORM2, c->x, NULL, r,
+                                   RG_COLS_OUTER, RG_COL_LEN, RG_INNER, f, c->h, st))
+            return 0;
+        r += RG_COLS_OUTER * RG_INNER;
+    }
+    return 1;
+}
+
+/* The CPU's result of op over `count` values of x at `first`, `stride` apart (and of y). */
+static float rg_ref(coopreduce_op op, const float *x, const float *y, uint64_t first,
+                    uint64_t count, uint64_t stride, float *tx, float *ty)
+{
+    for (uint64_t k = 0; k < count; k++) {
+        tx[k] = x[first + k * stride];
+        ty[k] = y[first + k * stride];
+    }
+    float w = 0;
+    coopreduce_reduce(op, tx, ty, &w, count, COOPREDUCE_FLOAT32, g_cpu, NULL);
+    return w;
+}
+
+static void reserved_graph(void)
+{
+    enum { NRES = 3 * RG_NSEG + RG_ROWS + 2 * RG_COLS_OUTER * RG_INNER };
+    int64_t off[RG_NSEG + 1];
+    off[0] = (int64_t)rnd_below(64);
+    for (int k = 0; k < RG_NSEG; k++)
+        off[k + 1] = off[k] + (int64_t)(k == 3 ? 0 : rnd_below(3 * RG_C + 1));
+    const uint64_t cols = (uint64_t)RG_COLS_OUTER * RG_COL_LEN * RG_INNER;
+    uint64_t n = (uint64_t)off[RG_NSEG] > cols ? (uint64_t)off[RG_NSEG] : cols;
+    n += rnd_below(100);
+    float *x = xmalloc(n * sizeof *x), *y = xmalloc(n * sizeof *y);
+    float *tx = xmalloc(n * sizeof *x), *ty = xmalloc(n * sizeof *y);
+    for (uint64_t i = 0; i < n; i++) {
+        x[i] = (float)(((double)rnd_below(20001) - 10000.0) / 64.0);
+        y[i] = (float)(((double)rnd_below(2001) - 1000.0) / 32.0);
+    }
+    x[rnd_below(n)] = 0x1p90f; /* NORM2's big class in some segment or column */
+    void *dx = put(x, n * sizeof *x), *dy = put(y, n * sizeof *y), *doff = put(off, sizeof off);
+    void *dr = put(NULL, NRES * sizeof(float));
+    cudaStream_t st = NULL;
+    coopreduce_handle *h = NULL, *bare = NULL;
+    cudaGraphExec_t exec = NULL;
+    if (!cuda_ok(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream") ||
+        !CHECK(coopreduce_create_gpu(&h, 0) == COOPREDUCE_SUCCESS &&
+                   coopreduce_create_gpu(&bare, 0) == COOPREDUCE_SUCCESS,
+               "create_gpu: %s", coopreduce_last_error(NULL)))
+        goto out;
+    if (!CHECK(coopreduce_reserve_segments(h, n, RG_NSEG, COOPREDUCE_FLOAT32) ==
+                       COOPREDUCE_SUCCESS &&
+                   coopreduce_reserve_axis(h, RG_ROWS, RG_LEN, RG_INNER, COOPREDUCE_FLOAT32) ==
+                       COOPREDUCE_SUCCESS,
+               "reserve: %s", coopreduce_last_error(h)))
+        goto out;
+    rg_calls calls = {h, dx, dy, doff, dr, n};
+    if (!CHECK(gpu_capture(st, cudaStreamCaptureModeThreadLocal, rg_enqueue, &calls, &exec),
+               "capture after the reserve: %s", coopreduce_last_error(h)))
+        goto out;
+    float res[NRES];
+    if (!cuda_ok(cudaMemset(dr, 0xff, sizeof res), "poison") ||
+        !cuda_ok(cudaDeviceSynchronize(), "sync before the graph") ||
+        !cuda_ok(cudaGraphLaunch(exec, st), "graph launch") ||
+        !cuda_ok(cudaStreamSynchronize(st), "sync"))
+        goto out;
+    get(res, dr, sizeof res);
+    CHECK(coopreduce_synchronize(h, st) == COOPREDUCE_SUCCESS, "synchronize: %s",
+          coopreduce_last_error(h));
+    static const coopreduce_op seg_ops[3] = {COOPREDUCE_OP_SUM, COOPREDUCE_OP_NORM2,
+                                             COOPREDUCE_OP_DOT};
+    int bad = 0, at = 0;
+    for (int k = 0; k < 3; k++)
+        for (int g = 0; g < RG_NSEG; g++, at++) {
+            const float w = rg_ref(seg_ops[k], x, y, (uint64_t)off[g],
+                                   (uint64_t)(off[g + 1] - off[g]), 1, tx, ty);
+            if (memcmp(&w, &res[at], sizeof w) && bad++ < 3)
+                printf("  %s segment %d: gpu %a, cpu %a\n", coopreduce_op_name(seg_ops[k]), g,
+                       (double)res[at], (double)w);
+        }
+    for (int r = 0; r < RG_ROWS; r++, at++) {
+        const float w = rg_ref(COOPREDUCE_OP_SUM, x, y, (uint64_t)r * RG_LEN, RG_LEN, 1, tx, ty);
+        if (memcmp(&w, &res[at], sizeof w) && bad++ < 3)
+            printf("  sum row %d: gpu %a, cpu %a\n", r, (double)res[at], (double)w);
+    }
+    for (int k = 0; k < 2; k++)
+        for (int o = 0; o < RG_COLS_OUTER; o++)
+            for (int i = 0; i < RG_INNER; i++, at++) {
+                const coopreduce_op op = k ? COOPREDUCE_OP_MAX : COOPREDUCE_OP_NORM2;
+                const float w = rg_ref(op, x, y, (uint64_t)o * RG_COL_LEN * RG_INNER + i,
+                                       RG_COL_LEN, RG_INNER, tx, ty);
+                if (memcmp(&w, &res[at], sizeof w) && bad++ < 3)
+                    printf("  %s column (%d, %d): gpu %a, cpu %a\n", coopreduce_op_name(op), o, i,
+                           (double)res[at], (double)w);
+            }
+    CHECK(bad == 0, "reserved and captured: %d of %d results differ from the CPU", bad, NRES);
+    /* The same capture without the reserve: it fails, or the check above could not have. */
+    calls.h = bare;
+    cudaGraph_t unreserved = NULL;
+    int captured = 0;
+    if (cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
+        const int ok = rg_enqueue(&calls, st);
+        captured = cudaStreamEndCapture(st, &unreserved) == cudaSuccess && ok;
+        if (unreserved) cudaGraphDestroy(unreserved);
+    }
+    (void)cudaGetLastError();
+    if (captured)
+        printf("NOTE: reserved_graph: the capture succeeded without the reserve too\n");
+    else
+        printf("reserved_graph: without the reserve the capture fails, as it should: %s\n",
+               coopreduce_last_error(bare));
+    CHECK(coopreduce_set_method(bare, COOPREDUCE_METHOD_TWOPASS) == COOPREDUCE_SUCCESS &&
+              coopreduce_reserve_axis(bare, 2, 3, 4, COOPREDUCE_FLOAT32) ==
+                  COOPREDUCE_ERROR_NOT_SUPPORTED,
+          "reserve_axis under a tutorial method: %s", coopreduce_last_error(bare));
+out:
+    if (exec) cudaGraphExecDestroy(exec);
+    if (st) cudaStreamDestroy(st);
+    if (h) coopreduce_destroy(h);
+    if (bare) coopreduce_destroy(bare);
+    drop(dx), drop(dy), drop(doff), drop(dr);
+    free(x), free(y), free(tx), free(ty);
 }
 
 static void huge(void)
@@ -424,7 +591,8 @@ int main(int argc, char **argv)
                                             {"paths", paths},     {"batches", batches}, {"misaligned", misaligned},
                                             {"errors", errors},   {"streamed", streamed},
                                             {"long_segments", long_segments},
-                                            {"graph_segments", graph_segments}, {"huge", huge}};
+                                            {"graph_segments", graph_segments},
+                                            {"reserved_graph", reserved_graph}, {"huge", huge}};
     run_sections(sections, sizeof sections / sizeof sections[0], test_quick ? huge : NULL);
     CHECK(coopreduce_destroy(g_cpu) == COOPREDUCE_SUCCESS, "destroy cpu");
     CHECK(coopreduce_destroy(gpu) == COOPREDUCE_SUCCESS, "destroy gpu");

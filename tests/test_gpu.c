@@ -329,6 +329,18 @@ static void other_memory(void)
     }
 }
 
+typedef struct {
+    uint64_t n;
+    coopreduce_dtype dt;
+} sum_call;
+
+static int enqueue_sum(void *arg, cudaStream_t st)
+{
+    const sum_call *c = arg;
+    return CHECK(coopreduce_sum(dx, dout, c->n, c->dt, gpu, st) == COOPREDUCE_SUCCESS,
+                 "captured sum: %s", coopreduce_last_error(gpu));
+}
+
 /* A sum captured in a CUDA graph and replayed with new data each time: the launch tags of the
  * fenceless hand-off live on the device (canonical.cu), so every replay reads its own partials,
  * never the previous replay's. Sizes: the mid-size path, the ordinary one, and three levels. */
@@ -341,24 +353,14 @@ static void graph_replay(void)
         const uint64_t n = sizes[si] < max_n ? sizes[si] : max_n;
         const coopreduce_dtype dt = si == 1 ? COOPREDUCE_FLOAT64 : COOPREDUCE_FLOAT32;
         const size_t es = coopreduce_dtype_size(dt);
-        cudaGraph_t graph = NULL;
         cudaGraphExec_t exec = NULL;
         if (coopreduce_reserve(gpu, n, dt) != COOPREDUCE_SUCCESS) {
             CHECK(0, "reserve: %s", coopreduce_last_error(gpu));
             continue;
         }
         if (load(n, dt, CR_GEN_NORMAL, rnd(), 0)) continue; /* the pointer check, before capture */
-        if (!cuda_ok(cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed), "begin capture"))
-            continue;
-        coopreduce_status s = coopreduce_sum(dx, dout, n, dt, gpu, st);
-        cudaError_t e = cudaStreamEndCapture(st, &graph);
-        if (!CHECK(s == COOPREDUCE_SUCCESS, "captured sum: %s", coopreduce_last_error(gpu)) ||
-            !cuda_ok(e, "end capture") ||
-            !cuda_ok(cudaGraphInstantiate(&exec, graph, 0), "instantiate")) {
-            if (graph) cudaGraphDestroy(graph);
-            (void)cudaGetLastError();
-            continue;
-        }
+        sum_call call = {n, dt};
+        if (!gpu_capture(st, cudaStreamCaptureModeRelaxed, enqueue_sum, &call, &exec)) continue;
         for (int r = 0; r < 8; r++) {
             const cr_gen_kind kind = (cr_gen_kind)(1 + r % 3);
             uint64_t bits = 0;
@@ -378,7 +380,6 @@ static void graph_replay(void)
             if (r == 3) compare_case(n / 3 + 1, dt, CR_GEN_UNIFORM, rnd(), 0, NULL);
         }
         cudaGraphExecDestroy(exec);
-        cudaGraphDestroy(graph);
     }
     cudaStreamDestroy(st);
 }

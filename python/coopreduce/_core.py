@@ -330,14 +330,31 @@ def synchronize(device=0, stream=None):
     _C.synchronize(device, 0 if stream is None else _stream_int(stream))
 
 
-def reserve(n, dtype, device=-1, mode="deterministic"):
+def reserve(n, dtype, device=-1, mode="deterministic", axis=None, nseg=None):
     """Grow the calling thread's handle for `device` (-1: the CPU, k: GPU k) so that reductions
     of up to n elements of `dtype` (a name such as "float32") allocate nothing: call it before
-    capturing a CUDA graph, on the capturing thread, with the mode the graph uses."""
+    capturing a CUDA graph, on the capturing thread, with the mode the graph uses.
+    With `axis` (an int, or a tuple of adjacent axes), n is an array's shape: reductions of an
+    array of that shape along that axis (C- or Fortran-ordered, or any smaller shape). With
+    `nseg`, reduce_segments of up to nseg segments over up to n elements."""
     if dtype not in DTYPE_NAMES:
         raise ValueError(f"dtype must be one of {', '.join(DTYPE_NAMES)}, not {dtype!r}")
-    modec = _mode_code(mode)
-    _C.reserve(operator.index(device), operator.index(n), DTYPE_NAMES.index(dtype), modec)
+    modec, device, dt = _mode_code(mode), operator.index(device), DTYPE_NAMES.index(dtype)
+    if axis is not None and nseg is not None:
+        raise TypeError("reserve takes axis or nseg, not both")
+    if axis is None:
+        n = operator.index(n)
+        if nseg is None:
+            _C.reserve(device, 0, n, 0, 0, dt, modec)
+        else:
+            _C.reserve(device, 2, n, operator.index(nseg), 0, dt, modec)
+        return
+    shape = tuple(operator.index(e) for e in n)
+    a, b = _axes(axis, len(shape))
+    # the C-ordered view, then the Fortran-ordered one (a single axis)
+    _C.reserve(device, 1, _prod(shape[:a]), _prod(shape[a:b]), _prod(shape[b:]), dt, modec)
+    if b - a == 1 and len(shape) > 1:
+        _C.reserve(device, 1, _prod(shape[b:]), shape[a], _prod(shape[:a]), dt, modec)
 
 
 def info():

@@ -65,18 +65,11 @@ CR_EXPORT int coopreduce_handle_device(const coopreduce_handle *handle)
     return handle ? handle->device : -2;
 }
 
-CR_EXPORT coopreduce_status coopreduce_reserve(coopreduce_handle *handle, uint64_t n,
-                                               coopreduce_dtype dtype)
+/* Every operation the handle could run on dtype, as its plans say (shape: NULL for the 1-D
+ * calls): after this, none of them allocates for n elements or fewer, or for the shape. */
+static coopreduce_status reserve_plans(coopreduce_handle *handle, coopreduce_dtype dtype,
+                                       const cr_shape *shape, uint64_t n)
 {
-    if (!handle) return cr_fail(NULL, COOPREDUCE_ERROR_INVALID_ARGUMENT, "handle is NULL");
-    const size_t es = cr_dtype_size(dtype);
-    if (!es)
-        return cr_fail(handle, COOPREDUCE_ERROR_UNSUPPORTED_DTYPE, "unknown dtype %d", (int)dtype);
-    if (n > UINT64_MAX / es)
-        return cr_fail(handle, COOPREDUCE_ERROR_INVALID_ARGUMENT, "n = %llu elements is too large",
-                       (unsigned long long)n);
-    /* Every operation the handle could run on dtype, as its plans say: after this, none of
-     * them allocates for n elements or fewer. */
     for (int op = 0; op < COOPREDUCE_OP_COUNT; op++) {
         cr_plan p;
         char keep[sizeof handle->err];
@@ -85,10 +78,61 @@ CR_EXPORT coopreduce_status coopreduce_reserve(coopreduce_handle *handle, uint64
                                            handle->method, handle->device, handle->narrow, &p);
         memcpy(handle->err, keep, sizeof keep);
         if (s) continue;
+        if (shape && (s = cr_plan_shape(handle, &p, shape))) return s;
         s = handle->device < 0 ? cr_cpu_reserve(handle, &p, n) : cr_gpu_reserve(handle, &p, n);
         if (s) return s;
     }
     return COOPREDUCE_SUCCESS;
+}
+
+static coopreduce_status reserve_args(coopreduce_handle *handle, coopreduce_dtype dtype,
+                                      uint64_t n)
+{
+    if (!handle) return cr_fail(NULL, COOPREDUCE_ERROR_INVALID_ARGUMENT, "handle is NULL");
+    const size_t es = cr_dtype_size(dtype);
+    if (!es)
+        return cr_fail(handle, COOPREDUCE_ERROR_UNSUPPORTED_DTYPE, "unknown dtype %d", (int)dtype);
+    if (n > UINT64_MAX / es)
+        return cr_fail(handle, COOPREDUCE_ERROR_INVALID_ARGUMENT, "n = %llu elements is too large",
+                       (unsigned long long)n);
+    return COOPREDUCE_SUCCESS;
+}
+
+CR_EXPORT coopreduce_status coopreduce_reserve(coopreduce_handle *handle, uint64_t n,
+                                               coopreduce_dtype dtype)
+{
+    coopreduce_status s = reserve_args(handle, dtype, n);
+    return s ? s : reserve_plans(handle, dtype, NULL, n);
+}
+
+CR_EXPORT coopreduce_status coopreduce_reserve_axis(coopreduce_handle *handle, uint64_t outer,
+                                                    uint64_t len, uint64_t inner,
+                                                    coopreduce_dtype dtype)
+{
+    cr_shape sh = {.kind = CR_SHAPE_AXIS, .outer = outer, .len = len, .inner = inner};
+    coopreduce_status s = reserve_args(handle, dtype, 0);
+    if (s) return s;
+    if (__builtin_mul_overflow(outer, inner, &sh.outputs) ||
+        __builtin_mul_overflow(sh.outputs, len, &sh.elements) ||
+        sh.elements > UINT64_MAX / cr_dtype_size(dtype))
+        return cr_fail(handle, COOPREDUCE_ERROR_INVALID_ARGUMENT,
+                       "the shape (outer %llu, len %llu, inner %llu) has more elements than a "
+                       "64-bit size can count",
+                       (unsigned long long)outer, (unsigned long long)len,
+                       (unsigned long long)inner);
+    return reserve_plans(handle, dtype, &sh, len);
+}
+
+CR_EXPORT coopreduce_status coopreduce_reserve_segments(coopreduce_handle *handle, uint64_t n,
+                                                        uint64_t nseg, coopreduce_dtype dtype)
+{
+    const cr_shape sh = {.kind = CR_SHAPE_SEGMENTS, .nseg = nseg, .outputs = nseg, .elements = n};
+    coopreduce_status s = reserve_args(handle, dtype, n);
+    if (s) return s;
+    if (nseg > UINT64_MAX / sizeof(int64_t) - 1)
+        return cr_fail(handle, COOPREDUCE_ERROR_INVALID_ARGUMENT, "nseg = %llu is too large",
+                       (unsigned long long)nseg);
+    return reserve_plans(handle, dtype, &sh, n);
 }
 
 static coopreduce_status need(coopreduce_handle *h, int gpu, const char *fn)

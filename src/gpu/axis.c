@@ -80,6 +80,90 @@ coopreduce_status cr_gpu_synchronize(coopreduce_handle *h, void *stream)
                    k == UINT32_MAX ? " or a later one" : "");
 }
 
+/* What a shaped call of the flat plan p needs of the handle's buffers, decided as
+ * cr_gpu_shaped() decides its path: for the call itself, and for coopreduce_reserve_axis() and
+ * _segments(), which know the shape but not the offsets (room for any offsets within x). */
+typedef struct {
+    int rows_cu;        /* rows.cu's kernels compute it (canonical order, rows of up to C^2) */
+    uint64_t slots;     /*   their level-1 partials per class (0: every row within a chunk) */
+    size_t class_bytes; /*   bytes of a class's partials, a multiple of 256 */
+    uint64_t tickets;   /*   a ticket per row or segment (0: none) */
+    int words;          /*   the counter and fault word of segments (g->ticket) */
+    uint64_t tile;      /* strided rows gathered: columns per tile (0: none gathered) */
+    size_t gather;      /* bytes of g->gather: rows.cu's partials or a tile's gathered rows */
+    size_t pinned;      /* offsets read back to the host */
+    uint64_t longest;   /* the longest 1-D launch (0: none) */
+} shape_needs;
+
+static coopreduce_status needs_of(coopreduce_handle *h, const cr_plan *p, const cr_shape *sh,
+                                  shape_needs *nd)
+{
+    memset(nd, 0, sizeof *nd);
+    const uint64_t len = sh->len, inner = sh->inner;
+    if (p->family == CR_FAMILY_CANONICAL || p->family == CR_FAMILY_ORDERED) {
+        const uint64_t C = cr_chunk_elems(p->acc);
+        const size_t acc = cr_dtype_size(p->acc), classes = p->trees == 3 ? 3 : 1;
+        if (sh->kind == CR_SHAPE_AXIS) {
+            nd->rows_cu = len <= C * C;
+            if (len > C) nd->slots = sh->outer * ((len + C - 1) / C) * inner;
+            /* a ticket per row of partials (rows; columns hand off otherwise) */
+            if (nd->slots && inner == 1) nd->tickets = sh->outer;
+        } else {
+            /* the offsets stay on the device, unchecked (rows.cu checks them there): room for
+             * the partials of any offsets within x, and a ticket per segment */
+            nd->rows_cu = 1;
+            nd->slots = sh->elements / C + sh->nseg + 1;
+            nd->tickets = sh->nseg;
+            nd->words = 1;
+        }
+        if (nd->rows_cu) {
+            /* each class's partials start on a 256-byte boundary (16-byte loads) */
+            nd->class_bytes = (size_t)((nd->slots * acc + 255) / 256 * 256);
+            if (nd->slots) nd->gather = nd->class_bytes * classes;
+            return COOPREDUCE_SUCCESS;
+        }
+    }
+    if (sh->kind == CR_SHAPE_SEGMENTS) {
+        /* read back (the API's check): each segment lies within x */
+        nd->pinned = (size_t)(sh->nseg + 1) * sizeof(int64_t);
+        nd->longest = sh->elements;
+        return COOPREDUCE_SUCCESS;
+    }
+    nd->longest = len;
+    if (inner == 1 || len <= 1) return COOPREDUCE_SUCCESS;
+    /* strided rows: tiles of adjacent columns of one outer index, gathered contiguous */
+    const uint64_t per_col = len * cr_dtype_size(p->dtype) * (uint64_t)p->inputs;
+    uint64_t w = CR_GATHER_BYTES / per_col;
+    if (w > inner) w = inner;
+    if (w < 1) w = 1;
+    if (w * per_col > SIZE_MAX)
+        return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY,
+                       "rows of %llu elements are too long to gather", (unsigned long long)len);
+    nd->tile = w;
+    nd->gather = (size_t)(w * per_col);
+    return COOPREDUCE_SUCCESS;
+}
+
+/* Grows the buffers of nd (all but the 1-D workspace, which each launch grows itself). */
+static coopreduce_status ensure_needs(coopreduce_handle *h, const shape_needs *nd)
+{
+    coopreduce_status s;
+    if (nd->gather && (s = cr_gpu_gather_ensure(h, nd->gather))) return s;
+    if (nd->tickets && nd->slots && (s = cr_gpu_tickets_ensure(h, nd->tickets))) return s;
+    if (nd->words && (s = cr_gpu_slots_ensure(h, 0))) return s;
+    if (nd->pinned && (s = cr_gpu_pinned_ensure(h, nd->pinned))) return s;
+    return COOPREDUCE_SUCCESS;
+}
+
+coopreduce_status cr_gpu_reserve_shaped(coopreduce_handle *h, const cr_plan *shaped)
+{
+    const cr_plan p = cr_plan_flat(shaped);
+    shape_needs nd;
+    coopreduce_status s = needs_of(h, &p, &shaped->shape, &nd);
+    if (s || (s = ensure_needs(h, &nd))) return s;
+    return nd.longest ? cr_gpu_reserve(h, &p, nd.longest) : COOPREDUCE_SUCCESS;
+}
+
 coopreduce_status cr_gpu_shaped(coopreduce_handle *h, const cr_plan *shaped, const void *x,
                                 const void *y, void *result, void *stream)
 {
@@ -93,34 +177,29 @@ coopreduce_status cr_gpu_shaped(coopreduce_handle *h, const cr_plan *shaped, con
     if (e != cudaSuccess) return cr_cuda_fail(h, e, "selecting the GPU");
     const char *cx = x, *cy = y;
     char *out = result;
+    shape_needs nd;
+    if ((s = needs_of(h, &p, sh, &nd))) return s;
 
     const uint64_t len = sh->len, inner = sh->inner;
     /* The canonical-order operations: rows.cu's kernels, two levels of the tree. */
-    if (p.family == CR_FAMILY_CANONICAL || p.family == CR_FAMILY_ORDERED) {
-        const uint64_t C = cr_chunk_elems(p.acc);
-        const size_t acc = cr_dtype_size(p.acc), classes = p.trees == 3 ? 3 : 1;
+    if (nd.rows_cu) {
         cr_gpu_shape_call sc;
         memset(&sc, 0, sizeof sc);
-        uint64_t slots = 0;
-        int served = 1;
         if (sh->kind == CR_SHAPE_AXIS) {
             sc.outer = sh->outer;
             sc.len = len;
             sc.inner = inner;
-            served = len <= C * C;
-            if (len > C) slots = sh->outer * ((len + C - 1) / C) * inner;
         } else {
-            /* The offsets stay on the device, unchecked (rows.cu checks them there): room for
-             * the partials of any offsets within x, and a ticket per segment. */
             if ((s = cr_gpu_check_pointer(h, sh->offsets_dev, "offsets"))) return s;
             sc.offsets = sh->offsets_dev;
             sc.nseg = sh->nseg;
             sc.n = sh->elements;
-            slots = sc.n / C + sh->nseg + 1;
+        }
+        if ((s = ensure_needs(h, &nd))) return s;
+        if (sh->kind == CR_SHAPE_SEGMENTS) {
             if (h->gpu->seg_epoch == UINT32_MAX) {
                 /* the fault word's epoch would wrap: clear it (the next report is then the
                    first of a new count) */
-                if ((s = cr_gpu_slots_ensure(h, 0))) return s;
                 e = cudaMemsetAsync((char *)h->gpu->ticket + 64, 0, 8, (cudaStream_t)stream);
                 if (e != cudaSuccess)
                     return cr_cuda_fail(h, e, "clearing the segments' fault word");
@@ -128,21 +207,11 @@ coopreduce_status cr_gpu_shaped(coopreduce_handle *h, const cr_plan *shaped, con
             }
             sc.epoch = ++h->gpu->seg_epoch;
         }
-        if (served) {
-            /* Each class's partials start on a 256-byte boundary (16-byte loads). */
-            const size_t class_bytes = (size_t)((slots * acc + 255) / 256 * 256);
-            /* A ticket per row (of partials, when there are some) or segment. */
-            const uint64_t tickets = sh->kind == CR_SHAPE_AXIS ? (inner == 1 ? sh->outer : 0)
-                                                               : sh->nseg;
-            if (slots && (s = cr_gpu_gather_ensure(h, class_bytes * classes))) return s;
-            if (slots && (s = cr_gpu_tickets_ensure(h, tickets))) return s;
-            if (sh->kind == CR_SHAPE_SEGMENTS && (s = cr_gpu_slots_ensure(h, 0))) return s;
-            sc.partials = h->gpu->gather;
-            sc.tickets = h->gpu->row_tickets;
-            sc.grab = (char *)h->gpu->ticket + 48;
-            sc.class_bytes = class_bytes;
-            return cr_gpu_launch_shape(h, &p, x, y, result, &sc, stream);
-        }
+        sc.partials = h->gpu->gather;
+        sc.tickets = h->gpu->row_tickets;
+        sc.grab = (char *)h->gpu->ticket + 48;
+        sc.class_bytes = nd.class_bytes;
+        return cr_gpu_launch_shape(h, &p, x, y, result, &sc, stream);
     }
     /* Many contiguous rows: one launch of a kernel that gives every row the 1-D bits, where one
      * serves the plan (short rows; for the scan family, also long rows when there are enough of
@@ -171,14 +240,8 @@ coopreduce_status cr_gpu_shaped(coopreduce_handle *h, const cr_plan *shaped, con
         return COOPREDUCE_SUCCESS;
     }
     /* Strided rows: tiles of w adjacent columns of one outer index, gathered contiguous. */
-    const uint64_t per_col = len * es * (uint64_t)p.inputs;
-    uint64_t w = CR_GATHER_BYTES / per_col;
-    if (w > inner) w = inner;
-    if (w < 1) w = 1;
-    if (w * per_col > SIZE_MAX)
-        return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY,
-                       "rows of %llu elements are too long to gather", (unsigned long long)len);
-    if ((s = cr_gpu_gather_ensure(h, (size_t)(w * per_col)))) return s;
+    const uint64_t w = nd.tile;
+    if ((s = ensure_needs(h, &nd))) return s;
     char *buf = h->gpu->gather;
     for (uint64_t o = 0; o < sh->outer; o++) {
         for (uint64_t i0 = 0; i0 < inner; i0 += w) {

@@ -16,7 +16,9 @@ coopreduce_status cr_gpu_props(int ordinal, coopreduce_gpu_props *props, char *e
  * the host-result slot and the default workspace. */
 coopreduce_status cr_gpu_create(struct coopreduce_handle *h, int ordinal);
 coopreduce_status cr_gpu_destroy(struct coopreduce_handle *h);
-/* Grows the workspace so that calls of the plan on up to n elements allocate nothing. */
+/* Grows the workspace so that calls of the plan on up to n elements allocate nothing; for a
+ * shaped plan (an axis, segments), calls of its shape or of any with no larger extents (n
+ * unused). */
 coopreduce_status cr_gpu_reserve(struct coopreduce_handle *h, const cr_plan *plan, uint64_t n);
 /* Enqueues the plan on `stream` (a cudaStream_t); to_host: result is host memory and the call
  * waits for it. */

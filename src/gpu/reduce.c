@@ -106,6 +106,7 @@ coopreduce_status cr_gpu_reserve(coopreduce_handle *h, const cr_plan *p, uint64_
 {
     cudaError_t e = cr_gpu_use_device(h->device);
     if (e != cudaSuccess) return cr_cuda_fail(h, e, "selecting the GPU");
+    if (p->shape.kind != CR_SHAPE_FLAT) return cr_gpu_reserve_shaped(h, p);
     if (p->family == CR_FAMILY_METHOD) return cr_gpu_method_reserve(h, p, n);
     /* The grid the call would take (16-byte aligned inputs: the widest), then its workspace. */
     const cr_gpu_call c = cr_gpu_call_of(h, p, NULL, NULL, n, NULL);

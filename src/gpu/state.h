@@ -106,6 +106,10 @@ coopreduce_status cr_gpu_launch_shape(struct coopreduce_handle *h, const cr_plan
 /* A plan with an axis or segmented shape (axis.c). */
 coopreduce_status cr_gpu_shaped(struct coopreduce_handle *h, const cr_plan *p, const void *x,
                                 const void *y, void *result, void *stream);
+/* Grows the handle's buffers so that the shaped plan's calls allocate nothing (axis.c): the
+ * shape's partials, tickets, gathered tiles and read-back offsets, and the 1-D workspace of its
+ * longest launch. */
+coopreduce_status cr_gpu_reserve_shaped(struct coopreduce_handle *h, const cr_plan *shaped);
 /* At least `bytes` of axis.c's device scratch (partials of long rows, columns and segments, or
  * gathered strided rows). */
 coopreduce_status cr_gpu_gather_ensure(struct coopreduce_handle *h, size_t bytes);

@@ -68,6 +68,14 @@ def test_bad_arguments():
         cr.reduce_segments("sum", np.ones((2, 2)), [0, 1])
     with pytest.raises(ValueError):
         cr.reserve(10, "float128")
+    with pytest.raises(ValueError):
+        cr.reserve((4, 5), "float32", axis=2)
+    with pytest.raises(TypeError):
+        cr.reserve((4, 5), "float32", axis=1, nseg=3)
+    with pytest.raises(cr.Error):  # the shape's element count overflows
+        cr.reserve((1 << 40, 1 << 20, 1 << 10), "float32", axis=1)
+    cr.reserve((4, 5, 6), "float64", axis=(1, 2))
+    cr.reserve(100, "bfloat16", nseg=7)
 
 
 def test_library_errors_carry_status_and_message():

@@ -159,6 +159,34 @@ def test_cuda_graph_capture(rng):
         assert same_bits(rows, cr.sum(x.cpu().view(1024, -1), axis=1))
 
 
+def test_cuda_graph_capture_after_reserve_alone(rng):
+    """reserve() of the shapes, then the capture at once (torch's global capture mode, in which an
+    allocation by the library fails the call): no warm-up call of any shape."""
+    n, rows = 3 << 18, 96
+    x = rand(rng, (n,), torch.float32).cuda()
+    off = torch.tensor([0, 7, 7, 5000, 200000, n - 3], device="cuda")
+    dev = x.device.index
+    cr.reserve(n, "float32", device=dev)
+    cr.reserve((rows, n // rows), "float32", device=dev, axis=1)
+    cr.reserve((rows, n // rows), "float32", device=dev, axis=0)
+    cr.reserve(n, "float32", device=dev, nseg=len(off) - 1)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        total = cr.sum(x)
+        rows_sum = cr.sum(x.view(rows, -1), axis=1)
+        cols_norm = cr.norm2(x.view(rows, -1), axis=0)
+        segs = cr.reduce_segments("sum", x, off)
+    for _ in range(2):
+        x.copy_(rand(rng, (n,), torch.float32).cuda())
+        g.replay()
+        torch.cuda.synchronize()
+        h = x.cpu()
+        assert same_bits(total, cr.sum(h))
+        assert same_bits(rows_sum, cr.sum(h.view(rows, -1), axis=1))
+        assert same_bits(cols_norm, cr.norm2(h.view(rows, -1), axis=0))
+        assert same_bits(segs, cr.reduce_segments("sum", h, off.cpu()))
+
+
 def test_host_result_and_segments(rng):
     x = rand(rng, (1 << 20,), torch.float32).cuda()
     assert cr.sum(x, host=True) == cr.sum(x.cpu()).item()
