@@ -3,6 +3,7 @@
 extension. The common cases never reach this Python: the extension's fast() does all of it and
 answers NotImplemented for the rest, which _reduce handles. docs/PYTHON.md is the manual."""
 import operator
+import sys
 
 from . import _coopreduce as _C
 from . import _frameworks as _fw
@@ -321,13 +322,28 @@ def reduce_segments(op, x, offsets, y=None, mode="deterministic", out=None, stre
     return _deliver(fw, r, out, (nseg,), name)
 
 
+def _current_stream(device):
+    """The current stream on GPU `device` of the framework in use, for a call given no array:
+    torch's (once torch has used the GPU), else CuPy's, else 0, the legacy default stream."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        return torch.cuda.current_stream(device).cuda_stream
+    cupy = sys.modules.get("cupy")
+    if cupy is not None:
+        with cupy.cuda.Device(device):
+            return cupy.cuda.get_current_stream().ptr
+    return 0
+
+
 def synchronize(device=0, stream=None):
-    """Wait for `stream` (default 0, the legacy default stream) on GPU `device`, then raise
-    ArgumentError for the latest reduce_segments call of this thread whose offsets the GPU found
-    bad (each is raised once). Does nothing for device -1, the CPU."""
+    """Wait for `stream` on GPU `device` (default: the current stream of torch or CuPy, as the
+    reductions use, else 0, the legacy default stream), then raise ArgumentError for the latest
+    reduce_segments call of this thread whose offsets the GPU found bad (each is raised once).
+    Does nothing for device -1, the CPU."""
+    device = operator.index(device)
     if device == -1:
         return
-    _C.synchronize(device, 0 if stream is None else _stream_int(stream))
+    _C.synchronize(device, _current_stream(device) if stream is None else _stream_int(stream))
 
 
 def reserve(n, dtype, device=-1, mode="deterministic", axis=None, nseg=None):

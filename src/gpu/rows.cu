@@ -136,6 +136,7 @@ struct Rows {
     unsigned long long *grab; /* segments: the slot counter and the warps done, zero between
                                  launches (beside the ticket); grab[2], the fault word (launch.h) */
     unsigned int epoch;       /* segments: the call's number, for the fault word */
+    unsigned int grab_run;    /* segments: slots a warp takes at a time (CR_TUNE_SEG_GRAB) */
     unsigned int *tickets;    /* one per row or segment of more than one chunk, zero between
                                  launches */
     int handoff;              /* level 2 in this launch (tickets); else partials_kernel's */
@@ -206,13 +207,41 @@ __device__ __forceinline__ uint64_t seg_base(const int64_t *off, uint64_t s)
     return (uint64_t)(__ldg(off + s) - __ldg(off)) / C + s;
 }
 
-/* The segment whose slots hold slot g (the last s with base(s) <= g), by the warp: each round
- * the 32 threads probe 32 evenly spaced segments, which narrows the range 32-fold. */
+/* The segment whose slots hold slot g of `slots` (the last s with base(s) <= g), by the warp:
+ * each round the 32 threads probe 32 evenly spaced segments, which narrows the range 32-fold.
+ * The first round probes the 32 segments CR_TUNE_SEG_GUESS apart (0: none) around segment
+ * g * nseg / slots, the slot's share of the segments: random lengths put the answer within 16
+ * of it most of the time (a Brownian bridge, pinned at both ends), and one round then does, where
+ * the full search takes log32(nseg) rounds; otherwise the bracket the probes found is searched
+ * as before, one round more than without the guess. 1 measured fastest (H100, docs/perf-log run
+ * 90: 332,191 float32 segments of 1..100, 194 to 176 us; 13,398 of 1..10,000, 115.6 to
+ * 113.8 us; 2 apart, 183 and 115 us). */
+#ifndef CR_TUNE_SEG_GUESS
+#define CR_TUNE_SEG_GUESS 1
+#endif
 template <uint64_t C>
 __device__ __forceinline__ uint64_t find_segment(const cg::thread_block_tile<32> &warp,
-                                                 const int64_t *off, uint64_t nseg, uint64_t g)
+                                                 const int64_t *off, uint64_t nseg, uint64_t g,
+                                                 uint64_t slots, bool guess)
 {
     uint64_t lo = 0, hi = nseg; /* base(lo) <= g < base(hi) */
+    if (CR_TUNE_SEG_GUESS > 0 && nseg > 64 && guess) {
+        /* a first round around the segment the slot's share of the slots points at; probe i of
+         * the warp (the same in every thread: est is) */
+        const int64_t est = (int64_t)((double)g * (double)nseg / (double)slots);
+        const auto probe = [&](int i) {
+            const int64_t p = est + (int64_t)(i - 16) * CR_TUNE_SEG_GUESS;
+            return (uint64_t)(p < 0 ? 0 : p < (int64_t)nseg ? p : (int64_t)nseg - 1);
+        };
+        const unsigned int b = warp.ballot(seg_base<C>(off, probe(warp.thread_rank())) <= g);
+        if (b == 0) {
+            hi = probe(0);
+        } else {
+            const int k = 31 - __clz((int)b);
+            lo = probe(k);
+            if (k < 31 && probe(k + 1) > lo) hi = probe(k + 1);
+        }
+    }
     while (hi - lo > 1) {
         const uint64_t step = (hi - lo + 31) / 32, p = lo + warp.thread_rank() * step;
         /* bit 0 set (p = lo), also when bad offsets break the order: lo stays below hi */
@@ -249,18 +278,40 @@ __device__ __forceinline__ void check_offsets(const cg::thread_block_tile<32> &w
     }
 }
 
-/* CR_TUNE_SEG_GRAB: slots a warp takes at a time. 2 measured fastest on long segments (H100,
- * docs/perf-log runs 78 and 88: float32 segments of 1..10,000 over 2^26, 111 us; 4 slots 2%
- * slower; 1 slot as fast for float32, 7% slower for bfloat16); 4 slots were 16% faster on
- * segments of 1..100 (run 88). */
+/* CR_TUNE_SEG_GRAB: slots a warp takes at a time, and CR_TUNE_SEG_GRAB_SHORT where the mean
+ * segment (n / nseg) is shorter than a chunk / CR_TUNE_SEG_SHORT. On long segments 2 measured
+ * fastest (H100, docs/perf-log runs 78 and 88: float32 segments of 1..10,000 over 2^26, 111 us;
+ * 4 slots 2% slower; 1 slot as fast for float32, 7% slower for bfloat16); on segments of 1..100,
+ * 4 slots 16% faster (run 88): a run of slots then costs its atomic and search for fewer
+ * elements. */
 #ifndef CR_TUNE_SEG_GRAB
 #define CR_TUNE_SEG_GRAB 2
 #endif
+#ifndef CR_TUNE_SEG_GRAB_SHORT
+#define CR_TUNE_SEG_GRAB_SHORT 4
+#endif
+#ifndef CR_TUNE_SEG_SHORT
+#define CR_TUNE_SEG_SHORT 8
+#endif
+#ifndef CR_TUNE_SEG_HANDOFF
+#define CR_TUNE_SEG_HANDOFF 1
+#endif
+/* CR_TUNE_SEG_WHOLE: segments of 2 .. CR_TUNE_SEG_WHOLE chunks (at most 4; 0 or 1: none) are
+ * read whole by the warp that takes their first slot, their chunk tree in its registers: no
+ * partials, fences, tickets or level 2 for them (NORM2's level 2 is a launch of its own: not
+ * for it). 4 measured fastest (H100, docs/perf-log run 92: float32 SUM over 13,398 segments of
+ * 1..10,000, 112.3 to 104.9 us; bfloat16 77.6 to 65.8 us; float64 200.9 to 197.9 us; DOT and
+ * SUMSQ 3% and 6% faster), though a warp then holds up to 4 chunks' work where the others hold
+ * one: the fences it saves cost more than the longer tail. */
+#ifndef CR_TUNE_SEG_WHOLE
+#define CR_TUNE_SEG_WHOLE 4
+#endif
+static_assert(CR_TUNE_SEG_WHOLE <= 4, "a whole segment's chunk tree is written for 4 chunks");
 
-/* Level 1 of segments. The warps take runs of kGrab consecutive slots from a counter, as they
- * free up: about half the slots are gaps and the chunks are of any length, so a fixed share per
- * warp left the busiest warp with 1.7 times the mean work. In a run: one search for the segment
- * of its first slot, then steps along the offsets (a slot past the current segment's last chunk
+/* Level 1 of segments. The warps take runs of R.grab_run consecutive slots from a counter, as
+ * they free up: about half the slots are gaps and the chunks are of any length, so a fixed share
+ * per warp left the busiest warp with 1.7 times the mean work. In a run: one search for the
+ * segment of its first slot, then steps along the offsets (a slot past the current segment's last chunk
  * is a gap or a later segment's). Each chunk by element loads in the interleaved layout
  * (chunk_strided): segments start anywhere; NORM2's by the medium pass first, the three classes
  * only for chunks with an element outside it (chunk_strided_norm2). The counter and a count of
@@ -271,12 +322,16 @@ __device__ __forceinline__ void check_offsets(const cg::thread_block_tile<32> &w
  * offsets[0], whose slots lie below n / C + nseg + 1 (R.slots). When some offset is bad, the
  * last warp done (which every other warp's results precede) makes every result NaN and zeroes
  * the tickets, which bad offsets may have left at any count. */
-constexpr uint64_t kGrab = CR_TUNE_SEG_GRAB;
-
 template <typename In, Leaf LF>
 __device__ __forceinline__ void segment_chunks(const cg::thread_block_tile<32> &warp,
                                                const Rows &R)
 {
+    constexpr uint64_t kWhole = LF == Leaf::kNorm2 ? 0 : CR_TUNE_SEG_WHOLE;
+#ifdef CR_SEG_GUESS_SHORT_ONLY
+    constexpr bool kGuessAll = false;
+#else
+    constexpr bool kGuessAll = true;
+#endif
     using S = Shape<In>;
     using Acc = typename In::Acc;
     using u64 = unsigned long long;
@@ -290,11 +345,12 @@ __device__ __forceinline__ void segment_chunks(const cg::thread_block_tile<32> &
                                : (uint64_t)(oe - o0) / C + R.rows;
     for (;;) {
         u64 g0 = 0;
-        if (warp.thread_rank() == 0) g0 = atomicAdd(next, (u64)kGrab);
+        if (warp.thread_rank() == 0) g0 = atomicAdd(next, (u64)R.grab_run);
         g0 = warp.shfl(g0, 0);
         if (g0 >= slots) break;
-        const uint64_t g1 = g0 + kGrab < slots ? g0 + kGrab : slots;
-        uint64_t s = find_segment<C>(warp, R.offsets, R.rows, g0);
+        const uint64_t g1 = g0 + R.grab_run < slots ? g0 + R.grab_run : slots;
+        uint64_t s = find_segment<C>(warp, R.offsets, R.rows, g0, slots,
+                                     kGuessAll || R.grab_run != CR_TUNE_SEG_GRAB);
         int64_t start = __ldg(R.offsets + s), end = __ldg(R.offsets + s + 1);
         for (uint64_t g = g0; g < g1; g++) {
             while (s + 1 < R.rows && end >= o0 && (uint64_t)(end - o0) / C + s + 1 <= g) {
@@ -310,14 +366,45 @@ __device__ __forceinline__ void segment_chunks(const cg::thread_block_tile<32> &
                 continue;
             }
             if (j * C >= n) continue; /* a gap */
+            const uint64_t parts = (n + C - 1) / C;
+            const bool whole = kWhole > 1 && R.handoff && parts > 1 && parts <= kWhole;
+            if (whole && j > 0) continue; /* the warp of its first slot takes it whole */
             const Args<In> A = {R.x + (uint64_t)start * In::kBytes,
                                 R.y ? R.y + (uint64_t)start * In::kBytes : nullptr, n};
-            const uint64_t rest = n - j * C;
-            Acc v[kLeaves<LF>];
-            if constexpr (LF == Leaf::kNorm2)
-                chunk_strided_norm2<In>(warp, A, j * C, rest < C ? (int)rest : (int)C, v);
-            else
-                chunk_strided<In, LF>(warp, A, j * C, rest < C ? (int)rest : (int)C, v);
+            Acc v[kLeaves<LF>], a[kLeaves<LF>], b[kLeaves<LF>]; /* a, b: a whole segment's */
+            for (uint64_t q = j;; q++) {
+                const uint64_t rest = n - q * C;
+                if constexpr (LF == Leaf::kNorm2)
+                    chunk_strided_norm2<In>(warp, A, q * C, rest < C ? (int)rest : (int)C, v);
+                else
+                    chunk_strided<In, LF>(warp, A, q * C, rest < C ? (int)rest : (int)C, v);
+                if constexpr (kWhole > 1) {
+                    if (!whole) break;
+                    /* the chunk tree of up to 4 partials (lanes 0..3, the rest -0.0, the
+                     * identity): (p0 + p1) + (p2 + p3), as reduce_partials computes it */
+#pragma unroll
+                    for (int k = 0; k < kLeaves<LF>; k++) {
+                        if (q == 0) a[k] = v[k];
+                        if (q == 1) a[k] = a[k] + v[k];
+                        if (q == 2) b[k] = v[k];
+                        if (q == 3) b[k] = b[k] + v[k];
+                    }
+                    if (q + 1 == parts) break;
+                } else {
+                    break;
+                }
+            }
+            if constexpr (kWhole > 1) {
+                if (whole) {
+                    if (warp.thread_rank() == 0) {
+                        double d[3] = {0.0, 0.0, 0.0};
+#pragma unroll
+                        for (int k = 0; k < kLeaves<LF>; k++) d[k] = parts > 2 ? a[k] + b[k] : a[k];
+                        write_final(R.F, n, d[0], d[1], d[2], R.out + s * R.rsize);
+                    }
+                    continue;
+                }
+            }
             if (n <= C) {
                 if (warp.thread_rank() == 0) put_result(R.F, n, v, R.out + s * R.rsize);
                 continue;
@@ -901,9 +988,11 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
         R.n = s->n;
         R.epoch = s->epoch;
         R.slots = s->n / S::kChunk + s->nseg + 1;
+        R.grab_run = s->n / (s->nseg + 1) < S::kChunk / CR_TUNE_SEG_SHORT ? CR_TUNE_SEG_GRAB_SHORT
+                                                                         : CR_TUNE_SEG_GRAB;
         R.grab = reinterpret_cast<unsigned long long *>(s->grab);
         R.tickets = s->tickets;
-        R.handoff = LF != Leaf::kNorm2; /* see the top of the file */
+        R.handoff = LF != Leaf::kNorm2 && CR_TUNE_SEG_HANDOFF; /* see the top of the file */
         segments_kernel<In, LF><<<grid_blocks((R.slots + kWarpsPerBlock - 1) / kWarpsPerBlock,
                                                c->sm_count, kSegBlocks<LF>, c->forced_blocks,
                                                INT32_MAX),

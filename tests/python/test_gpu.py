@@ -217,6 +217,22 @@ def test_segments_checked_on_device(rng):
     assert same_bits(cr.reduce_segments("sum", x, good), cr.reduce_segments("sum", x.cpu(), good.cpu()))
 
 
+def test_synchronize_waits_for_the_current_stream(rng):
+    """Bad offsets on a busy side stream: synchronize() inside `torch.cuda.stream(s)` waits for s
+    (the stream the call ran on), not for the legacy default stream, and raises."""
+    x = rand(rng, (10000,), torch.float32).cuda()
+    bad = torch.tensor([0, 9000, 100, 10000], device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(200_000_000)  # the call's kernel runs after this
+        got = cr.reduce_segments("sum", x, bad)
+        with pytest.raises(cr.ArgumentError, match=r"offsets\[2\]"):
+            cr.synchronize(0)
+    torch.cuda.current_stream().wait_stream(s)
+    assert torch.isnan(got.cpu()).all()
+
+
 def test_cupy(rng):
     cp = pytest.importorskip("cupy", reason="CuPy is not installed")
     a = rng.normal(size=(513, 65)).astype(np.float32)
