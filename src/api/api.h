@@ -18,4 +18,9 @@
 coopreduce_status cr_check_pointers(coopreduce_handle *h, const cr_plan *p, const void *x,
                                     const void *y, const void *result, uint64_t n);
 
+/* The shape of an axis call (outer, len, inner) of dtype into *sh (reduce.c): fails with
+ * COOPREDUCE_ERROR_INVALID_ARGUMENT when its element count or bytes overflow 64 bits. */
+coopreduce_status cr_axis_shape(coopreduce_handle *h, uint64_t outer, uint64_t len, uint64_t inner,
+                                coopreduce_dtype dtype, cr_shape *sh);
+
 #endif

@@ -109,17 +109,9 @@ CR_EXPORT coopreduce_status coopreduce_reserve_axis(coopreduce_handle *handle, u
                                                     uint64_t len, uint64_t inner,
                                                     coopreduce_dtype dtype)
 {
-    cr_shape sh = {.kind = CR_SHAPE_AXIS, .outer = outer, .len = len, .inner = inner};
+    cr_shape sh;
     coopreduce_status s = reserve_args(handle, dtype, 0);
-    if (s) return s;
-    if (__builtin_mul_overflow(outer, inner, &sh.outputs) ||
-        __builtin_mul_overflow(sh.outputs, len, &sh.elements) ||
-        sh.elements > UINT64_MAX / cr_dtype_size(dtype))
-        return cr_fail(handle, COOPREDUCE_ERROR_INVALID_ARGUMENT,
-                       "the shape (outer %llu, len %llu, inner %llu) has more elements than a "
-                       "64-bit size can count",
-                       (unsigned long long)outer, (unsigned long long)len,
-                       (unsigned long long)inner);
+    if (s || (s = cr_axis_shape(handle, outer, len, inner, dtype, &sh))) return s;
     return reserve_plans(handle, dtype, &sh, len);
 }
 

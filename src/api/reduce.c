@@ -155,6 +155,21 @@ static coopreduce_status run_shaped(coopreduce_handle *h, cr_plan *p, coopreduce
     return s || !p->check_overflow || h->device >= 0 ? s : check_overflows(h, p, result);
 }
 
+coopreduce_status cr_axis_shape(coopreduce_handle *h, uint64_t outer, uint64_t len, uint64_t inner,
+                                coopreduce_dtype dtype, cr_shape *sh)
+{
+    *sh = (cr_shape){.kind = CR_SHAPE_AXIS, .outer = outer, .len = len, .inner = inner};
+    if (__builtin_mul_overflow(outer, inner, &sh->outputs) ||
+        __builtin_mul_overflow(sh->outputs, len, &sh->elements) ||
+        sh->elements > UINT64_MAX / cr_dtype_size(dtype))
+        return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT,
+                       "the shape (outer %llu, len %llu, inner %llu) has more elements than a "
+                       "64-bit size can count",
+                       (unsigned long long)outer, (unsigned long long)len,
+                       (unsigned long long)inner);
+    return COOPREDUCE_SUCCESS;
+}
+
 CR_EXPORT coopreduce_status coopreduce_reduce_axis(coopreduce_op op, const void *x, const void *y,
                                                    void *result, uint64_t outer, uint64_t len,
                                                    uint64_t inner, coopreduce_dtype dtype,
@@ -163,15 +178,8 @@ CR_EXPORT coopreduce_status coopreduce_reduce_axis(coopreduce_op op, const void 
     cr_plan p;
     coopreduce_status routed = COOPREDUCE_SUCCESS, s;
     if ((s = make_plan(h, op, dtype, &p, &routed))) return s;
-    cr_shape sh = {.kind = CR_SHAPE_AXIS, .outer = outer, .len = len, .inner = inner};
-    if (__builtin_mul_overflow(outer, inner, &sh.outputs) ||
-        __builtin_mul_overflow(sh.outputs, len, &sh.elements) ||
-        sh.elements > UINT64_MAX / cr_dtype_size(dtype))
-        return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT,
-                       "the shape (outer %llu, len %llu, inner %llu) has more elements than a "
-                       "64-bit size can count",
-                       (unsigned long long)outer, (unsigned long long)len,
-                       (unsigned long long)inner);
+    cr_shape sh;
+    if ((s = cr_axis_shape(h, outer, len, inner, dtype, &sh))) return s;
     if ((s = cr_check_pointers(h, &p, x, y, result, sh.elements))) return s;
     if (sh.outputs > 0 && (s = check_length(h, &p, len, "row"))) return s;
     return run_shaped(h, &p, routed, &sh, x, y, result, stream);

@@ -213,19 +213,20 @@ __device__ __forceinline__ uint64_t seg_base(const int64_t *off, uint64_t s)
  * g * nseg / slots, the slot's share of the segments: random lengths put the answer within 16
  * of it most of the time (a Brownian bridge, pinned at both ends), and one round then does, where
  * the full search takes log32(nseg) rounds; otherwise the bracket the probes found is searched
- * as before, one round more than without the guess. 1 measured fastest (H100, docs/perf-log run
- * 90: 332,191 float32 segments of 1..100, 194 to 176 us; 13,398 of 1..10,000, 115.6 to
- * 113.8 us; 2 apart, 183 and 115 us). */
+ * as before, one round more than without the guess. Probes 1 apart measured fastest (H100,
+ * docs/perf-log runs 90-92: 332,191 float32 segments of 1..100, 194 to 178 us; 134,326 of
+ * 1..1000, 108.5 to 105.5-108 us; 2 apart, 183 us); but the code costs the kernel 28-32 bytes of
+ * spill, and long segments 0-2% (4% for segments of 1..4000). */
 #ifndef CR_TUNE_SEG_GUESS
 #define CR_TUNE_SEG_GUESS 1
 #endif
 template <uint64_t C>
 __device__ __forceinline__ uint64_t find_segment(const cg::thread_block_tile<32> &warp,
                                                  const int64_t *off, uint64_t nseg, uint64_t g,
-                                                 uint64_t slots, bool guess)
+                                                 uint64_t slots)
 {
     uint64_t lo = 0, hi = nseg; /* base(lo) <= g < base(hi) */
-    if (CR_TUNE_SEG_GUESS > 0 && nseg > 64 && guess) {
+    if (CR_TUNE_SEG_GUESS > 0 && nseg > 64) {
         /* a first round around the segment the slot's share of the slots points at; probe i of
          * the warp (the same in every thread: est is) */
         const int64_t est = (int64_t)((double)g * (double)nseg / (double)slots);
@@ -327,11 +328,6 @@ __device__ __forceinline__ void segment_chunks(const cg::thread_block_tile<32> &
                                                const Rows &R)
 {
     constexpr uint64_t kWhole = LF == Leaf::kNorm2 ? 0 : CR_TUNE_SEG_WHOLE;
-#ifdef CR_SEG_GUESS_SHORT_ONLY
-    constexpr bool kGuessAll = false;
-#else
-    constexpr bool kGuessAll = true;
-#endif
     using S = Shape<In>;
     using Acc = typename In::Acc;
     using u64 = unsigned long long;
@@ -349,8 +345,7 @@ __device__ __forceinline__ void segment_chunks(const cg::thread_block_tile<32> &
         g0 = warp.shfl(g0, 0);
         if (g0 >= slots) break;
         const uint64_t g1 = g0 + R.grab_run < slots ? g0 + R.grab_run : slots;
-        uint64_t s = find_segment<C>(warp, R.offsets, R.rows, g0, slots,
-                                     kGuessAll || R.grab_run != CR_TUNE_SEG_GRAB);
+        uint64_t s = find_segment<C>(warp, R.offsets, R.rows, g0, slots);
         int64_t start = __ldg(R.offsets + s), end = __ldg(R.offsets + s + 1);
         for (uint64_t g = g0; g < g1; g++) {
             while (s + 1 < R.rows && end >= o0 && (uint64_t)(end - o0) / C + s + 1 <= g) {
