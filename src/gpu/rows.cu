@@ -294,6 +294,10 @@ __device__ __forceinline__ void check_offsets(const cg::thread_block_tile<32> &w
 #ifndef CR_TUNE_SEG_SHORT
 #define CR_TUNE_SEG_SHORT 8
 #endif
+/* CR_TUNE_SEG_HANDOFF: level 2 of the segments longer than a chunk by the warp storing their
+ * last partial (1), or by partials_kernel, a launch of its own (0). 1 kept: without the hand-off
+ * long segments were 1-5% faster but short ones 7-18% slower (H100, docs/perf-log run 91, before
+ * CR_TUNE_SEG_WHOLE, which needs it). */
 #ifndef CR_TUNE_SEG_HANDOFF
 #define CR_TUNE_SEG_HANDOFF 1
 #endif
@@ -312,11 +316,13 @@ static_assert(CR_TUNE_SEG_WHOLE <= 4, "a whole segment's chunk tree is written f
 /* Level 1 of segments. The warps take runs of R.grab_run consecutive slots from a counter, as
  * they free up: about half the slots are gaps and the chunks are of any length, so a fixed share
  * per warp left the busiest warp with 1.7 times the mean work. In a run: one search for the
- * segment of its first slot, then steps along the offsets (a slot past the current segment's last chunk
- * is a gap or a later segment's). Each chunk by element loads in the interleaved layout
- * (chunk_strided): segments start anywhere; NORM2's by the medium pass first, the three classes
- * only for chunks with an element outside it (chunk_strided_norm2). The counter and a count of
- * the warps done live beside the ticket (zero between launches); the last warp done zeroes both.
+ * segment of its first slot, then steps along the offsets (a slot past the current segment's
+ * last chunk is a gap or a later segment's). Each chunk by element loads in the interleaved
+ * layout (chunk_strided): segments start anywhere; NORM2's by the medium pass first, the three
+ * classes only for chunks with an element outside it (chunk_strided_norm2). A segment of 2 to
+ * CR_TUNE_SEG_WHOLE chunks is read whole at its first slot (its other slots are then gaps).
+ * The counter and a count of the warps done live beside the ticket (zero between launches); the
+ * last warp done zeroes both.
  *
  * The offsets are the caller's, unchecked: every warp first checks a share of them
  * (check_offsets), and reads only the segments that lie within x and start at or after
