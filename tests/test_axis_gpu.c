@@ -392,7 +392,7 @@ static void graph_segments(void)
  * allocation or a wait fails the call, so the capture succeeds only if the calls allocate
  * nothing. Rows and columns smaller than the reserved shape in some extents; the columns of MAX
  * gathered into tiles (the generic path). Every result against the CPU's 1-D call of its values;
- * the same capture on a handle without the reserve shows that the test can fail. */
+ * the same capture on a handle without the reserve (full runs) shows that the test can fail. */
 enum { RG_NSEG = 30, RG_ROWS = 5, RG_COLS_OUTER = 2, RG_INNER = 33 };
 #define RG_C 4096u
 #define RG_LEN (2 * RG_C + 7)
@@ -517,11 +517,14 @@ static void reserved_graph(void)
                            (double)res[at], (double)w);
             }
     CHECK(bad == 0, "reserved and captured: %d of %d results differ from the CPU", bad, NRES);
-    /* The same capture without the reserve: it fails, or the check above could not have. */
+    /* The same capture without the reserve: it fails, or the check above could not have. Not
+     * in --quick runs, which compute-sanitizer runs: it reports the failing calls (the
+     * allocation refused inside the capture) as API errors. */
     calls.h = bare;
     cudaGraph_t unreserved = NULL;
     int captured = 0;
-    if (cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
+    if (!test_quick &&
+        cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
         const int ok = rg_enqueue(&calls, st);
         captured = cudaStreamEndCapture(st, &unreserved) == cudaSuccess && ok;
         if (unreserved) cudaGraphDestroy(unreserved);
@@ -529,7 +532,7 @@ static void reserved_graph(void)
     (void)cudaGetLastError();
     if (captured)
         printf("NOTE: reserved_graph: the capture succeeded without the reserve too\n");
-    else
+    else if (!test_quick)
         printf("reserved_graph: without the reserve the capture fails, as it should: %s\n",
                coopreduce_last_error(bare));
     CHECK(coopreduce_set_method(bare, COOPREDUCE_METHOD_TWOPASS) == COOPREDUCE_SUCCESS &&
