@@ -327,11 +327,9 @@ def _current_stream(device):
     torch's (once torch has used the GPU), else CuPy's, else 0, the legacy default stream."""
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
-        return torch.cuda.current_stream(device).cuda_stream
-    cupy = sys.modules.get("cupy")
-    if cupy is not None:
-        with cupy.cuda.Device(device):
-            return cupy.cuda.get_current_stream().ptr
+        return _fw.Torch.stream(device)
+    if "cupy" in sys.modules:
+        return _fw.Cupy.stream(device)
     return 0
 
 

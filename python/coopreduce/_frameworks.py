@@ -143,6 +143,8 @@ class Torch:
 
     @classmethod
     def stream(cls, device):
+        if cls._codes is None:
+            cls._load()
         return 0 if device < 0 else cls._raw_stream(device)
 
     @staticmethod

@@ -87,7 +87,8 @@ typedef struct {
     int rows_cu;        /* rows.cu's kernels compute it (canonical order, rows of up to C^2) */
     uint64_t slots;     /*   their level-1 partials per class (0: every row within a chunk) */
     size_t class_bytes; /*   bytes of a class's partials, a multiple of 256 */
-    uint64_t tickets;   /*   a ticket per row or segment (0: none) */
+    uint64_t tickets;   /*   a ticket per row or segment (0: none; rows have some only with
+                               partials) */
     int words;          /*   the counter and fault word of segments (g->ticket) */
     uint64_t tile;      /* strided rows gathered: columns per tile (0: none gathered) */
     size_t gather;      /* bytes of g->gather: rows.cu's partials or a tile's gathered rows */
@@ -149,7 +150,7 @@ static coopreduce_status ensure_needs(coopreduce_handle *h, const shape_needs *n
 {
     coopreduce_status s;
     if (nd->gather && (s = cr_gpu_gather_ensure(h, nd->gather))) return s;
-    if (nd->tickets && nd->slots && (s = cr_gpu_tickets_ensure(h, nd->tickets))) return s;
+    if (nd->tickets && (s = cr_gpu_tickets_ensure(h, nd->tickets))) return s;
     if (nd->words && (s = cr_gpu_slots_ensure(h, 0))) return s;
     if (nd->pinned && (s = cr_gpu_pinned_ensure(h, nd->pinned))) return s;
     return COOPREDUCE_SUCCESS;
