@@ -20,6 +20,8 @@ static int reported;
 /* baselines.cu */
 int cr_bl_empty(void *stream);
 int cr_bl_read(const void *x, uint64_t bytes, float *out, int blocks, void *stream);
+int cr_bl_read_write(const void *x, uint64_t bytes, void *out, uint64_t out_bytes, int blocks,
+                     void *stream);
 int cr_bl_cub_sum(int dtype, const void *x, void *out, uint64_t n, void *temp, size_t *temp_bytes,
                   void *stream);
 int cr_bl_cub_segmented_sum(int dtype, const void *x, void *out, uint64_t nseg,
@@ -49,8 +51,9 @@ int cr_bl_cub_segmented_sum_rows(int dtype, const void *x, void *out, uint64_t n
 
 /* What a timed call runs: a coopreduce method (set on the handle) or one of the baselines.
  * M_CALL: a library call (timed_call: an operation over n elements, along an axis or over
- * segments); M_CUB_SEG: CUB's segmented sum of M_CALL's rows or segments. */
-enum { M_LIBRARY, M_CUB, M_READ, M_EMPTY, M_COPY, M_CALL, M_CUB_SEG };
+ * segments); M_CUB_SEG: CUB's segmented sum of M_CALL's rows or segments; M_READ_WRITE: the
+ * float4 read with write_bytes of results stored among it. */
+enum { M_LIBRARY, M_CUB, M_READ, M_EMPTY, M_COPY, M_CALL, M_CUB_SEG, M_READ_WRITE };
 
 typedef struct {
     coopreduce_handle *h;
@@ -61,6 +64,7 @@ typedef struct {
     float *read_out;
     int read_blocks;
     uint64_t n;
+    uint64_t write_bytes; /* M_READ_WRITE's results */
 } gpu_ctx;
 
 /* M_CALL's call, kept beside the context rather than in it. */
@@ -93,6 +97,9 @@ static int run_method(gpu_ctx *c, int m)
         return (int)cudaMemcpyAsync(c->copy_dst, c->x, c->n * es, cudaMemcpyDeviceToDevice, NULL);
     case M_CALL: return bench_run_call(c->h, timed_call) ? -1 : 0;
     case M_CUB_SEG: return cub_segmented(timed_call, c->temp, &c->temp_bytes);
+    case M_READ_WRITE:
+        return cr_bl_read_write(c->x, c->n * es / 16 * 16, c->out, c->write_bytes, c->read_blocks,
+                                NULL);
     }
     return -1;
 }
@@ -302,7 +309,7 @@ int bench_gpu(int ordinal, const bench_options *o)
         goto fail;
     }
     gpu_ctx c0 = {h, 0,        x,           out, copy_dst,          NULL,
-                  0, read_out, read_blocks, 0};
+                  0, read_out, read_blocks, 0, 0};
     if (extras && headline(&c0, hx, batches)) goto fail;
     int total = nd * nn, done = 0;
     double t_start = bench_now_us();
@@ -319,7 +326,7 @@ int bench_gpu(int ordinal, const bench_options *o)
         CK(cudaMalloc(&temp, tb + 16));
         for (int i = 0; i < nn; i++) {
             gpu_ctx c = {h,  dt,       x,           out,   copy_dst,          temp,
-                         tb, read_out, read_blocks, ns[i]};
+                         tb, read_out, read_blocks, ns[i], 0};
             const char *timing = cold ? "gpu_us_cold" : "gpu_us";
             double bytes = (double)ns[i] * es, us[5], noise[5];
             static const char *bnames[5] = {"", "cub", "float4_read", "empty_kernel", "d2d_copy"};
@@ -385,7 +392,7 @@ int bench_gpu(int ordinal, const bench_options *o)
         if (extras) {
             uint64_t nd20 = nmax < (1ull << 24) ? nmax : (1ull << 24);
             gpu_ctx c = {h,  dt,       x,           out,  copy_dst,          temp,
-                         tb, read_out, read_blocks, nd20};
+                         tb, read_out, read_blocks, nd20, 0};
             if (distinct_results(&c, methods, nm, nd20)) goto fail;
         }
     }
@@ -493,7 +500,7 @@ int bench_ops_gpu(int ordinal, const bench_options *o)
         CK(cudaMemcpy(x, hx, 2 * nmax * es, cudaMemcpyHostToDevice));
         for (int i = 0; i < nn; i++) {
             const uint64_t n = ns[i];
-            gpu_ctx c = {h, dt, x, out, NULL, NULL, 0, read_out, read_blocks, n};
+            gpu_ctx c = {h, dt, x, out, NULL, NULL, 0, read_out, read_blocks, n, 0};
             double read1, read2;
             if (time_reads(&c, batches, dname, es, &read1, &read2)) goto fail;
             bench_call call = {.kind = BENCH_CALL_REDUCE, .dtype = dt, .x = x,
@@ -523,8 +530,9 @@ static int cub_segmented_takes(coopreduce_dtype dt)
 /* --shape/--axis or --segments on the GPU: each operation (in each --mode) over each dtype,
  * coopreduce_reduce_axis / coopreduce_reduce_segments timed as the other rows are (batches of
  * back-to-back calls between CUDA events; a segments call of the operations outside the
- * canonical order waits for its stream, as the library says) against the float4 read of the same bytes, beside an empty kernel's time (row
- * empty_kernel). With --op sum, also CUB's segmented sum
+ * canonical order waits for its stream, as the library says) against the float4 read of the
+ * same bytes, beside an empty kernel's time (row empty_kernel) and, where the results are 1/32
+ * of the input or more, the read with their store (row read_write). With --op sum, also CUB's segmented sum
  * (row cub_segmented, the "x CUB" of the sum rows) over the same segments, or over the rows
  * when every extent after the axis is 1 (inner == 1: --axis 1 of RxC); CUB has no strided
  * form, so columns have no such row. */
@@ -603,7 +611,7 @@ int bench_batch_gpu(int ordinal, const bench_options *o)
             call.x = x;
             call.y = (const char *)x + n * es;
             gpu_ctx c = {
-                h, dt, x, out, NULL, NULL, 0, read_out, read_blocks, n};
+                h, dt, x, out, NULL, NULL, 0, read_out, read_blocks, n, 0};
             timed_call = &call;
             double noise, read1, read2;
             if (time_reads(&c, batches, dname, es, &read1, &read2)) goto fail;
@@ -611,6 +619,18 @@ int bench_batch_gpu(int ordinal, const bench_options *o)
             const double empty_us = time_method(&c, M_EMPTY, batches, 0, NULL, 0, &noise);
             if (empty_us < 0) goto fail;
             bench_add_row(n, dname, "empty_kernel", "gpu_us", empty_us, noise, 0);
+            /* Results of at least 4 bytes each (wider for float64), when they are 1/32 of the
+             * input or more (rows of at most 32 elements): the read with their store among it,
+             * the ceiling of such shapes (row read_write; its bytes: read plus written). */
+            const uint64_t wbytes = count * (es < 4 ? 4 : es) / 16 * 16;
+            if (wbytes && wbytes * 32 >= n * es) {
+                c.write_bytes = wbytes;
+                const double rw_us = time_method(&c, M_READ_WRITE, batches, 0, NULL, 0, &noise);
+                if (rw_us < 0) goto fail;
+                bench_row *r = bench_add_row(n, dname, "read_write", "gpu_us", rw_us, noise,
+                                             (double)n * es + (double)wbytes);
+                if (r) r->ceiling_us = read1;
+            }
             /* CUB's segmented sum: its temporary storage sized and allocated here, outside the
              * timing; one untimed call reports a failure by name. */
             double cub_us = 0;

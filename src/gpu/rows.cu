@@ -10,9 +10,10 @@
  *    Such a row's chunk tree is its lane tree (every other row of the chunk is padding), so
  *    G = 1 .. 32 threads take a row, kVec lanes each (one 16-byte load), 32 / G rows per warp:
  *    a warp's load covers whole rows back to back (rows of 16 float32: 8 rows, 512 bytes).
- *  - few_kernel, short_kernel: rows of one chunk that is not full: a warp per row, the row tree
- *    over the rows of the chunk holding data; few_kernel, for aligned rows of up to 8 chunk
- *    rows, several rows per step with all their loads in flight.
+ *  - few_kernel, short_kernel: rows of one chunk that is not full: a warp per row (16-bit rows
+ *    of at most 16 chunk rows: a half-warp per row, the other half's rows being padding), the
+ *    row tree over the rows of the chunk holding data; few_kernel, for aligned rows of up to 8
+ *    chunk rows, several rows per step with all their loads in flight.
  *  - stream_kernel: rows of whole chunks (the RMSNorm shapes), aligned: the rows' chunks are the
  *    flat array's, streamed per block as by the 1-D kernels, each chunk's value to its row.
  *  - chunks_kernel: the other rows of several chunks. One warp per chunk of a row (leaves.cuh's
@@ -48,13 +49,15 @@
  *  - narrow_partials_kernel, partials_kernel: level 2 as a launch of its own, several rows to a
  *    warp, or a warp per row or segment.
  *  - columns_kernel: strided rows (an axis with inner > 1). A thread per column (32 adjacent
- *    columns per warp: each load of the warp is one run of 32 elements) computes the chunk tree
- *    of one chunk of its column serially, lane by lane: the 32 rows of a lane as one unrolled
+ *    columns per warp: each load of the warp is one run of 32 elements) computes a subtree of
+ *    one chunk of its column serially, lane by lane: the 32 rows of a lane as one unrolled
  *    pairwise tree (two lanes, 64 loads, in flight), the lane sums into a stack that merges
- *    them as the perfect lane tree. (Walking a few adjacent lanes 4 rows at a time instead, so
- *    that each step reads short runs of the column, measured slower: docs/perf-log.) A warp per (outer index, chunk, 32 columns); columns of more than one
- *    chunk store partials as an (outer, chunks, inner) array that the same kernel then reduces
- *    with identity leaves, as columns of their own.
+ *    them as the perfect tree of its lanes. (Walking a few adjacent lanes 4 rows at a time
+ *    instead, so that each step reads short runs of the column, measured slower:
+ *    docs/perf-log.) At level 1, CR_TUNE_COL_SPLIT warps of a block share each (outer index,
+ *    chunk, 32 columns), W / CR_TUNE_COL_SPLIT lanes each, their subtrees merged in shared memory;
+ *    columns of more than one chunk store partials as an (outer, chunks, inner) array that the
+ *    same kernel then reduces with identity leaves, as columns of their own, a warp per job.
  *
  * None of these choices changes a bit: the tree is fixed by each row's length alone. */
 #include <cooperative_groups.h>
@@ -656,33 +659,47 @@ __global__ void __launch_bounds__(kThreads) narrow_kernel(const __grid_constant_
     }
 }
 
+/* CR_TUNE_HALF_ROWS 1: 16-bit rows of at most kRows chunk rows (2048 elements) go two to a
+ * warp, a half-warp each: their data lie within the first half's rows, the second half's being
+ * padding (chunk_tree's kApart); 0: a warp per row, half of it loading nothing.
+ * kRowsSide<In>: the rows a warp takes side by side. */
+#ifndef CR_TUNE_HALF_ROWS
+#define CR_TUNE_HALF_ROWS 1
+#endif
+template <typename In> constexpr int kRowsSide = CR_TUNE_HALF_ROWS ? Shape<In>::kHalves : 1;
+
 /* Rows of W < len <= RB * W elements, aligned (every row starts on a 16-byte boundary): a warp
- * per row as short_kernel, but U rows at a time with all their loads issued first (16 16-byte
- * loads per thread in flight; a row is a batch of RB chunk rows, those past the row's end -0.0). */
+ * per row (per two rows: kRowsSide) as short_kernel, but U rows at a time with all their loads
+ * issued first (16 16-byte loads per thread in flight; a row is a batch of RB chunk rows, those
+ * past the row's end -0.0). */
 template <typename In, Leaf LF, int RB>
 __global__ void __launch_bounds__(kThreads) few_kernel(const __grid_constant__ Rows R)
 {
     using S = Shape<In>;
     using Acc = typename In::Acc;
-    constexpr int K = kLeaves<LF>, U = (LF == Leaf::kProduct ? 8 : 16) / RB;
+    constexpr int K = kLeaves<LF>, U = (LF == Leaf::kProduct ? 8 : 16) / RB, H = kRowsSide<In>;
     constexpr int UY = LF == Leaf::kProduct ? U : 1, RY = LF == Leaf::kProduct ? RB : 1;
+    static_assert(H == 1 || RB <= S::kRows, "side by side: a row within one half's rows");
     cg::thread_block block = cg::this_thread_block();
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
     const int t = warp.thread_rank(), half = t / S::kThreadsPerRow;
+    /* side by side: the half's row of the pair; else the half's chunk rows of the one row */
+    const int rh = H == 2 ? half : 0, row0 = H == 2 ? 0 : half * S::kRows;
     const int lane0 = (t % S::kThreadsPerRow) * In::kVec, m = (int)R.len;
-    const uint64_t warps = (uint64_t)gridDim.x * kWarpsPerBlock;
+    const uint64_t warps = (uint64_t)gridDim.x * kWarpsPerBlock, steps = (R.rows + H - 1) / H;
     for (uint64_t w = ((uint64_t)blockIdx.x * kWarpsPerBlock + warp.meta_group_rank()) * U;
-         w < R.rows; w += warps * U) {
+         w < steps; w += warps * U) {
         uint4 qx[U][RB], qy[UY][RY];
 #pragma unroll
         for (int u = 0; u < U; u++) {
+            const uint64_t r = (w + u) * H + rh;
 #pragma unroll
             for (int i = 0; i < RB; i++) {
-                const int first = (half * S::kRows + i) * S::kLanes + lane0;
-                const uint64_t at = ((w + u) * R.len + first) * In::kBytes;
+                const int first = (row0 + i) * S::kLanes + lane0;
+                const uint64_t at = (r * R.len + first) * In::kBytes;
                 qx[u][i] = make_uint4(0, 0, 0, 0);
                 if constexpr (LF == Leaf::kProduct) qy[u][i] = qx[u][i];
-                if (w + u < R.rows && first < m) {
+                if (r < R.rows && first < m) {
                     qx[u][i] = __ldg(reinterpret_cast<const uint4 *>(R.x + at));
                     if constexpr (LF == Leaf::kProduct)
                         qy[u][i] = __ldg(reinterpret_cast<const uint4 *>(R.y + at));
@@ -694,7 +711,7 @@ __global__ void __launch_bounds__(kThreads) few_kernel(const __grid_constant__ R
             RowVals<In, LF> b[RB];
 #pragma unroll
             for (int i = 0; i < RB; i++) {
-                if ((half * S::kRows + i) * S::kLanes + lane0 < m) {
+                if ((row0 + i) * S::kLanes + lane0 < m) {
                     if constexpr (LF == Leaf::kProduct)
                         b[i] = leaves_of<In, LF>(qx[u][i], qy[u][i]);
                     else
@@ -711,41 +728,50 @@ __global__ void __launch_bounds__(kThreads) few_kernel(const __grid_constant__ R
 #pragma unroll
                 for (int i = 0; i < RB; i += 2 * d) b[i] = add(b[i], b[i + d]);
             Acc v[K];
-            finish_chunk<In, LF>(warp, b[0], Ext(), v);
-            if (t == 0 && w + u < R.rows) put_result(R.F, R.nfin, v, R.out + (w + u) * R.rsize);
+            finish_chunk<In, LF, H == 2>(warp, b[0], Ext(), v);
+            const uint64_t r = (w + u) * H + rh;
+            if ((H == 2 ? t % S::kThreadsPerRow : t) == 0 && r < R.rows)
+                put_result(R.F, R.nfin, v, R.out + r * R.rsize);
         }
     }
 }
 
-/* Rows of W < len < C elements (one chunk, not full): a warp per row, its row tree over the rows
- * holding data only (leaves.cuh's rows_used), inline: none of the full-chunk code's registers. */
-template <typename In, Leaf LF>
+/* Rows of W < len < C elements (one chunk, not full): a warp per row (kPair: two 16-bit rows of
+ * at most kRows chunk rows, a half-warp each), its row tree over the rows holding data only
+ * (leaves.cuh's rows_used), inline: none of the full-chunk code's registers. */
+template <typename In, Leaf LF, bool kPair>
 __global__ void __launch_bounds__(kThreads) short_kernel(const __grid_constant__ Rows R)
 {
     using S = Shape<In>;
     using Acc = typename In::Acc;
-    constexpr int K = kLeaves<LF>;
+    constexpr int K = kLeaves<LF>, H = kPair ? 2 : 1;
+    static_assert(!kPair || S::kHalves == 2, "pairs: 16-bit rows");
     cg::thread_block block = cg::this_thread_block();
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
     const int t = warp.thread_rank(), half = t / S::kThreadsPerRow;
-    const int lane0 = (t % S::kThreadsPerRow) * In::kVec, m = (int)R.len;
-    const uint64_t warps = (uint64_t)gridDim.x * kWarpsPerBlock;
+    const int lane0 = (t % S::kThreadsPerRow) * In::kVec;
+    const uint64_t warps = (uint64_t)gridDim.x * kWarpsPerBlock, steps = (R.rows + H - 1) / H;
     const bool vec = R.aligned && (R.len * In::kBytes) % 16 == 0;
-    for (uint64_t r = (uint64_t)blockIdx.x * kWarpsPerBlock + warp.meta_group_rank(); r < R.rows;
-         r += warps) {
-        const uint64_t at = r * R.len * In::kBytes;
+    for (uint64_t w = (uint64_t)blockIdx.x * kWarpsPerBlock + warp.meta_group_rank(); w < steps;
+         w += warps) {
+        /* kPair: this half's row, whose chunk rows are the first half's; the second of an odd
+         * count's last pair reduces nothing and writes nothing */
+        const uint64_t r = kPair ? w * 2 + half : w;
+        const bool live = r < R.rows;
+        const uint64_t at = (live ? r : 0) * R.len * In::kBytes;
         const Args<In> A = {R.x + at, R.y ? R.y + at : nullptr, R.len};
+        const int m = live ? (int)R.len : 0, h = kPair ? 0 : half;
         Acc v[K];
         if (vec)
-            finish_chunk<In, LF>(warp, rows_used<In, LF, kLoadVector>(A, 0, half, lane0, m), Ext(),
-                                 v);
+            finish_chunk<In, LF, kPair>(warp, rows_used<In, LF, kLoadVector>(A, 0, h, lane0, m),
+                                        Ext(), v);
         else if (R.aligned)
-            finish_chunk<In, LF>(warp, rows_used<In, LF, kLoadShifted>(A, 0, half, lane0, m), Ext(),
-                                 v);
+            finish_chunk<In, LF, kPair>(warp, rows_used<In, LF, kLoadShifted>(A, 0, h, lane0, m),
+                                        Ext(), v);
         else
-            finish_chunk<In, LF>(warp, rows_used<In, LF, kLoadScalar>(A, 0, half, lane0, m), Ext(),
-                                 v);
-        if (t == 0) put_result(R.F, R.nfin, v, R.out + r * R.rsize);
+            finish_chunk<In, LF, kPair>(warp, rows_used<In, LF, kLoadScalar>(A, 0, h, lane0, m),
+                                        Ext(), v);
+        if (t % S::kThreadsPerRow == 0 && live) put_result(R.F, R.nfin, v, R.out + r * R.rsize);
     }
 }
 
@@ -818,7 +844,7 @@ struct Cols {
     const char *x, *y;              /* level 1: the input; above: NULL (part[] is the input) */
     const void *in[3];              /* above level 1: each class's partials */
     uint64_t outer, len, inner;     /* the columns of this level */
-    uint64_t cpr, blocks32, jobs;   /* chunks per column, 32-column groups, warp jobs */
+    uint64_t cpr, blocks32, jobs;   /* chunks per column, 32-column groups, jobs (chunk x group) */
     uint64_t n;                     /* the columns' length at level 1, for the final rule */
     void *part[3];                  /* this level's partials, (outer, cpr, inner), if cpr > 1 */
     char *out;
@@ -826,29 +852,42 @@ struct Cols {
     Final F;
 };
 
-/* The chunk tree of m valid elements of one column, element i at p[e0 + i * stride], serially
- * by one thread: lane by lane, the 32 rows of a lane as one pairwise tree, then the lane sums
- * merged on a stack as the perfect lane tree (a lane sum enters at the lowest free level; lane
- * l completes level b when bit b of l is 1). */
-template <typename In, Leaf LF>
-__device__ __forceinline__ void column_chunk(const char *x, const char *y, uint64_t e0,
-                                             uint64_t stride, int m,
+/* The subtree of NL lanes, l0 .. l0 + NL - 1, of one chunk of a column (m valid elements,
+ * element i at p[e0 + i * stride]), serially by one thread: lane by lane, the 32 rows of a lane
+ * as one pairwise tree, then the lane sums merged on a stack as the perfect tree of the NL lanes
+ * (a lane sum enters at the lowest free level; lane l completes level b when bit b of l is 1).
+ * NL = W gives the chunk tree. */
+template <typename In, Leaf LF, int NL>
+__device__ __forceinline__ void column_lanes(const char *x, const char *y, uint64_t e0,
+                                             uint64_t stride, int m, int l0,
                                              typename In::Acc (&out)[kLeaves<LF>])
 {
     using S = Shape<In>;
     using Acc = typename In::Acc;
-    constexpr int K = kLeaves<LF>, kLog = S::kLanes == 128 ? 7 : 6;
+    constexpr int K = kLeaves<LF>;
+    constexpr int kLog = NL == 128 ? 7 : NL == 64 ? 6 : NL == 32 ? 5 : NL == 16 ? 4 : 3;
+    static_assert(NL == 1 << kLog && NL <= S::kLanes, "a power of two of the chunk's lanes");
     Acc stack[kLog][K];
 #pragma unroll
     for (int b = 0; b < kLog; b++)
 #pragma unroll
         for (int k = 0; k < K; k++) stack[b][k] = Acc(0);
-    /* A chunk of m < W elements (columns of partials) has data in lanes 0 .. m-1 of row 0 only:
-     * its tree is that of the first P lanes, P the power of two at or above m (the lanes past
-     * them are padding), which sits on the stack at level log2(P) once lane P-1 is in. */
-    int lanes = S::kLanes, level = kLog;
-    if (m < S::kLanes)
-        for (lanes = 1, level = 0; lanes < m; lanes *= 2) level++;
+    /* A chunk of m < W elements (columns of partials, or a short column) has data in lanes
+     * 0 .. m-1 of row 0 only: of these NL lanes, the first d = m - l0; their tree is that of
+     * the first P lanes, P the power of two at or above d (the lanes past them are padding,
+     * -0.0, which every level above adds as the identity), which sits on the stack at level
+     * log2(P) once lane P-1 is in; with no data, the padding's tree, -0.0. */
+    int lanes = NL, level = kLog;
+    if (m < S::kLanes) {
+        const int d = m - l0;
+        if (d <= 0) {
+#pragma unroll
+            for (int k = 0; k < K; k++) out[k] = Acc(-0.0);
+            return;
+        }
+        if (d < NL)
+            for (lanes = 1, level = 0; lanes < d; lanes *= 2) level++;
+    }
     /* Two lanes per step for one class: 64 loads in flight per thread. */
     constexpr int kStep = K == 1 ? 2 : 1;
 #pragma unroll kStep
@@ -856,7 +895,7 @@ __device__ __forceinline__ void column_chunk(const char *x, const char *y, uint6
         Acc t[CR_ROWS][K];
 #pragma unroll
         for (int r = 0; r < CR_ROWS; r++) {
-            const int i = r * S::kLanes + l;
+            const int i = r * S::kLanes + l0 + l;
             if (i < m) {
                 const uint64_t e = e0 + (uint64_t)i * stride;
                 const Acc a = In::at(x, e);
@@ -891,7 +930,7 @@ __device__ __forceinline__ void column_chunk(const char *x, const char *y, uint6
 #pragma unroll
             for (int k = 0; k < K; k++) out[k] = t[0][k];
     }
-    if (lanes < S::kLanes)
+    if (lanes < NL)
 #pragma unroll
         for (int b = 0; b < kLog; b++)
             if (b == level)
@@ -899,41 +938,73 @@ __device__ __forceinline__ void column_chunk(const char *x, const char *y, uint6
                 for (int k = 0; k < K; k++) out[k] = stack[b][k];
 }
 
-/* A warp per (outer index, chunk, group of 32 columns); level 1 (KA == 0: leaves LF of x, y)
- * or a level above (KA arrays of partials, identity leaves). */
-template <typename In, Leaf LF, int KA>
+/* CR_TUNE_COL_SPLIT: the warps that share one level-1 job (a chunk of 32 adjacent columns),
+ * each walking W / CR_TUNE_COL_SPLIT of its lanes; their subtrees meet in shared memory for the
+ * top levels of the lane tree. With one warp per job, both H100 column shapes of the benchmark
+ * made 2048 warps, one wave of 15-16 per SM, each walking 4096 elements in turn. */
+#ifndef CR_TUNE_COL_SPLIT
+#define CR_TUNE_COL_SPLIT 4
+#endif
+
+/* The jobs are (outer index, chunk, group of 32 columns), adjacent groups of the same chunk
+ * rows next to each other (so that a block reads runs of whole rows); each takes Q warps, a
+ * block kWarpsPerBlock / Q jobs at a time. Level 1 (KA == 0: leaves LF of x, y) or a level
+ * above (KA arrays of partials, identity leaves). */
+template <typename In, Leaf LF, int KA, int Q>
 __global__ void __launch_bounds__(kThreads) columns_kernel(const __grid_constant__ Cols P)
 {
     using S = Shape<In>;
     using Acc = typename In::Acc;
-    constexpr int K = KA ? KA : kLeaves<LF>;
-    const uint64_t warps = (uint64_t)gridDim.x * kWarpsPerBlock;
-    const int lane = threadIdx.x & 31;
-    for (uint64_t job = ((uint64_t)blockIdx.x * kThreads + threadIdx.x) / 32; job < P.jobs;
-         job += warps) {
-        /* Adjacent warps take adjacent groups of columns of the same chunk rows, so that a
-         * block reads runs of whole rows. */
+    constexpr int K = KA ? KA : kLeaves<LF>, GPB = kWarpsPerBlock / Q, NL = S::kLanes / Q;
+    static_assert(GPB * Q == kWarpsPerBlock, "Q divides the block's warps");
+    __shared__ Acc sub[Q > 1 ? kWarpsPerBlock : 1][K][32];
+    const int lane = threadIdx.x & 31, wid = threadIdx.x / 32, q = wid % Q;
+    const uint64_t steps = (P.jobs + GPB - 1) / GPB;
+    for (uint64_t step = blockIdx.x; step < steps; step += gridDim.x) {
+        const uint64_t job = step * GPB + (uint64_t)(wid / Q);
         const uint64_t cb = job % P.blocks32, rest = job / P.blocks32;
         const uint64_t i = cb * 32 + lane, j = rest % P.cpr, o = rest / P.cpr;
-        if (i >= P.inner) continue;
+        const bool live = job < P.jobs && i < P.inner;
         const uint64_t first = j * S::kChunk;
         const int m = (int)(P.len - first < S::kChunk ? P.len - first : S::kChunk);
         const uint64_t e0 = (o * P.len + first) * P.inner + i;
         Acc v[3] = {Acc(0), Acc(0), Acc(0)};
-        if constexpr (KA == 0) {
-            Acc u[kLeaves<LF>];
-            column_chunk<In, LF>(P.x, P.y, e0, P.inner, m, u);
+        if (live) {
+            if constexpr (KA == 0) {
+                Acc u[kLeaves<LF>];
+                column_lanes<In, LF, NL>(P.x, P.y, e0, P.inner, m, q * NL, u);
 #pragma unroll
-            for (int k = 0; k < kLeaves<LF>; k++) v[k] = u[k];
-        } else {
+                for (int k = 0; k < kLeaves<LF>; k++) v[k] = u[k];
+            } else {
 #pragma unroll
-            for (int k = 0; k < KA; k++) {
-                Acc u[1];
-                column_chunk<In, Leaf::kWiden>(static_cast<const char *>(P.in[k]), nullptr, e0,
-                                               P.inner, m, u);
-                v[k] = u[0];
+                for (int k = 0; k < KA; k++) {
+                    Acc u[1];
+                    column_lanes<In, Leaf::kWiden, NL>(static_cast<const char *>(P.in[k]),
+                                                       nullptr, e0, P.inner, m, q * NL, u);
+                    v[k] = u[0];
+                }
             }
         }
+        if constexpr (Q > 1) { /* the lane tree's top log2(Q) levels, by the group's warp 0 */
+#pragma unroll
+            for (int k = 0; k < K; k++) sub[wid][k][lane] = v[k];
+            __syncthreads();
+            if (q == 0) {
+#pragma unroll
+                for (int k = 0; k < K; k++) {
+                    Acc s[Q];
+#pragma unroll
+                    for (int a = 0; a < Q; a++) s[a] = sub[wid + a][k][lane];
+#pragma unroll
+                    for (int w = 1; w < Q; w *= 2)
+#pragma unroll
+                        for (int a = 0; a < Q; a += 2 * w) s[a] = s[a] + s[a + w];
+                    v[k] = s[0];
+                }
+            }
+            __syncthreads(); /* sub is free for the next job */
+        }
+        if (!live || q != 0) continue;
         if (P.len == 0) v[0] = v[1] = v[2] = Acc(0); /* the sum of nothing, not the padding */
         if (P.cpr == 1) {
             write_final(P.F, P.n, (double)v[0], (double)v[1], (double)v[2],
@@ -1010,17 +1081,21 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
         const bool vec = R.aligned && (R.len * In::kBytes) % 16 == 0;
         const uint64_t used = (R.len + S::kLanes - 1) / S::kLanes;
         const int u = LF == Leaf::kProduct ? 8 : 16; /* rows per warp step times RB */
+        const uint64_t side = kRowsSide<In>, steps = (R.rows + side - 1) / side;
         if (vec && used <= 2)
-            few_kernel<In, LF, 2><<<blocks_for(c, (R.rows * 2 + u - 1) / u), kThreads, 0,
+            few_kernel<In, LF, 2><<<blocks_for(c, (steps * 2 + u - 1) / u), kThreads, 0,
                                     c->stream>>>(R);
         else if (vec && used <= 4)
-            few_kernel<In, LF, 4><<<blocks_for(c, (R.rows * 4 + u - 1) / u), kThreads, 0,
+            few_kernel<In, LF, 4><<<blocks_for(c, (steps * 4 + u - 1) / u), kThreads, 0,
                                     c->stream>>>(R);
         else if (vec && used <= 8)
-            few_kernel<In, LF, 8><<<blocks_for(c, (R.rows * 8 + u - 1) / u), kThreads, 0,
+            few_kernel<In, LF, 8><<<blocks_for(c, (steps * 8 + u - 1) / u), kThreads, 0,
                                     c->stream>>>(R);
+        else if (side == 2 && used <= (uint64_t)S::kRows)
+            short_kernel<In, LF, kRowsSide<In> == 2>
+                <<<blocks_for(c, steps), kThreads, 0, c->stream>>>(R);
         else
-            short_kernel<In, LF><<<blocks_for(c, R.rows), kThreads, 0, c->stream>>>(R);
+            short_kernel<In, LF, false><<<blocks_for(c, R.rows), kThreads, 0, c->stream>>>(R);
         return cudaGetLastError();
     }
     R.cpr = (R.len + S::kChunk - 1) / S::kChunk;
@@ -1090,7 +1165,8 @@ cudaError_t launch_columns(const cr_gpu_call *c, const cr_gpu_shape_call *s)
     P.F = final_of(p);
     for (int k = 0; k < 3; k++) P.part[k] = static_cast<char *>(s->partials) + k * s->class_bytes;
     if (P.jobs)
-        columns_kernel<In, LF, 0><<<blocks_for(c, P.jobs), kThreads, 0, c->stream>>>(P);
+        columns_kernel<In, LF, 0, CR_TUNE_COL_SPLIT>
+            <<<blocks_for(c, P.jobs * CR_TUNE_COL_SPLIT), kThreads, 0, c->stream>>>(P);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess || P.cpr == 1) return e;
     /* Levels above: the partials, (outer, cpr, inner), as columns of cpr elements; one level
@@ -1103,7 +1179,7 @@ cudaError_t launch_columns(const cr_gpu_call *c, const cr_gpu_shape_call *s)
     Q.cpr = (Q.len + Shape<AI>::kChunk - 1) / Shape<AI>::kChunk;
     if (Q.cpr != 1) return cudaErrorInvalidValue;
     Q.jobs = Q.outer * Q.blocks32;
-    columns_kernel<AI, Leaf::kWiden, K><<<blocks_for(c, Q.jobs), kThreads, 0, c->stream>>>(Q);
+    columns_kernel<AI, Leaf::kWiden, K, 1><<<blocks_for(c, Q.jobs), kThreads, 0, c->stream>>>(Q);
     return cudaGetLastError();
 }
 

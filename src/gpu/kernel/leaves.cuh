@@ -326,15 +326,19 @@ __device__ __noinline__ RowVals<In, LF> rows_guarded(const Args<In> &A, uint64_t
 /* The chunk tree above the rows of one leaf, from this thread's kVec lane values (its row
  * tree): the top row level across the two halves (16-bit input), the lane levels inside the
  * thread, then across threads. Every thread returns it. Constant loop bounds keep v[] in
- * registers (bounds that depend on the leaf index put it in local memory). */
-template <typename In>
+ * registers (bounds that depend on the leaf index put it in local memory).
+ * kApart (16-bit input): each half-warp holds a chunk of its own whose data lie within the
+ * first half's rows; its second half's rows are padding, -0.0, which the top row level adds as
+ * the identity, so that level is left out and each half returns its own chunk's tree. */
+template <typename In, bool kApart = false>
 __device__ __forceinline__ typename In::Acc chunk_tree(const cg::thread_block_tile<32> &warp,
                                                        typename In::Acc (&v)[In::kVec])
 {
     using S = Shape<In>;
+    static_assert(!kApart || S::kHalves == 2, "halves apart: 16-bit input");
 #pragma unroll
     for (int j = 0; j < In::kVec; j++)
-        if constexpr (S::kHalves == 2) v[j] = v[j] + warp.shfl_xor(v[j], 16);
+        if constexpr (S::kHalves == 2 && !kApart) v[j] = v[j] + warp.shfl_xor(v[j], 16);
 #pragma unroll
     for (int w = 1; w < In::kVec; w *= 2)
 #pragma unroll
@@ -350,18 +354,19 @@ __device__ __forceinline__ typename In::Acc chunk_tree(const cg::thread_block_ti
 template <Leaf LF> constexpr int kOut = LF == Leaf::kMedium ? 2 : kLeaves<LF>;
 
 /* The chunk's values from this thread's row tree and, for kMedium, its Ext (every thread
- * returns them). */
-template <typename In, Leaf LF>
+ * returns them; kApart: each half-warp its own chunk's, as chunk_tree). */
+template <typename In, Leaf LF, bool kApart = false>
 __device__ __forceinline__ void finish_chunk(const cg::thread_block_tile<32> &warp,
                                              const RowVals<In, LF> &s, const Ext &ext,
                                              typename In::Acc *out)
 {
+    static_assert(!kApart || LF != Leaf::kMedium, "kMedium's Ext is merged over the warp");
 #pragma unroll
     for (int k = 0; k < kLeaves<LF>; k++) {
         typename In::Acc v[In::kVec];
 #pragma unroll
         for (int j = 0; j < In::kVec; j++) v[j] = s.v[j][k];
-        out[k] = chunk_tree<In>(warp, v);
+        out[k] = chunk_tree<In, kApart>(warp, v);
     }
     if constexpr (LF == Leaf::kMedium) { /* max and min: any order gives the same */
         Ext e = ext;
