@@ -888,6 +888,32 @@ __device__ __forceinline__ void column_lanes(const char *x, const char *y, uint6
         if (d < NL)
             for (lanes = 1, level = 0; lanes < d; lanes *= 2) level++;
     }
+    /* At most kFew elements, all in these lanes (columns of partials, above all): every load at
+     * once, then the pairwise tree of kFew lanes (those past m padding, as above). Lane by lane
+     * below, with the stack, they were a chain of dependent steps: 25.7 us for the level above
+     * of (2^16, 4096) float32 along axis 0 (4096 columns of 16 partials; H100, docs/perf-log
+     * run 97). */
+    constexpr int kFew = NL < 32 ? NL : 32;
+    if constexpr (K == 1) {
+        if (m <= kFew && l0 == 0) {
+            Acc t[kFew][1];
+#pragma unroll
+            for (int i = 0; i < kFew; i++) {
+                t[i][0] = Acc(-0.0);
+                if (i < m) {
+                    const uint64_t e = e0 + (uint64_t)i * stride;
+                    const Acc a = In::at(x, e);
+                    make_leaf<LF>(a, LF == Leaf::kProduct ? In::at(y, e) : a, t[i]);
+                }
+            }
+#pragma unroll
+            for (int w = 1; w < kFew; w *= 2)
+#pragma unroll
+                for (int i = 0; i < kFew; i += 2 * w) t[i][0] = t[i][0] + t[i + w][0];
+            out[0] = t[0][0];
+            return;
+        }
+    }
     /* Two lanes per step for one class: 64 loads in flight per thread. */
     constexpr int kStep = K == 1 ? 2 : 1;
 #pragma unroll kStep
