@@ -30,7 +30,12 @@ args[1:1] = flags
 subprocess.run(args, cwd=entry["directory"], check=True)
 # The link line: the objects in a response file (@...objects...) or on the line itself,
 # whichever this CMake writes.
-link = shlex.split(open(f"{build}/CMakeFiles/coopreduce.dir/link.txt").read())
+link_txt = f"{build}/CMakeFiles/coopreduce.dir/link.txt"
+if not os.path.exists(link_txt):
+    sys.exit(f"variant.py: {build} has no {link_txt[len(build) + 1:]} to relink with (a Ninja "
+             "build, such as scripts/gpu-check.sh makes where ninja is installed?): configure "
+             "the build with -G 'Unix Makefiles'")
+link = shlex.split(open(link_txt).read())
 rsp = [a for a in link if a.startswith("@") and "objects" in a]
 if rsp:
     objs = shlex.split(open(os.path.join(build, rsp[0][1:])).read())

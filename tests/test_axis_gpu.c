@@ -5,7 +5,7 @@
  * 16-byte alignment; errors, and offsets the GPU checks itself; rows streamed from memory (an
  * input larger than L2, whose rows' level 2 is a launch of its own); segments longer than C^2;
  * segments replayed from a CUDA graph; shaped calls captured after coopreduce_reserve_axis and
- * _segments, allocating nothing; more than 2^31 elements in all.
+ * _segments, allocating nothing; columns that fill a wave; more than 2^31 elements in all.
  *
  *   test_axis_gpu           all checks; exits 77 (ctest: skipped) without CUDA or a GPU
  *   test_axis_gpu --quick   smaller cases, no streamed, long-segment or n > 2^31 case (for
@@ -258,6 +258,34 @@ static void streamed(void)
         const uint64_t len = cases[c].len, rows = bytes / (len * dt_size(cases[c].dt));
         axis_case(&e, cases[c].op, cases[c].dt, rows, len, 1, (int)rnd_below(AXIS_KINDS));
     }
+}
+
+/* Columns many enough to fill a wave of the GPU (at least 1024 jobs of 32 columns and a chunk,
+ * where the sweep's problems make a few), which the plain float32 and float64 sums walk with
+ * fewer warps a job; the other leaves on such shapes; every result against the CPU's 1-D call.
+ * The cases with a level above (columns of two chunks: 268 MB) run in full runs only. */
+static void wide_columns(void)
+{
+    static const struct {
+        coopreduce_op op;
+        coopreduce_dtype dt;
+        uint64_t len, inner;
+        int full;
+    } cases[] = {
+        {COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT32, 200, 32768, 0}, /* one chunk a column */
+        {COOPREDUCE_OP_SUMSQ, COOPREDUCE_FLOAT32, 300, 32768, 0},
+        {COOPREDUCE_OP_SUM, COOPREDUCE_BFLOAT16, 130, 32768, 0},
+        {COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT32, 4100, 16384, 1},  /* two chunks */
+        {COOPREDUCE_OP_MEAN, COOPREDUCE_FLOAT64, 2050, 16384, 1}, /* two chunks */
+    };
+    const axis_env e = env();
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const uint64_t bytes = cases[c].len * cases[c].inner * dt_size(cases[c].dt);
+        if (cases[c].full && (test_quick || !gpu_room_for(2 * bytes))) continue;
+        axis_case(&e, cases[c].op, cases[c].dt, 1, cases[c].len, cases[c].inner,
+                  (int)rnd_below(AXIS_KINDS));
+    }
+    if (test_quick) printf("SKIP: wide_columns' columns of two chunks (--quick)\n");
 }
 
 /* Segments longer than C^2 (more than C partials), whose levels above level 2 the device
@@ -593,6 +621,7 @@ int main(int argc, char **argv)
     static const test_section sections[] = {{"sweep", sweep},     {"segments", segments},
                                             {"paths", paths},     {"batches", batches}, {"misaligned", misaligned},
                                             {"errors", errors},   {"streamed", streamed},
+                                            {"wide_columns", wide_columns},
                                             {"long_segments", long_segments},
                                             {"graph_segments", graph_segments},
                                             {"reserved_graph", reserved_graph}, {"huge", huge}};

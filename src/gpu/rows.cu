@@ -54,8 +54,8 @@
  *    pairwise tree (two lanes, 64 loads, in flight), the lane sums into a stack that merges
  *    them as the perfect tree of its lanes. (Walking a few adjacent lanes 4 rows at a time
  *    instead, so that each step reads short runs of the column, measured slower:
- *    docs/perf-log.) At level 1, CR_TUNE_COL_SPLIT warps of a block share each (outer index,
- *    chunk, 32 columns), W / CR_TUNE_COL_SPLIT lanes each, their subtrees merged in shared memory;
+ *    docs/perf-log.) At level 1, Q = 4 or 8 warps of a block share each (outer index, chunk,
+ *    32 columns), W / Q lanes each, their subtrees merged in shared memory (CR_TUNE_COL_SPLIT);
  *    columns of more than one chunk store partials as an (outer, chunks, inner) array that the
  *    same kernel then reduces with identity leaves, as columns of their own, a warp per job.
  *
@@ -964,13 +964,23 @@ __device__ __forceinline__ void column_lanes(const char *x, const char *y, uint6
                 for (int k = 0; k < K; k++) out[k] = stack[b][k];
 }
 
-/* CR_TUNE_COL_SPLIT: the warps that share one level-1 job (a chunk of 32 adjacent columns),
- * each walking W / CR_TUNE_COL_SPLIT of its lanes; their subtrees meet in shared memory for the
- * top levels of the lane tree. With one warp per job, both H100 column shapes of the benchmark
- * made 2048 warps, one wave of 15-16 per SM, each walking 4096 elements in turn. */
+/* The warps that share one level-1 job (a chunk of 32 adjacent columns), each walking W / Q of
+ * its lanes; their subtrees meet in shared memory for the top levels of the lane tree. With one
+ * warp per job, both H100 column shapes of the benchmark made 2048 warps, one wave of 15-16 per
+ * SM, each walking 4096 elements in turn (docs/perf-log runs 96-99, H100):
+ *  - CR_TUNE_COL_SPLIT (4): float32 and float64 SUM and MEAN (plain leaves of 4- and 8-byte
+ *    input) when their jobs fill a wave (kColWave warps an SM): 1-2% faster than 8 on the
+ *    (65536, 4096) and (4096, 65536) float32 sums, level on float64;
+ *  - CR_TUNE_COL_SPLIT_MORE (8): the other leaves and 16-bit input, whose walk keeps fewer
+ *    loads in flight (float32 SUMSQ of (65536, 4096) 513 to 452 us, bfloat16 SUM 455 to
+ *    378 us), and problems too small to fill a wave ((2048, 4096) float32 39 to 21 us). */
 #ifndef CR_TUNE_COL_SPLIT
 #define CR_TUNE_COL_SPLIT 4
 #endif
+#ifndef CR_TUNE_COL_SPLIT_MORE
+#define CR_TUNE_COL_SPLIT_MORE 8
+#endif
+constexpr uint64_t kColWave = 24; /* warps an SM: 3 blocks of 8 at 70-80 registers */
 
 /* The jobs are (outer index, chunk, group of 32 columns), adjacent groups of the same chunk
  * rows next to each other (so that a block reads runs of whole rows); each takes Q warps, a
@@ -1190,9 +1200,14 @@ cudaError_t launch_columns(const cr_gpu_call *c, const cr_gpu_shape_call *s)
     P.rsize = p->result_size;
     P.F = final_of(p);
     for (int k = 0; k < 3; k++) P.part[k] = static_cast<char *>(s->partials) + k * s->class_bytes;
-    if (P.jobs)
-        columns_kernel<In, LF, 0, CR_TUNE_COL_SPLIT>
+    constexpr bool kPlain = LF == Leaf::kWiden && In::kBytes >= 4;
+    const bool fills = P.jobs * CR_TUNE_COL_SPLIT >= (uint64_t)c->sm_count * kColWave;
+    if (P.jobs && kPlain && fills)
+        columns_kernel<In, LF, 0, kPlain ? CR_TUNE_COL_SPLIT : CR_TUNE_COL_SPLIT_MORE>
             <<<blocks_for(c, P.jobs * CR_TUNE_COL_SPLIT), kThreads, 0, c->stream>>>(P);
+    else if (P.jobs)
+        columns_kernel<In, LF, 0, CR_TUNE_COL_SPLIT_MORE>
+            <<<blocks_for(c, P.jobs * CR_TUNE_COL_SPLIT_MORE), kThreads, 0, c->stream>>>(P);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess || P.cpr == 1) return e;
     /* Levels above: the partials, (outer, cpr, inner), as columns of cpr elements; one level
