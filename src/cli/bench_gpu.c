@@ -620,10 +620,11 @@ int bench_batch_gpu(int ordinal, const bench_options *o)
             if (empty_us < 0) goto fail;
             bench_add_row(n, dname, "empty_kernel", "gpu_us", empty_us, noise, 0);
             /* Results of at least 4 bytes each (wider for float64), when they are 1/32 of the
-             * input or more (rows of at most 32 elements): the read with their store among it,
-             * the ceiling of such shapes (row read_write; its bytes: read plus written). */
+             * input or more (rows of at most 32 elements) and no more than it (not 16-bit rows
+             * of one element): the read with their store among it, the ceiling of such shapes
+             * (row read_write; its bytes: read plus written). */
             const uint64_t wbytes = count * (es < 4 ? 4 : es) / 16 * 16;
-            if (wbytes && wbytes * 32 >= n * es) {
+            if (wbytes && wbytes * 32 >= n * es && wbytes <= n * es / 16 * 16) {
                 c.write_bytes = wbytes;
                 const double rw_us = time_method(&c, M_READ_WRITE, batches, 0, NULL, 0, &noise);
                 if (rw_us < 0) goto fail;
