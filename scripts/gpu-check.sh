@@ -12,7 +12,9 @@
 #             NAME is tests/test_NAME_gpu, "gpu" is tests/test_gpu)
 # Environment: BUILD (build directory, default build-gpu), STEP_TIMEOUT (seconds per step),
 #   CMAKE_EXTRA (more configure options, e.g. -DCMAKE_CUDA_ARCHITECTURES=90 to build for the
-#   GPU at hand only, about half the build time)
+#   GPU at hand only, about half the build time), CMAKE_GENERATOR (CMake's own variable: the
+#   build's generator; default Ninja where ninja is installed, else Unix Makefiles, which
+#   scripts/variant.py needs to relink a variant beside the build)
 # Full logs go to gpu-check-out/; the few files worth keeping (summary, bench, golden bits, the
 # GPU test and sanitizer logs) are also copied to $OUT when the device tool sets it.
 set -uo pipefail
@@ -45,7 +47,7 @@ step() { # step NAME COMMAND...: runs, logs to $OUT/NAME.log, records PASS/FAIL 
   return $rc
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$LOG/gpu.txt"
-GEN=(); command -v ninja >/dev/null && GEN=(-G Ninja)
+GEN=(); [ -z "${CMAKE_GENERATOR:-}" ] && command -v ninja >/dev/null && GEN=(-G Ninja)
 step configure cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release ${CMAKE_EXTRA:-} || { printf '%s\n' "${SUMMARY[@]}"; exit 1; }
 step build cmake --build "$BUILD" -j "$(nproc)" || { printf '%s\n' "${SUMMARY[@]}"; exit 1; }
 [ $CTEST = 1 ] && step ctest ctest --test-dir "$BUILD" --output-on-failure -E '^gpu_'

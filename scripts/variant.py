@@ -34,7 +34,8 @@ link_txt = f"{build}/CMakeFiles/coopreduce.dir/link.txt"
 if not os.path.exists(link_txt):
     sys.exit(f"variant.py: {build} has no {link_txt[len(build) + 1:]} to relink with (a Ninja "
              "build, such as scripts/gpu-check.sh makes where ninja is installed?): configure "
-             "the build with -G 'Unix Makefiles'")
+             "the build with -G 'Unix Makefiles' (gpu-check.sh: CMAKE_GENERATOR='Unix "
+             "Makefiles')")
 link = shlex.split(open(link_txt).read())
 rsp = [a for a in link if a.startswith("@") and "objects" in a]
 if rsp:
