@@ -20,6 +20,17 @@ void axis_fill(void *x, uint64_t n, coopreduce_dtype dt, int kind)
         for (uint64_t i = 0; i < n; i++) store_bits(x, i, es, rnd());
         return;
     }
+    if (kind == 5) { /* sparse outliers among uniform values */
+        fill_values(x, n, dt, 0);
+        if (!dt_is_float(dt)) return;
+        const int wide = dt == COOPREDUCE_FLOAT64 ? 600 : 100; /* past TBIG and TSML */
+        for (uint64_t i = 0; i < n; i++) {
+            if (rnd_below(2000) != 0) continue;
+            const double v = ldexp(1.0 + unif(), rnd_below(2) ? wide : -wide);
+            store_value(x, i, dt, rnd_below(2) ? -v : v);
+        }
+        return;
+    }
     /* Cancelling pairs: v, then -v a few places later, over a wide range, and small values. */
     fill_values(x, n, dt, 1);
     for (uint64_t i = 0; i + 3 < n; i += 4) {

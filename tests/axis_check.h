@@ -23,8 +23,10 @@ typedef struct {
 
 /* Fills x[0..n) of dt with data of kind k (0 .. AXIS_KINDS-1): the operation tests' uniform,
  * wide and ties kinds, random bit patterns of every exponent (NaN, infinities and subnormals
- * included, for floats), and cancelling pairs. */
-#define AXIS_KINDS 5
+ * included, for floats), cancelling pairs, and uniform values with sparse outliers far above and
+ * below them (about one element in 2000: NORM2's big and small classes in some rows, columns
+ * and chunks, and in some parts of a chunk, not in others). */
+#define AXIS_KINDS 6
 void axis_fill(void *x, uint64_t n, coopreduce_dtype dt, int kind);
 
 /* The axis call on a (outer, len, inner) array of dt of data kind `kind`, for op, against the

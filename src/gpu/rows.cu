@@ -58,6 +58,9 @@
  *    32 columns), W / Q lanes each, their subtrees merged in shared memory (CR_TUNE_COL_SPLIT);
  *    columns of more than one chunk store partials as an (outer, chunks, inner) array that the
  *    same kernel then reduces with identity leaves, as columns of their own, a warp per job.
+ *    16-bit columns go two to a thread (one 4-byte load for both: 128 bytes a warp's load, as
+ *    for float32) where inner is even and the input 4-byte aligned; NORM2's by the medium pass
+ *    first, the three classes only for the lanes of a column that hold an element outside it.
  *
  * None of these choices changes a bit: the tree is fixed by each row's length alone. */
 #include <cooperative_groups.h>
@@ -845,7 +848,8 @@ struct Cols {
     const char *x, *y;              /* level 1: the input; above: NULL (part[] is the input) */
     const void *in[3];              /* above level 1: each class's partials */
     uint64_t outer, len, inner;     /* the columns of this level */
-    uint64_t cpr, blocks32, jobs;   /* chunks per column, 32-column groups, jobs (chunk x group) */
+    uint64_t cpr, groups, jobs;     /* chunks per column, groups of 32 V columns, jobs (chunk x
+                                       group) */
     uint64_t n;                     /* the columns' length at level 1, for the final rule */
     void *part[3];                  /* this level's partials, (outer, cpr, inner), if cpr > 1 */
     char *out;
@@ -853,26 +857,55 @@ struct Cols {
     Final F;
 };
 
-/* The subtree of NL lanes, l0 .. l0 + NL - 1, of one chunk of a column (m valid elements,
- * element i at p[e0 + i * stride]), serially by one thread: lane by lane, the 32 rows of a lane
- * as one pairwise tree, then the lane sums merged on a stack as the perfect tree of the NL lanes
- * (a lane sum enters at the lowest free level; lane l completes level b when bit b of l is 1).
- * NL = W gives the chunk tree. */
-template <typename In, Leaf LF, int NL>
+/* Element e of a column (V = 1), or elements e and e + 1 of two adjacent columns of 16-bit input
+ * by one 4-byte load (V = 2: e even, the array 4-byte aligned), widened. */
+template <typename In, int V>
+__device__ __forceinline__ void column_load(const char *p, uint64_t e, typename In::Acc (&a)[V])
+{
+    if constexpr (V == 1) {
+        a[0] = In::at(p, e);
+    } else {
+        static_assert(V == 2 && In::kBytes == 2, "pairs of 16-bit elements");
+        const unsigned int w = __ldg(reinterpret_cast<const unsigned int *>(p) + e / 2);
+        a[0] = In::widen(w & 0xffffu); /* little-endian: the lower address is the low half */
+        a[1] = In::widen(w >> 16);
+    }
+}
+
+/* The subtree of NL lanes, l0 .. l0 + NL - 1, of one chunk of V adjacent columns (m valid
+ * elements, element i of column c at p[e0 + c + i * stride]), serially by one thread: lane by
+ * lane, the 32 rows of a lane as one pairwise tree, then the lane sums merged on a stack as the
+ * perfect tree of the NL lanes (a lane sum enters at the lowest free level; lane l completes
+ * level b when bit b of l is 1). NL = W gives the chunk tree. out[c * K + k]: column c's tree k.
+ * kMedium (NORM2's medium pass) folds every element into ext too. */
+template <typename In, Leaf LF, int NL, int V = 1>
 __device__ __forceinline__ void column_lanes(const char *x, const char *y, uint64_t e0,
                                              uint64_t stride, int m, int l0,
-                                             typename In::Acc (&out)[kLeaves<LF>])
+                                             typename In::Acc (&out)[V * kLeaves<LF>], Ext &ext)
 {
     using S = Shape<In>;
     using Acc = typename In::Acc;
-    constexpr int K = kLeaves<LF>;
+    constexpr int K = kLeaves<LF>, KV = K * V;
     constexpr int kLog = NL == 128 ? 7 : NL == 64 ? 6 : NL == 32 ? 5 : NL == 16 ? 4 : 3;
     static_assert(NL == 1 << kLog && NL <= S::kLanes, "a power of two of the chunk's lanes");
-    Acc stack[kLog][K];
+    static_assert(V == 1 || K == 1, "pairs of columns for one tree each");
+    /* The leaves of element i (valid) of the V columns into t[0 .. KV). */
+    const auto leaves = [&](int i, Acc *t) {
+        const uint64_t e = e0 + (uint64_t)i * stride;
+        Acc a[V], b[V];
+        column_load<In, V>(x, e, a);
+        if constexpr (LF == Leaf::kProduct) column_load<In, V>(y, e, b);
+#pragma unroll
+        for (int c = 0; c < V; c++) {
+            if constexpr (LF == Leaf::kMedium) strided_ext(ext, a[c]);
+            make_leaf<LF>(a[c], LF == Leaf::kProduct ? b[c] : a[c], t + c * K);
+        }
+    };
+    Acc stack[kLog][KV];
 #pragma unroll
     for (int b = 0; b < kLog; b++)
 #pragma unroll
-        for (int k = 0; k < K; k++) stack[b][k] = Acc(0);
+        for (int k = 0; k < KV; k++) stack[b][k] = Acc(0);
     /* A chunk of m < W elements (columns of partials, or a short column) has data in lanes
      * 0 .. m-1 of row 0 only: of these NL lanes, the first d = m - l0; their tree is that of
      * the first P lanes, P the power of two at or above d (the lanes past them are padding,
@@ -883,7 +916,7 @@ __device__ __forceinline__ void column_lanes(const char *x, const char *y, uint6
         const int d = m - l0;
         if (d <= 0) {
 #pragma unroll
-            for (int k = 0; k < K; k++) out[k] = Acc(-0.0);
+            for (int k = 0; k < KV; k++) out[k] = Acc(-0.0);
             return;
         }
         if (d < NL)
@@ -897,40 +930,37 @@ __device__ __forceinline__ void column_lanes(const char *x, const char *y, uint6
     constexpr int kFew = NL < 32 ? NL : 32;
     if constexpr (K == 1) {
         if (m <= kFew && l0 == 0) {
-            Acc t[kFew][1];
+            Acc t[kFew][KV];
 #pragma unroll
             for (int i = 0; i < kFew; i++) {
-                t[i][0] = Acc(-0.0);
-                if (i < m) {
-                    const uint64_t e = e0 + (uint64_t)i * stride;
-                    const Acc a = In::at(x, e);
-                    make_leaf<LF>(a, LF == Leaf::kProduct ? In::at(y, e) : a, t[i]);
-                }
+#pragma unroll
+                for (int k = 0; k < KV; k++) t[i][k] = Acc(-0.0);
+                if (i < m) leaves(i, t[i]);
             }
 #pragma unroll
             for (int w = 1; w < kFew; w *= 2)
 #pragma unroll
-                for (int i = 0; i < kFew; i += 2 * w) t[i][0] = t[i][0] + t[i + w][0];
-            out[0] = t[0][0];
+                for (int i = 0; i < kFew; i += 2 * w)
+#pragma unroll
+                    for (int k = 0; k < KV; k++) t[i][k] = t[i][k] + t[i + w][k];
+#pragma unroll
+            for (int k = 0; k < KV; k++) out[k] = t[0][k];
             return;
         }
     }
-    /* Two lanes per step for one class: 64 loads in flight per thread. */
-    constexpr int kStep = K == 1 ? 2 : 1;
+    /* Two lanes per step for one tree of one column: 64 loads in flight per thread. */
+    constexpr int kStep = KV == 1 ? 2 : 1;
 #pragma unroll kStep
     for (int l = 0; l < lanes; l++) {
-        Acc t[CR_ROWS][K];
+        Acc t[CR_ROWS][KV];
 #pragma unroll
         for (int r = 0; r < CR_ROWS; r++) {
             const int i = r * S::kLanes + l0 + l;
             if (i < m) {
-                const uint64_t e = e0 + (uint64_t)i * stride;
-                const Acc a = In::at(x, e);
-                const Acc b = LF == Leaf::kProduct ? In::at(y, e) : a;
-                make_leaf<LF>(a, b, t[r]);
+                leaves(i, t[r]);
             } else {
 #pragma unroll
-                for (int k = 0; k < K; k++) t[r][k] = Acc(-0.0);
+                for (int k = 0; k < KV; k++) t[r][k] = Acc(-0.0);
             }
         }
 #pragma unroll
@@ -938,31 +968,31 @@ __device__ __forceinline__ void column_lanes(const char *x, const char *y, uint6
 #pragma unroll
             for (int r = 0; r < CR_ROWS; r += 2 * w)
 #pragma unroll
-                for (int k = 0; k < K; k++) t[r][k] = t[r][k] + t[r + w][k];
+                for (int k = 0; k < KV; k++) t[r][k] = t[r][k] + t[r + w][k];
         bool placed = false;
 #pragma unroll
         for (int b = 0; b < kLog; b++) {
             if (!placed) {
                 if ((l >> b) & 1) {
 #pragma unroll
-                    for (int k = 0; k < K; k++) t[0][k] = stack[b][k] + t[0][k];
+                    for (int k = 0; k < KV; k++) t[0][k] = stack[b][k] + t[0][k];
                 } else {
 #pragma unroll
-                    for (int k = 0; k < K; k++) stack[b][k] = t[0][k];
+                    for (int k = 0; k < KV; k++) stack[b][k] = t[0][k];
                     placed = true;
                 }
             }
         }
         if (!placed) /* the last lane: the whole tree */
 #pragma unroll
-            for (int k = 0; k < K; k++) out[k] = t[0][k];
+            for (int k = 0; k < KV; k++) out[k] = t[0][k];
     }
     if (lanes < NL)
 #pragma unroll
         for (int b = 0; b < kLog; b++)
             if (b == level)
 #pragma unroll
-                for (int k = 0; k < K; k++) out[k] = stack[b][k];
+                for (int k = 0; k < KV; k++) out[k] = stack[b][k];
 }
 
 /* The warps that share one level-1 job (a chunk of 32 adjacent columns), each walking W / Q of
@@ -983,73 +1013,119 @@ __device__ __forceinline__ void column_lanes(const char *x, const char *y, uint6
 #endif
 constexpr uint64_t kColWave = 24; /* warps an SM: 3 blocks of 8 at 70-80 registers */
 
-/* The jobs are (outer index, chunk, group of 32 columns), adjacent groups of the same chunk
+/* The jobs are (outer index, chunk, group of 32 V columns), adjacent groups of the same chunk
  * rows next to each other (so that a block reads runs of whole rows); each takes Q warps, a
  * block kWarpsPerBlock / Q jobs at a time. Level 1 (KA == 0: leaves LF of x, y) or a level
- * above (KA arrays of partials, identity leaves). */
-template <typename In, Leaf LF, int KA, int Q>
-__global__ void __launch_bounds__(kThreads) columns_kernel(const __grid_constant__ Cols P)
+ * above (KA arrays of partials, identity leaves). V = 2 (16-bit input, inner even, the arrays
+ * 4-byte aligned): a thread takes two adjacent columns, by 4-byte loads, so that a warp's load
+ * is 128 bytes as for float32. */
+/* CR_TUNE_COL_NORM2_BLOCKS: blocks per SM NORM2's level-1 column kernel is compiled for (float32
+ * and 16-bit input; float64's: 1). Its three-class walk, kept for the columns with an element
+ * outside the medium class, takes 144 registers unbounded (float32): one block an SM, for the
+ * medium pass too. H100, float32 NORM2 of (65536, 4096) along axis 0 (docs/perf-log run 103):
+ * 1 block 909 us, 2 blocks 560 us, 3 blocks 578 us; float64's medium pass holds 64 doubles in
+ * flight and measured slower bounded: 989 us at 1 block, 1361 at 3. */
+#ifndef CR_TUNE_COL_NORM2_BLOCKS
+#define CR_TUNE_COL_NORM2_BLOCKS 2
+#endif
+template <typename In, Leaf LF, int KA>
+constexpr int kColBlocks =
+    LF != Leaf::kNorm2 || KA != 0 || sizeof(typename In::Acc) == 8 ? 1 : CR_TUNE_COL_NORM2_BLOCKS;
+
+template <typename In, Leaf LF, int KA, int Q, int V = 1>
+__global__ void __launch_bounds__(kThreads, kColBlocks<In, LF, KA>)
+    columns_kernel(const __grid_constant__ Cols P)
 {
     using S = Shape<In>;
     using Acc = typename In::Acc;
     constexpr int K = KA ? KA : kLeaves<LF>, GPB = kWarpsPerBlock / Q, NL = S::kLanes / Q;
     static_assert(GPB * Q == kWarpsPerBlock, "Q divides the block's warps");
-    __shared__ Acc sub[Q > 1 ? kWarpsPerBlock : 1][K][32];
+    static_assert(V == 1 || KA == 0, "the levels above read partials, one column a thread");
+    __shared__ Acc sub[Q > 1 ? kWarpsPerBlock : 1][V * K][32];
     const int lane = threadIdx.x & 31, wid = threadIdx.x / 32, q = wid % Q;
     const uint64_t steps = (P.jobs + GPB - 1) / GPB;
     for (uint64_t step = blockIdx.x; step < steps; step += gridDim.x) {
         const uint64_t job = step * GPB + (uint64_t)(wid / Q);
-        const uint64_t cb = job % P.blocks32, rest = job / P.blocks32;
-        const uint64_t i = cb * 32 + lane, j = rest % P.cpr, o = rest / P.cpr;
+        const uint64_t cb = job % P.groups, rest = job / P.groups;
+        const uint64_t i = (cb * 32 + lane) * V, j = rest % P.cpr, o = rest / P.cpr;
         const bool live = job < P.jobs && i < P.inner;
         const uint64_t first = j * S::kChunk;
         const int m = (int)(P.len - first < S::kChunk ? P.len - first : S::kChunk);
         const uint64_t e0 = (o * P.len + first) * P.inner + i;
-        Acc v[3] = {Acc(0), Acc(0), Acc(0)};
+        Acc v[V][3] = {}; /* column i + c's trees */
         if (live) {
-            if constexpr (KA == 0) {
-                Acc u[kLeaves<LF>];
-                column_lanes<In, LF, NL>(P.x, P.y, e0, P.inner, m, q * NL, u);
+            Ext ext;
+            if constexpr (KA == 0 && LF == Leaf::kNorm2) {
+                /* The medium pass first (the squares and the class test), the three classes
+                 * only where these lanes of the thread's columns hold an element of another
+                 * class. Each warp of the job decides for its own lanes: a subtree of medium
+                 * elements has +0.0 for the big and small trees either way, and one of padding
+                 * alone (-0.0 by the three classes) meets warp 0's subtree, which holds data,
+                 * whose +0.0 or positive sums absorb either zero. */
+                Acc u[V];
+                column_lanes<In, Leaf::kMedium, NL, V>(P.x, nullptr, e0, P.inner, m, q * NL, u,
+                                                       ext);
+                if (strided_other<Acc>(ext)) {
 #pragma unroll
-                for (int k = 0; k < kLeaves<LF>; k++) v[k] = u[k];
+                    for (int c = 0; c < V; c++)
+                        column_lanes<In, LF, NL>(P.x, nullptr, e0 + c, P.inner, m, q * NL, v[c],
+                                                 ext);
+                } else {
+#pragma unroll
+                    for (int c = 0; c < V; c++) v[c][1] = u[c]; /* v[c][0], v[c][2]: +0.0 */
+                }
+            } else if constexpr (KA == 0) {
+                Acc u[V * K];
+                column_lanes<In, LF, NL, V>(P.x, P.y, e0, P.inner, m, q * NL, u, ext);
+#pragma unroll
+                for (int c = 0; c < V; c++)
+#pragma unroll
+                    for (int k = 0; k < K; k++) v[c][k] = u[c * K + k];
             } else {
 #pragma unroll
                 for (int k = 0; k < KA; k++) {
                     Acc u[1];
                     column_lanes<In, Leaf::kWiden, NL>(static_cast<const char *>(P.in[k]),
-                                                       nullptr, e0, P.inner, m, q * NL, u);
-                    v[k] = u[0];
+                                                       nullptr, e0, P.inner, m, q * NL, u, ext);
+                    v[0][k] = u[0];
                 }
             }
         }
         if constexpr (Q > 1) { /* the lane tree's top log2(Q) levels, by the group's warp 0 */
 #pragma unroll
-            for (int k = 0; k < K; k++) sub[wid][k][lane] = v[k];
+            for (int c = 0; c < V; c++)
+#pragma unroll
+                for (int k = 0; k < K; k++) sub[wid][c * K + k][lane] = v[c][k];
             __syncthreads();
             if (q == 0) {
 #pragma unroll
-                for (int k = 0; k < K; k++) {
-                    Acc s[Q];
+                for (int c = 0; c < V; c++)
 #pragma unroll
-                    for (int a = 0; a < Q; a++) s[a] = sub[wid + a][k][lane];
+                    for (int k = 0; k < K; k++) {
+                        Acc s[Q];
 #pragma unroll
-                    for (int w = 1; w < Q; w *= 2)
+                        for (int a = 0; a < Q; a++) s[a] = sub[wid + a][c * K + k][lane];
 #pragma unroll
-                        for (int a = 0; a < Q; a += 2 * w) s[a] = s[a] + s[a + w];
-                    v[k] = s[0];
-                }
+                        for (int w = 1; w < Q; w *= 2)
+#pragma unroll
+                            for (int a = 0; a < Q; a += 2 * w) s[a] = s[a] + s[a + w];
+                        v[c][k] = s[0];
+                    }
             }
             __syncthreads(); /* sub is free for the next job */
         }
         if (!live || q != 0) continue;
-        if (P.len == 0) v[0] = v[1] = v[2] = Acc(0); /* the sum of nothing, not the padding */
-        if (P.cpr == 1) {
-            write_final(P.F, P.n, (double)v[0], (double)v[1], (double)v[2],
-                        P.out + (o * P.inner + i) * P.rsize);
-        } else {
-            const uint64_t at = (o * P.cpr + j) * P.inner + i;
 #pragma unroll
-            for (int k = 0; k < K; k++) static_cast<Acc *>(P.part[k])[at] = v[k];
+        for (int c = 0; c < V; c++) {
+            if (P.len == 0) v[c][0] = v[c][1] = v[c][2] = Acc(0); /* the sum of nothing */
+            if (P.cpr == 1) {
+                write_final(P.F, P.n, (double)v[c][0], (double)v[c][1], (double)v[c][2],
+                            P.out + (o * P.inner + i + c) * P.rsize);
+            } else {
+                const uint64_t at = (o * P.cpr + j) * P.inner + i + c;
+#pragma unroll
+                for (int k = 0; k < K; k++) static_cast<Acc *>(P.part[k])[at] = v[c][k];
+            }
         }
     }
 }
@@ -1180,6 +1256,22 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
     return cudaGetLastError();
 }
 
+/* One launch of columns_kernel: P.jobs jobs of Q warps each. */
+template <typename In, Leaf LF, int KA, int Q, int V = 1>
+cudaError_t launch_cols(const cr_gpu_call *c, const Cols &P)
+{
+    columns_kernel<In, LF, KA, Q, V><<<blocks_for(c, P.jobs * Q), kThreads, 0, c->stream>>>(P);
+    return cudaGetLastError();
+}
+
+/* CR_TUNE_COL_PAIRS: 16-bit columns two to a thread (columns_kernel's V = 2) where the layout
+ * allows (1), or one (0); not for NORM2, whose medium pass then holds twice the values (H100,
+ * bfloat16 (65536, 4096) along axis 0, docs/perf-log run 103: SUM 439 to 251-257 us, SUMSQ 430
+ * to 254-256, DOT 1410 to 977; NORM2 507 to 872). */
+#ifndef CR_TUNE_COL_PAIRS
+#define CR_TUNE_COL_PAIRS 1
+#endif
+
 template <typename In, Leaf LF>
 cudaError_t launch_columns(const cr_gpu_call *c, const cr_gpu_shape_call *s)
 {
@@ -1194,25 +1286,33 @@ cudaError_t launch_columns(const cr_gpu_call *c, const cr_gpu_shape_call *s)
     P.len = s->len;
     P.inner = s->inner;
     P.n = s->len;
-    P.blocks32 = (P.inner + 31) / 32;
     P.cpr = P.len ? (P.len + S::kChunk - 1) / S::kChunk : 1;
-    P.jobs = P.outer * P.blocks32 * P.cpr;
     P.out = static_cast<char *>(c->out);
     P.rsize = p->result_size;
     P.F = final_of(p);
     for (int k = 0; k < 3; k++) P.part[k] = static_cast<char *>(s->partials) + k * s->class_bytes;
     constexpr bool kPlain = LF == Leaf::kWiden && In::kBytes >= 4;
+    const bool pairs = In::kBytes == 2 && LF != Leaf::kNorm2 && CR_TUNE_COL_PAIRS &&
+                       P.inner % 2 == 0 && (uintptr_t)c->x % 4 == 0 &&
+                       (p->inputs < 2 || (uintptr_t)c->y % 4 == 0);
+    const uint64_t width = pairs ? 64 : 32; /* columns a job */
+    P.groups = (P.inner + width - 1) / width;
+    P.jobs = P.outer * P.groups * P.cpr;
     const bool fills = P.jobs * CR_TUNE_COL_SPLIT >= (uint64_t)c->sm_count * kColWave;
-    if (P.jobs && kPlain && fills)
-        columns_kernel<In, LF, 0, kPlain ? CR_TUNE_COL_SPLIT : CR_TUNE_COL_SPLIT_MORE>
-            <<<blocks_for(c, P.jobs * CR_TUNE_COL_SPLIT), kThreads, 0, c->stream>>>(P);
-    else if (P.jobs)
-        columns_kernel<In, LF, 0, CR_TUNE_COL_SPLIT_MORE>
-            <<<blocks_for(c, P.jobs * CR_TUNE_COL_SPLIT_MORE), kThreads, 0, c->stream>>>(P);
-    cudaError_t e = cudaGetLastError();
+    cudaError_t e = cudaSuccess;
+    if (!P.jobs)
+        e = cudaSuccess;
+    else if (kPlain && fills)
+        e = launch_cols<In, LF, 0, kPlain ? CR_TUNE_COL_SPLIT : CR_TUNE_COL_SPLIT_MORE>(c, P);
+    else if (pairs)
+        e = launch_cols<In, LF, 0, CR_TUNE_COL_SPLIT_MORE,
+                        In::kBytes == 2 && LF != Leaf::kNorm2 ? 2 : 1>(c, P);
+    else
+        e = launch_cols<In, LF, 0, CR_TUNE_COL_SPLIT_MORE>(c, P);
     if (e != cudaSuccess || P.cpr == 1) return e;
-    /* Levels above: the partials, (outer, cpr, inner), as columns of cpr elements; one level
-     * holds every column whose length is at most C^2 (the host sends longer ones elsewhere). */
+    /* Levels above: the partials, (outer, cpr, inner), as columns of cpr elements, one to a
+     * thread; one level holds every column whose length is at most C^2 (the host sends longer
+     * ones elsewhere). */
     using AI = typename AccIn<Acc>::Plain;
     Cols Q = P;
     Q.x = Q.y = nullptr;
@@ -1220,9 +1320,9 @@ cudaError_t launch_columns(const cr_gpu_call *c, const cr_gpu_shape_call *s)
     Q.len = P.cpr;
     Q.cpr = (Q.len + Shape<AI>::kChunk - 1) / Shape<AI>::kChunk;
     if (Q.cpr != 1) return cudaErrorInvalidValue;
-    Q.jobs = Q.outer * Q.blocks32;
-    columns_kernel<AI, Leaf::kWiden, K, 1><<<blocks_for(c, Q.jobs), kThreads, 0, c->stream>>>(Q);
-    return cudaGetLastError();
+    Q.groups = (Q.inner + 31) / 32;
+    Q.jobs = Q.outer * Q.groups;
+    return launch_cols<AI, Leaf::kWiden, K, 1>(c, Q);
 }
 
 template <typename In, Leaf LF> cudaError_t launch(const cr_gpu_call *c, const cr_gpu_shape_call *s)

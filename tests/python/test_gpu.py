@@ -187,6 +187,38 @@ def test_cuda_graph_capture_after_reserve_alone(rng):
         assert same_bits(segs, cr.reduce_segments("sum", h, off.cpu()))
 
 
+def test_full_results_from_blocks(rng):
+    """0-d results are views of blocks of results: more calls than several blocks hold, on five
+    streams in turn (one more than the streams kept), results dropped among them, results of
+    three dtypes, blocks of 1 and 3 results and none: each result keeps its own bits and memory."""
+    xs = [rand(rng, (1000 + 7 * k,), torch.float32).cuda() for k in range(20)]
+    ds = [rand(rng, (999,), torch.float64).cuda(), rand(rng, (999,), torch.bfloat16).cuda()]
+    want = [cr.sum(x.cpu()) for x in xs]
+    dwant = [cr.norm2(d.cpu()) for d in ds] + [cr.argmax(d.cpu()) for d in ds]
+    streams = [torch.cuda.Stream() for _ in range(5)]
+    for block in (1, 3, 0, 256):
+        before = cr._coopreduce._set_result_pool(block)
+        kept, extra = [], []
+        for i in range(600):
+            k, s = i % len(xs), streams[(i // 37) % (1 + (i // 200) * 2)]
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                r = cr.sum(xs[k])
+                if i % 11 == 0:
+                    extra.append([cr.norm2(d) for d in ds] + [cr.argmax(d) for d in ds])
+            torch.cuda.current_stream().wait_stream(s)
+            if i % 5 != 3:  # the others dropped at once
+                kept.append((k, r))
+        cr._coopreduce._set_result_pool(before)
+        torch.cuda.synchronize()
+        for k, r in kept:
+            assert r.dim() == 0 and r.dtype == torch.float32 and same_bits(r, want[k]), (block, k)
+        for e in extra:
+            assert all(same_bits(g, w) for g, w in zip(e, dwant)), block
+        ptrs = [r.data_ptr() for _, r in kept] + [g.data_ptr() for e in extra for g in e]
+        assert len(set(ptrs)) == len(ptrs), block
+
+
 def test_host_result_and_segments(rng):
     x = rand(rng, (1 << 20,), torch.float32).cuda()
     assert cr.sum(x, host=True) == cr.sum(x.cpu()).item()
