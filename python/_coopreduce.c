@@ -15,6 +15,9 @@
 #include <time.h>
 
 #include "coopreduce.h"
+#ifdef COOPREDUCE_PY_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 /* DLPack's stable (pre-1.0) ABI, which every producer hands out when no max_version is asked
  * for: the capsule named "dltensor" holds a DLManagedTensor. Declared here so that building
@@ -538,7 +541,40 @@ static PyObject *torch_empty_like;        /* torch.empty_like */
  * given shape, dtype and device. */
 static PyObject *torch_zero_d[MAX_DEVICES + 1][N_DTYPES];
 static PyObject *s_dtype, *s_get_device, *s_is_cpu, *s_is_cuda, *s_is_contiguous, *s_shape,
-    *s_data_ptr, *s_new_empty, *s_deterministic, *s_exact, *kw_dtype, *empty_tuple;
+    *s_data_ptr, *s_new_empty, *s_unbind, *s_deterministic, *s_exact, *kw_dtype, *empty_tuple;
+
+/* 0-d results of full reductions of tensors: the 0-d views (unbind) of a block of results,
+ * handed out in turn, one block per device, result dtype and stream (POOL_STREAMS streams of
+ * each, the least recently used making room for a new one). torch makes a view faster than a
+ * tensor of its own (H100 host, torch 2.11: empty_like of a 0-d CUDA tensor 3.6 us, a view of
+ * unbind 1.6 us, each with its release; docs/perf-log run 102). The block's memory is the
+ * framework's, from its allocator on the stream of the calls that write into it. The first
+ * call on a stream takes a tensor of its own, and each block of a stream is twice its last, 16
+ * to pool_size results: streams used once or in a rotation longer than POOL_STREAMS cost what
+ * they did. A view keeps its block alive: a result holds at most pool_size results' bytes. */
+#define RESULT_POOL 256
+#define POOL_STREAMS 4
+typedef struct {
+    PyObject *views;       /* a tuple of the block's 0-d views, or NULL */
+    Py_ssize_t next, size; /* the next view to hand out; the block's size (0: none yet) */
+    uint64_t stream;       /* the stream of the calls writing into it */
+    uint64_t used;         /* the call count when last used */
+    uintptr_t base;        /* view 0's address */
+} result_pool;
+static result_pool torch_pool[MAX_DEVICES + 1][N_DTYPES][POOL_STREAMS];
+static uint64_t pool_calls;
+static Py_ssize_t pool_size = RESULT_POOL; /* _set_result_pool(n); 0: a tensor a result */
+
+static void clear_pools(void)
+{
+    for (int d = 0; d <= MAX_DEVICES; d++)
+        for (int i = 0; i < N_DTYPES; i++)
+            for (int k = 0; k < POOL_STREAMS; k++) {
+                Py_CLEAR(torch_pool[d][i][k].views);
+                torch_pool[d][i][k].size = 0;
+                torch_pool[d][i][k].used = 0;
+            }
+}
 
 /* The coopreduce dtype of a numpy buffer's native single-character format, or -1. */
 static int buffer_code(const Py_buffer *v)
@@ -848,6 +884,79 @@ static int torch_device(PyObject *t, long long *device)
     return 0;
 }
 
+/* Whether work on stream st (a GPU's) is being captured into a CUDA graph: such a call's result
+ * is a tensor of its own, which torch allocates from the graph's private memory pool, as the
+ * graph's other outputs (a view of a block would tie the graph to memory that the pool may let
+ * go once the results are dropped). */
+static int capturing(int device, uint64_t st)
+{
+#ifdef COOPREDUCE_PY_HAVE_CUDA
+    if (device < 0) return 0;
+    enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    /* an error (a stream of another context): not known to be free of a capture */
+    if (cudaStreamIsCapturing((cudaStream_t)(uintptr_t)st, &status) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 1;
+    }
+    return status != cudaStreamCaptureStatusNone;
+#else
+    (void)device, (void)st;
+    return 0;
+#endif
+}
+
+/* The next 0-d result of dtype dt (code rt) on x's device for a call on stream st, and its
+ * address; NULL with nothing raised where the caller makes one itself (a stream's first call),
+ * NULL with an exception set when torch fails. */
+static PyObject *pooled_result(PyObject *x, int device, int rt, PyObject *dt, uint64_t st,
+                               uintptr_t *addr)
+{
+    result_pool *pools = torch_pool[device + 1][rt], *p = NULL;
+    pool_calls++;
+    for (int k = 0; k < POOL_STREAMS && !p; k++)
+        if (pools[k].used && pools[k].stream == st) p = &pools[k];
+    if (!p) { /* a stream's first call (of late): the least recently used slot, no block yet */
+        p = &pools[0];
+        for (int k = 1; k < POOL_STREAMS; k++)
+            if (pools[k].used < p->used) p = &pools[k];
+        Py_CLEAR(p->views);
+        p->stream = st;
+        p->size = 0;
+        p->used = pool_calls;
+        return NULL;
+    }
+    p->used = pool_calls;
+    if (p->views && p->next >= PyTuple_GET_SIZE(p->views)) Py_CLEAR(p->views);
+    if (!p->views) {
+        const Py_ssize_t size = p->size ? (2 * p->size < pool_size ? 2 * p->size : pool_size)
+                                        : (16 < pool_size ? 16 : pool_size);
+        PyObject *shape = Py_BuildValue("(n)", size);
+        if (!shape) return NULL;
+        PyObject *args[4] = {NULL, x, shape, dt};
+        PyObject *block = PyObject_VectorcallMethod(s_new_empty, args + 1,
+                                                    2 | PY_VECTORCALL_ARGUMENTS_OFFSET, kw_dtype);
+        Py_DECREF(shape);
+        if (!block) return NULL;
+        PyObject *views = PyObject_CallMethodNoArgs(block, s_unbind);
+        PyObject *ptr = views ? PyObject_CallMethodNoArgs(block, s_data_ptr) : NULL;
+        Py_DECREF(block);
+        const unsigned long long base = ptr ? PyLong_AsUnsignedLongLong(ptr) : 0;
+        Py_XDECREF(ptr);
+        if (!ptr || PyErr_Occurred() || !PyTuple_Check(views) || PyTuple_GET_SIZE(views) != size) {
+            Py_XDECREF(views);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "torch's unbind gave no tuple of views");
+            return NULL;
+        }
+        p->views = views;
+        p->next = 0;
+        p->size = size;
+        p->base = (uintptr_t)base;
+    }
+    *addr = p->base + (uintptr_t)p->next * dtype_size[rt];
+    return Py_NewRef(PyTuple_GET_ITEM(p->views, p->next++));
+}
+
 static PyObject *fast_torch(fast_call *c, PyObject *x, PyObject *axis, int mode, PyObject *out,
                             PyObject *stream, int host)
 {
@@ -891,10 +1000,16 @@ static PyObject *fast_torch(fast_call *c, PyObject *x, PyObject *axis, int mode,
     if (!h) return NULL;
     const void *xp = (const void *)(uintptr_t)addr;
     if (host) return fast_host(c, h, xp, st);
-    PyObject *result;
-    if (out != Py_None) {
+    PyObject *result = NULL;
+    uintptr_t raddr = 0;
+    if (out == Py_None && pool_size > 0 && is_full(c) && !c->keepdims &&
+        !capturing(c->device, st)) {
+        result = pooled_result(x, c->device, c->rt, dt, st, &raddr);
+        if (!result && PyErr_Occurred()) return NULL;
+    }
+    if (!result && out != Py_None) {
         result = Py_NewRef(out);
-    } else {
+    } else if (!result) {
         PyObject *shape = result_shape(c);
         if (!shape) return NULL;
         PyObject **like = PyTuple_GET_SIZE(shape) == 0 ? &torch_zero_d[c->device + 1][c->rt] : NULL;
@@ -912,15 +1027,17 @@ static PyObject *fast_torch(fast_call *c, PyObject *x, PyObject *axis, int mode,
         Py_DECREF(shape);
         if (!result) return NULL;
     }
-    long long raddr;
-    PyObject *p = PyObject_CallMethodNoArgs(result, s_data_ptr);
-    raddr = p ? PyLong_AsLongLong(p) : -1;
-    Py_XDECREF(p);
-    if (raddr == -1 && PyErr_Occurred()) {
-        Py_DECREF(result);
-        return NULL;
+    if (!raddr) {
+        PyObject *p = PyObject_CallMethodNoArgs(result, s_data_ptr);
+        const long long a = p ? PyLong_AsLongLong(p) : -1;
+        Py_XDECREF(p);
+        if (a == -1 && PyErr_Occurred()) {
+            Py_DECREF(result);
+            return NULL;
+        }
+        raddr = (uintptr_t)a;
     }
-    coopreduce_status s = fast_run(c, h, xp, (void *)(uintptr_t)raddr, st);
+    coopreduce_status s = fast_run(c, h, xp, (void *)raddr, st);
     if (s) {
         Py_DECREF(result);
         return raise_status(s, h);
@@ -1018,10 +1135,28 @@ static PyObject *py_register_torch(PyObject *self, PyObject *const *a, Py_ssize_
     if (set_dtypes(a[1], torch_dtypes)) return NULL;
     for (int d = 0; d <= MAX_DEVICES; d++)
         for (int i = 0; i < N_DTYPES; i++) Py_CLEAR(torch_zero_d[d][i]);
+    clear_pools();
     Py_XSETREF(torch_raw_stream, Py_NewRef(a[2]));
     Py_XSETREF(torch_empty_like, Py_NewRef(a[3]));
     Py_XSETREF(torch_type, (PyTypeObject *)Py_NewRef(a[0]));
     Py_RETURN_NONE;
+}
+
+/* _set_result_pool(n) -> the previous n: 0-d torch results as views of blocks of up to n (0: a
+ * tensor of its own each, as torch.empty_like makes them); the blocks so far are let go. For
+ * the tests and the benchmark. */
+static PyObject *py_set_result_pool(PyObject *self, PyObject *arg)
+{
+    const Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n < 0 || n > 65536) {
+        PyErr_SetString(PyExc_ValueError, "_set_result_pool: 0 .. 65536 results a block");
+        return NULL;
+    }
+    clear_pools();
+    const Py_ssize_t before = pool_size;
+    pool_size = n;
+    return PyLong_FromSsize_t(before);
 }
 
 static PyObject *py_set_error_class(PyObject *self, PyObject *const *a, Py_ssize_t n)
@@ -1057,6 +1192,7 @@ static PyMethodDef methods[] = {
     {"_register_numpy", (PyCFunction)(void (*)(void))py_register_numpy, METH_FASTCALL, NULL},
     {"_register_torch", (PyCFunction)(void (*)(void))py_register_torch, METH_FASTCALL, NULL},
     {"_set_error_class", (PyCFunction)(void (*)(void))py_set_error_class, METH_FASTCALL, NULL},
+    {"_set_result_pool", py_set_result_pool, METH_O, NULL},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_coopreduce",
@@ -1080,7 +1216,7 @@ PyMODINIT_FUNC PyInit__coopreduce(void)
     } names[] = {{&s_dtype, "dtype"},         {&s_get_device, "get_device"},
                  {&s_is_cpu, "is_cpu"},       {&s_is_cuda, "is_cuda"},
                  {&s_is_contiguous, "is_contiguous"}, {&s_shape, "shape"},
-                 {&s_data_ptr, "data_ptr"},   {&s_new_empty, "new_empty"},
+                 {&s_data_ptr, "data_ptr"},   {&s_new_empty, "new_empty"}, {&s_unbind, "unbind"},
                  {&s_deterministic, "deterministic"}, {&s_exact, "exact"}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!*names[i].slot && !(*names[i].slot = PyUnicode_InternFromString(names[i].text)))
