@@ -53,6 +53,7 @@ cr_gpu_call cr_gpu_call_of(const coopreduce_handle *h, const cr_plan *p, const v
     c.n = n;
     c.device = h->device;
     c.sm_count = g->sm_count;
+    c.cc_major = g->cc_major;
     c.l2_bytes = g->l2_bytes;
     c.forced_blocks = h->grid_blocks;
     c.stream = (cudaStream_t)stream;

@@ -57,6 +57,7 @@ typedef struct {
                                    the result as words tagged with seq (reduce.c), else NULL */
     unsigned int seq;
     int device, sm_count; /* the current GPU */
+    int cc_major;         /* its compute capability's major number */
     uint64_t l2_bytes;
     int forced_blocks; /* coopreduce_set_grid_blocks; 0: automatic */
     cudaStream_t stream;

@@ -34,7 +34,10 @@
  *    354-356 to 372 us; bfloat16 NORM2 of 16384 x 8192: 97 to 144 us; NORM2 over 13398
  *    segments: 370-390 to 520-531 us): they keep a second launch
  *    (docs/perf-log): narrow rows of partials for rows of at most W partials (narrow_kernel for
- *    one class, narrow_partials_kernel for NORM2's three), else partials_kernel.
+ *    one class, narrow_partials_kernel for NORM2's three), else partials_kernel, each launched
+ *    as a dependent of level 1 (grid.cuh's launch_dependent: its blocks take the SMs as level
+ *    1's leave; bfloat16 SUMSQ of 16384 x 8192 96.8-97.1 to 95.5-95.9 us, H100, docs/perf-log
+ *    run 107).
  *  - segments_kernel: segments, whose chunks start anywhere. Segment s's chunk j is slot
  *    (offsets[s] - offsets[0]) / C + s + j, which never meets another segment's slots (below),
  *    so no prefix sum over the segments is needed. Each warp takes a contiguous range of slots:
@@ -458,6 +461,7 @@ template <Leaf LF> constexpr int kSegBlocks = LF == Leaf::kNorm2 ? 2 : CR_TUNE_S
 template <typename In, Leaf LF>
 __global__ void __launch_bounds__(kThreads, kSegBlocks<LF>) segments_kernel(const __grid_constant__ Rows R)
 {
+    let_dependents_launch(); /* NORM2's level 2 (grid.cuh) */
     cg::thread_block block = cg::this_thread_block();
     segment_chunks<In, LF>(cg::tiled_partition<32>(block), R);
 }
@@ -499,6 +503,7 @@ __global__ void __launch_bounds__(kThreads, K == 1 ? 4 : 2) partials_kernel(cons
 {
     using In = typename AccIn<Acc>::Plain;
     using S = Shape<In>;
+    wait_prior_grid(); /* level 1's partials (launch_dependent) */
     cg::thread_block block = cg::this_thread_block();
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
     const uint64_t warps = (uint64_t)gridDim.x * kWarpsPerBlock;
@@ -557,6 +562,7 @@ __global__ void __launch_bounds__(kThreads) narrow_partials_kernel(const __grid_
 {
     using In = typename AccIn<Acc>::Plain;
     constexpr int V = In::kVec;
+    wait_prior_grid(); /* level 1's partials (launch_dependent) */
     cg::thread_block block = cg::this_thread_block();
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
     const int t = warp.thread_rank(), G = 1 << gl, m = (int)R.cpr;
@@ -598,6 +604,7 @@ __global__ void __launch_bounds__(kThreads) narrow_kernel(const __grid_constant_
 {
     using Acc = typename In::Acc;
     constexpr int K = kLeaves<LF>;
+    wait_prior_grid(); /* as level 2: level 1's partials (launch_dependent) */
     cg::thread_block block = cg::this_thread_block();
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
     const int t = warp.thread_rank(), G = 1 << gl, per_warp = 32 >> gl;
@@ -790,6 +797,7 @@ __global__ void __launch_bounds__(kThreads, Layout<typename In::Acc>::kMinBlocks
 {
     using Acc = typename In::Acc;
     constexpr int K = kLeaves<LF>;
+    if constexpr (kStream) let_dependents_launch(); /* level 2 (grid.cuh) */
     cg::thread_block block = cg::this_thread_block();
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
     uint64_t b0, b1;
@@ -1028,9 +1036,12 @@ constexpr uint64_t kColWave = 24; /* warps an SM: 3 blocks of 8 at 70-80 registe
 #ifndef CR_TUNE_COL_NORM2_BLOCKS
 #define CR_TUNE_COL_NORM2_BLOCKS 2
 #endif
+/* The other kernels unbounded; the pairs' (V = 2) among them: at 3 blocks an SM (80 registers)
+ * ptxas spills 176-192 bytes of them (1432 of NORM2's medium pass), at 2 they are as they are
+ * (106-110 registers). */
 template <typename In, Leaf LF, int KA>
 constexpr int kColBlocks =
-    LF != Leaf::kNorm2 || KA != 0 || sizeof(typename In::Acc) == 8 ? 1 : CR_TUNE_COL_NORM2_BLOCKS;
+    LF == Leaf::kNorm2 && KA == 0 && sizeof(typename In::Acc) == 4 ? CR_TUNE_COL_NORM2_BLOCKS : 1;
 
 template <typename In, Leaf LF, int KA, int Q, int V = 1>
 __global__ void __launch_bounds__(kThreads, kColBlocks<In, LF, KA>)
@@ -1041,6 +1052,10 @@ __global__ void __launch_bounds__(kThreads, kColBlocks<In, LF, KA>)
     constexpr int K = KA ? KA : kLeaves<LF>, GPB = kWarpsPerBlock / Q, NL = S::kLanes / Q;
     static_assert(GPB * Q == kWarpsPerBlock, "Q divides the block's warps");
     static_assert(V == 1 || KA == 0, "the levels above read partials, one column a thread");
+    if constexpr (KA == 0)
+        let_dependents_launch(); /* the level above (grid.cuh) */
+    else
+        wait_prior_grid(); /* level 1's partials (launch_dependent) */
     __shared__ Acc sub[Q > 1 ? kWarpsPerBlock : 1][V * K][32];
     const int lane = threadIdx.x & 31, wid = threadIdx.x / 32, q = wid % Q;
     const uint64_t steps = (P.jobs + GPB - 1) / GPB;
@@ -1143,11 +1158,16 @@ Final final_of(const cr_plan *p)
     return Final{1, (int)p->op, (int)p->dtype, p->narrow, 0, nullptr, nullptr};
 }
 
-/* Rows of at most W elements: G threads per row, the fewest whose kVec lanes each cover it. */
-template <typename In, Leaf LF> cudaError_t launch_narrow(const cr_gpu_call *c, const Rows &R)
+/* Rows of at most W elements: G threads per row, the fewest whose kVec lanes each cover it.
+ * dependent: level 2 of the kernel before it (launch_dependent). */
+template <typename In, Leaf LF>
+cudaError_t launch_narrow(const cr_gpu_call *c, const Rows &R, bool dependent = false)
 {
     const int gl = group_log2<In>(R.len);
     const uint64_t warps = (R.rows + (32 >> gl) * kGroups - 1) / ((32 >> gl) * kGroups);
+    if (dependent)
+        return launch_dependent(c->cc_major, narrow_kernel<In, LF>, blocks_for(c, warps),
+                                kThreads, c->stream, R, gl);
     narrow_kernel<In, LF><<<blocks_for(c, warps), kThreads, 0, c->stream>>>(R, gl);
     return cudaGetLastError();
 }
@@ -1184,8 +1204,9 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
                                    kThreads, 0, c->stream>>>(R);
         cudaError_t e = cudaGetLastError();
         if (e == cudaSuccess && !R.handoff && R.rows)
-            partials_kernel<Acc, K, true><<<blocks_for(c, R.rows), kThreads, 0, c->stream>>>(R);
-        return e == cudaSuccess ? cudaGetLastError() : e;
+            e = launch_dependent(c->cc_major, partials_kernel<Acc, K, true>,
+                                 blocks_for(c, R.rows), kThreads, c->stream, R);
+        return e;
     }
     R.rows = s->outer;
     R.len = R.nfin = s->len;
@@ -1243,23 +1264,27 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
         Q.y = nullptr;
         Q.len = R.cpr;
         Q.aligned = 1;
-        return launch_narrow<AI, Leaf::kWiden>(c, Q);
+        return launch_narrow<AI, Leaf::kWiden>(c, Q, true);
     }
     if (R.cpr <= (uint64_t)Shape<AI>::kLanes) {
         const int gl = group_log2<AI>(R.cpr);
         const uint64_t per_warp = (uint64_t)(32 >> gl);
-        narrow_partials_kernel<Acc, K><<<blocks_for(c, (R.rows + per_warp - 1) / per_warp),
-                                         kThreads, 0, c->stream>>>(R, gl);
-    } else {
-        partials_kernel<Acc, K, false><<<blocks_for(c, R.rows), kThreads, 0, c->stream>>>(R);
+        return launch_dependent(c->cc_major, narrow_partials_kernel<Acc, K>,
+                                blocks_for(c, (R.rows + per_warp - 1) / per_warp), kThreads,
+                                c->stream, R, gl);
     }
-    return cudaGetLastError();
+    return launch_dependent(c->cc_major, partials_kernel<Acc, K, false>, blocks_for(c, R.rows),
+                            kThreads, c->stream, R);
 }
 
-/* One launch of columns_kernel: P.jobs jobs of Q warps each. */
+/* One launch of columns_kernel: P.jobs jobs of Q warps each; a level above (KA > 0) as a
+ * dependent launch of the level below. */
 template <typename In, Leaf LF, int KA, int Q, int V = 1>
 cudaError_t launch_cols(const cr_gpu_call *c, const Cols &P)
 {
+    if constexpr (KA > 0)
+        return launch_dependent(c->cc_major, columns_kernel<In, LF, KA, Q, V>,
+                                blocks_for(c, P.jobs * Q), kThreads, c->stream, P);
     columns_kernel<In, LF, KA, Q, V><<<blocks_for(c, P.jobs * Q), kThreads, 0, c->stream>>>(P);
     return cudaGetLastError();
 }
@@ -1271,6 +1296,10 @@ cudaError_t launch_cols(const cr_gpu_call *c, const Cols &P)
 #ifndef CR_TUNE_COL_PAIRS
 #define CR_TUNE_COL_PAIRS 1
 #endif
+#ifndef CR_TUNE_COL_PAIRS_NORM2 /* 1: NORM2's too (run 103's measurement) */
+#define CR_TUNE_COL_PAIRS_NORM2 0
+#endif
+template <Leaf LF> constexpr bool kColPairs = LF != Leaf::kNorm2 || CR_TUNE_COL_PAIRS_NORM2;
 
 template <typename In, Leaf LF>
 cudaError_t launch_columns(const cr_gpu_call *c, const cr_gpu_shape_call *s)
@@ -1292,8 +1321,8 @@ cudaError_t launch_columns(const cr_gpu_call *c, const cr_gpu_shape_call *s)
     P.F = final_of(p);
     for (int k = 0; k < 3; k++) P.part[k] = static_cast<char *>(s->partials) + k * s->class_bytes;
     constexpr bool kPlain = LF == Leaf::kWiden && In::kBytes >= 4;
-    const bool pairs = In::kBytes == 2 && LF != Leaf::kNorm2 && CR_TUNE_COL_PAIRS &&
-                       P.inner % 2 == 0 && (uintptr_t)c->x % 4 == 0 &&
+    constexpr bool kPaired = In::kBytes == 2 && kColPairs<LF> && CR_TUNE_COL_PAIRS;
+    const bool pairs = kPaired && P.inner % 2 == 0 && (uintptr_t)c->x % 4 == 0 &&
                        (p->inputs < 2 || (uintptr_t)c->y % 4 == 0);
     const uint64_t width = pairs ? 64 : 32; /* columns a job */
     P.groups = (P.inner + width - 1) / width;
@@ -1305,8 +1334,7 @@ cudaError_t launch_columns(const cr_gpu_call *c, const cr_gpu_shape_call *s)
     else if (kPlain && fills)
         e = launch_cols<In, LF, 0, kPlain ? CR_TUNE_COL_SPLIT : CR_TUNE_COL_SPLIT_MORE>(c, P);
     else if (pairs)
-        e = launch_cols<In, LF, 0, CR_TUNE_COL_SPLIT_MORE,
-                        In::kBytes == 2 && LF != Leaf::kNorm2 ? 2 : 1>(c, P);
+        e = launch_cols<In, LF, 0, CR_TUNE_COL_SPLIT_MORE, kPaired ? 2 : 1>(c, P);
     else
         e = launch_cols<In, LF, 0, CR_TUNE_COL_SPLIT_MORE>(c, P);
     if (e != cudaSuccess || P.cpr == 1) return e;

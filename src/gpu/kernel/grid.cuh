@@ -43,6 +43,49 @@ template <auto K> cudaError_t occupancy(int threads, int device, int *per_sm)
     return cudaSuccess;
 }
 
+/* Programmatic dependent launch (sm_90 on): a kernel launched with launch_dependent may start
+ * while the kernel before it in the stream finishes; it calls wait_prior_grid() before it reads
+ * what that kernel wrote (which then has completed, its memory visible), and the kernel before
+ * it calls let_dependents_launch() once its blocks are resident, so that the next one's blocks
+ * take the SMs as its own blocks leave, rather than after the last one and a launch. Both are
+ * no-ops without such a launch, and below sm_90. */
+__device__ __forceinline__ void wait_prior_grid()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void let_dependents_launch()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+
+/* CR_TUNE_PDL: the second launches of two-launch paths by launch_dependent (1), or plain (0). */
+#ifndef CR_TUNE_PDL
+#define CR_TUNE_PDL 1
+#endif
+
+/* kernel<<<blocks, threads, 0, stream>>>(args...), allowed to start before the kernel ahead of it
+ * in the stream completes (it must call wait_prior_grid() before reading that kernel's output)
+ * on a GPU of compute capability cc_major >= 9; a plain launch below. */
+template <typename... P, typename... A>
+cudaError_t launch_dependent(int cc_major, void (*kernel)(P...), int blocks, int threads,
+                             cudaStream_t stream, A &&...args)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned int)blocks);
+    cfg.blockDim = dim3((unsigned int)threads);
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = CR_TUNE_PDL && cc_major >= 9 ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, kernel, static_cast<A &&>(args)...);
+}
+
 /* Blocks for work that wants `want` blocks: forced > 0 wins (clamped to max_blocks); else at
  * most one wave of sm_count * per_sm blocks (and max_blocks), at least 1. */
 inline int grid_blocks(uint64_t want, int sm_count, int per_sm, int forced, int max_blocks)
