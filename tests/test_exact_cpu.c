@@ -409,6 +409,34 @@ int main(void)
             check_case("large", COOPREDUCE_OP_SUM, f32_f64[d], x, NULL, ns[k]);
         }
     }
+    /* Data that changes character along the array: runs of values over the whole exponent range
+     * (the float64 sum's and the dots' expansions give way to the digits, for ever longer runs
+     * while the expansions keep failing), each run's second half its first half mirrored and
+     * negated (the run adds to zero, and a lost or doubled element shows), between runs of
+     * narrow values (where the expansions pass again), of lengths about the runs' and the
+     * blocks'; float64 sum, both dots. */
+    {
+        static const uint64_t runs[] = {3u << 20, (1u << 16) + 7, 5u << 20, 1u << 18, 1u << 19,
+                                        (1u << 14) - 3, 3u << 20, 40000};
+        for (int d = 1; d >= 0; d--) {
+            const coopreduce_dtype dt = f32_f64[d];
+            const size_t es = dt_size(dt);
+            uint64_t n = 0;
+            for (int r = 0; r < 8; r++) {
+                char *xr = (char *)x + n * es, *yr = (char *)y + n * es;
+                const uint64_t m = runs[r];
+                gen(r % 2 ? D_SIGNED : D_FULL, dt, xr, m);
+                gen(D_SIGNED, dt, yr, m);
+                for (uint64_t i = 0; r % 2 == 0 && i < m / 2; i++) {
+                    store(dt, xr, m - 1 - i, -load_value(xr, i, dt));
+                    store(dt, yr, m - 1 - i, load_value(yr, i, dt));
+                }
+                n += m;
+            }
+            if (dt == COOPREDUCE_FLOAT64) check_case("regimes", COOPREDUCE_OP_SUM, dt, x, NULL, n);
+            check_case("regimes", COOPREDUCE_OP_DOT, dt, x, y, n);
+        }
+    }
     /* the caller's floating-point environment does not matter and is restored */
     {
         const uint64_t n = 100001;

@@ -460,15 +460,21 @@ DEFINE_DIGITS(digits_dot64, CR_SA_DOT64_DIGITS, ADD_DOT64)
  * through the expansions (fast on narrow data), and after a block in which more than one step in
  * 8 left a residue, or more than one element in 8 bypassed the expansions (data spread over many
  * binades, or float64 products below 2^-968: the expansions fall to a twentieth of their speed or
- * less), the next HYB_DIGITS elements go through the digits, whose cost does not depend on
- * the data; then the expansions are tried again. Either way every element is added exactly: the
- * switch changes the speed, never the digits' value. */
-#define HYB_BLOCK  (1u << 14)
-#define HYB_DIGITS (1u << 18)
+ * less), the next elements go through the digits, whose cost does not depend on the data; then
+ * the expansions are tried again. The digits' run is HYB_DIGITS elements after a block that
+ * passed, and twice the last after each block that failed, up to HYB_DIGITS_MAX: a block tried
+ * at a twentieth of the speed costs as much as 20 HYB_BLOCKs through the digits, which on data
+ * spread throughout was more than the digits' own runs of 2^18 (a 2-core AMD EPYC: float64
+ * spread over the whole exponent range, 2^24 elements, docs/perf-log). Either way every
+ * element is added exactly: the switch changes the speed, never the digits' value. */
+#define HYB_BLOCK      (1u << 14)
+#define HYB_DIGITS     (1u << 18)
+#define HYB_DIGITS_MAX (1u << 24)
 
 static void hybrid(job *j, unsigned (*run)(job *), void (*digits)(job *), uint64_t per_step)
 {
     const uint64_t i0 = j->i0, i1 = j->i1;
+    uint64_t span = HYB_DIGITS / 2; /* the last digits' run, halved */
     for (uint64_t i = i0; i < i1;) {
         uint64_t e = i1 - i < HYB_BLOCK ? i1 : i + HYB_BLOCK;
         j->i0 = i;
@@ -477,8 +483,11 @@ static void hybrid(job *j, unsigned (*run)(job *), void (*digits)(job *), uint64
         const unsigned hits = run(j);
         const uint64_t slow = j->slow - slow0;
         i = e;
-        if (((uint64_t)hits * 8 > steps || slow * 8 > e - j->i0) && i < i1) {
-            e = i1 - i < HYB_DIGITS ? i1 : i + HYB_DIGITS;
+        if ((uint64_t)hits * 8 <= steps && slow * 8 <= e - j->i0) {
+            span = HYB_DIGITS / 2;
+        } else if (i < i1) {
+            span = span * 2 < HYB_DIGITS_MAX ? span * 2 : HYB_DIGITS_MAX;
+            e = i1 - i < span ? i1 : i + span;
             j->i0 = i;
             j->i1 = e;
             digits(j);
