@@ -880,6 +880,18 @@ __device__ __forceinline__ void column_load(const char *p, uint64_t e, typename 
     }
 }
 
+/* The pairwise tree of t[0 .. N) (N a power of two), for each of its KV trees, into t[0]. */
+template <int N, int KV, typename Acc>
+__device__ __forceinline__ void pairwise_rows(Acc (&t)[N][KV])
+{
+#pragma unroll
+    for (int w = 1; w < N; w *= 2)
+#pragma unroll
+        for (int i = 0; i < N; i += 2 * w)
+#pragma unroll
+            for (int k = 0; k < KV; k++) t[i][k] = t[i][k] + t[i + w][k];
+}
+
 /* The subtree of NL lanes, l0 .. l0 + NL - 1, of one chunk of V adjacent columns (m valid
  * elements, element i of column c at p[e0 + c + i * stride]), serially by one thread: lane by
  * lane, the 32 rows of a lane as one pairwise tree, then the lane sums merged on a stack as the
@@ -945,12 +957,7 @@ __device__ __forceinline__ void column_lanes(const char *x, const char *y, uint6
                 for (int k = 0; k < KV; k++) t[i][k] = Acc(-0.0);
                 if (i < m) leaves(i, t[i]);
             }
-#pragma unroll
-            for (int w = 1; w < kFew; w *= 2)
-#pragma unroll
-                for (int i = 0; i < kFew; i += 2 * w)
-#pragma unroll
-                    for (int k = 0; k < KV; k++) t[i][k] = t[i][k] + t[i + w][k];
+            pairwise_rows(t);
 #pragma unroll
             for (int k = 0; k < KV; k++) out[k] = t[0][k];
             return;
@@ -971,12 +978,7 @@ __device__ __forceinline__ void column_lanes(const char *x, const char *y, uint6
                 for (int k = 0; k < KV; k++) t[r][k] = Acc(-0.0);
             }
         }
-#pragma unroll
-        for (int w = 1; w < CR_ROWS; w *= 2)
-#pragma unroll
-            for (int r = 0; r < CR_ROWS; r += 2 * w)
-#pragma unroll
-                for (int k = 0; k < KV; k++) t[r][k] = t[r][k] + t[r + w][k];
+        pairwise_rows(t);
         bool placed = false;
 #pragma unroll
         for (int b = 0; b < kLog; b++) {
@@ -1328,10 +1330,9 @@ cudaError_t launch_columns(const cr_gpu_call *c, const cr_gpu_shape_call *s)
     P.groups = (P.inner + width - 1) / width;
     P.jobs = P.outer * P.groups * P.cpr;
     const bool fills = P.jobs * CR_TUNE_COL_SPLIT >= (uint64_t)c->sm_count * kColWave;
-    cudaError_t e = cudaSuccess;
-    if (!P.jobs)
-        e = cudaSuccess;
-    else if (kPlain && fills)
+    if (!P.jobs) return cudaSuccess; /* outer or inner 0: no result to write */
+    cudaError_t e;
+    if (kPlain && fills)
         e = launch_cols<In, LF, 0, kPlain ? CR_TUNE_COL_SPLIT : CR_TUNE_COL_SPLIT_MORE>(c, P);
     else if (pairs)
         e = launch_cols<In, LF, 0, CR_TUNE_COL_SPLIT_MORE, kPaired ? 2 : 1>(c, P);
