@@ -31,6 +31,13 @@ void axis_fill(void *x, uint64_t n, coopreduce_dtype dt, int kind)
         }
         return;
     }
+    if (kind == 6) { /* signed zeros: -0.0 (0 for integers), now and then +0.0 or a value */
+        for (uint64_t i = 0; i < n; i++) {
+            const uint64_t r = rnd_below(1024);
+            store_value(x, i, dt, r == 0 ? 0.0 : r == 1 ? 1.0 + unif() : -0.0);
+        }
+        return;
+    }
     /* Cancelling pairs: v, then -v a few places later, over a wide range, and small values. */
     fill_values(x, n, dt, 1);
     for (uint64_t i = 0; i + 3 < n; i += 4) {

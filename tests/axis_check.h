@@ -25,8 +25,10 @@ typedef struct {
  * wide and ties kinds, random bit patterns of every exponent (NaN, infinities and subnormals
  * included, for floats), cancelling pairs, and uniform values with sparse outliers far above and
  * below them (about one element in 2000: NORM2's big and small classes in some rows, columns
- * and chunks, and in some parts of a chunk, not in others). */
-#define AXIS_KINDS 6
+ * and chunks, and in some parts of a chunk, not in others), and signed zeros: -0.0 but for about
+ * one element in 512, +0.0 or a value (whole rows and columns of -0.0, whose sums are -0.0 only
+ * if every padding of their trees adds as -0.0 does). */
+#define AXIS_KINDS 7
 void axis_fill(void *x, uint64_t n, coopreduce_dtype dt, int kind);
 
 /* The axis call on a (outer, len, inner) array of dt of data kind `kind`, for op, against the

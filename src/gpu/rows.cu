@@ -865,16 +865,31 @@ struct Cols {
     Final F;
 };
 
+/* CR_TUNE_COL_PAD 1: the column walk's padding by predicated loads of -0.0 (column_lanes); 0:
+ * by a branch around the load and its leaf, as the walk had it before. */
+#ifndef CR_TUNE_COL_PAD
+#define CR_TUNE_COL_PAD 1
+#endif
+
 /* Element e of a column (V = 1), or elements e and e + 1 of two adjacent columns of 16-bit input
- * by one 4-byte load (V = 2: e even, the array 4-byte aligned), widened. */
+ * by one 4-byte load (V = 2: e even, the array 4-byte aligned), widened; pad instead where !ok
+ * (a value the input type holds exactly). A select, not a branch: the load is predicated and
+ * its register holds the pad otherwise, so that what consumes it need not be predicated too. */
 template <typename In, int V>
-__device__ __forceinline__ void column_load(const char *p, uint64_t e, typename In::Acc (&a)[V])
+__device__ __forceinline__ void column_load(const char *p, uint64_t e, bool ok,
+                                            typename In::Acc pad, typename In::Acc (&a)[V])
 {
-    if constexpr (V == 1) {
-        a[0] = In::at(p, e);
+    if constexpr (In::kBytes > 2) {
+        static_assert(V == 1, "pairs of 16-bit elements only");
+        a[0] = ok ? In::at(p, e) : pad;
+    } else if constexpr (V == 1) {
+        const unsigned short *q = reinterpret_cast<const unsigned short *>(p) + e;
+        const unsigned int h = ok ? (unsigned int)__ldg(q) : In::narrow(pad);
+        a[0] = In::widen(h);
     } else {
-        static_assert(V == 2 && In::kBytes == 2, "pairs of 16-bit elements");
-        const unsigned int w = __ldg(reinterpret_cast<const unsigned int *>(p) + e / 2);
+        static_assert(V == 2, "pairs of 16-bit elements");
+        const unsigned int w = ok ? __ldg(reinterpret_cast<const unsigned int *>(p) + e / 2)
+                                  : In::narrow(pad) * 0x10001u;
         a[0] = In::widen(w & 0xffffu); /* little-endian: the lower address is the low half */
         a[1] = In::widen(w >> 16);
     }
@@ -909,12 +924,27 @@ __device__ __forceinline__ void column_lanes(const char *x, const char *y, uint6
     constexpr int kLog = NL == 128 ? 7 : NL == 64 ? 6 : NL == 32 ? 5 : NL == 16 ? 4 : 3;
     static_assert(NL == 1 << kLog && NL <= S::kLanes, "a power of two of the chunk's lanes");
     static_assert(V == 1 || K == 1, "pairs of columns for one tree each");
-    /* The leaves of element i (valid) of the V columns into t[0 .. KV). */
+    /* The leaves of element i of the V columns into t[0 .. KV); where i >= m (padding), those
+     * of padding. With CR_TUNE_COL_PAD, past m the loads give -0.0 (and 1.0 for DOT's y) and
+     * the leaves are made of them unconditionally: the widening, -0.0 and -0.0 * 1.0, are
+     * -0.0, the padding's own leaf; a square gives +0.0, which changes no bit of a tree
+     * holding one element or more (the square of an element is never -0.0, so a subtree
+     * holding one is never -0.0 either, and x + +0.0 == x for every x but -0.0) and is
+     * neutral to NORM2's class test, as zeros are. Every tree here holds an element: m >= 1,
+     * and a warp whose lanes hold none returns before the loads. Predicated on i < m
+     * instead, ptxas issued each multiply right after its load, six or seven loads in flight
+     * per thread where the sums had 64 (float32 SUMSQ of (65536, 4096) along axis 0: 73% of
+     * the read against SUM's 94%, and 94% padded: docs/perf-log runs 110-111). NORM2's three
+     * classes keep the branch, and so do the plain sums of 4- and 8-byte input, whose loads
+     * ptxas issued at once either way (float64 SUM 1 point of the read slower padded). */
+    constexpr bool kPad =
+        CR_TUNE_COL_PAD && LF != Leaf::kNorm2 && (LF != Leaf::kWiden || In::kBytes == 2);
     const auto leaves = [&](int i, Acc *t) {
         const uint64_t e = e0 + (uint64_t)i * stride;
+        const bool ok = !kPad || i < m;
         Acc a[V], b[V];
-        column_load<In, V>(x, e, a);
-        if constexpr (LF == Leaf::kProduct) column_load<In, V>(y, e, b);
+        column_load<In, V>(x, e, ok, Acc(-0.0), a);
+        if constexpr (LF == Leaf::kProduct) column_load<In, V>(y, e, ok, Acc(1), b);
 #pragma unroll
         for (int c = 0; c < V; c++) {
             if constexpr (LF == Leaf::kMedium) strided_ext(ext, a[c]);
@@ -955,7 +985,7 @@ __device__ __forceinline__ void column_lanes(const char *x, const char *y, uint6
             for (int i = 0; i < kFew; i++) {
 #pragma unroll
                 for (int k = 0; k < KV; k++) t[i][k] = Acc(-0.0);
-                if (i < m) leaves(i, t[i]);
+                if (kPad || i < m) leaves(i, t[i]);
             }
             pairwise_rows(t);
 #pragma unroll
@@ -971,7 +1001,7 @@ __device__ __forceinline__ void column_lanes(const char *x, const char *y, uint6
 #pragma unroll
         for (int r = 0; r < CR_ROWS; r++) {
             const int i = r * S::kLanes + l0 + l;
-            if (i < m) {
+            if (kPad || i < m) {
                 leaves(i, t[r]);
             } else {
 #pragma unroll
@@ -1009,12 +1039,13 @@ __device__ __forceinline__ void column_lanes(const char *x, const char *y, uint6
  * its lanes; their subtrees meet in shared memory for the top levels of the lane tree. With one
  * warp per job, both H100 column shapes of the benchmark made 2048 warps, one wave of 15-16 per
  * SM, each walking 4096 elements in turn (docs/perf-log runs 96-99, H100):
- *  - CR_TUNE_COL_SPLIT (4): float32 and float64 SUM and MEAN (plain leaves of 4- and 8-byte
- *    input) when their jobs fill a wave (kColWave warps an SM): 1-2% faster than 8 on the
- *    (65536, 4096) and (4096, 65536) float32 sums, level on float64;
- *  - CR_TUNE_COL_SPLIT_MORE (8): the other leaves and 16-bit input, whose walk keeps fewer
- *    loads in flight (float32 SUMSQ of (65536, 4096) 513 to 452 us, bfloat16 SUM 455 to
- *    378 us), and problems too small to fill a wave ((2048, 4096) float32 39 to 21 us). */
+ *  - CR_TUNE_COL_SPLIT (4): 4- and 8-byte input when the jobs fill a wave (kColWave warps an
+ *    SM): 1-2% faster than 8 on the (65536, 4096) and (4096, 65536) float32 sums, level on
+ *    float64; since the padded loads (CR_TUNE_COL_PAD), float64 SUMSQ and NORM2 of (65536,
+ *    4096) 1-1.5 points of the read faster, float32 DOT and NORM2 1.5;
+ *  - CR_TUNE_COL_SPLIT_MORE (8): 16-bit input, whose walk keeps fewer bytes in flight
+ *    (bfloat16 SUM 1.5 points faster than at 4), and problems too small to fill a wave
+ *    ((2048, 4096) float32 39 to 21 us). */
 #ifndef CR_TUNE_COL_SPLIT
 #define CR_TUNE_COL_SPLIT 4
 #endif
@@ -1292,14 +1323,16 @@ cudaError_t launch_cols(const cr_gpu_call *c, const Cols &P)
 }
 
 /* CR_TUNE_COL_PAIRS: 16-bit columns two to a thread (columns_kernel's V = 2) where the layout
- * allows (1), or one (0); not for NORM2, whose medium pass then holds twice the values (H100,
- * bfloat16 (65536, 4096) along axis 0, docs/perf-log run 103: SUM 439 to 251-257 us, SUMSQ 430
- * to 254-256, DOT 1410 to 977; NORM2 507 to 872). */
+ * allows (1), or one (0) (H100, bfloat16 (65536, 4096) along axis 0, docs/perf-log run 103: SUM
+ * 439 to 251-257 us, SUMSQ 430 to 254-256, DOT 1410 to 977). CR_TUNE_COL_PAIRS_NORM2: NORM2's
+ * too (1), whose medium pass holds twice the values then: 1.7x slower with the loads predicated
+ * on the column's end (run 103), 1.33x faster with them padded (docs/perf-log run 111: 59% to
+ * 78.5% of the read). */
 #ifndef CR_TUNE_COL_PAIRS
 #define CR_TUNE_COL_PAIRS 1
 #endif
-#ifndef CR_TUNE_COL_PAIRS_NORM2 /* 1: NORM2's too (run 103's measurement) */
-#define CR_TUNE_COL_PAIRS_NORM2 0
+#ifndef CR_TUNE_COL_PAIRS_NORM2
+#define CR_TUNE_COL_PAIRS_NORM2 1
 #endif
 template <Leaf LF> constexpr bool kColPairs = LF != Leaf::kNorm2 || CR_TUNE_COL_PAIRS_NORM2;
 
@@ -1322,7 +1355,7 @@ cudaError_t launch_columns(const cr_gpu_call *c, const cr_gpu_shape_call *s)
     P.rsize = p->result_size;
     P.F = final_of(p);
     for (int k = 0; k < 3; k++) P.part[k] = static_cast<char *>(s->partials) + k * s->class_bytes;
-    constexpr bool kPlain = LF == Leaf::kWiden && In::kBytes >= 4;
+    constexpr bool kWide = In::kBytes >= 4;
     constexpr bool kPaired = In::kBytes == 2 && kColPairs<LF> && CR_TUNE_COL_PAIRS;
     const bool pairs = kPaired && P.inner % 2 == 0 && (uintptr_t)c->x % 4 == 0 &&
                        (p->inputs < 2 || (uintptr_t)c->y % 4 == 0);
@@ -1332,8 +1365,8 @@ cudaError_t launch_columns(const cr_gpu_call *c, const cr_gpu_shape_call *s)
     const bool fills = P.jobs * CR_TUNE_COL_SPLIT >= (uint64_t)c->sm_count * kColWave;
     if (!P.jobs) return cudaSuccess; /* outer or inner 0: no result to write */
     cudaError_t e;
-    if (kPlain && fills)
-        e = launch_cols<In, LF, 0, kPlain ? CR_TUNE_COL_SPLIT : CR_TUNE_COL_SPLIT_MORE>(c, P);
+    if (kWide && fills)
+        e = launch_cols<In, LF, 0, kWide ? CR_TUNE_COL_SPLIT : CR_TUNE_COL_SPLIT_MORE>(c, P);
     else if (pairs)
         e = launch_cols<In, LF, 0, CR_TUNE_COL_SPLIT_MORE, kPaired ? 2 : 1>(c, P);
     else

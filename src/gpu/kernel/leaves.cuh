@@ -141,6 +141,14 @@ template <bool kBrain> struct Half : Elem<kBrain ? COOPREDUCE_BFLOAT16 : COOPRED
     {
         return widen(__ldg(static_cast<const unsigned short *>(p) + i));
     }
+    /* widen's inverse, for values the type holds exactly (constants such as -0.0 and 1.0). */
+    static __device__ __forceinline__ unsigned int narrow(float v)
+    {
+        if constexpr (kBrain)
+            return __float_as_uint(v) >> 16;
+        else
+            return __half_as_ushort(__float2half_rn(v));
+    }
     static __device__ __forceinline__ void decode(const uint4 &q, float *v)
     {
         const unsigned int w[4] = {q.x, q.y, q.z, q.w};
