@@ -912,8 +912,11 @@ __device__ __forceinline__ void pairwise_rows(Acc (&t)[N][KV])
  * lane, the 32 rows of a lane as one pairwise tree, then the lane sums merged on a stack as the
  * perfect tree of the NL lanes (a lane sum enters at the lowest free level; lane l completes
  * level b when bit b of l is 1). NL = W gives the chunk tree. out[c * K + k]: column c's tree k.
- * kMedium (NORM2's medium pass) folds every element into ext too. */
-template <typename In, Leaf LF, int NL, int V = 1>
+ * kMedium (NORM2's medium pass) folds every element into ext too. RB < 32 (m <= RB * W: rows RB
+ * and up are padding): a lane's tree is that of its first RB rows, every level above adding a
+ * subtree of padding alone, which is the identity (-0.0; +0.0 beside the squares' data, see
+ * leaves below), so that a step takes 32 / RB times the lanes and as many loads. */
+template <typename In, Leaf LF, int NL, int V = 1, int RB = CR_ROWS>
 __device__ __forceinline__ void column_lanes(const char *x, const char *y, uint64_t e0,
                                              uint64_t stride, int m, int l0,
                                              typename In::Acc (&out)[V * kLeaves<LF>], Ext &ext)
@@ -993,13 +996,15 @@ __device__ __forceinline__ void column_lanes(const char *x, const char *y, uint6
             return;
         }
     }
-    /* Two lanes per step for one tree of one column: 64 loads in flight per thread. */
-    constexpr int kStep = KV == 1 ? 2 : 1;
+    /* Two lanes per step for one tree of one column: 64 loads in flight per thread; with
+     * RB < CR_ROWS rows a lane, CR_ROWS / RB times the lanes. */
+    static_assert(RB >= 1 && RB <= CR_ROWS && (RB & (RB - 1)) == 0, "a power of two of rows");
+    constexpr int kStep = (KV == 1 ? 2 : 1) * (CR_ROWS / RB);
 #pragma unroll kStep
     for (int l = 0; l < lanes; l++) {
-        Acc t[CR_ROWS][KV];
+        Acc t[RB][KV];
 #pragma unroll
-        for (int r = 0; r < CR_ROWS; r++) {
+        for (int r = 0; r < RB; r++) {
             const int i = r * S::kLanes + l0 + l;
             if (kPad || i < m) {
                 leaves(i, t[r]);
@@ -1040,12 +1045,13 @@ __device__ __forceinline__ void column_lanes(const char *x, const char *y, uint6
  * warp per job, both H100 column shapes of the benchmark made 2048 warps, one wave of 15-16 per
  * SM, each walking 4096 elements in turn (docs/perf-log runs 96-99, H100):
  *  - CR_TUNE_COL_SPLIT (4): 4- and 8-byte input when the jobs fill a wave (kColWave warps an
- *    SM): 1-2% faster than 8 on the (65536, 4096) and (4096, 65536) float32 sums, level on
- *    float64; since the padded loads (CR_TUNE_COL_PAD), float64 SUMSQ and NORM2 of (65536,
- *    4096) 1-1.5 points of the read faster, float32 DOT and NORM2 1.5;
+ *    SM) and the columns are not short (CR_TUNE_COL_SHORT): 1-2% faster than 8 on the (65536,
+ *    4096) and (4096, 65536) float32 sums, level on float64; since the padded loads
+ *    (CR_TUNE_COL_PAD), float64 SUMSQ and NORM2 of (65536, 4096) 1-1.5 points of the read
+ *    faster, float32 DOT and NORM2 1.5;
  *  - CR_TUNE_COL_SPLIT_MORE (8): 16-bit input, whose walk keeps fewer bytes in flight
- *    (bfloat16 SUM 1.5 points faster than at 4), and problems too small to fill a wave
- *    ((2048, 4096) float32 39 to 21 us). */
+ *    (bfloat16 SUM 1.5 points faster than at 4), problems too small to fill a wave ((2048,
+ *    4096) float32 39 to 21 us), and short columns. */
 #ifndef CR_TUNE_COL_SPLIT
 #define CR_TUNE_COL_SPLIT 4
 #endif
@@ -1076,7 +1082,7 @@ template <typename In, Leaf LF, int KA>
 constexpr int kColBlocks =
     LF == Leaf::kNorm2 && KA == 0 && sizeof(typename In::Acc) == 4 ? CR_TUNE_COL_NORM2_BLOCKS : 1;
 
-template <typename In, Leaf LF, int KA, int Q, int V = 1>
+template <typename In, Leaf LF, int KA, int Q, int V = 1, int RB = CR_ROWS>
 __global__ void __launch_bounds__(kThreads, kColBlocks<In, LF, KA>)
     columns_kernel(const __grid_constant__ Cols P)
 {
@@ -1111,20 +1117,20 @@ __global__ void __launch_bounds__(kThreads, kColBlocks<In, LF, KA>)
                  * alone (-0.0 by the three classes) meets warp 0's subtree, which holds data,
                  * whose +0.0 or positive sums absorb either zero. */
                 Acc u[V];
-                column_lanes<In, Leaf::kMedium, NL, V>(P.x, nullptr, e0, P.inner, m, q * NL, u,
-                                                       ext);
+                column_lanes<In, Leaf::kMedium, NL, V, RB>(P.x, nullptr, e0, P.inner, m, q * NL,
+                                                           u, ext);
                 if (strided_other<Acc>(ext)) {
 #pragma unroll
                     for (int c = 0; c < V; c++)
-                        column_lanes<In, LF, NL>(P.x, nullptr, e0 + c, P.inner, m, q * NL, v[c],
-                                                 ext);
+                        column_lanes<In, LF, NL, 1, RB>(P.x, nullptr, e0 + c, P.inner, m, q * NL,
+                                                        v[c], ext);
                 } else {
 #pragma unroll
                     for (int c = 0; c < V; c++) v[c][1] = u[c]; /* v[c][0], v[c][2]: +0.0 */
                 }
             } else if constexpr (KA == 0) {
                 Acc u[V * K];
-                column_lanes<In, LF, NL, V>(P.x, P.y, e0, P.inner, m, q * NL, u, ext);
+                column_lanes<In, LF, NL, V, RB>(P.x, P.y, e0, P.inner, m, q * NL, u, ext);
 #pragma unroll
                 for (int c = 0; c < V; c++)
 #pragma unroll
@@ -1312,14 +1318,38 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
 
 /* One launch of columns_kernel: P.jobs jobs of Q warps each; a level above (KA > 0) as a
  * dependent launch of the level below. */
-template <typename In, Leaf LF, int KA, int Q, int V = 1>
+template <typename In, Leaf LF, int KA, int Q, int V = 1, int RB = CR_ROWS>
 cudaError_t launch_cols(const cr_gpu_call *c, const Cols &P)
 {
     if constexpr (KA > 0)
         return launch_dependent(c->cc_major, columns_kernel<In, LF, KA, Q, V>,
                                 blocks_for(c, P.jobs * Q), kThreads, c->stream, P);
-    columns_kernel<In, LF, KA, Q, V><<<blocks_for(c, P.jobs * Q), kThreads, 0, c->stream>>>(P);
+    columns_kernel<In, LF, KA, Q, V, RB>
+        <<<blocks_for(c, P.jobs * Q), kThreads, 0, c->stream>>>(P);
     return cudaGetLastError();
+}
+
+/* CR_TUNE_COL_SHORT: level 1 of short columns, of at most 4 or 16 chunk rows (len <= 4 W or
+ * 16 W), eight warps a job, walks that many rows a lane (columns_kernel's RB), so that a warp's
+ * step keeps as many loads in flight as a full column's; 0: 32 rows a lane. Such columns have
+ * one chunk, whose rows past the data are padding: 64 jobs of (2048, 4096) bfloat16 along axis
+ * 0 took 8 valid rows of each lane, 16 loads a step of 2 lanes (H100, docs/perf-log runs
+ * 113-114: (2048, 4096) float32 and bfloat16 1.1-1.8x faster with RB, (512, 8192) 1.1-4.3x,
+ * (128, 65536) 1.3-6.5x). */
+#ifndef CR_TUNE_COL_SHORT
+#define CR_TUNE_COL_SHORT 1
+#endif
+template <typename In> bool short_columns(const Cols &P)
+{
+    return CR_TUNE_COL_SHORT && P.len <= 16 * Shape<In>::kLanes;
+}
+template <typename In, Leaf LF, int V> cudaError_t launch_eight(const cr_gpu_call *c, const Cols &P)
+{
+    constexpr uint64_t W = Shape<In>::kLanes;
+    if (CR_TUNE_COL_SHORT && P.len <= 4 * W)
+        return launch_cols<In, LF, 0, CR_TUNE_COL_SPLIT_MORE, V, 4>(c, P);
+    if (short_columns<In>(P)) return launch_cols<In, LF, 0, CR_TUNE_COL_SPLIT_MORE, V, 16>(c, P);
+    return launch_cols<In, LF, 0, CR_TUNE_COL_SPLIT_MORE, V>(c, P);
 }
 
 /* CR_TUNE_COL_PAIRS: 16-bit columns two to a thread (columns_kernel's V = 2) where the layout
@@ -1365,12 +1395,12 @@ cudaError_t launch_columns(const cr_gpu_call *c, const cr_gpu_shape_call *s)
     const bool fills = P.jobs * CR_TUNE_COL_SPLIT >= (uint64_t)c->sm_count * kColWave;
     if (!P.jobs) return cudaSuccess; /* outer or inner 0: no result to write */
     cudaError_t e;
-    if (kWide && fills)
+    if (kWide && fills && !short_columns<In>(P))
         e = launch_cols<In, LF, 0, kWide ? CR_TUNE_COL_SPLIT : CR_TUNE_COL_SPLIT_MORE>(c, P);
     else if (pairs)
-        e = launch_cols<In, LF, 0, CR_TUNE_COL_SPLIT_MORE, kPaired ? 2 : 1>(c, P);
+        e = launch_eight<In, LF, kPaired ? 2 : 1>(c, P);
     else
-        e = launch_cols<In, LF, 0, CR_TUNE_COL_SPLIT_MORE>(c, P);
+        e = launch_eight<In, LF, 1>(c, P);
     if (e != cudaSuccess || P.cpr == 1) return e;
     /* Levels above: the partials, (outer, cpr, inner), as columns of cpr elements, one to a
      * thread; one level holds every column whose length is at most C^2 (the host sends longer
