@@ -1329,9 +1329,9 @@ cudaError_t launch_cols(const cr_gpu_call *c, const Cols &P)
     return cudaGetLastError();
 }
 
-/* CR_TUNE_COL_SHORT: level 1 of short columns, of at most 4 or 16 chunk rows (len <= 4 W or
- * 16 W), eight warps a job, walks that many rows a lane (columns_kernel's RB), so that a warp's
- * step keeps as many loads in flight as a full column's; 0: 32 rows a lane. Such columns have
+/* CR_TUNE_COL_SHORT: level 1 of short columns, of at most 1, 4 or 16 chunk rows (len <= W, 4 W
+ * or 16 W), walks that many rows a lane (columns_kernel's RB), so that a warp's step keeps as
+ * many loads in flight as a full column's; 0: 32 rows a lane. Such columns have
  * one chunk, whose rows past the data are padding: 64 jobs of (2048, 4096) bfloat16 along axis
  * 0 took 8 valid rows of each lane, 16 loads a step of 2 lanes (H100, docs/perf-log runs
  * 113-114: (2048, 4096) float32 and bfloat16 1.1-1.8x faster with RB, (512, 8192) 1.1-4.3x,
@@ -1343,9 +1343,18 @@ template <typename In> bool short_columns(const Cols &P)
 {
     return CR_TUNE_COL_SHORT && P.len <= 16 * Shape<In>::kLanes;
 }
-template <typename In, Leaf LF, int V> cudaError_t launch_eight(const cr_gpu_call *c, const Cols &P)
+/* Level 1 of columns other than the long 4- and 8-byte ones of a full wave: eight warps a job,
+ * RB rows a lane by the columns' length; columns of one chunk row (len <= W) in at least 3 jobs
+ * an SM, a warp a job, all W lanes, each lane one row, so that a step still takes 64 loads
+ * (H100, docs/perf-log run 115: (128, 65536) and (64, 65536) along axis 0 2.4-6.2x faster than
+ * eight warps a job of 4 rows a lane, (100, 16384) float32 1.5x, in 512 jobs; in 256 jobs,
+ * bfloat16, 0.94x, in 128, 0.7-0.9x). */
+template <typename In, Leaf LF, int V>
+cudaError_t launch_rows_a_lane(const cr_gpu_call *c, const Cols &P)
 {
     constexpr uint64_t W = Shape<In>::kLanes;
+    if (CR_TUNE_COL_SHORT && P.len <= W && P.jobs >= 3 * (uint64_t)c->sm_count)
+        return launch_cols<In, LF, 0, 1, V, 1>(c, P);
     if (CR_TUNE_COL_SHORT && P.len <= 4 * W)
         return launch_cols<In, LF, 0, CR_TUNE_COL_SPLIT_MORE, V, 4>(c, P);
     if (short_columns<In>(P)) return launch_cols<In, LF, 0, CR_TUNE_COL_SPLIT_MORE, V, 16>(c, P);
@@ -1398,9 +1407,9 @@ cudaError_t launch_columns(const cr_gpu_call *c, const cr_gpu_shape_call *s)
     if (kWide && fills && !short_columns<In>(P))
         e = launch_cols<In, LF, 0, kWide ? CR_TUNE_COL_SPLIT : CR_TUNE_COL_SPLIT_MORE>(c, P);
     else if (pairs)
-        e = launch_eight<In, LF, kPaired ? 2 : 1>(c, P);
+        e = launch_rows_a_lane<In, LF, kPaired ? 2 : 1>(c, P);
     else
-        e = launch_eight<In, LF, 1>(c, P);
+        e = launch_rows_a_lane<In, LF, 1>(c, P);
     if (e != cudaSuccess || P.cpr == 1) return e;
     /* Levels above: the partials, (outer, cpr, inner), as columns of cpr elements, one to a
      * thread; one level holds every column whose length is at most C^2 (the host sends longer
