@@ -1344,17 +1344,24 @@ template <typename In> bool short_columns(const Cols &P)
     return CR_TUNE_COL_SHORT && P.len <= 16 * Shape<In>::kLanes;
 }
 /* Level 1 of columns other than the long 4- and 8-byte ones of a full wave: eight warps a job,
- * RB rows a lane by the columns' length; columns of one chunk row (len <= W) in at least 3 jobs
- * an SM, a warp a job, all W lanes, each lane one row, so that a step still takes 64 loads
- * (H100, docs/perf-log run 115: (128, 65536) and (64, 65536) along axis 0 2.4-6.2x faster than
- * eight warps a job of 4 rows a lane, (100, 16384) float32 1.5x, in 512 jobs; in 256 jobs,
- * bfloat16, 0.94x, in 128, 0.7-0.9x). */
+ * RB rows a lane by the columns' length; a warp a job, all W lanes (no merge in shared memory),
+ * for columns of one chunk row (len <= W) in at least 3 jobs an SM, each lane one row, so that a
+ * step still takes 64 loads (H100, docs/perf-log run 115: (128, 65536) and (64, 65536) along
+ * axis 0 2.4-6.2x faster than eight warps a job of 4 rows a lane, (100, 16384) float32 1.5x, in
+ * 512 jobs; in 256 jobs, bfloat16, 0.94x, in 128, 0.7-0.9x), and for 4- and 8-byte columns of
+ * up to 4 rows in at least 6 jobs an SM (run 118: float64 (128, 65536) 2.1-2.7x, float32
+ * (256, 65536) 1.2x, in 1024-2048 jobs; float32 (384, 16384), 512 jobs, 0.64-0.81x; 16-bit
+ * pairs, 8 lanes a step, 0.56-1.0x). */
 template <typename In, Leaf LF, int V>
 cudaError_t launch_rows_a_lane(const cr_gpu_call *c, const Cols &P)
 {
     constexpr uint64_t W = Shape<In>::kLanes;
-    if (CR_TUNE_COL_SHORT && P.len <= W && P.jobs >= 3 * (uint64_t)c->sm_count)
+    const uint64_t sms = (uint64_t)c->sm_count;
+    if (CR_TUNE_COL_SHORT && P.len <= W && P.jobs >= 3 * sms)
         return launch_cols<In, LF, 0, 1, V, 1>(c, P);
+    if constexpr (In::kBytes >= 4)
+        if (CR_TUNE_COL_SHORT && P.len <= 4 * W && P.jobs >= 6 * sms)
+            return launch_cols<In, LF, 0, 1, V, 4>(c, P);
     if (CR_TUNE_COL_SHORT && P.len <= 4 * W)
         return launch_cols<In, LF, 0, CR_TUNE_COL_SPLIT_MORE, V, 4>(c, P);
     if (short_columns<In>(P)) return launch_cols<In, LF, 0, CR_TUNE_COL_SPLIT_MORE, V, 16>(c, P);
