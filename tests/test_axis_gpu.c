@@ -275,6 +275,14 @@ static void wide_columns(void)
         {COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT32, 200, 32768, 0, -1}, /* one chunk a column */
         {COOPREDUCE_OP_SUMSQ, COOPREDUCE_FLOAT32, 300, 32768, 0, -1},
         {COOPREDUCE_OP_SUM, COOPREDUCE_BFLOAT16, 130, 32768, 0, -1},
+        /* columns of one chunk row, or of up to four (4- and 8-byte input), in enough jobs to
+         * take a warp a job */
+        {COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT32, 100, 16384, 0, -1},
+        {COOPREDUCE_OP_DOT, COOPREDUCE_BFLOAT16, 128, 32768, 0, -1},
+        {COOPREDUCE_OP_NORM2, COOPREDUCE_FLOAT32, 77, 16384, 0, 5},
+        {COOPREDUCE_OP_SUMSQ, COOPREDUCE_FLOAT64, 64, 65536, 0, -1},
+        {COOPREDUCE_OP_NORM2, COOPREDUCE_FLOAT64, 200, 32768, 0, 5},
+        {COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT64, 129, 32768, 0, -1},
         /* NORM2 with sparse outliers: a column's lanes of one warp take the medium pass alone,
          * those of another warp of the same job the three classes too */
         {COOPREDUCE_OP_NORM2, COOPREDUCE_FLOAT32, 3000, 2048, 0, 5},
