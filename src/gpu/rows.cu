@@ -1078,12 +1078,26 @@ constexpr uint64_t kColWave = 24; /* warps an SM: 3 blocks of 8 at 70-80 registe
 /* The other kernels unbounded; the pairs' (V = 2) among them: at 3 blocks an SM (80 registers)
  * ptxas spills 176-192 bytes of them (1432 of NORM2's medium pass), at 2 they are as they are
  * (106-110 registers). */
-template <typename In, Leaf LF, int KA>
+/* CR_TUNE_COL_SUM_BLOCKS: blocks per SM the long columns' level-1 kernel of the sums and the
+ * squares of 4- and 8-byte input (four warps a job, 32 rows a lane) is compiled for. Unbounded,
+ * ptxas gave it 114-118 registers, two blocks an SM; bounded to 3 (float64 SUM's spills 96
+ * bytes), H100, along axis 0 (docs/perf-log runs 122-123): float32 (65536, 4096) SUM 369.5 to
+ * 362.6 us (96.4% of the read), (4096, 65536) 368.0 to 359.2 us (97.2%), float64 96.4% to 98.4%
+ * and 95.2% to 97.8%, SUMSQ 96-99.7%. The short columns' kernels came out slower bounded (up to
+ * 14%) and are not. */
+#ifndef CR_TUNE_COL_SUM_BLOCKS
+#define CR_TUNE_COL_SUM_BLOCKS 3
+#endif
+template <typename In, Leaf LF, int KA, int Q, int RB>
 constexpr int kColBlocks =
-    LF == Leaf::kNorm2 && KA == 0 && sizeof(typename In::Acc) == 4 ? CR_TUNE_COL_NORM2_BLOCKS : 1;
+    LF == Leaf::kNorm2 && KA == 0 && sizeof(typename In::Acc) == 4 ? CR_TUNE_COL_NORM2_BLOCKS
+    : (LF == Leaf::kWiden || LF == Leaf::kSquare) && KA == 0 && In::kBytes >= 4 &&
+            Q == CR_TUNE_COL_SPLIT && RB == CR_ROWS
+        ? CR_TUNE_COL_SUM_BLOCKS
+        : 1;
 
 template <typename In, Leaf LF, int KA, int Q, int V = 1, int RB = CR_ROWS>
-__global__ void __launch_bounds__(kThreads, kColBlocks<In, LF, KA>)
+__global__ void __launch_bounds__(kThreads, kColBlocks<In, LF, KA, Q, RB>)
     columns_kernel(const __grid_constant__ Cols P)
 {
     using S = Shape<In>;
