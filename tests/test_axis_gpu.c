@@ -260,9 +260,10 @@ static void streamed(void)
     }
 }
 
-/* Columns many enough to fill a wave of the GPU (at least 1024 jobs of 32 columns and a chunk,
- * where the sweep's problems make a few), which the plain float32 and float64 sums walk with
- * fewer warps a job; the other leaves on such shapes; every result against the CPU's 1-D call.
+/* Columns many enough to fill a wave of the GPU or to take a warp a job (512 jobs of 32
+ * columns and a chunk or more, where the sweep's problems make a few), which the plain float32
+ * and float64 sums walk with fewer warps a job; the other leaves on such shapes; every result
+ * against the CPU's 1-D call.
  * The cases with a level above (columns of two chunks: 268 MB) run in full runs only. */
 static void wide_columns(void)
 {

@@ -1058,7 +1058,7 @@ __device__ __forceinline__ void column_lanes(const char *x, const char *y, uint6
 #ifndef CR_TUNE_COL_SPLIT_MORE
 #define CR_TUNE_COL_SPLIT_MORE 8
 #endif
-constexpr uint64_t kColWave = 24; /* warps an SM: 3 blocks of 8 at 70-80 registers */
+constexpr uint64_t kColWave = 24; /* warps an SM: 3 blocks of 8 (CR_TUNE_COL_SUM_BLOCKS) */
 
 /* The jobs are (outer index, chunk, group of 32 V columns), adjacent groups of the same chunk
  * rows next to each other (so that a block reads runs of whole rows); each takes Q warps, a
@@ -1075,16 +1075,15 @@ constexpr uint64_t kColWave = 24; /* warps an SM: 3 blocks of 8 at 70-80 registe
 #ifndef CR_TUNE_COL_NORM2_BLOCKS
 #define CR_TUNE_COL_NORM2_BLOCKS 2
 #endif
-/* The other kernels unbounded; the pairs' (V = 2) among them: at 3 blocks an SM (80 registers)
- * ptxas spills 176-192 bytes of them (1432 of NORM2's medium pass), at 2 they are as they are
- * (106-110 registers). */
 /* CR_TUNE_COL_SUM_BLOCKS: blocks per SM the long columns' level-1 kernel of the sums and the
  * squares of 4- and 8-byte input (four warps a job, 32 rows a lane) is compiled for. Unbounded,
  * ptxas gave it 114-118 registers, two blocks an SM; bounded to 3 (float64 SUM's spills 96
  * bytes), H100, along axis 0 (docs/perf-log runs 122-123): float32 (65536, 4096) SUM 369.5 to
  * 362.6 us (96.4% of the read), (4096, 65536) 368.0 to 359.2 us (97.2%), float64 96.4% to 98.4%
  * and 95.2% to 97.8%, SUMSQ 96-99.7%. The short columns' kernels came out slower bounded (up to
- * 14%) and are not. */
+ * 14%) and are not. The others but NORM2's are unbounded: the pairs (V = 2) take 78-128
+ * registers since the padded loads (ptxas at 3 blocks an SM spilled 176-192 bytes of them
+ * before). */
 #ifndef CR_TUNE_COL_SUM_BLOCKS
 #define CR_TUNE_COL_SUM_BLOCKS 3
 #endif
