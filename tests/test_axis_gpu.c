@@ -2,10 +2,11 @@
  * the CPU's 1-D call of its own values (axis_check.h), for every operation, dtype and mode,
  * along each axis of random 1-D, 2-D and 3-D shapes, over random segments (offsets in device
  * memory); the same row's bits in batches of 1, 7 and 10,000 rows; inputs one element off
- * 16-byte alignment; errors, and offsets the GPU checks itself; rows streamed from memory (an
- * input larger than L2, whose rows' level 2 is a launch of its own); segments longer than C^2;
- * segments replayed from a CUDA graph; shaped calls captured after coopreduce_reserve_axis and
- * _segments, allocating nothing; columns that fill a wave; more than 2^31 elements in all.
+ * 16-byte alignment, and segments over inputs at every offset from it; errors, and offsets the
+ * GPU checks itself; rows streamed from memory (an input larger than L2, whose rows' level 2 is
+ * a launch of its own); segments longer than C^2; segments replayed from a CUDA graph; shaped
+ * calls captured after coopreduce_reserve_axis and _segments, allocating nothing; columns that
+ * fill a wave; more than 2^31 elements in all.
  *
  *   test_axis_gpu           all checks; exits 77 (ctest: skipped) without CUDA or a GPU
  *   test_axis_gpu --quick   smaller cases, no streamed, long-segment or n > 2^31 case (for
@@ -112,6 +113,66 @@ static void misaligned(void)
                       coopreduce_status_string(s), bad);
                 drop(dx), drop(dy), drop(dr);
                 free(x), free(y), free(res), free(xs), free(ys);
+            }
+        }
+    }
+}
+
+/* Segments over x and y at every element offset from a 16-byte boundary (y one element further
+ * than x), of lengths long enough that the GPU copies their chunks into shared memory from the
+ * 16-byte block holding each chunk's start, with short and empty ones among them, the last
+ * ending at x's end: every result against the CPU's 1-D call. */
+static void misaligned_segments(void)
+{
+    static const coopreduce_dtype dts[] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64,
+                                           COOPREDUCE_FLOAT16, COOPREDUCE_BFLOAT16};
+    static const coopreduce_op ops[] = {COOPREDUCE_OP_SUM, COOPREDUCE_OP_SUMSQ, COOPREDUCE_OP_DOT,
+                                        COOPREDUCE_OP_NORM2};
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+        const coopreduce_dtype dt = dts[d];
+        const size_t es = dt_size(dt);
+        for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+            const coopreduce_op op = ops[o];
+            const size_t rs = coopreduce_op_result_size(op, dt, 0, NULL);
+            for (uint64_t xo = 0; xo < 16 / es; xo++) {
+                /* lengths: chunks of 4096 (2048 float64) elements, whole, ragged and several */
+                enum { NSEG = 9 };
+                const uint64_t lens[NSEG] = {4097 + rnd_below(3000), 1 + rnd_below(5), 0,
+                                             2 * 4096 + rnd_below(4096), 4096, 4095,
+                                             rnd_below(300), 9 * 4096 + 1 + rnd_below(99),
+                                             3000 + rnd_below(2000)};
+                int64_t off[NSEG + 1];
+                off[0] = (int64_t)rnd_below(6);
+                for (int k = 0; k < NSEG; k++) off[k + 1] = off[k] + (int64_t)lens[k];
+                const uint64_t n = (uint64_t)off[NSEG], yo = (xo + 1) % (16 / es);
+                char *x = xmalloc(n * es), *y = xmalloc(n * es), *res = xmalloc(NSEG * rs);
+                axis_fill(x, n, dt, (int)rnd_below(AXIS_KINDS));
+                axis_fill(y, n, dt, 0);
+                char *dx = put(NULL, (n + xo) * es), *dy = put(NULL, (n + yo) * es);
+                char *dr = put(NULL, NSEG * rs), *doff = put(off, sizeof off);
+                cuda_ok(cudaMemcpy(dx + xo * es, x, n * es, cudaMemcpyHostToDevice), "upload");
+                cuda_ok(cudaMemcpy(dy + yo * es, y, n * es, cudaMemcpyHostToDevice), "upload");
+                coopreduce_status s = coopreduce_reduce_segments(
+                    op, dx + xo * es, op == COOPREDUCE_OP_DOT ? dy + yo * es : NULL, dr, n,
+                    (const int64_t *)doff, NSEG, dt, gpu, NULL);
+                if (s == COOPREDUCE_SUCCESS) s = coopreduce_synchronize(gpu, NULL);
+                sync_dev();
+                get(res, dr, NSEG * rs);
+                int bad = 0;
+                for (int k = 0; k < NSEG && s == COOPREDUCE_SUCCESS; k++) {
+                    char want[16];
+                    coopreduce_reduce(op, x + off[k] * es,
+                                      op == COOPREDUCE_OP_DOT ? y + off[k] * es : NULL, want,
+                                      lens[k], dt, g_cpu, NULL);
+                    bad += memcmp(want, res + k * rs, rs) != 0;
+                }
+                CHECK(s == COOPREDUCE_SUCCESS && bad == 0,
+                      "%s %s segments, x %llu elements off 16 bytes: %s, %d of %d differ from "
+                      "the CPU",
+                      coopreduce_op_name(op), dt_name(dt), (unsigned long long)xo,
+                      coopreduce_status_string(s), bad, NSEG);
+                drop(dx), drop(dy), drop(dr), drop(doff);
+                free(x), free(y), free(res);
             }
         }
     }
@@ -634,6 +695,7 @@ int main(int argc, char **argv)
     test_seed_init("test_axis_gpu");
     static const test_section sections[] = {{"sweep", sweep},     {"segments", segments},
                                             {"paths", paths},     {"batches", batches}, {"misaligned", misaligned},
+                                            {"misaligned_segments", misaligned_segments},
                                             {"errors", errors},   {"streamed", streamed},
                                             {"wide_columns", wide_columns},
                                             {"long_segments", long_segments},

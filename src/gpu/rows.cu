@@ -49,6 +49,11 @@
  *    docs/perf-log.)
  *    An empty segment owns one slot, a gap, whose warp writes its result (the final rule on the
  *    sum of nothing).
+ *  - segments_staged_kernel: the same walk, each warp copying a chunk into its shared memory by
+ *    asynchronous 16-byte copies before reading it there (leaves.cuh's chunk_staged): 16 KiB
+ *    in flight a warp, holding no registers, where element loads keep a batch of 4 KiB. For
+ *    the sums, squares and dots of 4- and 2-byte input and float64 dots, over segments of C / 4
+ *    elements or more on average (CR_TUNE_SEG_STAGED).
  *  - narrow_partials_kernel, partials_kernel: level 2 as a launch of its own, several rows to a
  *    warp, or a warp per row or segment.
  *  - columns_kernel: strided rows (an axis with inner > 1). A thread per column (32 adjacent
@@ -277,10 +282,11 @@ __device__ __forceinline__ bool faulted(const Rows &R)
 
 /* The offsets checked on the device, a share of 32 consecutive ones per warp at a time: offset
  * k is bad when below offsets[k - 1] (k = 0: below 0) or beyond n. */
+template <int kWPB>
 __device__ __forceinline__ void check_offsets(const cg::thread_block_tile<32> &warp, const Rows &R)
 {
-    const uint64_t warps = (uint64_t)gridDim.x * kWarpsPerBlock;
-    for (uint64_t k = ((uint64_t)blockIdx.x * kWarpsPerBlock + warp.meta_group_rank()) * 32 +
+    const uint64_t warps = (uint64_t)gridDim.x * kWPB;
+    for (uint64_t k = ((uint64_t)blockIdx.x * kWPB + warp.meta_group_rank()) * 32 +
                       warp.thread_rank();
          k <= R.rows; k += warps * 32) {
         const int64_t v = __ldg(R.offsets + k), before = k ? __ldg(R.offsets + k - 1) : 0;
@@ -338,17 +344,18 @@ static_assert(CR_TUNE_SEG_WHOLE <= 4, "a whole segment's chunk tree is written f
  * offsets[0], whose slots lie below n / C + nseg + 1 (R.slots). When some offset is bad, the
  * last warp done (which every other warp's results precede) makes every result NaN and zeroes
  * the tickets, which bad offsets may have left at any count. */
-template <typename In, Leaf LF>
+template <typename In, Leaf LF, int kWPB, bool kStaged>
 __device__ __forceinline__ void segment_chunks(const cg::thread_block_tile<32> &warp,
-                                               const Rows &R)
+                                               const Rows &R, char *buf)
 {
+    static_assert(!kStaged || LF != Leaf::kNorm2, "NORM2: element loads (CR_TUNE_SEG_STAGED)");
     constexpr uint64_t kWhole = LF == Leaf::kNorm2 ? 0 : CR_TUNE_SEG_WHOLE;
     using S = Shape<In>;
     using Acc = typename In::Acc;
     using u64 = unsigned long long;
     constexpr uint64_t C = S::kChunk;
     u64 *const next = R.grab, *const done = R.grab + 1;
-    check_offsets(warp, R);
+    check_offsets<kWPB>(warp, R);
     const int64_t o0 = __ldg(R.offsets), oe = __ldg(R.offsets + R.rows);
     /* slots of segments within x: (oe - o0) / C + nseg, never above R.slots */
     const uint64_t slots = o0 < 0 || oe < o0 || (uint64_t)oe > R.n
@@ -384,10 +391,20 @@ __device__ __forceinline__ void segment_chunks(const cg::thread_block_tile<32> &
             Acc v[kLeaves<LF>], a[kLeaves<LF>], b[kLeaves<LF>]; /* a, b: a whole segment's */
             for (uint64_t q = j;; q++) {
                 const uint64_t rest = n - q * C;
-                if constexpr (LF == Leaf::kNorm2)
-                    chunk_strided_norm2<In>(warp, A, q * C, rest < C ? (int)rest : (int)C, v);
-                else
-                    chunk_strided<In, LF>(warp, A, q * C, rest < C ? (int)rest : (int)C, v);
+                const int m = rest < C ? (int)rest : (int)C;
+                bool staged = false;
+                if constexpr (kStaged) { /* where the copy's 16-byte blocks lie within x, y */
+                    const uint64_t e0 = (uint64_t)start + q * C;
+                    staged = blocks_within<In>(R.x, R.n, e0, (uint64_t)m) &&
+                             (LF != Leaf::kProduct || blocks_within<In>(R.y, R.n, e0, (uint64_t)m));
+                    if (staged) chunk_staged<In, LF>(warp, A, q * C, m, buf, v);
+                }
+                if (!staged) {
+                    if constexpr (LF == Leaf::kNorm2)
+                        chunk_strided_norm2<In>(warp, A, q * C, m, v);
+                    else
+                        chunk_strided<In, LF>(warp, A, q * C, m, v);
+                }
                 if constexpr (kWhole > 1) {
                     if (!whole) break;
                     /* the chunk tree of up to 4 partials (lanes 0..3, the rest -0.0, the
@@ -431,7 +448,7 @@ __device__ __forceinline__ void segment_chunks(const cg::thread_block_tile<32> &
     unsigned int bad = 0;
     if (warp.thread_rank() == 0) {
         fence_acq_rel_gpu();
-        if (atomicAdd(done, (u64)1) == (u64)gridDim.x * kWarpsPerBlock - 1) {
+        if (atomicAdd(done, (u64)1) == (u64)gridDim.x * kWPB - 1) {
             fence_acq_rel_gpu();
             *next = 0;
             *done = 0;
@@ -463,7 +480,77 @@ __global__ void __launch_bounds__(kThreads, kSegBlocks<LF>) segments_kernel(cons
 {
     let_dependents_launch(); /* NORM2's level 2 (grid.cuh) */
     cg::thread_block block = cg::this_thread_block();
-    segment_chunks<In, LF>(cg::tiled_partition<32>(block), R);
+    segment_chunks<In, LF, kWarpsPerBlock, false>(cg::tiled_partition<32>(block), R, nullptr);
+}
+
+/* CR_TUNE_SEG_STAGED: level 1 of segments by segments_staged_kernel (1): each warp copies a
+ * chunk into shared memory by asynchronous 16-byte copies before reading it (leaves.cuh's
+ * chunk_staged), CR_TUNE_SEG_WARPS warps a block, as many blocks an SM as their shared memory
+ * allows on sm_90 (three blocks of four warps: 12 warps an SM, 16 KiB in flight each, where
+ * segments_kernel has 24 warps of 4 KiB a batch; a GPU with less shared memory runs fewer at
+ * once, the rest of the grid after them); 0: segments_kernel alone. The element loads of
+ * segments_kernel wait for each batch of rows in turn; a whole chunk in flight at once took
+ * (H100, 2^26 elements in segments of 1..10,000, docs/perf-log) float32 SUM from 85.4% of the
+ * read to 89.0% (0.88x to 0.92x CUB's segmented sum; 91.3% to 94.0% at 2^28), SUMSQ 84.8% to
+ * 88.4%, DOT 86.8% to 89.8%, bfloat16 SUM 70.6% to 72.1% and DOT 74.2% to 76.2%, float64 DOT
+ * 89.6% to 90.2%, float32 SUM over segments of 1..4000 86.6% to 89.1% (0.97x to 1.00x CUB).
+ * Not kept for: float64 SUM (88.8% to 87.8%) and SUMSQ (level), NORM2 (76% to 69%: its medium
+ * pass and class test at half the warps), and segments shorter on average than
+ * C / CR_TUNE_SEG_STAGED_SHORT elements (float32 segments of 1..2000: 85.7% to 74.8%, a chunk
+ * holding a few rows: half the warps for the same round trip). */
+#ifndef CR_TUNE_SEG_STAGED
+#define CR_TUNE_SEG_STAGED 1
+#endif
+#ifndef CR_TUNE_SEG_STAGED_SHORT
+#define CR_TUNE_SEG_STAGED_SHORT 4
+#endif
+#ifndef CR_TUNE_SEG_WARPS
+#define CR_TUNE_SEG_WARPS 4
+#endif
+template <typename In, Leaf LF>
+constexpr bool kSegStaged =
+    CR_TUNE_SEG_STAGED && LF != Leaf::kNorm2 && (In::kBytes < 8 || LF == Leaf::kProduct);
+constexpr int kSegWarps = CR_TUNE_SEG_WARPS;
+/* Shared memory a block of segments_staged_kernel takes, and its blocks an SM: what fits in
+ * sm_90's 228 KiB with 2 KiB more a block (the KiB reserved for the system, and the kernel's
+ * own), at most 8. */
+template <typename In, Leaf LF> constexpr int kSegStagedBytes = kSegWarps * kStageBytes<In, LF>;
+template <typename In, Leaf LF>
+constexpr int kSegStagedBlocks =
+    228 * 1024 / (kSegStagedBytes<In, LF> + 2048) < 8 ? 228 * 1024 / (kSegStagedBytes<In, LF> + 2048)
+                                                     : 8;
+
+template <typename In, Leaf LF>
+__global__ void __launch_bounds__(32 * kSegWarps, kSegStagedBlocks<In, LF>)
+    segments_staged_kernel(const __grid_constant__ Rows R)
+{
+    extern __shared__ __align__(16) char seg_stage[];
+    let_dependents_launch(); /* level 2, where it is a launch of its own (grid.cuh) */
+    cg::thread_block block = cg::this_thread_block();
+    const cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    segment_chunks<In, LF, kSegWarps, true>(
+        warp, R, seg_stage + warp.meta_group_rank() * kStageBytes<In, LF>);
+}
+
+/* The launch of segments_staged_kernel: its shared memory allowed once per device. */
+template <typename In, Leaf LF>
+cudaError_t launch_segments_staged(const cr_gpu_call *c, const Rows &R)
+{
+    static std::atomic<int> allowed[kMaxDevices];
+    constexpr int bytes = kSegStagedBytes<In, LF>;
+    const bool known = c->device >= 0 && c->device < kMaxDevices;
+    if (!known || !allowed[c->device].load(std::memory_order_relaxed)) {
+        const cudaError_t e = cudaFuncSetAttribute(segments_staged_kernel<In, LF>,
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                   bytes);
+        if (e != cudaSuccess) return e;
+        if (known) allowed[c->device].store(1, std::memory_order_relaxed);
+    }
+    segments_staged_kernel<In, LF><<<grid_blocks((R.slots + kSegWarps - 1) / kSegWarps,
+                                                 c->sm_count, kSegStagedBlocks<In, LF>,
+                                                 c->forced_blocks, INT32_MAX),
+                                     32 * kSegWarps, bytes, c->stream>>>(R);
+    return cudaGetLastError();
 }
 
 /* Level 1: a warp per slot. */
@@ -1250,11 +1337,19 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
         R.grab = reinterpret_cast<unsigned long long *>(s->grab);
         R.tickets = s->tickets;
         R.handoff = LF != Leaf::kNorm2 && CR_TUNE_SEG_HANDOFF; /* see the top of the file */
-        segments_kernel<In, LF><<<grid_blocks((R.slots + kWarpsPerBlock - 1) / kWarpsPerBlock,
-                                               c->sm_count, kSegBlocks<LF>, c->forced_blocks,
-                                               INT32_MAX),
-                                   kThreads, 0, c->stream>>>(R);
-        cudaError_t e = cudaGetLastError();
+        cudaError_t e = cudaSuccess;
+        bool staged = false;
+        if constexpr (kSegStaged<In, LF>) {
+            staged = s->n / (s->nseg + 1) >= S::kChunk / CR_TUNE_SEG_STAGED_SHORT;
+            if (staged) e = launch_segments_staged<In, LF>(c, R);
+        }
+        if (!staged) {
+            segments_kernel<In, LF><<<grid_blocks((R.slots + kWarpsPerBlock - 1) / kWarpsPerBlock,
+                                                   c->sm_count, kSegBlocks<LF>, c->forced_blocks,
+                                                   INT32_MAX),
+                                       kThreads, 0, c->stream>>>(R);
+            e = cudaGetLastError();
+        }
         if (e == cudaSuccess && !R.handoff && R.rows)
             e = launch_dependent(c->cc_major, partials_kernel<Acc, K, true>,
                                  blocks_for(c, R.rows), kThreads, c->stream, R);

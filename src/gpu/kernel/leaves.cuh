@@ -808,20 +808,14 @@ __device__ __forceinline__ LaneVals<In, LF> strided_rows(const void *px, const v
     }
 }
 
-/* The chunk's kOut<LF> values (in every thread): its K trees, or kMedium's tree of squares and
- * whether some element lies outside the medium class. */
+/* The chunk's values from this thread's row trees in the interleaved layout: the five lowest
+ * lane levels by shuffles, the top ones inside the thread; kMedium's class test over the warp. */
 template <typename In, Leaf LF>
-__device__ __forceinline__ void chunk_strided(const cg::thread_block_tile<32> &warp,
-                                              const Args<In> &A, uint64_t base, int m,
-                                              typename In::Acc (&v)[kOut<LF>])
+__device__ __forceinline__ void strided_finish(const cg::thread_block_tile<32> &warp,
+                                               LaneVals<In, LF> s, Ext ext,
+                                               typename In::Acc (&v)[kOut<LF>])
 {
-    constexpr int W = Shape<In>::kLanes, L = kStrideLanes<In>;
-    const int t = warp.thread_rank();
-    const uint64_t first = (base + (uint64_t)t) * In::kBytes;
-    const void *const px = static_cast<const char *>(A.x) + first;
-    const void *const py = LF == Leaf::kProduct ? static_cast<const char *>(A.y) + first : px;
-    Ext ext;
-    LaneVals<In, LF> s = strided_rows<In, LF, CR_ROWS>(px, py, 0, m - t, (m + W - 1) / W, ext);
+    constexpr int L = kStrideLanes<In>;
 #pragma unroll
     for (int k = 0; k < kLeaves<LF>; k++) {
 #pragma unroll
@@ -839,6 +833,23 @@ __device__ __forceinline__ void chunk_strided(const cg::thread_block_tile<32> &w
         for (int d = 1; d < 32; d *= 2) ext = F32::ext_add(ext, ext_shfl(warp, ext, d));
         v[1] = strided_other<typename In::Acc>(ext) ? 1 : 0;
     }
+}
+
+/* The chunk's kOut<LF> values (in every thread): its K trees, or kMedium's tree of squares and
+ * whether some element lies outside the medium class. */
+template <typename In, Leaf LF>
+__device__ __forceinline__ void chunk_strided(const cg::thread_block_tile<32> &warp,
+                                              const Args<In> &A, uint64_t base, int m,
+                                              typename In::Acc (&v)[kOut<LF>])
+{
+    constexpr int W = Shape<In>::kLanes;
+    const int t = warp.thread_rank();
+    const uint64_t first = (base + (uint64_t)t) * In::kBytes;
+    const void *const px = static_cast<const char *>(A.x) + first;
+    const void *const py = LF == Leaf::kProduct ? static_cast<const char *>(A.y) + first : px;
+    Ext ext;
+    strided_finish<In, LF>(
+        warp, strided_rows<In, LF, CR_ROWS>(px, py, 0, m - t, (m + W - 1) / W, ext), ext, v);
 }
 
 /* NORM2's three trees of a chunk as chunk_strided gives them, by the medium pass first (the
@@ -859,6 +870,92 @@ __device__ __forceinline__ void chunk_strided_norm2(const cg::thread_block_tile<
         return;
     }
     chunk_strided<In, Leaf::kNorm2>(warp, A, base, m, v);
+}
+
+/* Segments' chunks staged in shared memory. The element loads of chunk_strided keep a batch of
+ * rows in flight per warp, 4 KiB, bounded by registers; here a warp first copies a whole chunk
+ * (16 KiB; DOT: half a chunk of each array) into its own shared memory with 16-byte
+ * asynchronous copies that hold no registers, then reads it in the interleaved layout as
+ * chunk_strided reads global memory: the same tree, the same bits, with four times the bytes
+ * in flight a warp. Copies are of the 16-byte blocks holding the stage's elements, from the one
+ * holding its first (the caller checks blocks_within: those blocks lie within the arrays), so
+ * a chunk may start anywhere. */
+template <typename In> struct FromShared : In {
+    static __device__ __forceinline__ typename In::Acc at(const void *p, uint64_t i)
+    {
+        if constexpr (In::kBytes == 2)
+            return In::widen(static_cast<const unsigned short *>(p)[i]);
+        else
+            return static_cast<const typename In::Acc *>(p)[i];
+    }
+};
+
+/* Chunk rows a stage holds: the whole chunk of one array (stages of 16 rows, twice the warps,
+ * measured 6-10 points of the read slower: docs/perf-log); half of it of each of DOT's two. */
+template <Leaf LF> constexpr int kStageRows = LF == Leaf::kProduct ? CR_ROWS / 2 : CR_ROWS;
+/* Shared memory a warp's stage takes per array: its rows and the 16-byte block the start's
+ * offset past a boundary adds. */
+template <typename In, Leaf LF>
+constexpr int kStageArrayBytes = kStageRows<LF> * Shape<In>::kLanes * In::kBytes + 16;
+template <typename In, Leaf LF>
+constexpr int kStageBytes = (LF == Leaf::kProduct ? 2 : 1) * kStageArrayBytes<In, LF>;
+
+/* Whether the 16-byte blocks holding elements [e0, e0 + n) of the array x of `len` elements
+ * lie within it. */
+template <typename In>
+__device__ __forceinline__ bool blocks_within(const char *x, uint64_t len, uint64_t e0, uint64_t n)
+{
+    const uintptr_t lo = (uintptr_t)(x + e0 * In::kBytes) & ~(uintptr_t)15;
+    const uintptr_t hi = ((uintptr_t)(x + (e0 + n) * In::kBytes) + 15) & ~(uintptr_t)15;
+    return lo >= (uintptr_t)x && hi <= (uintptr_t)(x + len * In::kBytes);
+}
+
+/* The copies of `bytes` bytes at p (and the bytes before them back to a 16-byte boundary) into
+ * buf, by the warp; returns p's offset past that boundary, where p's first byte lands. The
+ * warp's barrier first: its threads are done reading what buf held. */
+__device__ __forceinline__ int stage_copy(const cg::thread_block_tile<32> &warp, char *buf,
+                                          const char *p, int bytes)
+{
+    const int sb = (int)((uintptr_t)p & 15), nv = (sb + bytes + 15) >> 4;
+    const char *a = p - sb;
+    warp.sync();
+    for (int i = warp.thread_rank(); i < nv; i += 32) cp_async16(buf + 16 * i, a + 16 * i);
+    return sb;
+}
+
+/* The chunk's values (in every thread) from a copy in buf, as chunk_strided gives them. */
+template <typename In, Leaf LF>
+__device__ __forceinline__ void chunk_staged(const cg::thread_block_tile<32> &warp,
+                                             const Args<In> &A, uint64_t base, int m, char *buf,
+                                             typename In::Acc (&v)[kOut<LF>])
+{
+    using SI = FromShared<In>;
+    constexpr int W = Shape<In>::kLanes, H = kStageRows<LF>;
+    constexpr bool kY = LF == Leaf::kProduct;
+    static_assert(CR_ROWS % H == 0, "whole stages a chunk");
+    const int t = warp.thread_rank(), used = (m + W - 1) / W;
+    char *const bx = buf, *const by = buf + (kY ? kStageArrayBytes<In, LF> : 0);
+    Ext ext;
+    LaneVals<SI, LF> s;
+#pragma unroll
+    for (int r0 = 0; r0 < CR_ROWS; r0 += H) {
+        if (r0 > 0 && r0 >= used) break; /* the rest is padding (uniform) */
+        const int cnt = m - r0 * W < H * W ? m - r0 * W : H * W;
+        const uint64_t e0 = base + (uint64_t)r0 * W;
+        const char *gx = static_cast<const char *>(A.x) + e0 * In::kBytes;
+        const int sx = stage_copy(warp, bx, gx, cnt * In::kBytes);
+        const int sy = kY ? stage_copy(warp, by, static_cast<const char *>(A.y) + e0 * In::kBytes,
+                                       cnt * In::kBytes)
+                          : sx;
+        cp_async_wait_all();
+        warp.sync(); /* every thread's copies visible to the warp */
+        /* element r * W + 32 j + t of the chunk (r >= r0) at px + (r * W + 32 j) * kBytes */
+        const int shift = (t - r0 * W) * In::kBytes;
+        const char *px = bx + sx + shift, *py = kY ? by + sy + shift : px;
+        const LaneVals<SI, LF> a = strided_rows<SI, LF, H>(px, py, r0, m - t, used, ext);
+        s = r0 == 0 ? a : add(s, a);
+    }
+    strided_finish<SI, LF>(warp, s, ext, v);
 }
 
 /* Level 1 off the stream: chunk c of the input (misaligned, ragged, or the only chunk) to its

@@ -42,6 +42,20 @@ template <bool kStream> __device__ __forceinline__ uint4 load16(const void *p)
     return kStream ? load_stream_once(q) : __ldg(q);
 }
 
+/* Asynchronous copies into shared memory (sm_80's cp.async): 16 bytes from a 16-byte aligned
+ * global address to a 16-byte aligned shared one, through L2 only (.cg); the thread's copies so
+ * far all landed after cp_async_wait_all (other threads see them after a barrier or
+ * __syncwarp). Bytes in flight this way hold no registers. */
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem)
+{
+    const unsigned int s = (unsigned int)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all()
+{
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+
 /* The head / body / tail split of n elements of `bytes` bytes at x. vec == false: no body
  * vectors, every element a unit of its own (head 0). */
 struct Split {
