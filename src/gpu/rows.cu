@@ -49,11 +49,13 @@
  *    docs/perf-log.)
  *    An empty segment owns one slot, a gap, whose warp writes its result (the final rule on the
  *    sum of nothing).
- *  - segments_staged_kernel: the same walk, each warp copying a chunk into its shared memory by
- *    asynchronous 16-byte copies before reading it there (leaves.cuh's chunk_staged): 16 KiB
- *    in flight a warp, holding no registers, where element loads keep a batch of 4 KiB. For
- *    the sums, squares and dots of 4- and 2-byte input and float64 dots, over segments of C / 4
- *    elements or more on average (CR_TUNE_SEG_STAGED).
+ *  - segments_staged_kernel: the same walk, each warp copying its chunks into its shared memory
+ *    by asynchronous 16-byte copies and reading them there (leaves.cuh's chunk_staged,
+ *    staged_chunks): up to 16 KiB in flight a warp, holding no registers, where element loads
+ *    keep a batch of 4 KiB (4- and 8-byte input: a whole chunk, then its reading; 16-bit: a
+ *    ring of four stages of 8 rows, each refilled as it is read). For the sums, squares and
+ *    dots of 4- and 2-byte input and float64 dots, over segments of C / 4 elements or more on
+ *    average (CR_TUNE_SEG_STAGED).
  *  - narrow_partials_kernel, partials_kernel: level 2 as a launch of its own, several rows to a
  *    warp, or a warp per row or segment.
  *  - columns_kernel: strided rows (an axis with inner > 1). A thread per column (32 adjacent
@@ -389,11 +391,38 @@ __device__ __forceinline__ void segment_chunks(const cg::thread_block_tile<32> &
             const Args<In> A = {R.x + (uint64_t)start * In::kBytes,
                                 R.y ? R.y + (uint64_t)start * In::kBytes : nullptr, n};
             Acc v[kLeaves<LF>], a[kLeaves<LF>], b[kLeaves<LF>]; /* a, b: a whole segment's */
-            for (uint64_t q = j;; q++) {
+            /* a whole segment's chunk tree of up to 4 partials (lanes 0..3, the rest -0.0, the
+             * identity): (p0 + p1) + (p2 + p3), as reduce_partials computes it */
+            const auto whole_tree = [&](uint64_t q, const Acc *c) {
+#pragma unroll
+                for (int k = 0; k < kLeaves<LF>; k++) {
+                    if (q == 0) a[k] = c[k];
+                    if (q == 1) a[k] = a[k] + c[k];
+                    if (q == 2) b[k] = c[k];
+                    if (q == 3) b[k] = b[k] + c[k];
+                }
+            };
+            /* 16-bit input, staged: the warp's chunks (j, or the whole segment) through the ring
+             * of stages, where the copies' 16-byte blocks lie within x (and y) */
+            bool ring = false;
+            if constexpr (kStaged && In::kBytes == 2) {
+                const uint64_t qend = whole ? parts : j + 1;
+                const uint64_t e0 = (uint64_t)start + j * C,
+                               cnt = (qend * C < n ? qend * C : n) - j * C;
+                ring = blocks_within<In>(R.x, R.n, e0, cnt) &&
+                       (LF != Leaf::kProduct || blocks_within<In>(R.y, R.n, e0, cnt));
+                if (ring)
+                    staged_chunks<In, LF>(warp, A, j, qend, buf, [&](uint64_t q, const Acc *c) {
+#pragma unroll
+                        for (int k = 0; k < kLeaves<LF>; k++) v[k] = c[k];
+                        whole_tree(q, c);
+                    });
+            }
+            for (uint64_t q = j; !ring; q++) {
                 const uint64_t rest = n - q * C;
                 const int m = rest < C ? (int)rest : (int)C;
                 bool staged = false;
-                if constexpr (kStaged) { /* where the copy's 16-byte blocks lie within x, y */
+                if constexpr (kStaged && In::kBytes > 2) { /* the chunk's copy, then its reading */
                     const uint64_t e0 = (uint64_t)start + q * C;
                     staged = blocks_within<In>(R.x, R.n, e0, (uint64_t)m) &&
                              (LF != Leaf::kProduct || blocks_within<In>(R.y, R.n, e0, (uint64_t)m));
@@ -407,15 +436,7 @@ __device__ __forceinline__ void segment_chunks(const cg::thread_block_tile<32> &
                 }
                 if constexpr (kWhole > 1) {
                     if (!whole) break;
-                    /* the chunk tree of up to 4 partials (lanes 0..3, the rest -0.0, the
-                     * identity): (p0 + p1) + (p2 + p3), as reduce_partials computes it */
-#pragma unroll
-                    for (int k = 0; k < kLeaves<LF>; k++) {
-                        if (q == 0) a[k] = v[k];
-                        if (q == 1) a[k] = a[k] + v[k];
-                        if (q == 2) b[k] = v[k];
-                        if (q == 3) b[k] = b[k] + v[k];
-                    }
+                    whole_tree(q, v);
                     if (q + 1 == parts) break;
                 } else {
                     break;
@@ -483,17 +504,20 @@ __global__ void __launch_bounds__(kThreads, kSegBlocks<LF>) segments_kernel(cons
     segment_chunks<In, LF, kWarpsPerBlock, false>(cg::tiled_partition<32>(block), R, nullptr);
 }
 
-/* CR_TUNE_SEG_STAGED: level 1 of segments by segments_staged_kernel (1): each warp copies a
- * chunk into shared memory by asynchronous 16-byte copies before reading it (leaves.cuh's
- * chunk_staged), CR_TUNE_SEG_WARPS warps a block, as many blocks an SM as their shared memory
- * allows on sm_90 (three blocks of four warps: 12 warps an SM, 16 KiB in flight each, where
- * segments_kernel has 24 warps of 4 KiB a batch; a GPU with less shared memory runs fewer at
- * once, the rest of the grid after them); 0: segments_kernel alone. The element loads of
- * segments_kernel wait for each batch of rows in turn; a whole chunk in flight at once took
+/* CR_TUNE_SEG_STAGED: level 1 of segments by segments_staged_kernel (1): each warp copies its
+ * chunks into shared memory by asynchronous 16-byte copies before reading them (leaves.cuh's
+ * chunk_staged, staged_chunks), CR_TUNE_SEG_WARPS warps a block, as many blocks an SM as their
+ * shared memory allows on sm_90 (4- and 8-byte input: three blocks of four warps, 12 warps an
+ * SM with 16 KiB in flight each; 16-bit: six blocks, 24 warps of 8 KiB; where segments_kernel
+ * has 24 warps of 4 KiB a batch; a GPU with less shared memory runs fewer at once, the rest of
+ * the grid after them); 0: segments_kernel alone. The element loads of segments_kernel wait
+ * for each batch of rows in turn; a whole chunk in flight at once took
  * (H100, 2^26 elements in segments of 1..10,000, docs/perf-log) float32 SUM from 85.4% of the
  * read to 89.0% (0.88x to 0.92x CUB's segmented sum; 91.3% to 94.0% at 2^28), SUMSQ 84.8% to
  * 88.4%, DOT 86.8% to 89.8%, bfloat16 SUM 70.6% to 72.1% and DOT 74.2% to 76.2%, float64 DOT
- * 89.6% to 90.2%, float32 SUM over segments of 1..4000 86.6% to 89.1% (0.97x to 1.00x CUB).
+ * 89.6% to 90.2%, float32 SUM over segments of 1..4000 86.6% to 89.1% (0.97x to 1.00x CUB);
+ * 16-bit input's ring of stages then took bfloat16 SUM to 76.0% (0.89-0.90x CUB) and DOT to
+ * 77.6% (runs 130-133).
  * Not kept for: float64 SUM (88.8% to 87.8%) and SUMSQ (level), NORM2 (76% to 69%: its medium
  * pass and class test at half the warps), and segments shorter on average than
  * C / CR_TUNE_SEG_STAGED_SHORT elements (float32 segments of 1..2000: 85.7% to 74.8%, a chunk
@@ -516,9 +540,9 @@ constexpr int kSegWarps = CR_TUNE_SEG_WARPS;
  * own), at most 8. */
 template <typename In, Leaf LF> constexpr int kSegStagedBytes = kSegWarps * kStageBytes<In, LF>;
 template <typename In, Leaf LF>
-constexpr int kSegStagedBlocks =
-    228 * 1024 / (kSegStagedBytes<In, LF> + 2048) < 8 ? 228 * 1024 / (kSegStagedBytes<In, LF> + 2048)
-                                                     : 8;
+constexpr int kSegStagedFit = 228 * 1024 / (kSegStagedBytes<In, LF> + 2048);
+template <typename In, Leaf LF>
+constexpr int kSegStagedBlocks = kSegStagedFit<In, LF> < 8 ? kSegStagedFit<In, LF> : 8;
 
 template <typename In, Leaf LF>
 __global__ void __launch_bounds__(32 * kSegWarps, kSegStagedBlocks<In, LF>)

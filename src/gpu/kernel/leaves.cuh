@@ -873,13 +873,12 @@ __device__ __forceinline__ void chunk_strided_norm2(const cg::thread_block_tile<
 }
 
 /* Segments' chunks staged in shared memory. The element loads of chunk_strided keep a batch of
- * rows in flight per warp, 4 KiB, bounded by registers; here a warp first copies a whole chunk
- * (16 KiB; DOT: half a chunk of each array) into its own shared memory with 16-byte
- * asynchronous copies that hold no registers, then reads it in the interleaved layout as
- * chunk_strided reads global memory: the same tree, the same bits, with four times the bytes
- * in flight a warp. Copies are of the 16-byte blocks holding the stage's elements, from the one
- * holding its first (the caller checks blocks_within: those blocks lie within the arrays), so
- * a chunk may start anywhere. */
+ * rows in flight per warp, 4 KiB, bounded by registers; here a warp copies its chunks into its
+ * own shared memory, in stages, by 16-byte asynchronous copies that hold no registers, and
+ * reads each stage there in the interleaved layout as chunk_strided reads global memory: the
+ * same tree, the same bits, with up to 16 KiB in flight a warp. Copies are of the 16-byte
+ * blocks holding a stage's elements, from the one holding its first (the caller checks
+ * blocks_within: those blocks lie within the arrays), so a chunk may start anywhere. */
 template <typename In> struct FromShared : In {
     static __device__ __forceinline__ typename In::Acc at(const void *p, uint64_t i)
     {
@@ -890,15 +889,22 @@ template <typename In> struct FromShared : In {
     }
 };
 
-/* Chunk rows a stage holds: the whole chunk of one array (stages of 16 rows, twice the warps,
- * measured 6-10 points of the read slower: docs/perf-log); half of it of each of DOT's two. */
-template <Leaf LF> constexpr int kStageRows = LF == Leaf::kProduct ? CR_ROWS / 2 : CR_ROWS;
-/* Shared memory a warp's stage takes per array: its rows and the 16-byte block the start's
- * offset past a boundary adds. */
+/* The ring: kRing stages of kRingRows chunk rows of each array (DOT: half as many rows of each
+ * of its two), and the 16-byte block a start past a boundary adds to each. 16-bit input: four
+ * stages of 8 rows (2 KiB), each refilled as soon as it is read; 4- and 8-byte input: one stage
+ * of the whole chunk (16 KiB), copied, then read (chunk_staged). Measured (H100, docs/perf-log
+ * runs 130 and 133), segments of 1..10,000 over 2^26: with four stages of 8 rows, bfloat16 SUM
+ * 72.1% of the read to 77.5% (76.0% in the kept code), DOT 76.2% to 80.0% (77.6%), but float32
+ * SUM 88.9% to 88.1%, DOT 89.8% to 88.5%, float64 DOT 90.1% to 89.1%. */
+template <typename In> constexpr int kRing = In::kBytes == 2 ? 4 : 1;
 template <typename In, Leaf LF>
-constexpr int kStageArrayBytes = kStageRows<LF> * Shape<In>::kLanes * In::kBytes + 16;
+constexpr int kRingRows = (In::kBytes == 2 ? 8 : CR_ROWS) / (LF == Leaf::kProduct ? 2 : 1);
 template <typename In, Leaf LF>
-constexpr int kStageBytes = (LF == Leaf::kProduct ? 2 : 1) * kStageArrayBytes<In, LF>;
+constexpr int kRingArrayBytes = kRingRows<In, LF> * Shape<In>::kLanes * In::kBytes + 16;
+template <typename In, Leaf LF>
+constexpr int kRingSlotBytes = (LF == Leaf::kProduct ? 2 : 1) * kRingArrayBytes<In, LF>;
+/* Shared memory a warp's ring takes. */
+template <typename In, Leaf LF> constexpr int kStageBytes = kRing<In> * kRingSlotBytes<In, LF>;
 
 /* Whether the 16-byte blocks holding elements [e0, e0 + n) of the array x of `len` elements
  * lie within it. */
@@ -923,18 +929,21 @@ __device__ __forceinline__ int stage_copy(const cg::thread_block_tile<32> &warp,
     return sb;
 }
 
-/* The chunk's values (in every thread) from a copy in buf, as chunk_strided gives them. */
+/* The chunk of m elements at element `base` of A, 4- or 8-byte input, as one stage (kRing 1):
+ * its copy into buf, then its reading; its values (in every thread) as chunk_strided gives
+ * them. (The same work as staged_chunks with one slot, which, written so, measured 0.9-2.6
+ * points of the read slower for float32: docs/perf-log run 132.) */
 template <typename In, Leaf LF>
 __device__ __forceinline__ void chunk_staged(const cg::thread_block_tile<32> &warp,
                                              const Args<In> &A, uint64_t base, int m, char *buf,
                                              typename In::Acc (&v)[kOut<LF>])
 {
     using SI = FromShared<In>;
-    constexpr int W = Shape<In>::kLanes, H = kStageRows<LF>;
+    constexpr int W = Shape<In>::kLanes, H = kRingRows<In, LF>;
     constexpr bool kY = LF == Leaf::kProduct;
-    static_assert(CR_ROWS % H == 0, "whole stages a chunk");
+    static_assert(kRing<In> == 1 && CR_ROWS % H == 0, "one slot, whole stages a chunk");
     const int t = warp.thread_rank(), used = (m + W - 1) / W;
-    char *const bx = buf, *const by = buf + (kY ? kStageArrayBytes<In, LF> : 0);
+    char *const bx = buf, *const by = buf + (kY ? kRingArrayBytes<In, LF> : 0);
     Ext ext;
     LaneVals<SI, LF> s;
 #pragma unroll
@@ -956,6 +965,86 @@ __device__ __forceinline__ void chunk_staged(const cg::thread_block_tile<32> &wa
         s = r0 == 0 ? a : add(s, a);
     }
     strided_finish<SI, LF>(warp, s, ext, v);
+}
+
+/* Chunks q0 .. q1 - 1 of A (A.n elements; every chunk but the last full) through the ring:
+ * emit(q, v) receives chunk q's values as chunk_strided gives them (LF != kNorm2). Stages go
+ * in order, each chunk's rows 0, R, 2R, .. (those holding data), then the next chunk's; the
+ * ring starts with the first NS = kRing stages' copies, and each stage read makes way for the
+ * one NS further on: one commit group a stage, an empty one where there is none, so that the
+ * stage to read is always the oldest but NS - 1 (cp.async.wait_group). The row tree of a
+ * chunk from its stages' trees, pairwise in stage order, a missing last stage of a pair
+ * leaving its partner alone (rows wholly past the data are padding: strided_rows' subtrees). */
+template <typename In, Leaf LF, typename Emit>
+__device__ __forceinline__ void staged_chunks(const cg::thread_block_tile<32> &warp,
+                                              const Args<In> &A, uint64_t q0, uint64_t q1,
+                                              char *buf, Emit &&emit)
+{
+    using SI = FromShared<In>;
+    using Acc = typename In::Acc;
+    using LV = LaneVals<SI, LF>;
+    constexpr int W = Shape<In>::kLanes, R = kRingRows<In, LF>, SPC = CR_ROWS / R, NS = kRing<In>;
+    constexpr uint64_t C = Shape<In>::kChunk;
+    constexpr bool kY = LF == Leaf::kProduct;
+    constexpr int kSlot = kRingSlotBytes<In, LF>, kArr = kRingArrayBytes<In, LF>;
+    static_assert(LF != Leaf::kNorm2 && SPC % NS == 0 && SPC <= 8, "stages of a chunk");
+    const char *const x = static_cast<const char *>(A.x);
+    const char *const y = static_cast<const char *>(A.y);
+    const auto elems = [&](uint64_t q) { /* chunk q's elements */
+        const uint64_t r = A.n - q * C;
+        return r < C ? (int)r : (int)C;
+    };
+    const auto issue = [&](uint64_t q, int k) { /* stage k of chunk q, if it holds data */
+        if (q < q1 && k * R * W < elems(q)) {
+            const uint64_t e0 = q * C + (uint64_t)k * R * W;
+            const int cnt = elems(q) - k * R * W < R * W ? elems(q) - k * R * W : R * W;
+            char *slot = buf + (k % NS) * kSlot;
+            stage_copy(warp, slot, x + e0 * In::kBytes, cnt * In::kBytes);
+            if constexpr (kY)
+                stage_copy(warp, slot + kArr, y + e0 * In::kBytes, cnt * In::kBytes);
+        }
+        cp_async_commit();
+    };
+#pragma unroll 1
+    for (int k = 0; k < NS; k++) issue(q0, k);
+    const int t = warp.thread_rank();
+#pragma unroll 1
+    for (uint64_t q = q0; q < q1; q++) {
+        const int m = elems(q), used = (m + W - 1) / W, stages = (used + R - 1) / R;
+        LV l0 = {}, l1 = {}, l2 = {}; /* a pair, a quad, an octet of stages in the making */
+        Ext ext;
+#pragma unroll 1
+        for (int k = 0; k < stages; k++) {
+            cp_async_wait_group<NS - 1>();
+            warp.sync(); /* every thread's copies of this stage visible to the warp */
+            const uint64_t e0 = q * C + (uint64_t)k * R * W;
+            const char *slot = buf + (k % NS) * kSlot;
+            /* element r * W + 32 j + t of the chunk (rows of this stage) at
+             * px + (r * W + 32 j) * kBytes */
+            const int shift = (t - k * R * W) * In::kBytes;
+            const char *px = slot + (int)((uintptr_t)(x + e0 * In::kBytes) & 15) + shift;
+            const char *py =
+                kY ? slot + kArr + (int)((uintptr_t)(y + e0 * In::kBytes) & 15) + shift : px;
+            const LV st = strided_rows<SI, LF, R>(px, py, k * R, m - t, used, ext);
+            if (k + NS < SPC)
+                issue(q, k + NS);
+            else
+                issue(q + 1, k + NS - SPC); /* chunk q is full where there is a chunk q + 1 */
+            l0 = (k & 1) == 0 ? st : add(l0, st);
+            if ((k & 3) == 1) l1 = l0;
+            if ((k & 3) == 3) l1 = add(l1, l0);
+            if ((k & 7) == 3) l2 = l1;
+            if ((k & 7) == 7) l2 = add(l2, l1);
+        }
+        /* the incomplete levels, lowest first, each the left operand of what is above it */
+        LV s = l0;
+        if (stages & 2) s = stages & 1 ? add(l1, s) : l1;
+        if (stages & 4) s = stages & 3 ? add(l2, s) : l2;
+        if (stages & 8) s = l2;
+        Acc v[kOut<LF>];
+        strided_finish<SI, LF>(warp, s, ext, v);
+        emit(q, v);
+    }
 }
 
 /* Level 1 off the stream: chunk c of the input (misaligned, ragged, or the only chunk) to its

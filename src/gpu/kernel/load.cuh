@@ -43,14 +43,25 @@ template <bool kStream> __device__ __forceinline__ uint4 load16(const void *p)
 }
 
 /* Asynchronous copies into shared memory (sm_80's cp.async): 16 bytes from a 16-byte aligned
- * global address to a 16-byte aligned shared one, through L2 only (.cg); the thread's copies so
- * far all landed after cp_async_wait_all (other threads see them after a barrier or
- * __syncwarp). Bytes in flight this way hold no registers. */
+ * global address to a 16-byte aligned shared one, through L2 only (.cg). A thread's copies land
+ * by commit group (cp_async_wait_group); other threads see them after a barrier or __syncwarp.
+ * Bytes in flight this way hold no registers. */
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem)
 {
     const unsigned int s = (unsigned int)__cvta_generic_to_shared(smem);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
 }
+/* The copies issued since the last commit, as one group; waiting until at most N groups (the
+ * N latest) are still in flight. */
+__device__ __forceinline__ void cp_async_commit()
+{
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void cp_async_wait_group()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+/* Waiting until every copy of the thread has landed. */
 __device__ __forceinline__ void cp_async_wait_all()
 {
     asm volatile("cp.async.wait_all;\n" ::: "memory");
