@@ -336,7 +336,10 @@ static_assert(CR_TUNE_SEG_WHOLE <= 4, "a whole segment's chunk tree is written f
  * segment of its first slot, then steps along the offsets (a slot past the current segment's
  * last chunk is a gap or a later segment's). Each chunk by element loads in the interleaved
  * layout (chunk_strided): segments start anywhere; NORM2's by the medium pass first, the three
- * classes only for chunks with an element outside it (chunk_strided_norm2). A segment of 2 to
+ * classes only for chunks with an element outside it (chunk_strided_norm2). In
+ * segments_staged_kernel (kStaged), from a copy in the warp's shared memory instead, where the
+ * copy's 16-byte blocks lie within x (and y): chunk_staged, or, for 16-bit input, the ring of
+ * staged_chunks over the warp's chunks. A segment of 2 to
  * CR_TUNE_SEG_WHOLE chunks is read whole at its first slot (its other slots are then gaps).
  * The counter and a count of the warps done live beside the ticket (zero between launches); the
  * last warp done zeroes both.
@@ -509,9 +512,10 @@ __global__ void __launch_bounds__(kThreads, kSegBlocks<LF>) segments_kernel(cons
  * chunk_staged, staged_chunks), CR_TUNE_SEG_WARPS warps a block, as many blocks an SM as their
  * shared memory allows on sm_90 (4- and 8-byte input: three blocks of four warps, 12 warps an
  * SM with 16 KiB in flight each; 16-bit: six blocks, 24 warps of 8 KiB; where segments_kernel
- * has 24 warps of 4 KiB a batch; a GPU with less shared memory runs fewer at once, the rest of
- * the grid after them); 0: segments_kernel alone. The element loads of segments_kernel wait
- * for each batch of rows in turn; a whole chunk in flight at once took
+ * has 24 warps of 4 KiB a batch; a GPU whose shared memory holds fewer such blocks an SM runs
+ * segments_kernel instead: launch_segments_staged); 0: segments_kernel alone. The element
+ * loads of segments_kernel wait for each batch of rows in turn; a whole chunk in flight at once
+ * took
  * (H100, 2^26 elements in segments of 1..10,000, docs/perf-log) float32 SUM from 85.4% of the
  * read to 89.0% (0.88x to 0.92x CUB's segmented sum; 91.3% to 94.0% at 2^28), SUMSQ 84.8% to
  * 88.4%, DOT 86.8% to 89.8%, bfloat16 SUM 70.6% to 72.1% and DOT 74.2% to 76.2%, float64 DOT
@@ -556,25 +560,42 @@ __global__ void __launch_bounds__(32 * kSegWarps, kSegStagedBlocks<In, LF>)
         warp, R, seg_stage + warp.meta_group_rank() * kStageBytes<In, LF>);
 }
 
-/* The launch of segments_staged_kernel: its shared memory allowed once per device. */
+/* The launch of segments_staged_kernel, where the GPU's shared memory holds kSegStagedBlocks of
+ * its blocks an SM (sm_90's 228 KiB; GPUs with less run segments_kernel: *launched false). Its
+ * shared memory is allowed once per device, and again if a launch is refused (a context made
+ * anew, after cudaDeviceReset, no longer carries the attribute). */
 template <typename In, Leaf LF>
-cudaError_t launch_segments_staged(const cr_gpu_call *c, const Rows &R)
+cudaError_t launch_segments_staged(const cr_gpu_call *c, const Rows &R, bool *launched)
 {
-    static std::atomic<int> allowed[kMaxDevices];
+    static std::atomic<int> state[kMaxDevices]; /* 0: not asked yet; 1: allowed; -1: no fit */
     constexpr int bytes = kSegStagedBytes<In, LF>;
+    const auto allow = [] {
+        return cudaFuncSetAttribute(segments_staged_kernel<In, LF>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    };
     const bool known = c->device >= 0 && c->device < kMaxDevices;
-    if (!known || !allowed[c->device].load(std::memory_order_relaxed)) {
-        const cudaError_t e = cudaFuncSetAttribute(segments_staged_kernel<In, LF>,
-                                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                   bytes);
+    int st = known ? state[c->device].load(std::memory_order_relaxed) : 0;
+    cudaError_t e;
+    if (st == 0) {
+        int per_sm = 0;
+        e = cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor,
+                                   c->device);
         if (e != cudaSuccess) return e;
-        if (known) allowed[c->device].store(1, std::memory_order_relaxed);
+        st = per_sm >= kSegStagedBlocks<In, LF> * (bytes + 2048) ? 1 : -1;
+        if (st > 0 && (e = allow()) != cudaSuccess) return e;
+        if (known) state[c->device].store(st, std::memory_order_relaxed);
     }
-    segments_staged_kernel<In, LF><<<grid_blocks((R.slots + kSegWarps - 1) / kSegWarps,
-                                                 c->sm_count, kSegStagedBlocks<In, LF>,
-                                                 c->forced_blocks, INT32_MAX),
-                                     32 * kSegWarps, bytes, c->stream>>>(R);
-    return cudaGetLastError();
+    *launched = st > 0;
+    if (st < 0) return cudaSuccess;
+    const int blocks = grid_blocks((R.slots + kSegWarps - 1) / kSegWarps, c->sm_count,
+                                   kSegStagedBlocks<In, LF>, c->forced_blocks, INT32_MAX);
+    segments_staged_kernel<In, LF><<<blocks, 32 * kSegWarps, bytes, c->stream>>>(R);
+    e = cudaGetLastError();
+    if (e == cudaErrorInvalidValue && allow() == cudaSuccess) {
+        segments_staged_kernel<In, LF><<<blocks, 32 * kSegWarps, bytes, c->stream>>>(R);
+        e = cudaGetLastError();
+    }
+    return e;
 }
 
 /* Level 1: a warp per slot. */
@@ -1364,8 +1385,9 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
         cudaError_t e = cudaSuccess;
         bool staged = false;
         if constexpr (kSegStaged<In, LF>) {
-            staged = s->n / (s->nseg + 1) >= S::kChunk / CR_TUNE_SEG_STAGED_SHORT;
-            if (staged) e = launch_segments_staged<In, LF>(c, R);
+            if (s->n / (s->nseg + 1) >= S::kChunk / CR_TUNE_SEG_STAGED_SHORT)
+                e = launch_segments_staged<In, LF>(c, R, &staged);
+            if (e != cudaSuccess) return e;
         }
         if (!staged) {
             segments_kernel<In, LF><<<grid_blocks((R.slots + kWarpsPerBlock - 1) / kWarpsPerBlock,
