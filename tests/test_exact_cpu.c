@@ -437,6 +437,77 @@ int main(void)
             check_case("regimes", COOPREDUCE_OP_DOT, dt, x, y, n);
         }
     }
+    /* ---- bins (exact.c, "binned halves": every float64 sum, and float32 dots where the
+     * expansions give way): groups of eight binades, each value split in 27 + 26 significant
+     * bits, the bins flushed every 2^19 values. In group g, values of its top binade (biased exponent
+     * 8g + 7; 8g + 6 in group 255, whose top binade is inf and NaN) with significands in
+     * [1.75, 2), positive in the first half of the array (2^20 values) and negative in the
+     * second, one in sixteen in its bottom binade (8g; subnormals in group 0) with random bits
+     * and sign: before a flush the group's H bins (their sum over the sets) come within a
+     * factor 1.2 of the 2^53 units of the bottom binade that their exactness allows, so that a
+     * span twice as long, or one more bit kept in the high half, rounds away units that the
+     * result needs. Groups 0, 1, 131, 247 (the last unscaled), 248 (the first scaled: |v| >=
+     * 2^960), 254 and 255. */
+    {
+        static const int groups[] = {0, 1, 131, 247, 248, 254, 255};
+        const uint64_t n = (2u << 20) + 3;
+        double *v = x;
+        for (size_t k = 0; k < sizeof groups / sizeof groups[0]; k++) {
+            const int g = groups[k], top = g == 255 ? 8 * g + 6 : 8 * g + 7, bottom = 8 * g;
+            for (uint64_t i = 0; i < n; i++) {
+                const uint64_t r = rnd();
+                if (i % 16) {
+                    const double m = 1.75 + ldexp((double)(r >> 14), -52);
+                    v[i] = ldexp(i < n / 2 ? m : -m, top - 1023);
+                } else if (bottom == 0) { /* a subnormal: 52 random bits at 2^-1074 */
+                    const double m = ldexp((double)((r >> 12) | 1u), -1074);
+                    v[i] = r & 1 ? m : -m;
+                } else {
+                    const double m = ldexp((double)((r >> 11) | (1ull << 52)), -52);
+                    v[i] = ldexp(r & 1 ? m : -m, bottom - 1023);
+                }
+            }
+            char what[64];
+            snprintf(what, sizeof what, "a full bin, group %d", g);
+            check_case(what, COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT64, x, NULL, n);
+        }
+        /* float32 products through the same bins: six in eight near the top of group 130
+         * (biased exponents 1040 to 1047: factors of significands in [1.75, 2) at 2^11 and
+         * 2^12), one in eight at its bottom (2^8 and 2^9, random significands), one in eight
+         * spread over the products' whole range, so that the expansions leave residues and give
+         * way to the bins for runs of 2^18 to 2^21 products. (The span's bound itself is the
+         * float64 cases' above: the bins' code is shared, and here the hybrid's runs decide
+         * where the spans fall.) */
+        const uint64_t nd = (4u << 20) + 5;
+        float *xf = x, *yf = y;
+        for (uint64_t i = 0; i < nd; i++) {
+            const uint64_t r = rnd();
+            const float a = 1.0f + (float)ldexp((double)(r & 0x7fffff), -23),
+                        b = 1.0f + (float)ldexp((double)(r >> 23 & 0x7fffff), -23);
+            if (i % 8 == 7) {
+                xf[i] = (float)wide(COOPREDUCE_FLOAT32);
+                yf[i] = (float)wide(COOPREDUCE_FLOAT32);
+            } else if (i % 8 == 6) {
+                xf[i] = ldexpf(r >> 63 ? a : -a, 8);
+                yf[i] = ldexpf(b, 9);
+            } else {
+                const float ta = 1.75f + (a - 1.0f) / 4, tb = 1.75f + (b - 1.0f) / 4;
+                xf[i] = ldexpf(i < nd / 2 ? ta : -ta, 11);
+                yf[i] = ldexpf(tb, 12);
+            }
+        }
+        check_case("a full bin of float32 products", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT32, x, y,
+                   nd);
+        /* infinities and NaNs among the scaled groups' values: a NaN whose payload is in the
+         * low bits only (cleared, it would read as an infinity), an infinity with finite
+         * values of the other sign near the largest magnitude */
+        gen(D_FULL, COOPREDUCE_FLOAT64, x, n);
+        v[n / 3] = f64_from_bits(0x7ff0000000000001ull);
+        check_case("a NaN with a low payload", COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT64, x, NULL, n);
+        for (uint64_t i = 0; i < n; i++) v[i] = ldexp(1.0 + (double)(rnd() >> 12) * 0x1p-52, 1020);
+        v[n - 2] = -INFINITY;
+        check_case("-inf among huge values", COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT64, x, NULL, n);
+    }
     /* the caller's floating-point environment does not matter and is restored */
     {
         const uint64_t n = 100001;

@@ -4,20 +4,21 @@
  * Each thread takes a contiguous range. Sums of float32, float16 and bfloat16: a block of 4096
  * elements within 17 binades is summed exactly in binary64 ("narrow blocks" below); in other
  * blocks each element is added in binary64 to the bucket of its float32 exponent, exactly
- * ("exponent buckets").
- * Float64 sums and the dots go through floating-point expansions where those are fast and to
- * int64 digits, whose cost does not depend on the data, where they are not ("hybrid" below).
- * In the expansions, elements become "leaves" in binary64, exactly (a float64 value, a float32
- * product; a float64 product as p = fl(x*y) and its error fma(x, y, -p)); leaves go to 32
- * independent lanes (four 8-double vectors), each an expansion of K terms (2 for float32
- * products, 3 otherwise) updated with TwoSum, so that (terms + residue) == (terms before +
+ * ("exponent buckets"). Float64 sums: each value, split in two halves, is added in binary64 to
+ * the bin of its group of eight binades, exactly ("binned halves"). The dots go through
+ * floating-point expansions where those are fast, and where they are not to the binned halves
+ * (float32 products) or to int64 digits (float64 products), whose cost does not depend on the
+ * data ("hybrid" below). In the expansions, products become "leaves" in binary64, exactly (a
+ * float32 product; a float64 product as p = fl(x*y) and its error fma(x, y, -p)); leaves go to
+ * 32 independent lanes (four 8-double vectors), each an expansion of K terms (2 for float32
+ * products, 3 for float64) updated with TwoSum, so that (terms + residue) == (terms before +
  * leaf) exactly. A nonzero residue leaves the vectors and is added, exactly, to the thread's
  * superaccumulator (src/core/superacc.h): rare on narrow data, frequent on data spread over many
- * binades. float64 values of magnitude >= 2^960, products outside [2^-968, 2^960) and
- * non-finite factors go to the superaccumulator or the flags directly, so no expansion ever
- * overflows. At the end each lane's terms (each bucket, each set of digits) are added to the
- * superaccumulator, the threads' accumulators are added (integer addition: any order, same
- * digits) and the total is rounded once.
+ * binades. float64 products outside [2^-968, 2^960) and non-finite factors go to the
+ * superaccumulator or the flags directly, so no expansion ever overflows. At the end each
+ * lane's terms (each bucket, bin, set of digits) are added to the superaccumulator, the threads'
+ * accumulators are added (integer addition: any order, same digits) and the total is rounded
+ * once.
  *
  * Compiled with -ffp-contract=off and without fast-math (CMakeLists.txt): TwoSum must not be
  * fused or reassociated. Runs in round-to-nearest without FTZ/DAZ (the environment cr_cpu_reduce
@@ -50,27 +51,21 @@ typedef struct {
     int nd, lsb;     /* superaccumulator layout */
     unsigned flags;
     uint32_t pending; /* additions since the last carry pass */
-    uint64_t slow;    /* elements that bypassed the expansions (slow_value, slow_product) */
+    uint64_t slow;    /* products that bypassed the expansions (slow_product) */
     int64_t d[CR_SA_MAX_DIGITS];
 } job;
 
-static void sa_add(job *j, double v)
+/* v * 2^(j->lsb - lsb) into the superaccumulator (lsb < j->lsb: a value kept scaled down). */
+static void sa_add_at(job *j, int lsb, double v)
 {
-    cr_sa_add_f64(j->d, j->lsb, v);
+    cr_sa_add_f64(j->d, lsb, v);
     if (++j->pending >= CARRY_EVERY) {
         cr_sa_carry(j->d, j->nd);
         j->pending = 0;
     }
 }
 
-/* A float64 input that bypasses the expansions: NaN, +-inf, or |v| >= 2^960. */
-static void slow_value(job *j, double v)
-{
-    const unsigned f = cr_sa_special_flags(v);
-    j->slow++;
-    j->flags |= f | CR_X_NONNEGZ;
-    if (!f) sa_add(j, v);
-}
+static void sa_add(job *j, double v) { sa_add_at(j, j->lsb, v); }
 
 /* A float64 product that bypasses the expansions: a factor not finite, or the product outside
  * [2^-968, 2^960) where p and its FMA error would not be exact doubles. */
@@ -101,28 +96,6 @@ static void slow_product(job *j, double a, double b)
 }
 
 /* ---- Leaves: FILL(j, i, cnt, buf) writes LANES doubles for elements [i, i + cnt) ---------- */
-#define FILL_F64(j, i, cnt, buf)                                                                   \
-    do {                                                                                           \
-        const double *x_ = (const double *)(j)->x + (i);                                           \
-        int big_ = 0;                                                                              \
-        if ((cnt) == LANES) {                                                                      \
-            for (int l = 0; l < LANES; l++) {                                                      \
-                const double v_ = x_[l];                                                           \
-                (buf)[l] = v_;                                                                     \
-                big_ |= !(fabs(v_) < CR_X_BIG);                                                    \
-            }                                                                                      \
-        } else {                                                                                   \
-            for (int l = 0; l < LANES; l++) (buf)[l] = l < (int)(cnt) ? x_[l] : -0.0;              \
-            big_ = 1;                                                                              \
-        }                                                                                          \
-        if (big_)                                                                                  \
-            for (int l = 0; l < LANES; l++)                                                        \
-                if (!(fabs((buf)[l]) < CR_X_BIG)) {                                                \
-                    slow_value((j), (buf)[l]);                                                     \
-                    (buf)[l] = -0.0;                                                               \
-                }                                                                                  \
-    } while (0)
-
 /* float32 products are exact in binary64 (48-bit significands, exponents within range). */
 #define FILL_DOT32(j, i, cnt, buf)                                                                 \
     do {                                                                                           \
@@ -236,7 +209,6 @@ static void fold_lanes(job *j, const double *t, int K)
     }
 }
 
-DEFINE_RUN(run_f64, 3, LANES, FILL_F64)
 DEFINE_RUN(run_dot32, 2, LANES, FILL_DOT32)
 DEFINE_RUN(run_dot64, 3, LANES / 2, FILL_DOT64)
 
@@ -397,84 +369,202 @@ static void buckets_run(job *j)
     }
 }
 
-/* ---- float64 sums and the dots: digits ---------------------------------------------------
- * As the GPU's lanes (src/gpu/exact_lanes.cuh): every value goes to int64 digits of radix 2^32
- * (at 2^-1074; a float64 product at 2^-2148) as contributions of at most 2^53 (superacc.h's
- * cr_sa_split_bits and cr_sa_split_signed), whatever its exponent or sign: a flat cost, where the
- * expansions fell to a twentieth of their speed on data spread over many binades. DSETS sets of
- * digits, element i to set i % DSETS, so that consecutive values do not wait on each other's
- * stores; each set is normalised (cr_sa_normalise_strided) every DSPAN elements or so (the bound
- * at DEFINE_DIGITS). Infinities and NaNs add nothing and set their flags; CR_X_NONNEGZ is set
- * when some value (product) is not -0.0. */
+/* ---- float64 dots: digits ----------------------------------------------------------------
+ * As the GPU's lanes (src/gpu/exact_lanes.cuh): every product goes to int64 digits of radix 2^32
+ * at 2^-2148 as two halves of its exact 106-bit value (superacc.h's
+ * cr_sa_digits_add_product), whatever its exponent or sign: a flat cost, where the expansions
+ * fell to a twentieth of their speed on data spread over many binades. DSETS sets of digits,
+ * element i to set i % DSETS, so that consecutive products do not wait on each other's stores;
+ * each set is normalised (cr_sa_normalise_strided) every DSPAN elements. A digit gains at most
+ * 2^53 + 2^32 per element, so a set normalised after at most DSPAN + DSETS - 1 elements stays
+ * below 2^33 + (2^9 + 3) * (2^53 + 2^32) < 2^63. Infinities and NaNs add nothing and set their
+ * flags; CR_X_NONNEGZ is set when some product is not -0.0. */
 #define DSETS 4
-/* The SUM layout's first 66 digits: a value reaches digit 64 at most, so the top one takes only
- * the normalisations' carries (at most 2^31 each) and cannot wrap; with 65, digit 64 took about
- * 2^50 per element of magnitude near 2^1024 and wrapped after some 2^13 of them. */
-#define DDIGITS 66
 #define DSPAN 512 /* additions per set between two normalisations */
 
-/* The double of bits b (a float64 value, or a float32 product, exact in binary64: inf * 0 is
- * NaN, a zero's sign the XOR of its factors') into set D; -0.0 is told apart by its bits. */
-static inline void add_value(int64_t *D, uint64_t b, uint64_t *nonneg, unsigned *flags)
+static void digits_dot64(job *j)
 {
-    *flags |= cr_sa_digits_add(D, 1, b);
-    *nonneg |= b ^ 0x8000000000000000ull;
+    int64_t D[DSETS][CR_SA_DOT64_DIGITS];
+    memset(D, 0, sizeof D);
+    const uint64_t *x = j->x, *y = j->y;
+    uint64_t nonneg = 0;
+    unsigned flags = 0;
+    for (uint64_t i = j->i0; i < j->i1;) {
+        const uint64_t cnt = j->i1 - i < DSETS * DSPAN ? j->i1 - i : DSETS * DSPAN;
+        uint64_t k = 0;
+        for (; k + DSETS <= cnt; k += DSETS)
+            for (int q = 0; q < DSETS; q++)
+                flags |= cr_sa_digits_add_product(D[q], 1, x[i + k + q], y[i + k + q], &nonneg);
+        for (; k < cnt; k++)
+            flags |= cr_sa_digits_add_product(D[0], 1, x[i + k], y[i + k], &nonneg);
+        for (int q = 0; q < DSETS; q++) cr_sa_normalise_strided(D[q], CR_SA_DOT64_DIGITS, 1);
+        i += cnt;
+    }
+    for (int q = 0; q < DSETS; q++)
+        for (int k = 0; k < CR_SA_DOT64_DIGITS; k++) j->d[k] += D[q][k]; /* each below 2^33 */
+    j->flags |= flags | (nonneg ? CR_X_NONNEGZ : 0u);
 }
 
-/* The digits of a range, ND of them per set; ADD(D, j, i, nonneg, flags): element i into set D.
- * A digit gains at most 2^53 + 2^32 per element, so a set normalised after at most DSPAN +
- * DSETS - 1 elements stays below 2^33 + (2^9 + 3) * (2^53 + 2^32) < 2^63. */
-#define DEFINE_DIGITS(NAME, ND, ADD)                                                               \
-    static void NAME(job *j)                                                                       \
-    {                                                                                              \
-        int64_t D[DSETS][ND];                                                                      \
-        memset(D, 0, sizeof D);                                                                    \
-        uint64_t nonneg = 0;                                                                       \
-        unsigned flags = 0;                                                                        \
-        for (uint64_t i = j->i0; i < j->i1;) {                                                     \
-            const uint64_t cnt = j->i1 - i < DSETS * DSPAN ? j->i1 - i : DSETS * DSPAN;           \
-            uint64_t k = 0;                                                                        \
-            for (; k + DSETS <= cnt; k += DSETS)                                                   \
-                for (int q = 0; q < DSETS; q++) ADD(D[q], j, i + k + q, &nonneg, &flags);         \
-            for (; k < cnt; k++) ADD(D[0], j, i + k, &nonneg, &flags);                             \
-            for (int q = 0; q < DSETS; q++) cr_sa_normalise_strided(D[q], (ND), 1);               \
-            i += cnt;                                                                              \
-        }                                                                                          \
-        for (int q = 0; q < DSETS; q++)                                                            \
-            for (int k = 0; k < (ND); k++) j->d[k] += D[q][k]; /* each below 2^33 */              \
-        j->flags |= flags | (nonneg ? CR_X_NONNEGZ : 0u);                                          \
+/* ---- float64 sums and float32 dots: binned halves -------------------------------------------
+ * Every leaf is a double: a float64 value, or a float32 product (exact in binary64). A finite
+ * leaf v is split as v = hi + lo: hi is v with the low 26 bits of its significand cleared, lo =
+ * v - hi (those 26 bits, exact). Its group is g = E >> 3, E its biased exponent: eight binades a
+ * group, 256 groups. In group g every hi is a multiple of U = 2^(max(8g, 1) - 1049) below 2^34 U,
+ * and every lo a multiple of U / 2^26 below 2^33 U / 2^26, so any sum of at most 2^19 his (or
+ * los) of one group is below 2^53 of its unit: exact in binary64. Each leaf adds {hi, lo} to its
+ * group's bin {H, L}: one vector addition, no branch, no residue test, the same cost at every
+ * exponent (the expansions of DEFINE_RUN fell to a twentieth of their speed on data spread over
+ * many binades, and the digits of DEFINE_DIGITS, two scalar updates a leaf, to a quarter of the
+ * canonical sum's; docs/EXACT.md, "CPU"). The top eight groups (|v| >= 2^960) are scaled by
+ * 2^-128 first, 128 off the exponent field (exact; an integer subtraction, as a multiplication
+ * would be slow on subnormal operands), so that no bin overflows; their bins go to the
+ * superaccumulator 128 bits up. Every BSPAN leaves each group's bins, summed over the BSETS sets
+ * (every partial sum a sum of at most 2^19 leaves: exact), go to the superaccumulator and
+ * restart. BSETS sets, leaf i in set i % BSETS, so that consecutive leaves of one group (all of
+ * narrow data) do not wait on each other's store; sets side by side in a group's 64 bytes (4 KiB
+ * apart, a set's loads would wait on the other sets' stores: 4K aliasing), and four of them, as
+ * the 16 KiB of bins then stay in the level-1 cache (eight measured slower on wide data). H bins
+ * start at -0.0 and stay -0.0 only if every leaf of the group was -0.0 (the sign rule of zeros).
+ * Infinities and NaNs (group 255) are found by a vector test of each BCHUNK leaves after the bins
+ * took them (from the level-1 cache: ahead of the bins, the test waited for memory, 40% slower on
+ * wide data), and set their flags; in the bins they become finite values below 2^897 (128 off their
+ * exponent field), as harmless as the group's others: the result is an infinity or a NaN. */
+#define BSETS  4
+#define BSPAN  (1u << 19)
+#define BGROUP 256
+#define BTOP   248                   /* the first scaled group: biased exponents from 1984 */
+#define BLOW   0xfffffffffc000000ull /* the sign, the exponent and the top 26 fraction bits */
+#define BSHIFT (128ull << 52)
+
+typedef double v2d __attribute__((vector_size(16)));
+typedef int64_t v2l __attribute__((vector_size(16)));
+
+#define BZERO8  0, 0, 0, 0, 0, 0, 0, 0
+#define BZERO64 BZERO8, BZERO8, BZERO8, BZERO8, BZERO8, BZERO8, BZERO8, BZERO8
+static const uint64_t bin_shift[BGROUP] = {BZERO64, BZERO64, BZERO64, BZERO8, BZERO8, BZERO8,
+                                           BZERO8,  BZERO8,  BZERO8,  BZERO8, BSHIFT, BSHIFT,
+                                           BSHIFT,  BSHIFT,  BSHIFT,  BSHIFT, BSHIFT, BSHIFT};
+
+static void bins_init(v2d (*b)[BSETS])
+{
+    for (int g = 0; g < BGROUP; g++)
+        for (int q = 0; q < BSETS; q++) b[g][q] = (v2d){-0.0, 0.0};
+}
+
+/* The leaf of bits u into set q of its bin. */
+static inline void bin_add(v2d (*b)[BSETS], int q, uint64_t u)
+{
+    const unsigned g = (unsigned)(u >> 55) & 255u;
+    const uint64_t w = u - bin_shift[g];
+    const v2d v = {cr_f64_from(w), cr_f64_from(w)};
+    const v2l keep = {(int64_t)BLOW, -1};
+    const v2d hv = (v2d)((v2l)v & keep); /* {hi, v} */
+    const v2d z = {0.0, hv[0]};
+    b[g][q] += hv - z; /* {hi, v - hi} */
+}
+
+/* Leaves u[0 .. m) into the bins. The leaves ahead are fetched with a non-temporal hint (2 KiB
+ * ahead, a line at a time): the values of data spread over many groups then took an eighth less
+ * time (a 2-core AMD EPYC, float64 over the whole exponent range), the streamed lines no longer
+ * pushing the bins out of the level-1 cache. */
+#define BAHEAD 256
+CR_SIMD_CLONES static void bins_span(v2d (*b)[BSETS], const uint64_t *u, uint64_t m)
+{
+    uint64_t i = 0;
+    for (; i + BSETS <= m; i += BSETS) {
+        if (i % 8 == 0) __builtin_prefetch(u + i + BAHEAD, 0, 0);
+        for (int q = 0; q < BSETS; q++) bin_add(b, q, u[i + q]);
     }
-#define ADD_F64(D, j, i, nn, fl) add_value((D), ((const uint64_t *)(j)->x)[i], (nn), (fl))
-#define ADD_DOT32(D, j, i, nn, fl)                                                                 \
-    add_value((D),                                                                                 \
-              cr_f64_bits((double)((const float *)(j)->x)[i] * (double)((const float *)(j)->y)[i]), \
-              (nn), (fl))
-#define ADD_DOT64(D, j, i, nn, fl)                                                                 \
-    (*(fl) |= cr_sa_digits_add_product((D), 1, ((const uint64_t *)(j)->x)[i],                     \
-                                       ((const uint64_t *)(j)->y)[i], (nn)))
-DEFINE_DIGITS(digits_f64, DDIGITS, ADD_F64)
-DEFINE_DIGITS(digits_dot32, DDIGITS, ADD_DOT32)
-DEFINE_DIGITS(digits_dot64, CR_SA_DOT64_DIGITS, ADD_DOT64)
+    for (; i < m; i++) bin_add(b, 0, u[i]);
+}
 
-/* Expansions while residues stay rare, digits where they do not: blocks of HYB_BLOCK elements go
- * through the expansions (fast on narrow data), and after a block in which more than one step in
- * 8 left a residue, or more than one element in 8 bypassed the expansions (data spread over many
- * binades, or float64 products below 2^-968: the expansions fall to a twentieth of their speed or
- * less), the next elements go through the digits, whose cost does not depend on the data; then
- * the expansions are tried again. The digits' run is HYB_DIGITS elements after a block that
- * passed, and twice the last after each block that failed, up to HYB_DIGITS_MAX: a block tried
- * at a twentieth of the speed costs as much as 20 HYB_BLOCKs through the digits, which on data
- * spread throughout was more than the digits' own runs of 2^18 (a 2-core AMD EPYC: float64
- * spread over the whole exponent range, 2^24 elements, docs/perf-log). Either way every
- * element is added exactly: the switch changes the speed, never the digits' value. */
-#define HYB_BLOCK      (1u << 14)
-#define HYB_DIGITS     (1u << 18)
-#define HYB_DIGITS_MAX (1u << 24)
+/* float32 products, exact in binary64, as leaves: a vector loop ahead of the bins. */
+#define BCHUNK 512
+CR_SIMD_CLONES static void products32(const float *x, const float *y, uint64_t m, uint64_t *u)
+{
+    for (uint64_t i = 0; i < m; i++) u[i] = cr_f64_bits((double)x[i] * (double)y[i]);
+}
 
-static void hybrid(job *j, unsigned (*run)(job *), void (*digits)(job *), uint64_t per_step)
+/* The bins into the superaccumulator, and restarted. */
+static void bins_flush(job *j, v2d (*b)[BSETS])
+{
+    for (int g = 0; g < BGROUP; g++) {
+        double h = -0.0, l = 0.0;
+        for (int q = 0; q < BSETS; q++) {
+            h += b[g][q][0];
+            l += b[g][q][1];
+            b[g][q] = (v2d){-0.0, 0.0};
+        }
+        if (cr_f64_bits(h) != 0x8000000000000000ull) j->flags |= CR_X_NONNEGZ;
+        const int lsb = g < BTOP ? j->lsb : j->lsb - 128;
+        if (h != 0) sa_add_at(j, lsb, h);
+        if (l != 0) sa_add_at(j, lsb, l);
+    }
+}
+
+/* The flags of the infinities and NaNs among leaves u[0 .. m): a vector test first. */
+CR_SIMD_CLONES static int any_special(const uint64_t *u, uint64_t m)
+{
+    const uint64_t inf = 0x7ff0000000000000ull;
+    uint64_t any = 0;
+    for (uint64_t i = 0; i < m; i++) any |= (u[i] & inf) == inf;
+    return any != 0;
+}
+
+static unsigned special_flags(const uint64_t *u, uint64_t m)
+{
+    unsigned f = 0;
+    if (any_special(u, m))
+        for (uint64_t i = 0; i < m; i++) f |= cr_sa_special_flags(cr_f64_from(u[i]));
+    return f;
+}
+
+/* A thread's range through the bins, BCHUNK leaves at a time: float64 values where they lie,
+ * float32 products computed into a buffer by a vector loop. */
+static void bins_run(job *j)
+{
+    const int dot = j->op == COOPREDUCE_OP_DOT;
+    const float *x32 = j->x, *y32 = j->y;
+    v2d b[BGROUP][BSETS];
+    uint64_t buf[BCHUNK];
+    bins_init(b);
+    for (uint64_t i = j->i0; i < j->i1;) {
+        const uint64_t e = j->i1 - i < BSPAN ? j->i1 : i + BSPAN;
+        for (; i < e; i += BCHUNK) {
+            const uint64_t m = e - i < BCHUNK ? e - i : BCHUNK;
+            const uint64_t *u = (const uint64_t *)j->x + i;
+            if (dot) {
+                products32(x32 + i, y32 + i, m, buf);
+                u = buf;
+            }
+            bins_span(b, u, m);
+            j->flags |= special_flags(u, m); /* from the level-1 cache */
+        }
+        bins_flush(j, b);
+    }
+}
+
+/* Expansions while residues stay rare, a flat path (`flat`: the bins of float32 products, the
+ * digits of float64 products) where they do not: blocks of HYB_BLOCK elements go through the
+ * expansions (fast on narrow data: float32 dots of uniform data took 0.65 of the bins' time), and
+ * after a block in which more than one step in 8 left a residue, or more than one element in 8
+ * bypassed the expansions (data spread over many binades, or float64 products below 2^-968: the
+ * expansions fall to a twentieth of their speed or less), the next elements go through the flat
+ * path, whose cost does not depend on the data; then the expansions are tried again. The flat
+ * path's run is HYB_FLAT elements after a block that passed, and twice the last after each block
+ * that failed, up to HYB_FLAT_MAX: a block tried at a twentieth of the speed costs as much as 20
+ * HYB_BLOCKs through the flat path, which on data spread throughout was more than the flat
+ * path's own runs of 2^18 (a 2-core AMD EPYC: float64 spread over the whole exponent range, 2^24
+ * elements, docs/perf-log). Either way every element is added exactly: the switch changes the
+ * speed, never the sum's value. */
+#define HYB_BLOCK    (1u << 14)
+#define HYB_FLAT     (1u << 18)
+#define HYB_FLAT_MAX (1u << 24)
+
+static void hybrid(job *j, unsigned (*run)(job *), void (*flat)(job *), uint64_t per_step)
 {
     const uint64_t i0 = j->i0, i1 = j->i1;
-    uint64_t span = HYB_DIGITS / 2; /* the last digits' run, halved */
+    uint64_t span = HYB_FLAT / 2; /* the last run of the flat path, halved */
     for (uint64_t i = i0; i < i1;) {
         uint64_t e = i1 - i < HYB_BLOCK ? i1 : i + HYB_BLOCK;
         j->i0 = i;
@@ -484,13 +574,13 @@ static void hybrid(job *j, unsigned (*run)(job *), void (*digits)(job *), uint64
         const uint64_t slow = j->slow - slow0;
         i = e;
         if ((uint64_t)hits * 8 <= steps && slow * 8 <= e - j->i0) {
-            span = HYB_DIGITS / 2;
+            span = HYB_FLAT / 2;
         } else if (i < i1) {
-            span = span * 2 < HYB_DIGITS_MAX ? span * 2 : HYB_DIGITS_MAX;
+            span = span * 2 < HYB_FLAT_MAX ? span * 2 : HYB_FLAT_MAX;
             e = i1 - i < span ? i1 : i + span;
             j->i0 = i;
             j->i1 = e;
-            digits(j);
+            flat(j);
             cr_sa_carry(j->d, j->nd); /* the digits' sums (below 2^35) kept away from the bound */
             i = e;
         }
@@ -505,9 +595,9 @@ static void *worker(void *arg)
     if (j->op == COOPREDUCE_OP_DOT && j->dt == COOPREDUCE_FLOAT64)
         hybrid(j, run_dot64, digits_dot64, LANES / 2);
     else if (j->op == COOPREDUCE_OP_DOT)
-        hybrid(j, run_dot32, digits_dot32, LANES);
+        hybrid(j, run_dot32, bins_run, LANES);
     else if (j->dt == COOPREDUCE_FLOAT64)
-        hybrid(j, run_f64, digits_f64, LANES);
+        bins_run(j);
     else
         buckets_run(j); /* float32, float16, bfloat16 */
     cr_sa_carry(j->d, j->nd); /* digits below 2^33 in magnitude: sums of 2^29 threads fit */
