@@ -471,6 +471,47 @@ int main(void)
             snprintf(what, sizeof what, "a full bin, group %d", g);
             check_case(what, COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT64, x, NULL, n);
         }
+        /* float64 products (exact.c, "binned halves of exact products"): groups of eight
+         * binades of the products' true exponents (-2252 to 2047, offset by 2256). As above, in
+         * two groups beyond binary64's range for products (below 2^-968, above 2^960, which the
+         * expansions hand to the bins): products of a power of two and values of the group's
+         * top binade (significands in [1.75, 2), positive then negative) and bottom binade (one
+         * in sixteen, random bits and sign). Group 32 (2^-2000 to 2^-1992) and group 402 (2^960
+         * to 2^968). */
+        for (int k = 0; k < 2; k++) {
+            const int top = k ? 967 : -1993, bottom = top - 7, ey = k ? 800 : -1000;
+            double *yv = y;
+            for (uint64_t i = 0; i < n; i++) {
+                const uint64_t r = rnd();
+                yv[i] = ldexp(1.0, ey);
+                if (i % 16) {
+                    const double m = 1.75 + ldexp((double)(r >> 14), -52);
+                    v[i] = ldexp(i < n / 2 ? m : -m, top - ey);
+                } else {
+                    const double m = ldexp((double)((r >> 11) | (1ull << 52)), -52);
+                    v[i] = ldexp(r & 1 ? m : -m, bottom - ey);
+                }
+            }
+            check_case(k ? "a full bin of huge float64 products"
+                         : "a full bin of tiny float64 products",
+                       COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT64, x, y, n);
+        }
+        /* subnormal factors (normalised first) against factors of 2^20 to 2^52: products of
+         * 2^-1054 to 2^-970, below the expansions' range (they go to the bins) and still in the
+         * result's (subnormal data's own dots round to zero) */
+        {
+            const uint64_t ns = 100003;
+            double *yv = y;
+            CHECK(cr_gen_fill(x, 0, ns, COOPREDUCE_FLOAT64, CR_GEN_SUBNORMAL, 11, 2) == 0,
+                  "gen subnormal");
+            for (uint64_t i = 0; i < ns; i++) {
+                const uint64_t r = rnd();
+                const double m = 1.0 + ldexp((double)(r >> 12), -52);
+                yv[i] = ldexp(r & 1 ? m : -m, 20 + (int)(r >> 1 & 31));
+            }
+            check_case("subnormal times huge factors", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT64, x, y,
+                       ns);
+        }
         /* float32 products through the same bins: six in eight near the top of group 130
          * (biased exponents 1040 to 1047: factors of significands in [1.75, 2) at 2^11 and
          * 2^12), one in eight at its bottom (2^8 and 2^9, random significands), one in eight

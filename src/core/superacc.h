@@ -113,7 +113,7 @@ static inline CR_HD void cr_sa_split_signed(int64_t v, unsigned q, int *idx, int
     *hi = (v >> 1) >> (31u - sh);
 }
 
-/* Digits at 2^-1074 in flat loops (the GPU's lanes, the CPU's float64 sum): the double of bits b
+/* Digits at 2^-1074 in flat loops (the GPU's lanes): the double of bits b
  * as two contributions, lo in [0, 2^32) to digit *idx and hi (|hi| <= 2^53) to digit *idx + 1
  * (<= 64). A finite m * 2^(max(E, 1) - 1075), m < 2^53, sits at bit p = max(E, 1) - 1; with the
  * sign folded into m (two's complement), cr_sa_split_signed(m, p). An infinity or a NaN
@@ -134,7 +134,7 @@ static inline CR_HD void cr_sa_split_bits(uint64_t b, int *idx, int64_t *lo, int
  * the rest at p + 53, each with the product's sign folded in (cr_sa_split_signed): half k adds
  * lo[k] to digit idx[k] and hi[k] to digit idx[k] + 1, at most digit 130 of 136, at most
  * 2^53 + 2^32 to one digit in all. A non-finite factor gives zeros (its flags are the caller's:
- * cr_sa_product_special). Branch-free (the GPU's lanes, the CPU's digits). */
+ * cr_sa_product_special). Branch-free (the GPU's lanes). */
 static inline CR_HD void cr_sa_split_product(uint64_t a, uint64_t b, int idx[2], int64_t lo[2],
                                              int64_t hi[2])
 {
@@ -209,7 +209,7 @@ static inline CR_HD unsigned cr_sa_product_special(double x, double y)
     return neg ? CR_X_NINF : CR_X_PINF;
 }
 
-/* Flat digit loops (the GPU's lanes, the CPU's digit sets) add to digits d[i * stride]:
+/* Flat digit loops (the GPU's lanes) add to digits d[i * stride]:
  *   cr_sa_digits_add: the double of bits b (a float64 value, or a float32 product, exact in
  *     binary64) by cr_sa_split_bits; an infinity or NaN adds nothing and returns its flags
  *     (else 0);

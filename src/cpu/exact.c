@@ -4,21 +4,17 @@
  * Each thread takes a contiguous range. Sums of float32, float16 and bfloat16: a block of 4096
  * elements within 17 binades is summed exactly in binary64 ("narrow blocks" below); in other
  * blocks each element is added in binary64 to the bucket of its float32 exponent, exactly
- * ("exponent buckets"). Float64 sums: each value, split in two halves, is added in binary64 to
- * the bin of its group of eight binades, exactly ("binned halves"). The dots go through
- * floating-point expansions where those are fast, and where they are not to the binned halves
- * (float32 products) or to int64 digits (float64 products), whose cost does not depend on the
- * data ("hybrid" below). In the expansions, products become "leaves" in binary64, exactly (a
- * float32 product; a float64 product as p = fl(x*y) and its error fma(x, y, -p)); leaves go to
- * 32 independent lanes (four 8-double vectors), each an expansion of K terms (2 for float32
- * products, 3 for float64) updated with TwoSum, so that (terms + residue) == (terms before +
- * leaf) exactly. A nonzero residue leaves the vectors and is added, exactly, to the thread's
- * superaccumulator (src/core/superacc.h): rare on narrow data, frequent on data spread over many
- * binades. float64 products outside [2^-968, 2^960) and non-finite factors go to the
- * superaccumulator or the flags directly, so no expansion ever overflows. At the end each
- * lane's terms (each bucket, bin, set of digits) are added to the superaccumulator, the threads'
- * accumulators are added (integer addition: any order, same digits) and the total is rounded
- * once.
+ * ("exponent buckets"). Float64 sums and float64 dots: each value (each exact product, as two
+ * doubles) is split in two halves and added in binary64 to the bin of its group of eight
+ * binades, exactly ("binned halves"): the same instructions whatever the data. Float32 dots go
+ * through floating-point expansions where those are fast and to the binned halves where they
+ * are not ("hybrid" below): their products, exact in binary64, go to 32 independent lanes (four
+ * 8-double vectors), each an expansion of two terms updated with TwoSum, so that (terms +
+ * residue) == (terms before + leaf) exactly; a nonzero residue leaves the vectors and is added,
+ * exactly, to the thread's superaccumulator (src/core/superacc.h): rare on narrow data,
+ * frequent on data spread over many binades. At the end each lane's terms (each bucket, each
+ * bin) are added to the superaccumulator, the threads' accumulators are added (integer
+ * addition: any order, same digits) and the total is rounded once.
  *
  * Compiled with -ffp-contract=off and without fast-math (CMakeLists.txt): TwoSum must not be
  * fused or reassociated. Runs in round-to-nearest without FTZ/DAZ (the environment cr_cpu_reduce
@@ -51,14 +47,27 @@ typedef struct {
     int nd, lsb;     /* superaccumulator layout */
     unsigned flags;
     uint32_t pending; /* additions since the last carry pass */
-    uint64_t slow;    /* products that bypassed the expansions (slow_product) */
     int64_t d[CR_SA_MAX_DIGITS];
 } job;
 
-/* v * 2^(j->lsb - lsb) into the superaccumulator (lsb < j->lsb: a value kept scaled down). */
+/* v * 2^(j->lsb - lsb) into the superaccumulator (a value kept scaled: the bins). A nonzero v
+ * is a multiple of 2^lsb, but its 53-bit significand may reach below that (a product's bins:
+ * 2^-2148 with a significand of 53 bits); those bits are zero and dropped, so that no
+ * contribution lands below digit 0. */
 static void sa_add_at(job *j, int lsb, double v)
 {
-    cr_sa_add_f64(j->d, lsb, v);
+    uint64_t m;
+    int e, neg, idx;
+    int64_t c[3];
+    if (!cr_sa_decompose(v, &m, &e, &neg)) return;
+    if (e < lsb) {
+        m = lsb - e < 64 ? m >> (lsb - e) : 0;
+        e = lsb;
+    }
+    cr_sa_split_u64(m, e, neg, lsb, &idx, c);
+    j->d[idx] += c[0];
+    j->d[idx + 1] += c[1];
+    j->d[idx + 2] += c[2];
     if (++j->pending >= CARRY_EVERY) {
         cr_sa_carry(j->d, j->nd);
         j->pending = 0;
@@ -66,34 +75,6 @@ static void sa_add_at(job *j, int lsb, double v)
 }
 
 static void sa_add(job *j, double v) { sa_add_at(j, j->lsb, v); }
-
-/* A float64 product that bypasses the expansions: a factor not finite, or the product outside
- * [2^-968, 2^960) where p and its FMA error would not be exact doubles. */
-static void slow_product(job *j, double a, double b)
-{
-    j->slow++;
-    j->flags |= CR_X_NONNEGZ;
-    if (!isfinite(a) || !isfinite(b)) {
-        j->flags |= cr_sa_product_special(a, b);
-        return;
-    }
-    if (a == 0 || b == 0) return; /* not reached: zero products take the fast path */
-    cr_u128 m;
-    int e, neg, idx;
-    int64_t c[3];
-    cr_sa_product(a, b, &m, &e, &neg);
-    for (int half = 0; half < 2; half++) {
-        const uint64_t part = (uint64_t)(m >> (64 * half));
-        if (!part) continue;
-        cr_sa_split_u64(part, e + 64 * half, neg, j->lsb, &idx, c);
-        for (int k = 0; k < 3; k++) j->d[idx + k] += c[k];
-        ++j->pending;
-    }
-    if (j->pending >= CARRY_EVERY) {
-        cr_sa_carry(j->d, j->nd);
-        j->pending = 0;
-    }
-}
 
 /* ---- Leaves: FILL(j, i, cnt, buf) writes LANES doubles for elements [i, i + cnt) ---------- */
 /* float32 products are exact in binary64 (48-bit significands, exponents within range). */
@@ -108,35 +89,10 @@ static void slow_product(job *j, double a, double b)
         }                                                                                          \
     } while (0)
 
-/* float64 products: LANES / 2 elements per step, p in lanes [0, 16), its error in [16, 32).
- * A zero error is written -0.0 so that the lead term keeps the sign rule of zeros. */
-#define FILL_DOT64(j, i, cnt, buf)                                                                 \
-    do {                                                                                           \
-        const double *x_ = (const double *)(j)->x + (i), *y_ = (const double *)(j)->y + (i);       \
-        for (int l = 0; l < LANES / 2; l++) {                                                      \
-            double p_ = -0.0, e_ = -0.0;                                                           \
-            if (l < (int)(cnt)) {                                                                  \
-                const double a_ = x_[l], b_ = y_[l];                                               \
-                p_ = a_ * b_;                                                                      \
-                const double ap_ = fabs(p_);                                                       \
-                if ((ap_ >= 0x1p-968 && ap_ < CR_X_BIG) ||                                         \
-                    ((a_ == 0 || b_ == 0) && isfinite(a_) && isfinite(b_))) {                      \
-                    e_ = fma(a_, b_, -p_);                                                         \
-                    if (e_ == 0) e_ = -0.0;                                                        \
-                } else {                                                                           \
-                    slow_product((j), a_, b_);                                                     \
-                    p_ = -0.0;                                                                     \
-                }                                                                                  \
-            }                                                                                      \
-            (buf)[l] = p_;                                                                         \
-            (buf)[LANES / 2 + l] = e_;                                                             \
-        }                                                                                          \
-    } while (0)
-
 /* ---- The expansion loop ---------------------------------------------------------------------
  * t[0] starts at -0.0, the identity of addition that keeps IEEE's sign rule: the lead term is
  * the plain recursive sum of the lane's leaves, so it is -0.0 at the end exactly when every leaf
- * was -0.0 (the slow paths set CR_X_NONNEGZ themselves). */
+ * was -0.0. */
 #define DEFINE_RUN(NAME, K, EPS, FILL)                                                             \
     CR_SIMD_CLONES static unsigned NAME(job *j)                                                    \
     {                                                                                              \
@@ -210,7 +166,6 @@ static void fold_lanes(job *j, const double *t, int K)
 }
 
 DEFINE_RUN(run_dot32, 2, LANES, FILL_DOT32)
-DEFINE_RUN(run_dot64, 3, LANES / 2, FILL_DOT64)
 
 /* ---- float32, float16 and bfloat16 sums: exponent buckets ---------------------------------
  * Every leaf is a float32 value. Those with the same biased exponent e are all multiples of
@@ -369,42 +324,6 @@ static void buckets_run(job *j)
     }
 }
 
-/* ---- float64 dots: digits ----------------------------------------------------------------
- * As the GPU's lanes (src/gpu/exact_lanes.cuh): every product goes to int64 digits of radix 2^32
- * at 2^-2148 as two halves of its exact 106-bit value (superacc.h's
- * cr_sa_digits_add_product), whatever its exponent or sign: a flat cost, where the expansions
- * fell to a twentieth of their speed on data spread over many binades. DSETS sets of digits,
- * element i to set i % DSETS, so that consecutive products do not wait on each other's stores;
- * each set is normalised (cr_sa_normalise_strided) every DSPAN elements. A digit gains at most
- * 2^53 + 2^32 per element, so a set normalised after at most DSPAN + DSETS - 1 elements stays
- * below 2^33 + (2^9 + 3) * (2^53 + 2^32) < 2^63. Infinities and NaNs add nothing and set their
- * flags; CR_X_NONNEGZ is set when some product is not -0.0. */
-#define DSETS 4
-#define DSPAN 512 /* additions per set between two normalisations */
-
-static void digits_dot64(job *j)
-{
-    int64_t D[DSETS][CR_SA_DOT64_DIGITS];
-    memset(D, 0, sizeof D);
-    const uint64_t *x = j->x, *y = j->y;
-    uint64_t nonneg = 0;
-    unsigned flags = 0;
-    for (uint64_t i = j->i0; i < j->i1;) {
-        const uint64_t cnt = j->i1 - i < DSETS * DSPAN ? j->i1 - i : DSETS * DSPAN;
-        uint64_t k = 0;
-        for (; k + DSETS <= cnt; k += DSETS)
-            for (int q = 0; q < DSETS; q++)
-                flags |= cr_sa_digits_add_product(D[q], 1, x[i + k + q], y[i + k + q], &nonneg);
-        for (; k < cnt; k++)
-            flags |= cr_sa_digits_add_product(D[0], 1, x[i + k], y[i + k], &nonneg);
-        for (int q = 0; q < DSETS; q++) cr_sa_normalise_strided(D[q], CR_SA_DOT64_DIGITS, 1);
-        i += cnt;
-    }
-    for (int q = 0; q < DSETS; q++)
-        for (int k = 0; k < CR_SA_DOT64_DIGITS; k++) j->d[k] += D[q][k]; /* each below 2^33 */
-    j->flags |= flags | (nonneg ? CR_X_NONNEGZ : 0u);
-}
-
 /* ---- float64 sums and float32 dots: binned halves -------------------------------------------
  * Every leaf is a double: a float64 value, or a float32 product (exact in binary64). A finite
  * leaf v is split as v = hi + lo: hi is v with the low 26 bits of its significand cleared, lo =
@@ -414,8 +333,8 @@ static void digits_dot64(job *j)
  * los) of one group is below 2^53 of its unit: exact in binary64. Each leaf adds {hi, lo} to its
  * group's bin {H, L}: one vector addition, no branch, no residue test, the same cost at every
  * exponent (the expansions of DEFINE_RUN fell to a twentieth of their speed on data spread over
- * many binades, and the digits of DEFINE_DIGITS, two scalar updates a leaf, to a quarter of the
- * canonical sum's; docs/EXACT.md, "CPU"). The top eight groups (|v| >= 2^960) are scaled by
+ * many binades, and int64 digits, two scalar updates a leaf, to a quarter of the canonical
+ * sum's; docs/EXACT.md, "CPU"). The top eight groups (|v| >= 2^960) are scaled by
  * 2^-128 first, 128 off the exponent field (exact; an integer subtraction, as a multiplication
  * would be slow on subnormal operands), so that no bin overflows; their bins go to the
  * superaccumulator 128 bits up. Every BSPAN leaves each group's bins, summed over the BSETS sets
@@ -544,24 +463,117 @@ static void bins_run(job *j)
     }
 }
 
-/* Expansions while residues stay rare, a flat path (`flat`: the bins of float32 products, the
- * digits of float64 products) where they do not: blocks of HYB_BLOCK elements go through the
- * expansions (fast on narrow data: float32 dots of uniform data took 0.65 of the bins' time), and
- * after a block in which more than one step in 8 left a residue, or more than one element in 8
- * bypassed the expansions (data spread over many binades, or float64 products below 2^-968: the
- * expansions fall to a twentieth of their speed or less), the next elements go through the flat
- * path, whose cost does not depend on the data; then the expansions are tried again. The flat
- * path's run is HYB_FLAT elements after a block that passed, and twice the last after each block
- * that failed, up to HYB_FLAT_MAX: a block tried at a twentieth of the speed costs as much as 20
- * HYB_BLOCKs through the flat path, which on data spread throughout was more than the flat
- * path's own runs of 2^18 (a 2-core AMD EPYC: float64 spread over the whole exponent range, 2^24
- * elements, docs/perf-log). Either way every element is added exactly: the switch changes the
+/* ---- float64 dots: binned halves of exact products --------------------------------------------
+ * A float64 product spans 2^-2148 to 2^2048, beyond binary64's range, so its leaves are scaled:
+ * each finite nonzero factor is written x = x'' * 2^kx with x'' in [1, 2) (a subnormal's
+ * significand first turned into a normal double by (1 + m 2^-52) - 1, exact), p = x'' y'' in
+ * [1, 4) and e = fma(x'', y'', -p) are exact (x y = (p + e) 2^K, K = kx + ky), and each of p and
+ * e is a leaf of true exponent T = E(leaf) - 1023 + K, in [-2252, 2047]. Its extended group is
+ * G = (T + POFF) >> 3 (538 groups of eight binades) and it is stored with its exponent field set
+ * to 1023 + ((T + POFF) & 7): a double in [1, 2^8) whose true value is the stored one times
+ * 2^(8G - POFF), the same scale for every leaf of the group. Stored leaves are split and binned
+ * as above (27 + 26 significant bits, exact for 2^19 leaves a bin between flushes). All of this
+ * but the bins' additions runs as a vector loop over PCHUNK elements, writing each leaf's bin
+ * offset and halves; a scalar loop then adds them. Zero factors and non-finite ones give zero
+ * leaves; the non-finite ones' flags come from a vector test of the factors afterwards. */
+#define PSETS  8
+#define POFF   2256
+#define PGROUP 538
+#define PCHUNK 256
+
+CR_SIMD_CLONES static void products64(const uint64_t *x, const uint64_t *y, uint64_t m,
+                                      uint32_t *off, double *hl, uint64_t *nonneg)
+{
+    const uint64_t frac = 0xfffffffffffffull, one = 0x3ff0000000000000ull;
+    uint64_t nn = 0;
+    for (uint64_t i = 0; i < m; i++) {
+        const uint64_t a = x[i], b = y[i];
+        const int64_t ea = (int64_t)(a >> 52 & 0x7ff), eb = (int64_t)(b >> 52 & 0x7ff);
+        /* the factors as significands in [1, 2) and exponents */
+        const double sa = cr_f64_from((a & frac) | one) - 1.0,
+                     sb = cr_f64_from((b & frac) | one) - 1.0;
+        const uint64_t na = ea ? a : cr_f64_bits(sa), nb = eb ? b : cr_f64_bits(sb);
+        const int64_t ka = (int64_t)(na >> 52 & 0x7ff) - 1023 - (ea ? 0 : 1022);
+        const int64_t kb = (int64_t)(nb >> 52 & 0x7ff) - 1023 - (eb ? 0 : 1022);
+        const double xa = cr_f64_from((na & frac) | one), xb = cr_f64_from((nb & frac) | one);
+        const double pp = xa * xb, pe = __builtin_fma(xa, xb, -pp);
+        const int64_t k = ka + kb;
+        const int live = ea != 0x7ff && eb != 0x7ff && (a << 1) && (b << 1);
+        nn |= (~(a ^ b) >> 63) | (uint64_t)((a << 1) && (b << 1)) |
+              (uint64_t)(ea == 0x7ff || eb == 0x7ff);
+        for (int t = 0; t < 2; t++) {
+            const uint64_t u = cr_f64_bits(t ? pe : pp) ^ ((a ^ b) & 0x8000000000000000ull);
+            const int64_t tt = (int64_t)(u >> 52 & 0x7ff) - 1023 + k + POFF;
+            const uint64_t w = (u & 0x800fffffffffffffull) | (uint64_t)(1023 + (tt & 7)) << 52;
+            const int in = live && (u << 1);
+            const uint64_t v = in ? w : 0;
+            const double hi = cr_f64_from(v & BLOW);
+            off[2 * i + t] = in ? (uint32_t)((tt >> 3) * PSETS) : 0u;
+            hl[4 * i + 2 * t] = hi;
+            hl[4 * i + 2 * t + 1] = cr_f64_from(v) - hi;
+        }
+    }
+    *nonneg |= nn;
+}
+
+static void pbins_flush(job *j, v2d (*b)[PSETS])
+{
+    for (int g = 0; g < PGROUP; g++) {
+        double h = 0.0, l = 0.0;
+        for (int q = 0; q < PSETS; q++) {
+            h += b[g][q][0];
+            l += b[g][q][1];
+            b[g][q] = (v2d){0.0, 0.0};
+        }
+        const int lsb = j->lsb - 8 * g + POFF;
+        if (h != 0) sa_add_at(j, lsb, h);
+        if (l != 0) sa_add_at(j, lsb, l);
+    }
+}
+
+static void pbins_run(job *j)
+{
+    const uint64_t *x = j->x, *y = j->y;
+    v2d b[PGROUP][PSETS];
+    uint32_t off[2 * PCHUNK];
+    v2d hl[2 * PCHUNK];
+    uint64_t nonneg = 0;
+    for (int g = 0; g < PGROUP; g++)
+        for (int q = 0; q < PSETS; q++) b[g][q] = (v2d){0.0, 0.0};
+    for (uint64_t i = j->i0; i < j->i1;) {
+        const uint64_t e = j->i1 - i < BSPAN / 2 ? j->i1 : i + BSPAN / 2; /* two leaves each */
+        for (; i < e; i += PCHUNK) {
+            const uint64_t m = e - i < PCHUNK ? e - i : PCHUNK;
+            products64(x + i, y + i, m, off, (double *)hl, &nonneg);
+            v2d *bb = &b[0][0];
+            uint64_t k = 0;
+            for (; k + PSETS <= 2 * m; k += PSETS)
+                for (int q = 0; q < PSETS; q++) bb[off[k + q] + q] += hl[k + q];
+            for (; k < 2 * m; k++) bb[off[k]] += hl[k];
+            if (any_special(x + i, m) || any_special(y + i, m))
+                for (uint64_t t = i; t < i + m; t++)
+                    if (((x[t] >> 52) & 0x7ff) == 0x7ff || ((y[t] >> 52) & 0x7ff) == 0x7ff)
+                        j->flags |= cr_sa_product_special(cr_f64_from(x[t]), cr_f64_from(y[t]));
+        }
+        pbins_flush(j, b);
+    }
+    if (nonneg) j->flags |= CR_X_NONNEGZ;
+}
+
+/* Float32 dots: expansions while residues stay rare, the bins (`flat`) where they do not. Blocks
+ * of HYB_BLOCK elements go through the expansions (fast on narrow data: they take 0.65 of the
+ * bins' time on uniform data), and after a block in which more than one step in 8 left a residue
+ * (data spread over many binades: the expansions fall to a fifth of their speed), the next
+ * elements go through the bins, whose cost does not depend on the data; then the expansions are
+ * tried again. The bins' run is HYB_FLAT elements after a block that passed, and twice the last
+ * after each block that failed, up to HYB_FLAT_MAX, so that retrying the expansions costs little
+ * on data spread throughout. Either way every element is added exactly: the switch changes the
  * speed, never the sum's value. */
 #define HYB_BLOCK    (1u << 14)
 #define HYB_FLAT     (1u << 18)
 #define HYB_FLAT_MAX (1u << 24)
 
-static void hybrid(job *j, unsigned (*run)(job *), void (*flat)(job *), uint64_t per_step)
+static void hybrid(job *j, unsigned (*run)(job *), void (*flat)(job *))
 {
     const uint64_t i0 = j->i0, i1 = j->i1;
     uint64_t span = HYB_FLAT / 2; /* the last run of the flat path, halved */
@@ -569,11 +581,10 @@ static void hybrid(job *j, unsigned (*run)(job *), void (*flat)(job *), uint64_t
         uint64_t e = i1 - i < HYB_BLOCK ? i1 : i + HYB_BLOCK;
         j->i0 = i;
         j->i1 = e;
-        const uint64_t steps = (e - i + per_step - 1) / per_step, slow0 = j->slow;
+        const uint64_t steps = (e - i + LANES - 1) / LANES;
         const unsigned hits = run(j);
-        const uint64_t slow = j->slow - slow0;
         i = e;
-        if ((uint64_t)hits * 8 <= steps && slow * 8 <= e - j->i0) {
+        if ((uint64_t)hits * 8 <= steps) {
             span = HYB_FLAT / 2;
         } else if (i < i1) {
             span = span * 2 < HYB_FLAT_MAX ? span * 2 : HYB_FLAT_MAX;
@@ -581,7 +592,6 @@ static void hybrid(job *j, unsigned (*run)(job *), void (*flat)(job *), uint64_t
             j->i0 = i;
             j->i1 = e;
             flat(j);
-            cr_sa_carry(j->d, j->nd); /* the digits' sums (below 2^35) kept away from the bound */
             i = e;
         }
     }
@@ -593,9 +603,9 @@ static void *worker(void *arg)
 {
     job *j = arg;
     if (j->op == COOPREDUCE_OP_DOT && j->dt == COOPREDUCE_FLOAT64)
-        hybrid(j, run_dot64, digits_dot64, LANES / 2);
+        pbins_run(j);
     else if (j->op == COOPREDUCE_OP_DOT)
-        hybrid(j, run_dot32, bins_run, LANES);
+        hybrid(j, run_dot32, bins_run);
     else if (j->dt == COOPREDUCE_FLOAT64)
         bins_run(j);
     else
