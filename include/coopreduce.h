@@ -382,8 +382,8 @@ coopreduce_status coopreduce_last_launch(const coopreduce_handle *handle,
  * (x not aligned to the element size, result not aligned to the result size),
  * COOPREDUCE_ERROR_NOT_DEVICE_MEMORY (GPU handle given host or foreign memory),
  * COOPREDUCE_ERROR_NOT_SUPPORTED (see CLUSTER above), COOPREDUCE_ERROR_OUT_OF_MEMORY (growing
- * the workspace), COOPREDUCE_ERROR_CUDA. On failure nothing is enqueued and *result is not
- * written. */
+ * the workspace; on a CPU handle, the exact mode's per-thread accumulators), COOPREDUCE_ERROR_CUDA.
+ * On failure nothing is enqueued and *result is not written. */
 coopreduce_status coopreduce_sum(const void *x, void *result, uint64_t n, coopreduce_dtype dtype,
                                  coopreduce_handle *handle, void *stream);
 

@@ -472,14 +472,13 @@ int main(void)
             check_case(what, COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT64, x, NULL, n);
         }
         /* float64 products (exact.c, "binned halves of exact products"): groups of eight
-         * binades of the products' true exponents (-2252 to 2047, offset by 2256). As above, in
-         * two groups beyond binary64's range for products (below 2^-968, above 2^960, which the
-         * expansions hand to the bins): products of a power of two and values of the group's
-         * top binade (significands in [1.75, 2), positive then negative) and bottom binade (one
-         * in sixteen, random bits and sign). Group 32 (2^-2000 to 2^-1992) and group 402 (2^960
-         * to 2^968). */
+         * binades of the products' true exponents. As above: products of a power of two and
+         * values of the group's top binade (significands in [1.75, 2), positive then negative)
+         * and bottom binade (one in sixteen, random bits and sign), in the groups of 2^-992 to
+         * 2^-984 and of 2^960 to 2^968 (beyond binary64's range for a product's leaves without
+         * the scaling), where the result shows the bins' units. */
         for (int k = 0; k < 2; k++) {
-            const int top = k ? 967 : -1993, bottom = top - 7, ey = k ? 800 : -1000;
+            const int top = k ? 967 : -985, bottom = top - 7, ey = k ? 800 : -1000;
             double *yv = y;
             for (uint64_t i = 0; i < n; i++) {
                 const uint64_t r = rnd();
@@ -493,7 +492,7 @@ int main(void)
                 }
             }
             check_case(k ? "a full bin of huge float64 products"
-                         : "a full bin of tiny float64 products",
+                         : "a full bin of small float64 products",
                        COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT64, x, y, n);
         }
         /* subnormal factors (normalised first) against factors of 2^20 to 2^52: products of

@@ -47,6 +47,7 @@ typedef struct {
     int nd, lsb;     /* superaccumulator layout */
     unsigned flags;
     uint32_t pending; /* additions since the last carry pass */
+    int oom;          /* this thread's bins could not be allocated (float64 dots) */
     int64_t d[CR_SA_MAX_DIGITS];
 } job;
 
@@ -473,17 +474,21 @@ static void bins_run(job *j)
  * each finite nonzero factor is written x = x'' * 2^kx with x'' in [1, 2) (a subnormal's
  * significand first turned into a normal double by (1 + m 2^-52) - 1, exact), p = x'' y'' in
  * [1, 4) and e = fma(x'', y'', -p) are exact (x y = (p + e) 2^K, K = kx + ky), and each of p and
- * e is a leaf of true exponent T = E(leaf) - 1023 + K, in [-2252, 2047]. Its extended group is
- * G = (T + POFF) >> 3 (538 groups of eight binades) and it is stored with its exponent field set
- * to 1023 + ((T + POFF) & 7): a double in [1, 2^8) whose true value is the stored one times
- * 2^(8G - POFF), the same scale for every leaf of the group. Stored leaves are split and binned
- * as above (27 + 26 significant bits, exact for 2^19 leaves a bin between flushes). All of this
- * but the bins' additions runs as a vector loop over PCHUNK elements, writing each leaf's bin
- * offset and halves; a scalar loop then adds them. Zero factors and non-finite ones give zero
- * leaves; the non-finite ones' flags come from a vector test of the factors afterwards. */
+ * e is a leaf of true exponent T = E(leaf) - 1023 + K. A nonzero leaf is a multiple of 2^-2148
+ * (x y is; p 2^K is x y or, where p rounds, a multiple of ulp(p) 2^K, coarser than x y's last
+ * bit; e 2^K is their difference), so T lies in [-2148, 2047]. Its extended group is G = (T + POFF) >> 3 (525 groups of eight binades) and it
+ * is stored with its exponent field set to 1023 + ((T + POFF) & 7): a double in [1, 2^8) whose
+ * true value is the stored one times 2^(8G - POFF), the same scale for every leaf of the group.
+ * Stored leaves are split and binned as above (27 + 26 significant bits, exact for 2^19 leaves a
+ * bin between flushes); e lies at least 52 binades below p, never in p's group, so a group takes
+ * at most one leaf a product and the bins are flushed every BSPAN products. All of this but the
+ * bins' additions runs as a vector loop over PCHUNK elements, writing each leaf's bin offset and
+ * halves; a scalar loop then adds them. Zero factors and non-finite ones give zero leaves; the
+ * non-finite ones' flags come from a vector test of the factors afterwards. The bins (66 KiB a
+ * thread) are allocated, not on the stack: the calling thread runs a share too. */
 #define PSETS  8
-#define POFF   2256
-#define PGROUP 538
+#define POFF   2152
+#define PGROUP 525
 #define PCHUNK 256
 
 CR_SIMD_CLONES static void products64(const uint64_t *x, const uint64_t *y, uint64_t m,
@@ -539,14 +544,18 @@ static void pbins_flush(job *j, v2d (*b)[PSETS])
 static void pbins_run(job *j)
 {
     const uint64_t *x = j->x, *y = j->y;
-    v2d b[PGROUP][PSETS];
+    v2d(*b)[PSETS] = aligned_alloc(64, sizeof(v2d[PGROUP][PSETS]));
     uint32_t off[2 * PCHUNK];
     v2d hl[2 * PCHUNK];
     uint64_t nonneg = 0;
+    if (!b) {
+        j->oom = 1;
+        return;
+    }
     for (int g = 0; g < PGROUP; g++)
         for (int q = 0; q < PSETS; q++) b[g][q] = (v2d){0.0, 0.0};
     for (uint64_t i = j->i0; i < j->i1;) {
-        const uint64_t e = j->i1 - i < BSPAN / 2 ? j->i1 : i + BSPAN / 2; /* two leaves each */
+        const uint64_t e = j->i1 - i < BSPAN ? j->i1 : i + BSPAN;
         for (; i < e; i += PCHUNK) {
             const uint64_t m = e - i < PCHUNK ? e - i : PCHUNK;
             products64(x + i, y + i, m, off, (double *)hl, &nonneg);
@@ -562,6 +571,7 @@ static void pbins_run(job *j)
         }
         pbins_flush(j, b);
     }
+    free(b);
     if (nonneg) j->flags |= CR_X_NONNEGZ;
 }
 
@@ -655,6 +665,13 @@ static coopreduce_status accumulate(coopreduce_handle *h, const cr_plan *p, cons
         j->lsb = dot64 ? CR_SA_DOT64_LSB : CR_SA_SUM_LSB;
     }
     if (n > 0) cr_cpu_run((int)t, worker, jobs, sizeof *jobs);
+    for (uint64_t i = 0; i < t; i++)
+        if (jobs[i].oom) {
+            if (jobs != stack_jobs) free(jobs);
+            return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY,
+                           "cannot allocate the bins of an exact float64 dot (%zu bytes a thread)",
+                           sizeof(v2d[PGROUP][PSETS]));
+        }
     /* Integer addition: the thread order does not matter. */
     unsigned flags = n > 0 ? CR_X_ANY : 0;
     for (uint64_t i = 0; i < t; i++) {
