@@ -439,15 +439,15 @@ int main(void)
     }
     /* ---- bins (exact.c, "binned halves": every float64 sum, and float32 dots where the
      * expansions give way): groups of eight binades, each value split in 27 + 26 significant
-     * bits, the bins flushed every 2^19 values. In group g, values of its top binade (biased exponent
-     * 8g + 7; 8g + 6 in group 255, whose top binade is inf and NaN) with significands in
+     * bits, the bins flushed every 2^19 values. In group g, values of its top binade (biased
+     * exponent 8g + 7; 8g + 6 in group 255, whose top binade is inf and NaN) with significands in
      * [1.75, 2), positive in the first half of the array (2^20 values) and negative in the
      * second, one in sixteen in its bottom binade (8g; subnormals in group 0) with random bits
      * and sign: before a flush the group's H bins (their sum over the sets) come within a
      * factor 1.2 of the 2^53 units of the bottom binade that their exactness allows, so that a
      * span twice as long, or one more bit kept in the high half, rounds away units that the
      * result needs. Groups 0, 1, 131, 247 (the last unscaled), 248 (the first scaled: |v| >=
-     * 2^960), 254 and 255. */
+     * 2^961), 254 and 255. */
     {
         static const int groups[] = {0, 1, 131, 247, 248, 254, 255};
         const uint64_t n = (2u << 20) + 3;

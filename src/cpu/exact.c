@@ -340,7 +340,7 @@ static void buckets_run(job *j)
  * group's bin {H, L}: one vector addition, no branch, no residue test, the same cost at every
  * exponent (the expansions of DEFINE_RUN fell to a twentieth of their speed on data spread over
  * many binades, and int64 digits, two scalar updates a leaf, to a quarter of the canonical
- * sum's; docs/EXACT.md, "CPU"). The top eight groups (|v| >= 2^960) are scaled by
+ * sum's; docs/EXACT.md, "CPU"). The top eight groups (|v| >= 2^961) are scaled by
  * 2^-128 first, 128 off the exponent field (exact; an integer subtraction, as a multiplication
  * would be slow on subnormal operands), so that no bin overflows; their bins go to the
  * superaccumulator 128 bits up. Every BSPAN leaves each group's bins, summed over the BSETS sets
@@ -476,9 +476,10 @@ static void bins_run(job *j)
  * [1, 4) and e = fma(x'', y'', -p) are exact (x y = (p + e) 2^K, K = kx + ky), and each of p and
  * e is a leaf of true exponent T = E(leaf) - 1023 + K. A nonzero leaf is a multiple of 2^-2148
  * (x y is; p 2^K is x y or, where p rounds, a multiple of ulp(p) 2^K, coarser than x y's last
- * bit; e 2^K is their difference), so T lies in [-2148, 2047]. Its extended group is G = (T + POFF) >> 3 (525 groups of eight binades) and it
- * is stored with its exponent field set to 1023 + ((T + POFF) & 7): a double in [1, 2^8) whose
- * true value is the stored one times 2^(8G - POFF), the same scale for every leaf of the group.
+ * bit; e 2^K is their difference), so T lies in [-2148, 2047]. Its extended group is
+ * G = (T + POFF) >> 3 (525 groups of eight binades) and it is stored with its exponent field set
+ * to 1023 + ((T + POFF) & 7): a double in [1, 2^8) whose true value is the stored one times
+ * 2^(8G - POFF), the same scale for every leaf of the group.
  * Stored leaves are split and binned as above (27 + 26 significant bits, exact for 2^19 leaves a
  * bin between flushes); e lies at least 52 binades below p, never in p's group, so a group takes
  * at most one leaf a product and the bins are flushed every BSPAN products. All of this but the
