@@ -176,6 +176,27 @@ static int cmp_abs(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The bins' bound (exact.c, "binned halves"): v[0 .. n) in one group of eight binades, values
+ * of its top binade (2^top: significands in [1.75, 2), positive in the first half, negative in
+ * the second) but one in sixteen, of its bottom binade (2^bottom: random bits and sign;
+ * subnormals, 52 random bits at 2^-1074, below 2^-1022). One rnd() an element. */
+static void full_bin(double *v, uint64_t n, int top, int bottom)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        const uint64_t r = rnd();
+        if (i % 16) {
+            const double m = 1.75 + ldexp((double)(r >> 14), -52);
+            v[i] = ldexp(i < n / 2 ? m : -m, top);
+        } else if (bottom < -1022) {
+            const double m = ldexp((double)((r >> 12) | 1u), -1074);
+            v[i] = r & 1 ? m : -m;
+        } else {
+            const double m = ldexp((double)((r >> 11) | (1ull << 52)), -52);
+            v[i] = ldexp(r & 1 ? m : -m, bottom);
+        }
+    }
+}
+
 int main(void)
 {
     test_seed_init("test_exact_cpu");
@@ -454,19 +475,7 @@ int main(void)
         double *v = x;
         for (size_t k = 0; k < sizeof groups / sizeof groups[0]; k++) {
             const int g = groups[k], top = g == 255 ? 8 * g + 6 : 8 * g + 7, bottom = 8 * g;
-            for (uint64_t i = 0; i < n; i++) {
-                const uint64_t r = rnd();
-                if (i % 16) {
-                    const double m = 1.75 + ldexp((double)(r >> 14), -52);
-                    v[i] = ldexp(i < n / 2 ? m : -m, top - 1023);
-                } else if (bottom == 0) { /* a subnormal: 52 random bits at 2^-1074 */
-                    const double m = ldexp((double)((r >> 12) | 1u), -1074);
-                    v[i] = r & 1 ? m : -m;
-                } else {
-                    const double m = ldexp((double)((r >> 11) | (1ull << 52)), -52);
-                    v[i] = ldexp(r & 1 ? m : -m, bottom - 1023);
-                }
-            }
+            full_bin(v, n, top - 1023, bottom - 1023);
             char what[64];
             snprintf(what, sizeof what, "a full bin, group %d", g);
             check_case(what, COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT64, x, NULL, n);
@@ -475,29 +484,19 @@ int main(void)
          * binades of the products' true exponents. As above: products of a power of two and
          * values of the group's top binade (significands in [1.75, 2), positive then negative)
          * and bottom binade (one in sixteen, random bits and sign), in the groups of 2^-992 to
-         * 2^-984 and of 2^960 to 2^968 (beyond binary64's range for a product's leaves without
-         * the scaling), where the result shows the bins' units. */
+         * 2^-984 and of 2^960 to 2^968, where the result shows the bins' units. */
         for (int k = 0; k < 2; k++) {
             const int top = k ? 967 : -985, bottom = top - 7, ey = k ? 800 : -1000;
             double *yv = y;
-            for (uint64_t i = 0; i < n; i++) {
-                const uint64_t r = rnd();
-                yv[i] = ldexp(1.0, ey);
-                if (i % 16) {
-                    const double m = 1.75 + ldexp((double)(r >> 14), -52);
-                    v[i] = ldexp(i < n / 2 ? m : -m, top - ey);
-                } else {
-                    const double m = ldexp((double)((r >> 11) | (1ull << 52)), -52);
-                    v[i] = ldexp(r & 1 ? m : -m, bottom - ey);
-                }
-            }
+            full_bin(v, n, top - ey, bottom - ey);
+            for (uint64_t i = 0; i < n; i++) yv[i] = ldexp(1.0, ey);
             check_case(k ? "a full bin of huge float64 products"
                          : "a full bin of small float64 products",
                        COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT64, x, y, n);
         }
         /* subnormal factors (normalised first) against factors of 2^20 to 2^52: products of
-         * 2^-1054 to 2^-970, below the expansions' range (they go to the bins) and still in the
-         * result's (subnormal data's own dots round to zero) */
+         * 2^-1054 to 2^-970, within the result's range, which shows each product's scale
+         * (subnormal data's own dots round to zero) */
         {
             const uint64_t ns = 100003;
             double *yv = y;
@@ -508,8 +507,8 @@ int main(void)
                 const double m = 1.0 + ldexp((double)(r >> 12), -52);
                 yv[i] = ldexp(r & 1 ? m : -m, 20 + (int)(r >> 1 & 31));
             }
-            check_case("subnormal times huge factors", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT64, x, y,
-                       ns);
+            check_case("subnormal times larger factors", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT64, x,
+                       y, ns);
         }
         /* float32 products through the same bins: six in eight near the top of group 130
          * (biased exponents 1040 to 1047: factors of significands in [1.75, 2) at 2^11 and

@@ -370,10 +370,26 @@ static const uint64_t bin_shift[BGROUP] = {BZERO64, BZERO64, BZERO64, BZERO8, BZ
                                            BZERO8,  BZERO8,  BZERO8,  BZERO8, BSHIFT, BSHIFT,
                                            BSHIFT,  BSHIFT,  BSHIFT,  BSHIFT, BSHIFT, BSHIFT};
 
-static void bins_init(v2d (*b)[BSETS])
+/* n bins, empty: H at -0.0 (the sign rule of zeros), L at +0.0. */
+static void bins_init(v2d *b, int n)
 {
-    for (int g = 0; g < BGROUP; g++)
-        for (int q = 0; q < BSETS; q++) b[g][q] = (v2d){-0.0, 0.0};
+    for (int i = 0; i < n; i++) b[i] = (v2d){-0.0, 0.0};
+}
+
+/* One group's bins (`sets` of them, side by side) into the superaccumulator at lsb (the
+ * group's scale), and emptied: their sums over the sets (every partial sum a sum of at most 2^19
+ * leaves: exact). Returns the H total, -0.0 only if every leaf of the group was -0.0. */
+static double bins_flush_group(job *j, v2d *bins, int sets, int lsb)
+{
+    double h = -0.0, l = 0.0;
+    for (int q = 0; q < sets; q++) {
+        h += bins[q][0];
+        l += bins[q][1];
+    }
+    bins_init(bins, sets);
+    if (h != 0) sa_add_at(j, lsb, h);
+    if (l != 0) sa_add_at(j, lsb, l);
+    return h;
 }
 
 /* The leaf of bits u into set q of its bin. */
@@ -414,16 +430,8 @@ CR_SIMD_CLONES static void products32(const float *x, const float *y, uint64_t m
 static void bins_flush(job *j, v2d (*b)[BSETS])
 {
     for (int g = 0; g < BGROUP; g++) {
-        double h = -0.0, l = 0.0;
-        for (int q = 0; q < BSETS; q++) {
-            h += b[g][q][0];
-            l += b[g][q][1];
-            b[g][q] = (v2d){-0.0, 0.0};
-        }
+        const double h = bins_flush_group(j, b[g], BSETS, g < BTOP ? j->lsb : j->lsb - 128);
         if (cr_f64_bits(h) != 0x8000000000000000ull) j->flags |= CR_X_NONNEGZ;
-        const int lsb = g < BTOP ? j->lsb : j->lsb - 128;
-        if (h != 0) sa_add_at(j, lsb, h);
-        if (l != 0) sa_add_at(j, lsb, l);
     }
 }
 
@@ -452,7 +460,7 @@ static void bins_run(job *j)
     const float *x32 = j->x, *y32 = j->y;
     v2d b[BGROUP][BSETS];
     uint64_t buf[BCHUNK];
-    bins_init(b);
+    bins_init(&b[0][0], BGROUP * BSETS);
     for (uint64_t i = j->i0; i < j->i1;) {
         const uint64_t e = j->i1 - i < BSPAN ? j->i1 : i + BSPAN;
         for (; i < e; i += BCHUNK) {
@@ -529,17 +537,7 @@ CR_SIMD_CLONES static void products64(const uint64_t *x, const uint64_t *y, uint
 
 static void pbins_flush(job *j, v2d (*b)[PSETS])
 {
-    for (int g = 0; g < PGROUP; g++) {
-        double h = 0.0, l = 0.0;
-        for (int q = 0; q < PSETS; q++) {
-            h += b[g][q][0];
-            l += b[g][q][1];
-            b[g][q] = (v2d){0.0, 0.0};
-        }
-        const int lsb = j->lsb - 8 * g + POFF;
-        if (h != 0) sa_add_at(j, lsb, h);
-        if (l != 0) sa_add_at(j, lsb, l);
-    }
+    for (int g = 0; g < PGROUP; g++) bins_flush_group(j, b[g], PSETS, j->lsb - 8 * g + POFF);
 }
 
 static void pbins_run(job *j)
@@ -553,8 +551,7 @@ static void pbins_run(job *j)
         j->oom = 1;
         return;
     }
-    for (int g = 0; g < PGROUP; g++)
-        for (int q = 0; q < PSETS; q++) b[g][q] = (v2d){0.0, 0.0};
+    bins_init(&b[0][0], PGROUP * PSETS);
     for (uint64_t i = j->i0; i < j->i1;) {
         const uint64_t e = j->i1 - i < BSPAN ? j->i1 : i + BSPAN;
         for (; i < e; i += PCHUNK) {
