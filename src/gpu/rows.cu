@@ -515,8 +515,7 @@ __global__ void __launch_bounds__(kThreads, kSegBlocks<LF>) segments_kernel(cons
  * has 24 warps of 4 KiB a batch; a GPU whose shared memory holds fewer such blocks an SM runs
  * segments_kernel instead: launch_segments_staged); 0: segments_kernel alone. The element
  * loads of segments_kernel wait for each batch of rows in turn; a whole chunk in flight at once
- * took
- * (H100, 2^26 elements in segments of 1..10,000, docs/perf-log) float32 SUM from 85.4% of the
+ * took (H100, 2^26 elements in segments of 1..10,000, docs/perf-log) float32 SUM from 85.4% of the
  * read to 89.0% (0.88x to 0.92x CUB's segmented sum; 91.3% to 94.0% at 2^28), SUMSQ 84.8% to
  * 88.4%, DOT 86.8% to 89.8%, bfloat16 SUM 70.6% to 72.1% and DOT 74.2% to 76.2%, float64 DOT
  * 89.6% to 90.2%, float32 SUM over segments of 1..4000 86.6% to 89.1% (0.97x to 1.00x CUB);
@@ -539,12 +538,13 @@ template <typename In, Leaf LF>
 constexpr bool kSegStaged =
     CR_TUNE_SEG_STAGED && LF != Leaf::kNorm2 && (In::kBytes < 8 || LF == Leaf::kProduct);
 constexpr int kSegWarps = CR_TUNE_SEG_WARPS;
-/* Shared memory a block of segments_staged_kernel takes, and its blocks an SM: what fits in
- * sm_90's 228 KiB with 2 KiB more a block (the KiB reserved for the system, and the kernel's
- * own), at most 8. */
+/* Shared memory a block of segments_staged_kernel takes (kSegStagedBytes, its dynamic part),
+ * what an SM gives a block of it (kSegStagedSmBytes: 2 KiB more, the KiB reserved for the
+ * system and the kernel's own), and its blocks an SM: what fits in sm_90's 228 KiB, at most 8. */
 template <typename In, Leaf LF> constexpr int kSegStagedBytes = kSegWarps * kStageBytes<In, LF>;
+template <typename In, Leaf LF> constexpr int kSegStagedSmBytes = kSegStagedBytes<In, LF> + 2048;
 template <typename In, Leaf LF>
-constexpr int kSegStagedFit = 228 * 1024 / (kSegStagedBytes<In, LF> + 2048);
+constexpr int kSegStagedFit = 228 * 1024 / kSegStagedSmBytes<In, LF>;
 template <typename In, Leaf LF>
 constexpr int kSegStagedBlocks = kSegStagedFit<In, LF> < 8 ? kSegStagedFit<In, LF> : 8;
 
@@ -581,7 +581,7 @@ cudaError_t launch_segments_staged(const cr_gpu_call *c, const Rows &R, bool *la
         e = cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor,
                                    c->device);
         if (e != cudaSuccess) return e;
-        st = per_sm >= kSegStagedBlocks<In, LF> * (bytes + 2048) ? 1 : -1;
+        st = per_sm >= kSegStagedBlocks<In, LF> * kSegStagedSmBytes<In, LF> ? 1 : -1;
         if (st > 0 && (e = allow()) != cudaSuccess) return e;
         if (known) state[c->device].store(st, std::memory_order_relaxed);
     }
