@@ -13,7 +13,10 @@
 #          sharded float32 sum of 2^30 per GPU against one GPU, the all-reduce of 8 B, 1 MB and
 #          256 MB against ncclAllReduce, and the bits of each, compared across the settings);
 #          `mpirun coopreduce bench --distributed nccl`.
-# usage: scripts/multi-gpu-check.sh [--no-bench] [--quick]
+# usage: scripts/multi-gpu-check.sh [--no-bench] [--quick] [--prebuilt DIR]
+#   --prebuilt DIR: no configure and build; run the programs of a build made elsewhere (the CLI,
+#   tests/test_dist_gpu, tests/test_dist_mpi and the libraries, at their places in a build tree
+#   under DIR), the libraries found through LD_LIBRARY_PATH (also on every MPI rank).
 # Environment: BUILD (default build-gpu), CMAKE_EXTRA (more configure options), STEP_TIMEOUT.
 # NVLink multicast (NVLS) stays off: NCCL_NVLS_ENABLE=0 is set for every program started here.
 # Logs go to gpu-check-out/multi/; with $OUT set (the device tool), every step's log is appended
@@ -23,12 +26,13 @@ cd "$(dirname "$0")/.."
 LOG=$PWD/gpu-check-out/multi
 mkdir -p "$LOG"
 BUILD=${BUILD:-build-gpu}
-BENCH=1 QUICK=
+BENCH=1 QUICK= PREBUILT=
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-bench) BENCH=0 ;;
     --quick) QUICK=--quick ;;
-    *) echo "usage: $0 [--no-bench] [--quick]"; exit 2 ;;
+    --prebuilt) PREBUILT=1; BUILD=${2:?--prebuilt needs a directory}; shift ;;
+    *) echo "usage: $0 [--no-bench] [--quick] [--prebuilt DIR]"; exit 2 ;;
   esac
   shift
 done
@@ -58,15 +62,24 @@ finish() {
 }
 NGPU=$(nvidia-smi -L | grep -c '^GPU')
 step topology sh -c 'nvidia-smi -L; nvidia-smi topo -m; env | grep -E "^(NCCL|NVSHMEM|TORCH_SYMM)" | sort; command -v mpirun && mpirun --version | head -1'
-GEN=(); command -v ninja >/dev/null && GEN=(-G Ninja)
-step configure cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release ${CMAKE_EXTRA:-} || { finish; exit 1; }
-TARGETS=(coopreduce_cli test_dist_gpu)
-grep -qs 'test_dist_mpi' "$BUILD/build.ninja" "$BUILD/Makefile" && TARGETS+=(test_dist_mpi) # MPI found
-step build cmake --build "$BUILD" -j "$(nproc)" --target "${TARGETS[@]}" || { finish; exit 1; }
-T=$BUILD/tests
 MPIRUN=(mpirun --oversubscribe --allow-run-as-root -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS)
+if [ -n "$PREBUILT" ]; then
+  BUILD=$(cd "$BUILD" && pwd)
+  export LD_LIBRARY_PATH=$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  MPIRUN+=(-x LD_LIBRARY_PATH)
+  step prebuilt ls -l "$BUILD/coopreduce" "$BUILD/tests" || { finish; exit 1; }
+else
+  GEN=(); command -v ninja >/dev/null && GEN=(-G Ninja)
+  step configure cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release ${CMAKE_EXTRA:-} || { finish; exit 1; }
+  TARGETS=(coopreduce_cli test_dist_gpu)
+  grep -qs 'test_dist_mpi' "$BUILD/build.ninja" "$BUILD/Makefile" && TARGETS+=(test_dist_mpi) # MPI found
+  step build cmake --build "$BUILD" -j "$(nproc)" --target "${TARGETS[@]}" || { finish; exit 1; }
+fi
+T=$BUILD/tests
 step test-nccl "$T/test_dist_gpu" $QUICK
 COOPREDUCE_DIST_FULL_PROTOCOL=1 step test-nccl-1rank "$T/test_dist_gpu" --ranks 1 --quick
+# three ranks: the first count whose canonical tree is not a power of two's
+[ "$NGPU" -gt 3 ] && step test-nccl-3ranks "$T/test_dist_gpu" --ranks 3 --quick
 if [ $BENCH = 1 ]; then
   step bench-free "$T/test_dist_gpu" --bench --reps 10
   # (pinned for the all-reduce only: coopreduce also calls ncclAllGather, which has no Tree)

@@ -293,8 +293,10 @@ void dist_check_sharded(dist_env *e)
 }
 
 /* ---- the all-reduce ------------------------------------------------------------------------ */
+/* shift: on a GPU, send starts that many elements past a 256-byte boundary (the rank's slice
+ * then starts off a 16-byte boundary for the columns kernel's element loads). */
 static void allreduce_case(dist_env *e, coopreduce_op op, coopreduce_dtype dt, uint64_t count,
-                           int special, uint64_t seed)
+                           int special, uint64_t seed, int shift)
 {
     const size_t es = coopreduce_dtype_size(dt);
     const int R = e->size;
@@ -311,10 +313,12 @@ static void allreduce_case(dist_env *e, coopreduce_op op, coopreduce_dtype dt, u
     coopreduce_status gs;
     const char *mine = stacked + (size_t)e->rank * count * es;
     if (e->gpu) {
-        char *ds = dev_copy(e, mine, count * es);
+        char *ds = e->dev_alloc((count + (uint64_t)shift) * es + 16);
+        if (count) e->to_dev(ds + (size_t)shift * es, mine, count * es);
         char *dr = e->dev_alloc(count * 16 + 16);
         e->to_dev(dr, got, count * 16 + 16);
-        gs = coopreduce_allreduce(ds, dr, count, dt, op, e->h, e->comm, e->stream);
+        gs = coopreduce_allreduce(ds + (size_t)shift * es, dr, count, dt, op, e->h, e->comm,
+                                  e->stream);
         e->to_host(got, dr, count * 16 + 16);
         e->dev_free(ds);
         e->dev_free(dr);
@@ -331,8 +335,10 @@ static void allreduce_case(dist_env *e, coopreduce_op op, coopreduce_dtype dt, u
                 bad = rsz ? i / rsz : i;
             }
     }
-    dcheck(e, same, "allreduce %s of %s, count %llu, special %d: status %s / %s (%s) element %llu",
+    dcheck(e, same,
+           "allreduce %s of %s, count %llu, special %d, shift %d: status %s / %s (%s) element %llu",
            coopreduce_op_name(op), coopreduce_dtype_name(dt), (unsigned long long)count, special,
+           shift,
            coopreduce_status_string(gs), coopreduce_status_string(rs),
            gs ? coopreduce_last_error(e->h) : "", (unsigned long long)bad);
     free(stacked);
@@ -354,11 +360,24 @@ void dist_check_allreduce(dist_env *e)
                 if (op == COOPREDUCE_OP_DOT) continue;
                 for (int c = 0; c < nc; c++)
                     allreduce_case(e, (coopreduce_op)op, dtypes[d], counts[c],
-                                   (int)(seed % SP_COUNT), seed), seed++;
+                                   (int)(seed % SP_COUNT), seed, 0), seed++;
             }
         }
     set_modes(e, COOPREDUCE_MODE_DETERMINISTIC, 0);
-    if (e->deep) allreduce_case(e, COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT32, (1u << 20) + 3, SP_NONE, 5);
+    /* Past the first exchange's slots, the float32 / float64 SUM of a GPU's columns kernel for a
+     * few ranks: whole 16-byte loads (slices a multiple of 4 elements), element loads (a padded
+     * last slice; a send that starts off a 16-byte boundary), every data kind. */
+    const uint64_t R = (uint64_t)e->size;
+    const uint64_t big[] = {R * 4096, R * 4099 + 1, R * 2048 + 2};
+    for (int d = 0; d < 2; d++)
+        for (size_t c = 0; c < 3; c++)
+            for (int sh = 0; sh < 2; sh++)
+                if (!e->quick || c == 1)
+                    allreduce_case(e, COOPREDUCE_OP_SUM,
+                                   d ? COOPREDUCE_FLOAT64 : COOPREDUCE_FLOAT32, big[c],
+                                   (int)(seed % SP_COUNT), seed, sh), seed++;
+    if (e->deep)
+        allreduce_case(e, COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT32, (1u << 20) + 3, SP_NONE, 5, 0);
 }
 
 /* ---- errors ---------------------------------------------------------------------------------- */

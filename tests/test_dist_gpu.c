@@ -14,7 +14,9 @@
  *       timed with CUDA events on each rank's stream (the slowest rank's time), with NCCL's bus
  *       bandwidth (bytes * 2 (R-1) / R / time); the latency a small sharded sum adds over the
  *       local one, against a small ncclAllReduce, and what the pieces of a small call cost (a
- *       stream synchronisation, small copies, small NCCL gathers). Then the bits: a sum of 100000007 random
+ *       stream synchronisation, small copies, small NCCL gathers), and the 256 MB all-reduce's
+ *       data path through NCCL alone (the all-to-all as grouped send/recv and as ncclAlltoAll,
+ *       the all-gather, both in one group). Then the bits: a sum of 100000007 random
  *       values split unevenly, on one GPU, sharded, and as shard sums + ncclAllReduce; and a hash
  *       of each all-reduce's result, to compare across NCCL_ALGO / NCCL_PROTO settings and rank
  *       counts. Exits 1 if coopreduce's bits differ between ranks or from one GPU.
@@ -25,6 +27,7 @@
 
 #if defined(COOPREDUCE_HAVE_CUDA) && defined(COOPREDUCE_DIST_HAVE_NCCL)
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <nccl.h>
 #include <pthread.h>
 #include <time.h>
@@ -320,9 +323,53 @@ static void bench(rank_job *j, coopreduce_handle *h, coopreduce_comm *comm, nccl
             EVENT_TIME(ms_ag, st, rr, ncclAllGather(send, recv, sl, ncclUint8, nc, st));
             pthread_barrier_wait(j->bar);
             EVENT_TIME(ms_rs, st, rr, ncclReduceScatter(send, recv, sl / 4, ncclFloat32, ncclSum, nc, st));
+            /* NCCL's own all-to-all collective (NCCL 2.28 and later; looked up at run time, so
+             * that the benchmark also runs with an older NCCL); and an all-to-all and an
+             * all-gather, of half the bytes each, in one group against the two apart: whether
+             * NCCL runs them at once, which a pipelined all-reduce (the gather of piece k beside
+             * the exchange of piece k + 1) would need. The all-to-all reads send's lower half
+             * and writes recv's; the all-gather works in place in send's upper half. */
+            typedef ncclResult_t (*a2a_fn)(const void *, void *, size_t, ncclDataType_t, ncclComm_t,
+                                           cudaStream_t);
+            a2a_fn a2a = (a2a_fn)dlsym(RTLD_DEFAULT, "ncclAlltoAll");
+            float ms_coll = 0, ms_both = 0;
+            pthread_barrier_wait(j->bar);
+            if (a2a) EVENT_TIME(ms_coll, st, rr, a2a(send, recv, sl, ncclUint8, nc, st));
+            const size_t half = sizes[s] / 2 / (size_t)R;
+            pthread_barrier_wait(j->bar);
+            EVENT_TIME(ms_both, st, rr, {
+                ncclGroupStart();
+                for (int q = 0; q < R; q++) {
+                    if (q == j->rank) continue;
+                    ncclSend((char *)send + q * half, half, ncclUint8, q, nc, st);
+                    ncclRecv((char *)recv + q * half, half, ncclUint8, q, nc, st);
+                }
+                ncclAllGather((char *)send + sizes[s] / 2 + (size_t)j->rank * half,
+                              (char *)send + sizes[s] / 2, half, ncclUint8, nc, st);
+                ncclGroupEnd();
+            });
+            float ms_a2a_h, ms_ag_h;
+            pthread_barrier_wait(j->bar);
+            EVENT_TIME(ms_a2a_h, st, rr, {
+                ncclGroupStart();
+                for (int q = 0; q < R; q++) {
+                    if (q == j->rank) continue;
+                    ncclSend((char *)send + q * half, half, ncclUint8, q, nc, st);
+                    ncclRecv((char *)recv + q * half, half, ncclUint8, q, nc, st);
+                }
+                ncclGroupEnd();
+            });
+            pthread_barrier_wait(j->bar);
+            EVENT_TIME(ms_ag_h, st, rr,
+                       ncclAllGather((char *)send + sizes[s] / 2 + (size_t)j->rank * half,
+                                     (char *)send + sizes[s] / 2, half, ncclUint8, nc, st));
             j->t[11] = ms_a2a * 1e-3;
             j->t[12] = ms_ag * 1e-3;
             j->t[13] = ms_rs * 1e-3;
+            j->t[14] = a2a ? ms_coll * 1e-3 : -1;
+            j->t[15] = ms_both * 1e-3;
+            j->t[22] = ms_a2a_h * 1e-3;
+            j->t[23] = ms_ag_h * 1e-3;
         }
         cudaFree(send);
         cudaFree(recv);
@@ -458,9 +505,18 @@ int main(int argc, char **argv)
         }
         printf("| pieces of a small call, each waited for | stream sync %.1f us, 48 B H2D %.1f us, 48 B D2H %.1f us, memset %.1f us | ncclAllGather 48 B %.1f us, + 4 KB in one group %.1f us | |\n",
                t[16] * 1e6, t[17] * 1e6, t[18] * 1e6, t[19] * 1e6, t[20] * 1e6, t[21] * 1e6);
-        if (R > 1)
+        if (R > 1) {
             printf("| 256 MB parts, through NCCL | all-to-all of 1/%d slices %.1f us, all-gather %.1f us | ncclReduceScatter %.1f us | |\n",
                    ranks, t[11] * 1e6, t[12] * 1e6, t[13] * 1e6);
+            if (t[14] > 0)
+                printf("| 256 MB all-to-all, NCCL's collective | ncclAlltoAll %.1f us | grouped ncclSend / ncclRecv %.1f us | %.2f x |\n",
+                       t[14] * 1e6, t[11] * 1e6, t[11] / t[14]);
+            else
+                printf("| 256 MB all-to-all, NCCL's collective | this NCCL has no ncclAlltoAll | | |\n");
+            printf("| 128 MB all-to-all + all-gather, one group | %.1f us | apart: %.1f + %.1f = %.1f us | %.2f x |\n",
+                   t[15] * 1e6, t[22] * 1e6, t[23] * 1e6, (t[22] + t[23]) * 1e6,
+                   (t[22] + t[23]) / t[15]);
+        }
         /* The bits: coopreduce's are the same on every rank and equal one GPU's; the results of
          * NCCL are printed for comparison across NCCL_ALGO / NCCL_PROTO settings and rank counts. */
         int same_sharded = 1, same_cr[3] = {1, 1, 1}, same_nccl[3] = {1, 1, 1};

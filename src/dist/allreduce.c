@@ -59,15 +59,27 @@ static const uint64_t nan64 = CR_NAN_F64;
 DEFINE_COLUMNS(columns_f32, float, nan32, 0)
 DEFINE_COLUMNS(columns_f64, double, nan64, 1)
 
+/* Whether the GPU reduces the block by its columns kernel, which can read the rank's own row
+ * where it lies (reduce_block's own). */
+static int gpu_columns(const coopreduce_handle *h, const cr_plan *p, int R)
+{
+    const int lanes = p->acc == COOPREDUCE_FLOAT64 ? CR_LANES_F64 : CR_LANES_F32;
+    return h->device >= 0 && (p->family == CR_FAMILY_CANONICAL || p->family == CR_FAMILY_ORDERED) &&
+           R <= lanes;
+}
+
 /* The (R x s) block along axis 0 into out (s results), on the handle's device: the columns of
- * the canonical family by the CPU's vectors or the GPU's thread per column, else
- * coopreduce_reduce_axis. The block may be consumed. */
+ * the canonical family by the CPU's vectors or the GPU's columns kernel, else
+ * coopreduce_reduce_axis. Row me is read at own where own is not NULL (gpu_columns only). The
+ * block may be consumed. */
 static coopreduce_status reduce_block(coopreduce_handle *h, const cr_plan *p, coopreduce_op op,
-                                      coopreduce_dtype dtype, char *block, int R, uint64_t s,
-                                      char *out, void *stream)
+                                      coopreduce_dtype dtype, char *block, const char *own,
+                                      int me, int R, uint64_t s, char *out, void *stream)
 {
     const int gpu = h->device >= 0;
     const int lanes = p->acc == COOPREDUCE_FLOAT64 ? CR_LANES_F64 : CR_LANES_F32;
+    if (gpu_columns(h, p, R))
+        return cr_gpu_allreduce_columns(h, p, block, own, me, R, s, out, stream);
     if (!gpu && p->family == CR_FAMILY_CANONICAL && R <= lanes) {
         cr_fp_state fp;
         cr_fp_enter(&fp);
@@ -78,8 +90,6 @@ static coopreduce_status reduce_block(coopreduce_handle *h, const cr_plan *p, co
         cr_fp_leave(&fp);
         return COOPREDUCE_SUCCESS;
     }
-    if (gpu && (p->family == CR_FAMILY_CANONICAL || p->family == CR_FAMILY_ORDERED) && R <= lanes)
-        return cr_gpu_allreduce_columns(h, p, block, R, s, out, stream);
     return coopreduce_reduce_axis(op, block, NULL, out, 1, (uint64_t)R, s, dtype, h, stream);
 }
 
@@ -124,7 +134,7 @@ CR_EXPORT coopreduce_status cr_dist_allreduce(const cr_dist_transport *t, cr_dis
         const uint64_t sl = CR_DIST_LEAD_BYTES / cr_dtype_size(dtype);
         void *out = NULL;
         if ((s = cr_dist_device_buffer(h, cache, (size_t)sl * p.result_size, &out))) return s;
-        s = reduce_block(h, &p, op, dtype, lead, R, sl, out, stream);
+        s = reduce_block(h, &p, op, dtype, lead, NULL, me, R, sl, out, stream);
         if (s == COOPREDUCE_ERROR_OVERFLOW) s = COOPREDUCE_SUCCESS; /* a GPU handle's rule */
         if (!s) s = cr_gpu_copy(h, recv, out, (size_t)count * p.result_size, stream);
         return s;
@@ -153,7 +163,7 @@ CR_EXPORT coopreduce_status cr_dist_allreduce(const cr_dist_transport *t, cr_dis
     }
     /* dev: where the local reduction runs; net: what the transport takes */
     char *dev = gpu ? mem : host, *net = on_device ? mem : host;
-    const char *src = send;
+    const char *src = send, *own_row = NULL;
     if (padded) {
         s = gpu ? cr_gpu_copy(h, dev, send, (size_t)count * es, stream)
                 : (memcpy(dev, send, (size_t)count * es), COOPREDUCE_SUCCESS);
@@ -168,13 +178,17 @@ CR_EXPORT coopreduce_status cr_dist_allreduce(const cr_dist_transport *t, cr_dis
             goto done;
         src = net + b_block;
         /* the all-to-all may not read and write one buffer: receive into the send slot */
-        if (t->alltoall(t->ctx, src, net, in_bytes, stream, err)) goto comm_fail;
+        if (t->alltoall(t->ctx, src, net, in_bytes, 1, stream, err)) goto comm_fail;
         if ((s = cr_gpu_copy(h, dev + b_send, net, (size_t)R * in_bytes, stream))) goto done;
     } else {
-        if (t->alltoall(t->ctx, src, net + b_send, in_bytes, stream, err)) goto comm_fail;
+        /* the GPU's columns kernel reads this rank's own slice where it lies: no copy of it */
+        own_row = gpu_columns(h, &p, R) ? src + (size_t)me * in_bytes : NULL;
+        if (t->alltoall(t->ctx, src, net + b_send, in_bytes, own_row == NULL, stream, err))
+            goto comm_fail;
     }
     /* the local reduction of the (R x s) block along axis 0 */
-    s = reduce_block(h, &p, op, dtype, dev + b_send, R, sl, dev + b_send + b_block, stream);
+    s = reduce_block(h, &p, op, dtype, dev + b_send, own_row, me, R, sl, dev + b_send + b_block,
+                     stream);
     if (s == COOPREDUCE_ERROR_OVERFLOW) s = COOPREDUCE_SUCCESS; /* checked on the whole below */
     if (s) goto done; /* (the other ranks' collectives below then fail or wait: see the header) */
     /* all-gather */
@@ -218,6 +232,5 @@ comm_fail:
     s = cr_dist_transport_fail(h, t, "the all-reduce's data exchange", err);
 done:
     free(host);
-    (void)me;
     return s;
 }

@@ -35,10 +35,10 @@ static int mpi_allgather(void *ctx, const void *send, void *recv, size_t bytes, 
     return rc == MPI_SUCCESS ? 0 : mpi_error(rc, "MPI_Allgather", err);
 }
 
-static int mpi_alltoall(void *ctx, const void *send, void *recv, size_t bytes, void *stream,
-                        char *err)
+static int mpi_alltoall(void *ctx, const void *send, void *recv, size_t bytes, int self,
+                        void *stream, char *err)
 {
-    (void)stream;
+    (void)stream, (void)self; /* (MPI_Alltoall copies this rank's own block too) */
     const struct coopreduce_comm *c = ctx;
     if (too_large(bytes, err)) return -1;
     const int rc = MPI_Alltoall(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, c->mpi);

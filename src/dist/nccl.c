@@ -120,18 +120,21 @@ static int nccl_allgather(void *ctx, const void *send, void *recv, size_t bytes,
     return nr == ncclSuccess ? 0 : nccl_error(nr, c, "ncclAllGather", err);
 }
 
-/* Grouped send/recv with every peer; this rank's own block by a copy. */
-static int nccl_alltoall(void *ctx, const void *send, void *recv, size_t bytes, void *stream,
-                         char *err)
+/* Grouped send/recv with every peer; this rank's own block by a copy, where asked for. (NCCL's
+ * own ncclAlltoAll measured no faster: 0.94-0.97x the grouped calls for 256 MB on four H100s.) */
+static int nccl_alltoall(void *ctx, const void *send, void *recv, size_t bytes, int self,
+                         void *stream, char *err)
 {
     struct coopreduce_comm *c = ctx;
     const cudaStream_t st = (cudaStream_t)stream;
     const int R = c->t.size, me = c->t.rank;
     const char *sb = send;
     char *rb = recv;
-    cudaError_t e = cudaMemcpyAsync(rb + (size_t)me * bytes, sb + (size_t)me * bytes, bytes,
-                                    cudaMemcpyDeviceToDevice, st);
-    if (e != cudaSuccess) return cuda_error(e, "copying this rank's slice", err);
+    if (self) {
+        const cudaError_t e = cudaMemcpyAsync(rb + (size_t)me * bytes, sb + (size_t)me * bytes,
+                                              bytes, cudaMemcpyDeviceToDevice, st);
+        if (e != cudaSuccess) return cuda_error(e, "copying this rank's slice", err);
+    }
     if (R == 1) return 0;
     ncclResult_t nr = ncclGroupStart();
     for (int q = 0; q < R && nr == ncclSuccess; q++) {

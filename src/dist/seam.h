@@ -37,9 +37,11 @@ typedef struct cr_dist_transport {
     /* The data collectives, on memory of the kind device_data says, enqueued on stream (NCCL)
      * or done on return (MPI):
      *   alltoall: block q of send (send + q * bytes) to rank q, which receives it at
-     *             recv + rank * bytes;
+     *             recv + rank * bytes; this rank's own block is copied too where self is 1, and
+     *             may be left unwritten where it is 0;
      *   allgather: as allgather_host. */
-    int (*alltoall)(void *ctx, const void *send, void *recv, size_t bytes, void *stream, char *err);
+    int (*alltoall)(void *ctx, const void *send, void *recv, size_t bytes, int self, void *stream,
+                    char *err);
     int (*allgather)(void *ctx, const void *send, void *recv, size_t bytes, void *stream,
                      char *err);
     /* The first exchange of a call where data lives on the device (NULL elsewhere): as

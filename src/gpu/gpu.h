@@ -48,10 +48,10 @@ coopreduce_status cr_gpu_shard_partials(struct coopreduce_handle *h, coopreduce_
 coopreduce_status cr_gpu_shard_exact(struct coopreduce_handle *h, const cr_plan *p, const void *x,
                                      const void *y, uint64_t n, void *out, void *stream);
 /* The all-reduce's (R x s) block along axis 0 for the CANONICAL and ORDERED families (not DOT),
- * R <= W: launch.h's cr_gpu_columns_tree_launch. */
+ * R <= W, row me read at own where own is not NULL: launch.h's cr_gpu_columns_tree_launch. */
 coopreduce_status cr_gpu_allreduce_columns(struct coopreduce_handle *h, const cr_plan *p,
-                                           const void *block, int R, uint64_t s, void *out,
-                                           void *stream);
+                                           const void *block, const void *own, int me, int R,
+                                           uint64_t s, void *out, void *stream);
 /* dst[0..bytes) = src[0..bytes) of host memory, bytes <= 16, in stream order without waiting:
  * the bytes travel as a kernel's argument (no staging buffer to keep alive): */
 coopreduce_status cr_gpu_store(struct coopreduce_handle *h, void *dst, const void *src,

@@ -116,9 +116,9 @@ coopreduce_status cr_gpu_alloc(struct coopreduce_handle *h, size_t bytes, void *
 void cr_gpu_release(int device, void *p) { (void)device, (void)p; }
 
 coopreduce_status cr_gpu_allreduce_columns(struct coopreduce_handle *h, const cr_plan *p,
-                                           const void *block, int R, uint64_t s, void *out,
-                                           void *stream)
+                                           const void *block, const void *own, int me, int R,
+                                           uint64_t s, void *out, void *stream)
 {
-    (void)p, (void)block, (void)R, (void)s, (void)out, (void)stream;
+    (void)p, (void)block, (void)own, (void)me, (void)R, (void)s, (void)out, (void)stream;
     return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
 }

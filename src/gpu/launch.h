@@ -127,9 +127,11 @@ cudaError_t cr_gpu_partials_launch(coopreduce_dtype dtype, cr_leaf leaf, const v
 
 /* partials.cu, for the all-reduce: result j (at out + j * result_size) of the plan's CANONICAL
  * or ORDERED family (not DOT) over column j of the (R x s) block of input elements, R <= W (the
- * chunk row's lanes): the bits of coopreduce_reduce_axis(1, R, s). A thread per column. */
-cudaError_t cr_gpu_columns_tree_launch(const cr_plan *p, const void *block, int R, uint64_t s,
-                                       void *out, int sm_count, cudaStream_t stream);
+ * chunk row's lanes): the bits of coopreduce_reduce_axis(1, R, s). Row r of the block is at
+ * block + r * s elements, except row me where own is not NULL: that row is read at own. */
+cudaError_t cr_gpu_columns_tree_launch(const cr_plan *p, const void *block, const void *own,
+                                       int me, int R, uint64_t s, void *out, int sm_count,
+                                       cudaStream_t stream);
 
 /* partials.cu: dst[0..bytes) = src[0..bytes) (host memory, bytes <= 16), the bytes passed by
  * value to a one-thread kernel on stream: nothing of src is read after the call returns. */

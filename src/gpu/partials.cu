@@ -94,27 +94,40 @@ cudaError_t by_leaf(cr_leaf leaf, const void *x, const void *y, uint64_t n, void
 }
 
 /* ---- The all-reduce's block: (R x s), reduced along axis 0, R <= W ------------------------
- * Column j's R values are one chunk whose row 0 holds them (every other row -0.0 padding): each
- * lane's row tree is its value (x + -0.0 == x) and the chunk's value is the lane tree, the
- * perfect pairwise tree over the R leaves padded with -0.0 to W lanes. A thread per column
- * builds it as a binary counter (two nodes of equal height merge at once, left + right), then
- * folds what is left from the right, which is where the padding carries an unpaired node: the
- * same additions in the same order. Then the operation's final rule (tree.cuh). Loads are
- * coalesced: adjacent threads read adjacent columns of each row. */
+ * Row r of the block lies at block + r * s elements, except the rank's own row where `own` is
+ * set: that row is read where it lies (the rank's slice of its send buffer), which spares the
+ * all-to-all a copy of it. Column j's R values are one chunk whose row 0 holds them (every other
+ * row -0.0 padding): each lane's row tree is its value (x + -0.0 == x) and the chunk's value is
+ * the lane tree, the perfect pairwise tree over the R leaves padded with -0.0 to W lanes. */
+struct BlockRows {
+    const char *block, *own; /* own: row me, or nullptr (then at its place in the block) */
+    int me;
+    uint64_t s; /* elements a row */
+    __device__ __forceinline__ const char *row(int r, int bytes) const
+    {
+        return own && r == me ? own : block + (uint64_t)r * s * (uint64_t)bytes;
+    }
+};
+
+/* Any R, any leaf: a thread per column builds the lane tree as a binary counter (two nodes of
+ * equal height merge at once, left + right), then folds what is left from the right, which is
+ * where the padding carries an unpaired node: the same additions in the same order. Then the
+ * operation's final rule (tree.cuh). Loads are coalesced: adjacent threads read adjacent columns
+ * of each row. */
 template <typename In, Leaf LF>
 __global__ void __launch_bounds__(kPartThreads)
-    columns_tree_kernel(const char *block, int R, uint64_t s, const Final F, char *out,
-                        size_t rsize)
+    columns_tree_kernel(const BlockRows B, int R, const Final F, char *out, size_t rsize)
 {
     using Acc = typename In::Acc;
     constexpr int K = kLeaves<LF>;
+    const uint64_t s = B.s;
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     for (uint64_t j = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; j < s; j += stride) {
         Acc st[8][K];
         int height[8];
         int sp = 0;
         for (int r = 0; r < R; r++) {
-            const Acc a = In::at(block + (uint64_t)r * s * In::kBytes, j);
+            const Acc a = In::at(B.row(r, In::kBytes), j);
             Acc lv[K];
             make_leaf<LF>(a, a, lv);
 #pragma unroll
@@ -142,47 +155,162 @@ __global__ void __launch_bounds__(kPartThreads)
     }
 }
 
-template <typename In, Leaf LF>
-cudaError_t launch_columns(const cr_plan *p, const void *block, int R, uint64_t s, void *out,
-                           int sm_count, cudaStream_t stream)
+/* The lane tree of R leaves at compile time: the perfect pairwise tree over [Lo, Lo + Len),
+ * a right half wholly in the padding dropped (x + -0.0 == x, and the padding's own sums are
+ * -0.0), so the counter of columns_tree_kernel and this make the same additions. */
+template <typename T, int R, int Lo, int Len>
+__device__ __forceinline__ T lane_tree(const T (&v)[R])
 {
-    uint64_t blocks = (s + kPartThreads - 1) / kPartThreads;
+    if constexpr (Len == 1)
+        return v[Lo];
+    else if constexpr (Lo + Len / 2 >= R)
+        return lane_tree<T, R, Lo, Len / 2>(v);
+    else
+        return lane_tree<T, R, Lo, Len / 2>(v) + lane_tree<T, R, Lo + Len / 2, Len / 2>(v);
+}
+__host__ __device__ constexpr int pow2_at_least(int r)
+{
+    return r <= 1 ? 1 : 2 * pow2_at_least((r + 1) / 2);
+}
+
+/* SUM of float32 / float64, 2 <= R <= 8 (the common all-reduce): R fixed at compile time, the
+ * tree in registers, V columns a thread by one load of each row (V = 16 / sizeof(T) where every
+ * row starts on a 16-byte boundary and s is a multiple of V, else 1), all R loads in flight at
+ * once. The result is the sum, NaN as the canonical quiet NaN (write_final's rule for SUM). */
+template <typename T, int V> struct Cols;
+template <> struct Cols<float, 4> { using Vec = float4; };
+template <> struct Cols<float, 1> { using Vec = float; };
+template <> struct Cols<double, 2> { using Vec = double2; };
+template <> struct Cols<double, 1> { using Vec = double; };
+template <typename T, int V>
+__device__ __forceinline__ T comp(const typename Cols<T, V>::Vec &v, int c)
+{
+    if constexpr (V == 1)
+        return v;
+    else
+        return reinterpret_cast<const T *>(&v)[c];
+}
+template <typename T, int V>
+__device__ __forceinline__ void set_comp(typename Cols<T, V>::Vec &v, int c, T x)
+{
+    if constexpr (V == 1)
+        v = x;
+    else
+        reinterpret_cast<T *>(&v)[c] = x;
+}
+template <typename T, int R, int V>
+__global__ void __launch_bounds__(kPartThreads) columns_sum_kernel(const BlockRows B, char *out)
+{
+    using Vec = typename Cols<T, V>::Vec;
+    const Vec *row[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) row[r] = reinterpret_cast<const Vec *>(B.row(r, sizeof(T)));
+    Vec *o = reinterpret_cast<Vec *>(out);
+    const uint64_t nv = B.s / V, stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nv; i += stride) {
+        Vec a[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) a[r] = __ldcs(row[r] + i); /* read once */
+        Vec res;
+#pragma unroll
+        for (int c = 0; c < V; c++) {
+            T v[R];
+#pragma unroll
+            for (int r = 0; r < R; r++) v[r] = comp<T, V>(a[r], c);
+            T t = lane_tree<T, R, 0, pow2_at_least(R)>(v);
+            if (t != t) t = Layout<T>::nan();
+            set_comp<T, V>(res, c, t);
+        }
+        o[i] = res;
+    }
+}
+
+template <typename T, int R>
+cudaError_t launch_sum_rows(const BlockRows &B, void *out, int sm_count, cudaStream_t stream)
+{
+    bool vec = B.s % (16 / sizeof(T)) == 0 && (uintptr_t)out % 16 == 0;
+    for (int r = 0; r < R; r++) {
+        const char *row = B.own && r == B.me ? B.own : B.block + (uint64_t)r * B.s * sizeof(T);
+        vec = vec && (uintptr_t)row % 16 == 0;
+    }
+    const uint64_t per = vec ? 16 / sizeof(T) : 1;
+    uint64_t blocks = (B.s / per + kPartThreads - 1) / kPartThreads;
+    const uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) * (2048 / kPartThreads);
+    if (blocks > wave) blocks = wave;
+    if (blocks < 1) blocks = 1;
+    if (vec)
+        columns_sum_kernel<T, R, 16 / sizeof(T)>
+            <<<(unsigned)blocks, kPartThreads, 0, stream>>>(B, static_cast<char *>(out));
+    else
+        columns_sum_kernel<T, R, 1>
+            <<<(unsigned)blocks, kPartThreads, 0, stream>>>(B, static_cast<char *>(out));
+    return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t launch_sum(const BlockRows &B, int R, void *out, int sm, cudaStream_t st)
+{
+    switch (R) {
+    case 2: return launch_sum_rows<T, 2>(B, out, sm, st);
+    case 3: return launch_sum_rows<T, 3>(B, out, sm, st);
+    case 4: return launch_sum_rows<T, 4>(B, out, sm, st);
+    case 5: return launch_sum_rows<T, 5>(B, out, sm, st);
+    case 6: return launch_sum_rows<T, 6>(B, out, sm, st);
+    case 7: return launch_sum_rows<T, 7>(B, out, sm, st);
+    case 8: return launch_sum_rows<T, 8>(B, out, sm, st);
+    default: return cudaErrorInvalidValue;
+    }
+}
+
+template <typename In, Leaf LF>
+cudaError_t launch_columns(const cr_plan *p, const BlockRows &B, int R, void *out, int sm_count,
+                           cudaStream_t stream)
+{
+    uint64_t blocks = (B.s + kPartThreads - 1) / kPartThreads;
     const uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) * 16;
     if (blocks > wave) blocks = wave;
     if (blocks < 1) blocks = 1;
     const Final F = {1, (int)p->op, (int)p->dtype, p->narrow, 0, nullptr, nullptr};
     columns_tree_kernel<In, LF><<<(unsigned)blocks, kPartThreads, 0, stream>>>(
-        static_cast<const char *>(block), R, s, F, static_cast<char *>(out), p->result_size);
+        B, R, F, static_cast<char *>(out), p->result_size);
     return cudaGetLastError();
 }
 
 template <typename In>
-cudaError_t columns_by_leaf(const cr_plan *p, const void *b, int R, uint64_t s, void *o, int sm,
+cudaError_t columns_by_leaf(const cr_plan *p, const BlockRows &B, int R, void *o, int sm,
                             cudaStream_t st)
 {
-    if (p->family == CR_FAMILY_CANONICAL) return launch_columns<In, Leaf::kWiden>(p, b, R, s, o, sm, st);
+    if (p->family == CR_FAMILY_CANONICAL)
+        return launch_columns<In, Leaf::kWiden>(p, B, R, o, sm, st);
     switch (p->leaf) {
-    case CR_LEAF_VALUE: return launch_columns<In, Leaf::kWiden>(p, b, R, s, o, sm, st);
-    case CR_LEAF_SQUARE: return launch_columns<In, Leaf::kSquare>(p, b, R, s, o, sm, st);
-    case CR_LEAF_NORM2: return launch_columns<In, Leaf::kNorm2>(p, b, R, s, o, sm, st);
+    case CR_LEAF_VALUE: return launch_columns<In, Leaf::kWiden>(p, B, R, o, sm, st);
+    case CR_LEAF_SQUARE: return launch_columns<In, Leaf::kSquare>(p, B, R, o, sm, st);
+    case CR_LEAF_NORM2: return launch_columns<In, Leaf::kNorm2>(p, B, R, o, sm, st);
     default: return cudaErrorInvalidValue; /* DOT has two inputs */
     }
 }
 
 } // namespace
 
-extern "C" cudaError_t cr_gpu_columns_tree_launch(const cr_plan *p, const void *block, int R,
-                                                  uint64_t s, void *out, int sm_count,
-                                                  cudaStream_t stream)
+extern "C" cudaError_t cr_gpu_columns_tree_launch(const cr_plan *p, const void *block,
+                                                  const void *own, int me, int R, uint64_t s,
+                                                  void *out, int sm_count, cudaStream_t stream)
 {
     if (s == 0) return cudaSuccess;
     if (R < 1 || R > (p->acc == COOPREDUCE_FLOAT64 ? CR_LANES_F64 : CR_LANES_F32))
         return cudaErrorInvalidValue;
+    const BlockRows B = {static_cast<const char *>(block), static_cast<const char *>(own), me, s};
+    const bool sum = p->family == CR_FAMILY_CANONICAL && p->op == COOPREDUCE_OP_SUM && R >= 2 &&
+                     R <= 8;
     switch (p->dtype) {
-    case COOPREDUCE_FLOAT32: return columns_by_leaf<F32>(p, block, R, s, out, sm_count, stream);
-    case COOPREDUCE_FLOAT64: return columns_by_leaf<F64>(p, block, R, s, out, sm_count, stream);
-    case COOPREDUCE_FLOAT16: return columns_by_leaf<Half<false>>(p, block, R, s, out, sm_count, stream);
-    case COOPREDUCE_BFLOAT16: return columns_by_leaf<Half<true>>(p, block, R, s, out, sm_count, stream);
+    case COOPREDUCE_FLOAT32:
+        return sum ? launch_sum<float>(B, R, out, sm_count, stream)
+                   : columns_by_leaf<F32>(p, B, R, out, sm_count, stream);
+    case COOPREDUCE_FLOAT64:
+        return sum ? launch_sum<double>(B, R, out, sm_count, stream)
+                   : columns_by_leaf<F64>(p, B, R, out, sm_count, stream);
+    case COOPREDUCE_FLOAT16: return columns_by_leaf<Half<false>>(p, B, R, out, sm_count, stream);
+    case COOPREDUCE_BFLOAT16: return columns_by_leaf<Half<true>>(p, B, R, out, sm_count, stream);
     default: return cudaErrorInvalidValue;
     }
 }

@@ -82,13 +82,14 @@ void cr_gpu_release(int device, void *p)
 }
 
 coopreduce_status cr_gpu_allreduce_columns(coopreduce_handle *h, const cr_plan *p,
-                                           const void *block, int R, uint64_t s, void *out,
-                                           void *stream)
+                                           const void *block, const void *own, int me, int R,
+                                           uint64_t s, void *out, void *stream)
 {
     cudaError_t e = cr_gpu_use_device(h->device);
     if (e != cudaSuccess) return cr_cuda_fail(h, e, "selecting the GPU");
     (void)cudaGetLastError();
-    e = cr_gpu_columns_tree_launch(p, block, R, s, out, h->gpu->sm_count, (cudaStream_t)stream);
+    e = cr_gpu_columns_tree_launch(p, block, own, me, R, s, out, h->gpu->sm_count,
+                                   (cudaStream_t)stream);
     return e == cudaSuccess ? COOPREDUCE_SUCCESS
                             : cr_cuda_fail(h, e, "launching the all-reduce's columns");
 }
