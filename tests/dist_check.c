@@ -376,6 +376,26 @@ void dist_check_allreduce(dist_env *e)
                     allreduce_case(e, COOPREDUCE_OP_SUM,
                                    d ? COOPREDUCE_FLOAT64 : COOPREDUCE_FLOAT32, big[c],
                                    (int)(seed % SP_COUNT), seed, sh), seed++;
+    /* Large slices (8 MiB and more) on a GPU: the columns kernels over millions of columns, by
+     * whole 16-byte rows and by element loads (a send one element off; float64 slices of an odd
+     * length), the generic kernel (MEAN of bfloat16). */
+    if (e->gpu) {
+        const struct {
+            coopreduce_op op;
+            coopreduce_dtype dt;
+            uint64_t per_rank;
+            int shift, quick;
+        } large[] = {
+            {COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT32, (2u << 20) + 64, 0, 1},
+            {COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT32, (2u << 20) + 64, 1, 0},
+            {COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT64, (1u << 20) + 3, 0, 0},
+            {COOPREDUCE_OP_MEAN, COOPREDUCE_BFLOAT16, (4u << 20) + 130, 0, 0},
+        };
+        for (size_t i = 0; i < sizeof large / sizeof large[0]; i++)
+            if (!e->quick || large[i].quick)
+                allreduce_case(e, large[i].op, large[i].dt, R * large[i].per_rank,
+                               (int)(seed % SP_COUNT), seed, large[i].shift), seed++;
+    }
     if (e->deep)
         allreduce_case(e, COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT32, (1u << 20) + 3, SP_NONE, 5, 0);
 }

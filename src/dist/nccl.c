@@ -121,7 +121,7 @@ static int nccl_allgather(void *ctx, const void *send, void *recv, size_t bytes,
 }
 
 /* Grouped send/recv with every peer; this rank's own block by a copy, where asked for. (NCCL's
- * own ncclAlltoAll measured no faster: 0.94-0.97x the grouped calls for 256 MB on four H100s.) */
+ * own ncclAlltoAll measured no faster: 0.94-0.99x the grouped calls for 256 MB on H100s.) */
 static int nccl_alltoall(void *ctx, const void *send, void *recv, size_t bytes, int self,
                          void *stream, char *err)
 {
