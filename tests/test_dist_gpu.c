@@ -138,6 +138,18 @@ static uint64_t dev_hash(const void *d, size_t bytes)
     return x;
 }
 
+/* An all-to-all's point-to-point calls (inside the caller's NCCL group): block q of send
+ * (bytes at send + q * bytes) to rank q, rank q's into recv + q * bytes, every peer but me. */
+static void peers_sendrecv(const void *send, void *recv, size_t bytes, int R, int me,
+                           ncclComm_t nc, cudaStream_t st)
+{
+    for (int q = 0; q < R; q++) {
+        if (q == me) continue;
+        ncclSend((const char *)send + (size_t)q * bytes, bytes, ncclUint8, q, nc, st);
+        ncclRecv((char *)recv + (size_t)q * bytes, bytes, ncclUint8, q, nc, st);
+    }
+}
+
 static void bench(rank_job *j, coopreduce_handle *h, coopreduce_comm *comm, ncclComm_t nc,
                   cudaStream_t st)
 {
@@ -312,11 +324,7 @@ static void bench(rank_job *j, coopreduce_handle *h, coopreduce_comm *comm, nccl
             pthread_barrier_wait(j->bar);
             EVENT_TIME(ms_a2a, st, rr, {
                 ncclGroupStart();
-                for (int q = 0; q < R; q++) {
-                    if (q == j->rank) continue;
-                    ncclSend((char *)send + q * sl, sl, ncclUint8, q, nc, st);
-                    ncclRecv((char *)recv + q * sl, sl, ncclUint8, q, nc, st);
-                }
+                peers_sendrecv(send, recv, sl, R, j->rank, nc, st);
                 ncclGroupEnd();
             });
             pthread_barrier_wait(j->bar);
@@ -339,11 +347,7 @@ static void bench(rank_job *j, coopreduce_handle *h, coopreduce_comm *comm, nccl
             pthread_barrier_wait(j->bar);
             EVENT_TIME(ms_both, st, rr, {
                 ncclGroupStart();
-                for (int q = 0; q < R; q++) {
-                    if (q == j->rank) continue;
-                    ncclSend((char *)send + q * half, half, ncclUint8, q, nc, st);
-                    ncclRecv((char *)recv + q * half, half, ncclUint8, q, nc, st);
-                }
+                peers_sendrecv(send, recv, half, R, j->rank, nc, st);
                 ncclAllGather((char *)send + sizes[s] / 2 + (size_t)j->rank * half,
                               (char *)send + sizes[s] / 2, half, ncclUint8, nc, st);
                 ncclGroupEnd();
@@ -352,11 +356,7 @@ static void bench(rank_job *j, coopreduce_handle *h, coopreduce_comm *comm, nccl
             pthread_barrier_wait(j->bar);
             EVENT_TIME(ms_a2a_h, st, rr, {
                 ncclGroupStart();
-                for (int q = 0; q < R; q++) {
-                    if (q == j->rank) continue;
-                    ncclSend((char *)send + q * half, half, ncclUint8, q, nc, st);
-                    ncclRecv((char *)recv + q * half, half, ncclUint8, q, nc, st);
-                }
+                peers_sendrecv(send, recv, half, R, j->rank, nc, st);
                 ncclGroupEnd();
             });
             pthread_barrier_wait(j->bar);
