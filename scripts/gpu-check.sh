@@ -80,6 +80,8 @@ if [ -x "$BUILD/tests/test_dist_gpu" ] && [ $BENCH = 1 ]; then
 fi
 if [ -x "$BUILD/tests/test_dist_mpi" ] && command -v mpirun >/dev/null; then
   step dist-mpi-gpu mpirun --oversubscribe --allow-run-as-root -np 3 "$BUILD/tests/test_dist_mpi" --gpu --quick
+  # seven ranks: the all-reduce's columns kernel with an odd tree of more than four leaves
+  step dist-mpi-gpu-7 mpirun --oversubscribe --allow-run-as-root -np 7 "$BUILD/tests/test_dist_mpi" --gpu --quick
 fi
 if [ $SANITIZE = 1 ]; then
   for tool in memcheck racecheck synccheck; do
