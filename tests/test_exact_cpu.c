@@ -328,6 +328,16 @@ int main(void)
                    1);
         const double xz[] = {-0.0, 0.0, 2}, yz[] = {1, -3, -0.0};
         check_case("-0 products", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT64, xz, yz, 3);
+        /* float64 dots on a tie, every product exact in binary64 (so each product's error half
+         * is zero and must add nothing), normal factors only: 1 + 2^-53 to even (down), the
+         * same after 2^-53 x 3 and pairs that cancel, and the tie broken by a tiny product */
+        const double xt[] = {1, 0x1p-53, 3, -3, 0x1p-500, -0x1p-500, 0x1p-200};
+        const double yt[] = {1, 1, 0x1p-60, 0x1p-60, 7, 7, 0x1p-900};
+        check_case("dot tie to even", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT64, xt, yt, 6);
+        check_case("dot tie broken by 2^-1100", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT64, xt, yt, 7);
+        const double xu[] = {-1, -0x1p-53, 0x1p-300}, yu[] = {1 + 0x1p-52, 1, -0x1p-300};
+        check_case("negative dot tie", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT64, xu, yu, 2);
+        check_case("negative dot tie broken", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT64, xu, yu, 3);
         const double xi[] = {INFINITY, 1}, yi[] = {0.0, 1};
         check_case("inf * 0", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT64, xi, yi, 2);
         const double xj[] = {INFINITY, 1}, yj[] = {-2.0, 1};

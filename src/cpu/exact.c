@@ -535,6 +535,42 @@ CR_SIMD_CLONES static void products64(const uint64_t *x, const uint64_t *y, uint
     *nonneg |= nn;
 }
 
+/* products64 for factors that are all normal and finite (every chunk of data without zeros,
+ * subnormals, infinities or NaNs): no subnormal to normalise, every product live and nonzero,
+ * so about a third fewer operations. The same leaves, offsets and halves as products64's. */
+CR_SIMD_CLONES static void products64_normal(const uint64_t *x, const uint64_t *y, uint64_t m,
+                                             uint32_t *off, double *hl)
+{
+    const uint64_t frac = 0xfffffffffffffull, one = 0x3ff0000000000000ull;
+    for (uint64_t i = 0; i < m; i++) {
+        const uint64_t a = x[i], b = y[i];
+        const int64_t k = (int64_t)(a >> 52 & 0x7ff) + (int64_t)(b >> 52 & 0x7ff) - 2046;
+        const double xa = cr_f64_from((a & frac) | one), xb = cr_f64_from((b & frac) | one);
+        const double pp = xa * xb, pe = __builtin_fma(xa, xb, -pp);
+        for (int t = 0; t < 2; t++) {
+            const uint64_t u = cr_f64_bits(t ? pe : pp) ^ ((a ^ b) & 0x8000000000000000ull);
+            const int64_t tt = (int64_t)(u >> 52 & 0x7ff) - 1023 + k + POFF;
+            const uint64_t w = (u & 0x800fffffffffffffull) | (uint64_t)(1023 + (tt & 7)) << 52;
+            const int in = (u << 1) != 0; /* (pe may be zero) */
+            const uint64_t v = in ? w : 0;
+            const double hi = cr_f64_from(v & BLOW);
+            off[2 * i + t] = in ? (uint32_t)((tt >> 3) * PSETS) : 0u;
+            hl[4 * i + 2 * t] = hi;
+            hl[4 * i + 2 * t + 1] = cr_f64_from(v) - hi;
+        }
+    }
+}
+
+/* Whether every one of x[0 .. m) and y[0 .. m) is normal and finite (biased exponent 1..2046). */
+CR_SIMD_CLONES static int all_normal(const uint64_t *x, const uint64_t *y, uint64_t m)
+{
+    uint64_t bad = 0;
+    for (uint64_t i = 0; i < m; i++)
+        bad |= (uint64_t)(((x[i] >> 52 & 0x7ff) - 1) >= 0x7fe) |
+               (uint64_t)(((y[i] >> 52 & 0x7ff) - 1) >= 0x7fe);
+    return bad == 0;
+}
+
 static void pbins_flush(job *j, v2d (*b)[PSETS])
 {
     for (int g = 0; g < PGROUP; g++) bins_flush_group(j, b[g], PSETS, j->lsb - 8 * g + POFF);
@@ -556,13 +592,21 @@ static void pbins_run(job *j)
         const uint64_t e = j->i1 - i < BSPAN ? j->i1 : i + BSPAN;
         for (; i < e; i += PCHUNK) {
             const uint64_t m = e - i < PCHUNK ? e - i : PCHUNK;
-            products64(x + i, y + i, m, off, (double *)hl, &nonneg);
+            /* (the first pair alone first: data of subnormals or zeros skips the whole test) */
+            const int normal = ((x[i] >> 52 & 0x7ff) - 1) < 0x7fe &&
+                               ((y[i] >> 52 & 0x7ff) - 1) < 0x7fe && all_normal(x + i, y + i, m);
+            if (normal) {
+                products64_normal(x + i, y + i, m, off, (double *)hl);
+                nonneg = 1; /* (nonzero finite factors: no product is -0.0) */
+            } else {
+                products64(x + i, y + i, m, off, (double *)hl, &nonneg);
+            }
             v2d *bb = &b[0][0];
             uint64_t k = 0;
             for (; k + PSETS <= 2 * m; k += PSETS)
                 for (int q = 0; q < PSETS; q++) bb[off[k + q] + q] += hl[k + q];
             for (; k < 2 * m; k++) bb[off[k]] += hl[k];
-            if (any_special(x + i, m) || any_special(y + i, m))
+            if (!normal && (any_special(x + i, m) || any_special(y + i, m)))
                 for (uint64_t t = i; t < i + m; t++)
                     if (((x[t] >> 52) & 0x7ff) == 0x7ff || ((y[t] >> 52) & 0x7ff) == 0x7ff)
                         j->flags |= cr_sa_product_special(cr_f64_from(x[t]), cr_f64_from(y[t]));
