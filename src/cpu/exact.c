@@ -500,6 +500,28 @@ static void bins_run(job *j)
 #define PGROUP 525
 #define PCHUNK 256
 
+/* A product's two leaves p and e (sign bit from signs, scale 2^k) as bin offsets off[0 .. 2)
+ * and halves hl[0 .. 4); a leaf that is zero, or any leaf where live is 0, is a zero at offset 0
+ * (inlined into the vector loops below). */
+static inline void product_leaves(double pp, double pe, uint64_t signs, int64_t k, int live,
+                                  uint32_t *off, double *hl)
+{
+    for (int t = 0; t < 2; t++) {
+        const uint64_t u = cr_f64_bits(t ? pe : pp) ^ (signs & 0x8000000000000000ull);
+        const int64_t tt = (int64_t)(u >> 52 & 0x7ff) - 1023 + k + POFF;
+        const uint64_t w = (u & 0x800fffffffffffffull) | (uint64_t)(1023 + (tt & 7)) << 52;
+        const int in = live && (u << 1);
+        const uint64_t v = in ? w : 0;
+        const double hi = cr_f64_from(v & BLOW);
+        off[t] = in ? (uint32_t)((tt >> 3) * PSETS) : 0u;
+        hl[2 * t] = hi;
+        hl[2 * t + 1] = cr_f64_from(v) - hi;
+    }
+}
+
+/* Whether bits u are a normal finite double's (biased exponent 1 .. 2046). */
+static inline int normal_bits(uint64_t u) { return ((u >> 52 & 0x7ff) - 1) < 0x7fe; }
+
 CR_SIMD_CLONES static void products64(const uint64_t *x, const uint64_t *y, uint64_t m,
                                       uint32_t *off, double *hl, uint64_t *nonneg)
 {
@@ -520,17 +542,7 @@ CR_SIMD_CLONES static void products64(const uint64_t *x, const uint64_t *y, uint
         const int live = ea != 0x7ff && eb != 0x7ff && (a << 1) && (b << 1);
         nn |= (~(a ^ b) >> 63) | (uint64_t)((a << 1) && (b << 1)) |
               (uint64_t)(ea == 0x7ff || eb == 0x7ff);
-        for (int t = 0; t < 2; t++) {
-            const uint64_t u = cr_f64_bits(t ? pe : pp) ^ ((a ^ b) & 0x8000000000000000ull);
-            const int64_t tt = (int64_t)(u >> 52 & 0x7ff) - 1023 + k + POFF;
-            const uint64_t w = (u & 0x800fffffffffffffull) | (uint64_t)(1023 + (tt & 7)) << 52;
-            const int in = live && (u << 1);
-            const uint64_t v = in ? w : 0;
-            const double hi = cr_f64_from(v & BLOW);
-            off[2 * i + t] = in ? (uint32_t)((tt >> 3) * PSETS) : 0u;
-            hl[4 * i + 2 * t] = hi;
-            hl[4 * i + 2 * t + 1] = cr_f64_from(v) - hi;
-        }
+        product_leaves(pp, pe, a ^ b, k, live, off + 2 * i, hl + 4 * i);
     }
     *nonneg |= nn;
 }
@@ -547,28 +559,18 @@ CR_SIMD_CLONES static void products64_normal(const uint64_t *x, const uint64_t *
         const int64_t k = (int64_t)(a >> 52 & 0x7ff) + (int64_t)(b >> 52 & 0x7ff) - 2046;
         const double xa = cr_f64_from((a & frac) | one), xb = cr_f64_from((b & frac) | one);
         const double pp = xa * xb, pe = __builtin_fma(xa, xb, -pp);
-        for (int t = 0; t < 2; t++) {
-            const uint64_t u = cr_f64_bits(t ? pe : pp) ^ ((a ^ b) & 0x8000000000000000ull);
-            const int64_t tt = (int64_t)(u >> 52 & 0x7ff) - 1023 + k + POFF;
-            const uint64_t w = (u & 0x800fffffffffffffull) | (uint64_t)(1023 + (tt & 7)) << 52;
-            const int in = (u << 1) != 0; /* (pe may be zero) */
-            const uint64_t v = in ? w : 0;
-            const double hi = cr_f64_from(v & BLOW);
-            off[2 * i + t] = in ? (uint32_t)((tt >> 3) * PSETS) : 0u;
-            hl[4 * i + 2 * t] = hi;
-            hl[4 * i + 2 * t + 1] = cr_f64_from(v) - hi;
-        }
+        product_leaves(pp, pe, a ^ b, k, 1, off + 2 * i, hl + 4 * i);
     }
 }
 
-/* Whether every one of x[0 .. m) and y[0 .. m) is normal and finite (biased exponent 1..2046). */
+/* Whether every one of x[0 .. m) and y[0 .. m) (m >= 1) is normal and finite. The first pair
+ * alone first: data of subnormals or zeros skips the whole test. */
 CR_SIMD_CLONES static int all_normal(const uint64_t *x, const uint64_t *y, uint64_t m)
 {
-    uint64_t bad = 0;
-    for (uint64_t i = 0; i < m; i++)
-        bad |= (uint64_t)(((x[i] >> 52 & 0x7ff) - 1) >= 0x7fe) |
-               (uint64_t)(((y[i] >> 52 & 0x7ff) - 1) >= 0x7fe);
-    return bad == 0;
+    if (!normal_bits(x[0]) || !normal_bits(y[0])) return 0;
+    int ok = 1;
+    for (uint64_t i = 0; i < m; i++) ok &= normal_bits(x[i]) & normal_bits(y[i]);
+    return ok;
 }
 
 static void pbins_flush(job *j, v2d (*b)[PSETS])
@@ -592,9 +594,7 @@ static void pbins_run(job *j)
         const uint64_t e = j->i1 - i < BSPAN ? j->i1 : i + BSPAN;
         for (; i < e; i += PCHUNK) {
             const uint64_t m = e - i < PCHUNK ? e - i : PCHUNK;
-            /* (the first pair alone first: data of subnormals or zeros skips the whole test) */
-            const int normal = ((x[i] >> 52 & 0x7ff) - 1) < 0x7fe &&
-                               ((y[i] >> 52 & 0x7ff) - 1) < 0x7fe && all_normal(x + i, y + i, m);
+            const int normal = all_normal(x + i, y + i, m);
             if (normal) {
                 products64_normal(x + i, y + i, m, off, (double *)hl);
                 nonneg = 1; /* (nonzero finite factors: no product is -0.0) */
