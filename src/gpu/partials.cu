@@ -103,7 +103,7 @@ struct BlockRows {
     const char *block, *own; /* own: row me, or nullptr (then at its place in the block) */
     int me;
     uint64_t s; /* elements a row */
-    __device__ __forceinline__ const char *row(int r, int bytes) const
+    __host__ __device__ __forceinline__ const char *row(int r, int bytes) const
     {
         return own && r == me ? own : block + (uint64_t)r * s * (uint64_t)bytes;
     }
@@ -229,10 +229,7 @@ template <typename T, int R>
 cudaError_t launch_sum_rows(const BlockRows &B, void *out, int sm_count, cudaStream_t stream)
 {
     bool vec = B.s % (16 / sizeof(T)) == 0 && (uintptr_t)out % 16 == 0;
-    for (int r = 0; r < R; r++) {
-        const char *row = B.own && r == B.me ? B.own : B.block + (uint64_t)r * B.s * sizeof(T);
-        vec = vec && (uintptr_t)row % 16 == 0;
-    }
+    for (int r = 0; r < R; r++) vec = vec && (uintptr_t)B.row(r, sizeof(T)) % 16 == 0;
     const uint64_t per = vec ? 16 / sizeof(T) : 1;
     uint64_t blocks = (B.s / per + kPartThreads - 1) / kPartThreads;
     const uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) * (2048 / kPartThreads);
