@@ -269,8 +269,9 @@ coopreduce_status coopreduce_gpu_props_get(int ordinal, coopreduce_gpu_props *pr
 
 /* ---- Handles ------------------------------------------------------------------------------ */
 
-/* A CPU handle. threads = 0 uses every online CPU; threads > 0 caps the worker threads. The
- * result never depends on the thread count. Fails on threads < 0 or out of memory. */
+/* A CPU handle. threads = 0 uses every CPU online when the handle is made (counted again by
+ * coopreduce_set_threads); threads > 0 caps the worker threads. The result never depends on the
+ * thread count. Fails on threads < 0 or out of memory. */
 coopreduce_status coopreduce_create_cpu(coopreduce_handle **handle, int threads);
 
 /* A handle for GPU `ordinal`. Allocates the workspace for sums of up to 2^28 elements and a
@@ -304,7 +305,7 @@ coopreduce_status coopreduce_reserve(coopreduce_handle *handle, uint64_t n, coop
  * handle (COOPREDUCE_ERROR_WRONG_DEVICE) or blocks < 0. */
 coopreduce_status coopreduce_set_grid_blocks(coopreduce_handle *handle, int blocks);
 
-/* For tests: the CPU thread count a CPU handle uses (0 = every online CPU). */
+/* For tests: the CPU thread count a CPU handle uses (0 = every CPU online now). */
 coopreduce_status coopreduce_set_threads(coopreduce_handle *handle, int threads);
 
 /* The method the handle's sums use (COOPREDUCE_METHOD_CANONICAL when never set). A CPU handle

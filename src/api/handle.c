@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "api/api.h"
+#include "cpu/runtime.h"
 
 static coopreduce_status handle_new(coopreduce_handle **out, int device, int threads)
 {
@@ -9,6 +10,7 @@ static coopreduce_status handle_new(coopreduce_handle **out, int device, int thr
     if (!h) return cr_fail(NULL, COOPREDUCE_ERROR_OUT_OF_MEMORY, "cannot allocate a handle");
     h->device = device;
     h->threads = threads;
+    h->online = cr_cpu_online();
     h->method = COOPREDUCE_METHOD_CANONICAL;
     h->mode = COOPREDUCE_MODE_DETERMINISTIC;
     h->stages = 4;
@@ -155,6 +157,7 @@ CR_EXPORT coopreduce_status coopreduce_set_threads(coopreduce_handle *handle, in
         return cr_fail(handle, COOPREDUCE_ERROR_INVALID_ARGUMENT, "threads must be >= 0, got %d",
                        threads);
     handle->threads = threads;
+    handle->online = cr_cpu_online();
     return COOPREDUCE_SUCCESS;
 }
 

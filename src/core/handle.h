@@ -10,6 +10,8 @@ struct cr_gpu_state;
 struct coopreduce_handle {
     int device;                  /* -1: CPU; >= 0: GPU ordinal */
     int threads;                 /* CPU: 0 = every online CPU */
+    int online;                  /* CPU: the online CPUs when the handle was made or its
+                                    threads last set (read once: sysconf reads a file) */
     int grid_blocks;             /* GPU: 0 = automatic */
     coopreduce_method method;    /* GPU: the method of the handle's sums */
     int stages;                  /* GPU: stages of COOPREDUCE_METHOD_PIPELINE */

@@ -7,11 +7,16 @@
 #define CR_HAVE_MXCSR 1
 #endif
 
+int cr_cpu_online(void)
+{
+    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    return c < 1 ? 1 : (c > CR_MAX_THREADS ? CR_MAX_THREADS : (int)c);
+}
+
 int cr_cpu_threads(const struct coopreduce_handle *h)
 {
     if (h->threads > 0) return h->threads > CR_MAX_THREADS ? CR_MAX_THREADS : h->threads;
-    long c = sysconf(_SC_NPROCESSORS_ONLN);
-    return c < 1 ? 1 : (c > CR_MAX_THREADS ? CR_MAX_THREADS : (int)c);
+    return h->online > 0 ? h->online : 1;
 }
 
 void cr_cpu_run(int t, void *(*worker)(void *), void *jobs, size_t job_size)

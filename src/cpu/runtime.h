@@ -21,6 +21,10 @@
 /* The most threads a CPU handle runs. */
 #define CR_MAX_THREADS 256
 
+/* The online CPUs, 1 .. CR_MAX_THREADS. glibc reads them from a file under /sys at each
+ * asking (some 6 us), so a handle asks once, when it is made or its threads are set. */
+int cr_cpu_online(void);
+
 /* The threads a CPU handle may use (its setting, or every online CPU), 1 .. CR_MAX_THREADS. */
 int cr_cpu_threads(const struct coopreduce_handle *h);
 
