@@ -43,6 +43,27 @@ typedef struct DLManagedTensor {
     void (*deleter)(struct DLManagedTensor *self);
 } DLManagedTensor;
 
+/* DLPack's exchange API (DLPack 1.2): a table of C functions a framework publishes on its tensor
+ * type as __dlpack_c_exchange_api__ (torch >= 2.10), through which the fast path reads a tensor's
+ * pointer, extents, dtype and device, and the framework's current stream, without a Python call
+ * (each of those attribute and method calls costs some 0.1 us on a fast host). Only the members
+ * read here are typed. */
+typedef struct {
+    uint32_t major, minor;
+} DLPackVersion;
+typedef struct DLPackExchangeAPIHeader {
+    DLPackVersion version;
+    struct DLPackExchangeAPIHeader *prev_api;
+} DLPackExchangeAPIHeader;
+typedef struct {
+    DLPackExchangeAPIHeader header;
+    void *managed_tensor_allocator, *managed_tensor_from_py_object_no_sync,
+        *managed_tensor_to_py_object_no_sync;
+    int (*dltensor_from_py_object_no_sync)(void *py_object, DLTensor *out);
+    int (*current_work_stream)(int32_t device_type, int32_t device_id, void **out_stream);
+} DLPackExchangeAPI;
+enum { DL_INT = 0, DL_UINT = 1, DL_FLOAT = 2, DL_BFLOAT = 4, DL_CPU = 1, DL_CUDA = 2 };
+
 #define MAX_DEVICES 64 /* GPU ordinals cached; slot 0 is the CPU */
 
 /* One thread's handles: slot 0 the CPU, slot d + 1 GPU d, each with the mode last set on it so
@@ -541,7 +562,17 @@ static PyObject *torch_empty_like;        /* torch.empty_like */
  * given shape, dtype and device. */
 static PyObject *torch_zero_d[MAX_DEVICES + 1][N_DTYPES];
 static PyObject *s_dtype, *s_get_device, *s_is_cpu, *s_is_cuda, *s_is_contiguous, *s_shape,
-    *s_data_ptr, *s_new_empty, *s_unbind, *s_deterministic, *s_exact, *kw_dtype, *empty_tuple;
+    *s_data_ptr, *s_new_empty, *s_unbind, *s_deterministic, *s_exact, *s_is_neg, *s_use_count,
+    *s_requires_grad, *s_grad, *s_data, *kw_dtype, *empty_tuple;
+static PyObject *weakref_count;          /* _weakref.getweakrefcount */
+static const DLPackExchangeAPI *torch_api; /* torch.Tensor's exchange API, or NULL */
+
+/* The fast path's ways, for the tests and the benchmark (_set_fast_flags): FAST_EXCHANGE reads
+ * tensors and the current stream through the exchange API where torch has it (else through
+ * torch's attributes and methods); FAST_RECYCLE hands out again the views of a block of results
+ * that nobody holds any more (reusable()) instead of a new block's. */
+enum { FAST_EXCHANGE = 1, FAST_RECYCLE = 2 };
+static unsigned fast_flags = FAST_EXCHANGE | FAST_RECYCLE;
 
 /* 0-d results of full reductions of tensors: the 0-d views (unbind) of a block of results,
  * handed out in turn, one block per device, result dtype and stream (POOL_STREAMS streams of
@@ -557,6 +588,7 @@ static PyObject *s_dtype, *s_get_device, *s_is_cpu, *s_is_cuda, *s_is_contiguous
 typedef struct {
     PyObject *views;       /* a tuple of the block's 0-d views, or NULL */
     Py_ssize_t next, size; /* the next view to hand out; the block's size (0: none yet) */
+    int again;             /* every view handed out once: next is the next one to reuse */
     uint64_t stream;       /* the stream of the calls writing into it */
     uint64_t used;         /* the call count when last used */
     uintptr_t base;        /* view 0's address */
@@ -884,6 +916,127 @@ static int torch_device(PyObject *t, long long *device)
     return 0;
 }
 
+/* The coopreduce dtype of a DLPack dtype, or -1. */
+static int dl_code(DLDataType t)
+{
+    if (t.lanes != 1) return -1;
+    switch (t.code) {
+    case DL_FLOAT:
+        return t.bits == 32 ? COOPREDUCE_FLOAT32 : t.bits == 64 ? COOPREDUCE_FLOAT64
+               : t.bits == 16 ? COOPREDUCE_FLOAT16 : -1;
+    case DL_BFLOAT: return t.bits == 16 ? COOPREDUCE_BFLOAT16 : -1;
+    case DL_INT: return t.bits == 32 ? COOPREDUCE_INT32 : t.bits == 64 ? COOPREDUCE_INT64 : -1;
+    case DL_UINT: return t.bits == 32 ? COOPREDUCE_UINT32 : t.bits == 64 ? COOPREDUCE_UINT64 : -1;
+    default: return -1;
+    }
+}
+
+/* Whether a DLTensor is C-contiguous as torch's is_contiguous() says: an empty tensor is, and
+ * the stride of an extent of 1 does not matter. */
+static int dl_contiguous(const DLTensor *t)
+{
+    if (!t->strides) return 1;
+    for (int d = 0; d < t->ndim; d++)
+        if (t->shape[d] == 0) return 1;
+    int64_t expect = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        if (t->shape[d] != 1 && t->strides[d] != expect) return 0;
+        expect *= t->shape[d];
+    }
+    return 1;
+}
+
+/* What the fast path needs of a tensor. */
+typedef struct {
+    int code, ndim;
+    long long device; /* -1: the CPU */
+    uintptr_t addr;
+    Py_ssize_t shape[64];
+} tensor_info;
+
+/* A C-contiguous tensor of a dtype the library reduces, on the CPU or a CUDA GPU: its pointer,
+ * extents, dtype and device; -1 (nothing raised) for any other, which the Python layer takes.
+ * A tensor with torch's negative bit is another: its memory holds the values' negations
+ * (torch._neg_view, a real view of a conjugated complex tensor). */
+static int torch_info(PyObject *t, tensor_info *ti)
+{
+    long long neg;
+    if (torch_int(t, s_is_neg, 1, &neg) || neg) return -1;
+    if (torch_api && (fast_flags & FAST_EXCHANGE)) {
+        DLTensor d;
+        if (torch_api->dltensor_from_py_object_no_sync(t, &d) != 0) {
+            PyErr_Clear();
+            return -1;
+        }
+        if (d.ndim < 0 || d.ndim > 64 || (ti->code = dl_code(d.dtype)) < 0 ||
+            !torch_dtypes[ti->code] || !dl_contiguous(&d))
+            return -1;
+        if (d.device.device_type == DL_CPU)
+            ti->device = -1;
+        else if (d.device.device_type == DL_CUDA && d.device.device_id >= 0 &&
+                 d.device.device_id < MAX_DEVICES)
+            ti->device = d.device.device_id;
+        else
+            return -1;
+        ti->ndim = d.ndim;
+        for (int k = 0; k < d.ndim; k++) ti->shape[k] = (Py_ssize_t)d.shape[k];
+        ti->addr = (uintptr_t)d.data + (uintptr_t)d.byte_offset;
+        return 0;
+    }
+    long long addr;
+    if ((ti->code = torch_code(t)) < 0 || torch_shape(t, ti->shape, &ti->ndim) ||
+        torch_device(t, &ti->device) || torch_int(t, s_data_ptr, 1, &addr))
+        return -1;
+    ti->addr = (uintptr_t)addr;
+    return 0;
+}
+
+/* torch's current stream on GPU `device` into *st; -1 with an exception set when torch fails. */
+static int torch_stream(int device, uint64_t *st)
+{
+    if (torch_api && (fast_flags & FAST_EXCHANGE)) {
+        void *s = NULL;
+        if (torch_api->current_work_stream(DL_CUDA, device, &s) != 0) return -1;
+        *st = (uint64_t)(uintptr_t)s;
+        return 0;
+    }
+    PyObject *d = PyLong_FromLong(device);
+    PyObject *r = d ? PyObject_CallOneArg(torch_raw_stream, d) : NULL;
+    Py_XDECREF(d);
+    if (!r) return -1;
+    *st = PyLong_AsUnsignedLongLong(r);
+    Py_DECREF(r);
+    return *st == (uint64_t)-1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* Whether a view of a block, at address a, may be handed out again as a new result of dtype rt:
+ * nothing holds it but the block, in Python (its reference count) or in torch (its TensorImpl's
+ * use count: an autograd graph that saved it, a C++ container), nobody watches it (weak
+ * references), and it is still the plain 0-d view the block made (no gradient asked for or
+ * given, no attributes set, not resized, re-pointed or retyped). Then no one can tell it from a
+ * new view: its bytes are written again in stream order, as torch's allocator would hand out
+ * the memory of a freed result. 1 yes, 0 no (nothing raised). */
+static int reusable(PyObject *v, uintptr_t a, int rt, long long device)
+{
+    if (Py_REFCNT(v) != 1 || Py_TYPE(v) != torch_type) return 0;
+    long long uses, weak;
+    PyObject *rg = NULL, *grad = NULL, *dict = NULL, *w = NULL;
+    int ok = !torch_int(v, s_use_count, 1, &uses) && uses == 1 &&
+             (rg = PyObject_GetAttr(v, s_requires_grad)) == Py_False &&
+             (grad = PyObject_GetAttr(v, s_grad)) == Py_None &&
+             (w = PyObject_CallOneArg(weakref_count, v)) &&
+             (weak = PyLong_AsLongLong(w)) == 0 &&
+             (dict = PyObject_GenericGetDict(v, NULL)) && PyDict_GET_SIZE(dict) == 0;
+    Py_XDECREF(rg);
+    Py_XDECREF(grad);
+    Py_XDECREF(w);
+    Py_XDECREF(dict);
+    PyErr_Clear();
+    tensor_info ti;
+    return ok && !torch_info(v, &ti) && ti.ndim == 0 && ti.addr == a && ti.code == rt &&
+           ti.device == device;
+}
+
 /* Whether work on stream st (a GPU's) is being captured into a CUDA graph: such a call's result
  * is a tensor of its own, which torch allocates from the graph's private memory pool, as the
  * graph's other outputs (a view of a block would tie the graph to memory that the pool may let
@@ -926,7 +1079,30 @@ static PyObject *pooled_result(PyObject *x, int device, int rt, PyObject *dt, ui
         return NULL;
     }
     p->used = pool_calls;
-    if (p->views && p->next >= PyTuple_GET_SIZE(p->views)) Py_CLEAR(p->views);
+    if (p->views && p->next >= PyTuple_GET_SIZE(p->views)) {
+        if (fast_flags & FAST_RECYCLE) {
+            p->next = 0;
+            p->again = 1;
+        } else {
+            Py_CLEAR(p->views);
+        }
+    }
+    if (p->views && p->again) {
+        /* The views handed out longest ago first; a block whose next few are all still held
+         * (results kept in a list) makes way for a new one, its views living on. */
+        const Py_ssize_t size = PyTuple_GET_SIZE(p->views);
+        for (int tries = 0; tries < 8; tries++) {
+            const Py_ssize_t i = p->next;
+            const uintptr_t a = p->base + (uintptr_t)i * dtype_size[rt];
+            PyObject *v = PyTuple_GET_ITEM(p->views, i);
+            p->next = i + 1 < size ? i + 1 : 0;
+            if (reusable(v, a, rt, device)) {
+                *addr = a;
+                return Py_NewRef(v);
+            }
+        }
+        Py_CLEAR(p->views);
+    }
     if (!p->views) {
         const Py_ssize_t size = p->size ? (2 * p->size < pool_size ? 2 * p->size : pool_size)
                                         : (16 < pool_size ? 16 : pool_size);
@@ -948,8 +1124,20 @@ static PyObject *pooled_result(PyObject *x, int device, int rt, PyObject *dt, ui
                 PyErr_SetString(PyExc_RuntimeError, "torch's unbind gave no tuple of views");
             return NULL;
         }
+        /* Each result its own version counter (x.data: the same memory, a counter of its own),
+         * where views share their block's: an in-place change of one result must not make
+         * autograd refuse a graph that saved another. */
+        PyObject *own = PyTuple_New(size);
+        for (Py_ssize_t k = 0; own && k < size; k++) {
+            PyObject *d = PyObject_GetAttr(PyTuple_GET_ITEM(views, k), s_data);
+            if (!d) Py_CLEAR(own);
+            else PyTuple_SET_ITEM(own, k, d);
+        }
+        Py_SETREF(views, own);
+        if (!views) return NULL;
         p->views = views;
         p->next = 0;
+        p->again = 0;
         p->size = size;
         p->base = (uintptr_t)base;
     }
@@ -960,26 +1148,20 @@ static PyObject *pooled_result(PyObject *x, int device, int rt, PyObject *dt, ui
 static PyObject *fast_torch(fast_call *c, PyObject *x, PyObject *axis, int mode, PyObject *out,
                             PyObject *stream, int host)
 {
-    long long device, addr;
-    if ((c->code = torch_code(x)) < 0 || torch_shape(x, c->tshape, &c->ndim) ||
-        torch_device(x, &device))
-        return not_implemented();
-    c->shape = c->tshape;
-    c->device = (int)device;
+    tensor_info xi, oi;
+    if (torch_info(x, &xi)) return not_implemented();
+    c->code = xi.code;
+    c->ndim = xi.ndim;
+    c->shape = xi.shape;
+    c->device = (int)xi.device;
     if (fast_plan(c, axis) || (host && !is_full(c)) || (!host && c->words != 1))
         return not_implemented();
     PyObject *dt = torch_dtypes[c->rt];
     if (!dt) return not_implemented();
-    if (out != Py_None) {
-        Py_ssize_t oshape[64];
-        int ondim;
-        long long odevice;
-        if (Py_TYPE(out) != torch_type || torch_code(out) != c->rt ||
-            torch_shape(out, oshape, &ondim) || !same_result_shape(c, oshape, ondim) ||
-            torch_device(out, &odevice) || odevice != device)
-            return not_implemented();
-    }
-    if (torch_int(x, s_data_ptr, 1, &addr)) return not_implemented();
+    if (out != Py_None && (Py_TYPE(out) != torch_type || torch_info(out, &oi) ||
+                           oi.code != c->rt || !same_result_shape(c, oi.shape, oi.ndim) ||
+                           oi.device != xi.device))
+        return not_implemented();
     uint64_t st = 0;
     if (stream != Py_None) {
         st = PyLong_AsUnsignedLongLong(stream);
@@ -987,29 +1169,23 @@ static PyObject *fast_torch(fast_call *c, PyObject *x, PyObject *axis, int mode,
             PyErr_Clear();
             return not_implemented();
         }
-    } else if (device >= 0) {
-        PyObject *d = PyLong_FromLongLong(device);
-        PyObject *r = d ? PyObject_CallOneArg(torch_raw_stream, d) : NULL;
-        Py_XDECREF(d);
-        if (!r) return NULL;
-        st = PyLong_AsUnsignedLongLong(r);
-        Py_DECREF(r);
-        if (st == (uint64_t)-1 && PyErr_Occurred()) return NULL;
+    } else if (c->device >= 0 && torch_stream(c->device, &st)) {
+        return NULL;
     }
     coopreduce_handle *h = get_handle(c->device, mode);
     if (!h) return NULL;
-    const void *xp = (const void *)(uintptr_t)addr;
+    const void *xp = (const void *)xi.addr;
     if (host) return fast_host(c, h, xp, st);
     PyObject *result = NULL;
     uintptr_t raddr = 0;
-    if (out == Py_None && pool_size > 0 && is_full(c) && !c->keepdims &&
-        !capturing(c->device, st)) {
+    if (out != Py_None) {
+        result = Py_NewRef(out);
+        raddr = oi.addr;
+    } else if (pool_size > 0 && is_full(c) && !c->keepdims && !capturing(c->device, st)) {
         result = pooled_result(x, c->device, c->rt, dt, st, &raddr);
         if (!result && PyErr_Occurred()) return NULL;
     }
-    if (!result && out != Py_None) {
-        result = Py_NewRef(out);
-    } else if (!result) {
+    if (!result) {
         PyObject *shape = result_shape(c);
         if (!shape) return NULL;
         PyObject **like = PyTuple_GET_SIZE(shape) == 0 ? &torch_zero_d[c->device + 1][c->rt] : NULL;
@@ -1075,6 +1251,88 @@ static PyObject *py_fast(PyObject *self, PyObject *const *a, Py_ssize_t n)
     return fast_torch(&c, x, axis, mode, out, stream, host);
 }
 
+/* ---- The package's reductions ----------------------------------------------------------------
+ * cr.sum, cr.min, ... are this module's built-in functions, so that a call reaches fast() with no
+ * Python frame between (some 0.1 us each). Their parameters are those of the signature in each
+ * docstring; what fast() hands over goes to the Python layer's
+ * _reduce(name, x, None, axis, keepdims, mode, out, stream, host), registered once. */
+static const char *const reduction_params[] = {"x",   "axis",   "keepdims", "mode",
+                                               "out", "stream", "host"};
+enum { N_REDUCTION_PARAMS = 7 };
+static PyObject *reduction_fallback; /* _core._reduce */
+static PyObject *op_codes[COOPREDUCE_OP_ARGMAX + 1], *op_names[COOPREDUCE_OP_ARGMAX + 1];
+
+static PyObject *reduction(int op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    PyObject *name = op_names[op];
+    const Py_ssize_t npos = PyVectorcall_NARGS(nargsf);
+    /* fast()'s 8 arguments: op, then the parameters, defaults first */
+    PyObject *a[1 + N_REDUCTION_PARAMS] = {op_codes[op], NULL,    Py_None, Py_False,
+                                           s_deterministic, Py_None, Py_None, Py_False};
+    if (npos > N_REDUCTION_PARAMS)
+        return PyErr_Format(PyExc_TypeError,
+                            "%U() takes at most %d positional arguments (%zd given)", name,
+                            N_REDUCTION_PARAMS, npos);
+    for (Py_ssize_t i = 0; i < npos; i++) a[1 + i] = args[i];
+    const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+        int i = 0;
+        while (i < N_REDUCTION_PARAMS && PyUnicode_CompareWithASCIIString(key, reduction_params[i]))
+            i++;
+        if (i == N_REDUCTION_PARAMS)
+            return PyErr_Format(PyExc_TypeError, "%U() got an unexpected keyword argument '%U'",
+                                name, key);
+        if (i < npos)
+            return PyErr_Format(PyExc_TypeError, "%U() got multiple values for argument '%s'",
+                                name, reduction_params[i]);
+        a[1 + i] = args[npos + k];
+    }
+    if (!a[1]) return PyErr_Format(PyExc_TypeError, "%U() missing required argument 'x'", name);
+    PyObject *r = py_fast(NULL, a, 1 + N_REDUCTION_PARAMS);
+    if (r != Py_NotImplemented) return r;
+    Py_DECREF(r);
+    if (!reduction_fallback) {
+        PyErr_SetString(PyExc_RuntimeError, "import coopreduce, not its extension alone");
+        return NULL;
+    }
+    PyObject *fa[9] = {name, a[1], Py_None, a[2], a[3], a[4], a[5], a[6], a[7]};
+    return PyObject_Vectorcall(reduction_fallback, fa, 9, NULL);
+}
+
+#define REDUCTION(NAME, OP)                                                                      \
+    static PyObject *py_##NAME(PyObject *m, PyObject *const *args, size_t nargsf,               \
+                               PyObject *kwnames)                                                \
+    {                                                                                            \
+        return reduction(OP, args, nargsf, kwnames);                                             \
+    }
+REDUCTION(sum, COOPREDUCE_OP_SUM)
+REDUCTION(min, COOPREDUCE_OP_MIN)
+REDUCTION(max, COOPREDUCE_OP_MAX)
+REDUCTION(absmax, COOPREDUCE_OP_ABSMAX)
+REDUCTION(mean, COOPREDUCE_OP_MEAN)
+REDUCTION(sumsq, COOPREDUCE_OP_SUMSQ)
+REDUCTION(norm2, COOPREDUCE_OP_NORM2)
+REDUCTION(argmin, COOPREDUCE_OP_ARGMIN)
+REDUCTION(argmax, COOPREDUCE_OP_ARGMAX)
+#undef REDUCTION
+
+#define REDUCTION_DOC(NAME, TEXT)                                                                \
+    NAME "(x, axis=None, keepdims=False, mode='deterministic', out=None, stream=None, "          \
+         "host=False)\n--\n\n" TEXT                                                              \
+         "\n\nSee coopreduce.reduce and docs/PYTHON.md for the arguments."
+
+/* _set_reduction_fallback(_reduce): the Python layer that takes what fast() hands over. */
+static PyObject *py_set_reduction_fallback(PyObject *self, PyObject *f)
+{
+    if (!PyCallable_Check(f)) {
+        PyErr_SetString(PyExc_TypeError, "_set_reduction_fallback(callable)");
+        return NULL;
+    }
+    Py_XSETREF(reduction_fallback, Py_NewRef(f));
+    Py_RETURN_NONE;
+}
+
 /* Item i of a tuple of N_DTYPES entries (None for a dtype the framework lacks) into slot[i]. */
 static int set_dtypes(PyObject *tuple, PyObject **slot)
 {
@@ -1123,6 +1381,29 @@ static PyObject *py_register_numpy(PyObject *self, PyObject *const *a, Py_ssize_
     Py_RETURN_NONE;
 }
 
+/* The exchange API a tensor type publishes (a capsule named "dlpack_exchange_api", or an
+ * integer address, as DLPack allows), if its major version is DLPack 1's and it has the two
+ * functions the fast path calls; NULL otherwise, an exception set only if Python failed. */
+static const DLPackExchangeAPI *exchange_api(PyObject *type)
+{
+    PyObject *o = PyObject_GetAttrString(type, "__dlpack_c_exchange_api__");
+    if (!o) {
+        PyErr_Clear();
+        return NULL;
+    }
+    const DLPackExchangeAPI *api = NULL;
+    if (PyCapsule_CheckExact(o))
+        api = PyCapsule_GetPointer(o, "dlpack_exchange_api");
+    else if (PyLong_Check(o))
+        api = PyLong_AsVoidPtr(o);
+    Py_DECREF(o);
+    PyErr_Clear(); /* a capsule of another name, a negative integer: no API */
+    if (!api || api->header.version.major != 1 || !api->dltensor_from_py_object_no_sync ||
+        !api->current_work_stream)
+        return NULL;
+    return api;
+}
+
 /* _register_torch(Tensor, dtypes, raw_stream, empty_like): torch.Tensor, the torch.dtype of each
  * coopreduce code (None where this torch has none), device -> its current stream as an int, and
  * torch.empty_like. */
@@ -1139,7 +1420,31 @@ static PyObject *py_register_torch(PyObject *self, PyObject *const *a, Py_ssize_
     Py_XSETREF(torch_raw_stream, Py_NewRef(a[2]));
     Py_XSETREF(torch_empty_like, Py_NewRef(a[3]));
     Py_XSETREF(torch_type, (PyTypeObject *)Py_NewRef(a[0]));
+    torch_api = exchange_api(a[0]);
+    if (!torch_api && PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
+}
+
+/* _set_fast_flags(flags) -> the previous flags (FAST_EXCHANGE 1, FAST_RECYCLE 2); the blocks of
+ * results so far are let go. For the tests and the benchmark. */
+static PyObject *py_set_fast_flags(PyObject *self, PyObject *arg)
+{
+    const long f = PyLong_AsLong(arg);
+    if (f == -1 && PyErr_Occurred()) return NULL;
+    if (f < 0 || f > (FAST_EXCHANGE | FAST_RECYCLE)) {
+        PyErr_SetString(PyExc_ValueError, "_set_fast_flags: a combination of 1 and 2");
+        return NULL;
+    }
+    clear_pools();
+    const unsigned before = fast_flags;
+    fast_flags = (unsigned)f;
+    return PyLong_FromUnsignedLong(before);
+}
+
+/* _fast_info() -> (flags, whether torch's exchange API was found): for the benchmark's notes. */
+static PyObject *py_fast_info(PyObject *self, PyObject *unused)
+{
+    return Py_BuildValue("(IO)", fast_flags, torch_api ? Py_True : Py_False);
 }
 
 /* _set_result_pool(n) -> the previous n: 0-d torch results as views of blocks of up to n (0: a
@@ -1193,6 +1498,22 @@ static PyMethodDef methods[] = {
     {"_register_torch", (PyCFunction)(void (*)(void))py_register_torch, METH_FASTCALL, NULL},
     {"_set_error_class", (PyCFunction)(void (*)(void))py_set_error_class, METH_FASTCALL, NULL},
     {"_set_result_pool", py_set_result_pool, METH_O, NULL},
+    {"_set_fast_flags", py_set_fast_flags, METH_O, NULL},
+    {"_set_reduction_fallback", py_set_reduction_fallback, METH_O, NULL},
+#define REDUCTION_ENTRY(NAME, TEXT)                                                              \
+    {#NAME, (PyCFunction)(void (*)(void))py_##NAME, METH_FASTCALL | METH_KEYWORDS,               \
+     REDUCTION_DOC(#NAME, TEXT)},
+    REDUCTION_ENTRY(sum, "The sum: canonical order v1, or the correctly rounded sum in exact mode.")
+    REDUCTION_ENTRY(min, "The minimum (NaN if any element is NaN; -0.0 below +0.0).")
+    REDUCTION_ENTRY(max, "The maximum (NaN if any element is NaN; +0.0 above -0.0).")
+    REDUCTION_ENTRY(absmax, "The largest absolute value.")
+    REDUCTION_ENTRY(mean, "The sum divided by the count, rounded once (float64 for integers).")
+    REDUCTION_ENTRY(sumsq, "The sum of squares (floats).")
+    REDUCTION_ENTRY(norm2, "The Euclidean norm, without overflow or underflow (floats).")
+    REDUCTION_ENTRY(argmin, "The index of the first minimum (or of the first NaN), as int64.")
+    REDUCTION_ENTRY(argmax, "The index of the first maximum (or of the first NaN), as int64.")
+#undef REDUCTION_ENTRY
+    {"_fast_info", py_fast_info, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_coopreduce",
@@ -1217,11 +1538,26 @@ PyMODINIT_FUNC PyInit__coopreduce(void)
                  {&s_is_cpu, "is_cpu"},       {&s_is_cuda, "is_cuda"},
                  {&s_is_contiguous, "is_contiguous"}, {&s_shape, "shape"},
                  {&s_data_ptr, "data_ptr"},   {&s_new_empty, "new_empty"}, {&s_unbind, "unbind"},
-                 {&s_deterministic, "deterministic"}, {&s_exact, "exact"}};
+                 {&s_deterministic, "deterministic"}, {&s_exact, "exact"},
+                 {&s_is_neg, "is_neg"},       {&s_use_count, "_use_count"},
+                 {&s_requires_grad, "requires_grad"}, {&s_grad, "grad"},
+                 {&s_data, "data"}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!*names[i].slot && !(*names[i].slot = PyUnicode_InternFromString(names[i].text)))
             return NULL;
     if (!kw_dtype && !(kw_dtype = Py_BuildValue("(O)", s_dtype))) return NULL;
     if (!empty_tuple && !(empty_tuple = PyTuple_New(0))) return NULL;
+    static const char *const ops[] = {"sum",   "min",   "max",    "absmax", "mean",
+                                      "sumsq", "norm2", "dot",    "argmin", "argmax"};
+    for (int op = 0; op <= COOPREDUCE_OP_ARGMAX; op++)
+        if (!op_names[op] && (!(op_names[op] = PyUnicode_InternFromString(ops[op])) ||
+                              !(op_codes[op] = PyLong_FromLong(op))))
+            return NULL;
+    if (!weakref_count) {
+        PyObject *m = PyImport_ImportModule("_weakref");
+        weakref_count = m ? PyObject_GetAttrString(m, "getweakrefcount") : NULL;
+        Py_XDECREF(m);
+        if (!weakref_count) return NULL;
+    }
     return PyModule_Create(&module);
 }

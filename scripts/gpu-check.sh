@@ -64,7 +64,8 @@ done
 # system's torch (the venv sees the system site-packages); skipped (exit 5: no tests ran) without one.
 if [ -d "$BUILD/python/coopreduce" ] && python3 -c "import torch, numpy, pytest" 2>/dev/null; then
   step python env PYTHONPATH="$BUILD/python" python3 -m pytest -q -p no:cacheprovider \
-    -c /dev/null --rootdir tests/python tests/python/test_gpu.py
+    -c /dev/null --rootdir tests/python tests/python/test_gpu.py tests/python/test_fast.py \
+    tests/python/test_errors.py
   step python-bench env PYTHONPATH="$BUILD/python" python3 -m coopreduce.bench
 fi
 if [ $GOLDEN = 1 ]; then

@@ -134,6 +134,8 @@ def _view(x, stream):
     if fw is _fw.Foreign:
         shape, layout, code, device, addr, keep = fw.view(x, stream)
         return fw, x, addr, shape, layout, code, device, keep
+    if fw is _fw.Torch and x.is_neg():
+        x = x.resolve_neg()  # a lazily negated view: its memory holds the negations
     shape, layout, code, device = fw.describe(x)
     return fw, x, None, shape, layout, code, device, None
 
@@ -253,6 +255,8 @@ def _fits(fw, out, shape, name, order):
         raise ValueError(f"out has shape {tuple(out.shape)}, the result {shape}")
     if str(out.dtype).replace("torch.", "") != name:
         raise TypeError(f"out has dtype {out.dtype}, the result is {name}")
+    if fw is _fw.Torch and out.is_neg():
+        return False  # a lazily negated view: torch's copy_ writes the negations into it
     layout = fw.describe(out)[1]  # None: strided, even in one dimension (then copied into)
     return layout == order or len(shape) <= 1 and layout is not None
 

@@ -52,24 +52,43 @@ def gpu_rows(rows):
     for _ in range(100):
         cr_sum(x)
     torch.cuda.synchronize()
-    py, pyout, pyown, c, ts = [], [], [], [], []
+    # The fast path's ways (_set_fast_flags): 3 = the exchange API and reused results (the
+    # default where torch has both), 1 = new blocks of results, 0 = torch's attributes.
+    flags = _C._set_fast_flags(3)
+    exchange = _C._fast_info()[1]
+    ways = {"py": (3, None), "pyout": (3, out), "new_blocks": (1, None), "attributes": (0, None),
+            "attributes_out": (0, out)}
+    t = {k: [] for k in list(ways) + ["own", "c", "torch"]}
     for _ in range(9):
-        py.append(_wall(lambda: cr_sum(x), 300)); torch.cuda.synchronize()
-        pyout.append(_wall(lambda: cr_sum(x, out=out), 300)); torch.cuda.synchronize()
+        for k, (f, o) in ways.items():
+            _C._set_fast_flags(f)
+            for _ in range(20):
+                cr_sum(x, out=o)
+            t[k].append(_wall(lambda: cr_sum(x, out=o), 300)); torch.cuda.synchronize()
+        _C._set_fast_flags(3)
         block = _C._set_result_pool(0)  # each result a tensor of its own, as before the blocks
-        pyown.append(_wall(lambda: cr_sum(x), 300)); torch.cuda.synchronize()
+        t["own"].append(_wall(lambda: cr_sum(x), 300)); torch.cuda.synchronize()
         _C._set_result_pool(block)
-        c.append(_C.time_c(SUM, F32, x.data_ptr(), out.data_ptr(), x.numel(), 0, 0, stream, 300))
+        t["c"].append(_C.time_c(SUM, F32, x.data_ptr(), out.data_ptr(), x.numel(), 0, 0, stream,
+                                300))
         torch.cuda.synchronize()
-        ts.append(_wall(lambda: torch.sum(x), 300)); torch.cuda.synchronize()
-    c = med(c)
-    rows.append(("GPU: cr.sum(tensor 2^10) host time per call", med(py) * 1e6, c * 1e6, "us",
-                 f"overhead {1e6 * (med(py) - c):.2f} us over the C call (target <= 3)"))
-    rows.append(("GPU: cr.sum(tensor 2^10, out=) host time per call", med(pyout) * 1e6, c * 1e6,
-                 "us", f"overhead {1e6 * (med(pyout) - c):.2f} us over the C call"))
-    rows.append(("GPU: cr.sum(tensor 2^10), a new tensor a result", med(pyown) * 1e6, c * 1e6,
-                 "us", f"overhead {1e6 * (med(pyown) - c):.2f} us over the C call (views of a "
-                 "block of results: the first row)"))
+        t["torch"].append(_wall(lambda: torch.sum(x), 300)); torch.cuda.synchronize()
+    _C._set_fast_flags(flags)
+    c = med(t["c"])
+    m = {k: med(v) for k, v in t.items()}
+    py, pyout = m["py"], m["pyout"]
+    rows.append(("GPU: cr.sum(tensor 2^10) host time per call", py * 1e6, c * 1e6, "us",
+                 f"overhead {1e6 * (py - c):.2f} us over the C call (target <= 3)"
+                 + ("" if exchange else "; this torch has no DLPack exchange API")))
+    rows.append(("GPU: cr.sum(tensor 2^10, out=) host time per call", pyout * 1e6, c * 1e6,
+                 "us", f"overhead {1e6 * (pyout - c):.2f} us over the C call"))
+    for k, what in (("new_blocks", "results from new blocks, none reused"),
+                    ("attributes", "tensors read through torch's attributes, new blocks"),
+                    ("attributes_out", "out=, tensors read through torch's attributes"),
+                    ("own", "a new tensor a result")):
+        rows.append((f"GPU: cr.sum(tensor 2^10), {what}", m[k] * 1e6, c * 1e6, "us",
+                     f"overhead {1e6 * (m[k] - c):.2f} us over the C call"))
+    ts = t["torch"]
     rows.append(("GPU: torch.sum(tensor 2^10) host time per call", med(ts) * 1e6, c * 1e6, "us",
                  "for reference"))
 

@@ -272,3 +272,87 @@ def test_torch_other_devices_handed_over(torch):
     m = torch.empty(3, 4, device="meta")  # get_device() says -1, as for the CPU
     assert not taken(m) and not taken(torch.ones(3, 4), axis=0, out=torch.empty(4, device="meta"))
     assert cr.sum(torch.ones(3)).device.type == "cpu"
+
+
+def test_torch_negative_views(torch):
+    """A tensor with torch's negative bit holds the negations of its values in memory: the fast
+    path hands it over and the Python layer reads its values (or writes out= through torch)."""
+    x = torch.arange(5, dtype=torch.float32)
+    neg = torch._neg_view(x)
+    assert neg.is_neg() and neg.is_contiguous() and not taken(neg)
+    for op in ("sum", "max", "argmax"):
+        for kw in ({}, {"axis": 0}):
+            assert_same(getattr(cr, op)(neg, **kw), getattr(cr, op)(-x, **kw))
+    assert not taken(x, out=torch._neg_view(torch.zeros(())))
+    for out, kw in ((torch.zeros(()), {}), (torch.zeros(2), {"axis": 1})):
+        o = torch._neg_view(out)
+        y = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+        assert cr.sum(y, out=o, **kw) is o and torch.equal(o, y.sum(**({"dim": 1} if kw else {})))
+
+
+def test_torch_results_reused_only_when_no_one_holds_them(torch):
+    """0-d results are views of blocks handed out again once nobody holds them: a loop that drops
+    each result runs on a few views. One that is kept, saved by autograd, watched through a weak
+    reference, given a gradient, an attribute or another shape is never written again, and a
+    result never comes back with another's state."""
+    import weakref
+    from coopreduce import _coopreduce as _C
+    if not _C._fast_info()[0] & 2:
+        pytest.skip("reuse of results is off")
+    xs = [torch.full((7,), float(k)) for k in range(64)]
+
+    def total(k):
+        return 7.0 * k
+
+    addrs = set()
+    for i in range(300):
+        addrs.add(cr.sum(xs[i % 64]).data_ptr())
+    assert len(addrs) <= 32, len(addrs)  # views reused, not a new block every 16 to 256 calls
+
+    w = torch.ones((), requires_grad=True)
+    r = cr.sum(xs[3])
+    graph = r * w  # autograd saves r for w's gradient
+    cr.sum(xs[2]).add_(1)  # another result changed in place: r's version stays (backward below)
+    marked = cr.sum(xs[4]).requires_grad_()
+    graded = cr.sum(xs[5])
+    graded.grad = torch.ones(())
+    tagged = cr.sum(xs[6])
+    tagged.tag = "mine"
+    watched = cr.sum(xs[7])
+    ref = weakref.ref(watched)
+    grown = cr.sum(xs[8])
+    grown.resize_(2)
+    del r, marked, graded, tagged, watched, grown
+    for i in range(600):  # the block's views go round: the six above are passed over each time
+        k = 10 + i % 54
+        s = cr.sum(xs[k])
+        assert s.item() == total(k) and s.dim() == 0 and not s.requires_grad
+        assert s.grad is None and not hasattr(s, "tag") and s is not ref()
+    graph.backward()
+    assert w.grad.item() == total(3)
+    assert ref().item() == total(7)
+    kept = [cr.sum(xs[9]) for _ in range(100)]  # more than a block: new ones made
+    for i in range(100):
+        cr.sum(xs[10 + i % 54])
+    assert all(s.item() == total(9) for s in kept)
+    assert len({s.data_ptr() for s in kept}) == len(kept)
+
+
+def test_torch_fast_ways_agree(torch):
+    """The exchange API's reading of tensors and the attribute calls', with and without reused
+    results, give the same answers (the flags are the benchmark's)."""
+    from coopreduce import _coopreduce as _C
+    rng = np.random.default_rng()
+    x = torch.from_numpy(rng.normal(size=(5, 6)).astype(np.float32))
+    want = [cr.sum(x), cr.norm2(x, axis=1), cr.argmax(x, axis=0), cr.max(x, keepdims=True)]
+    before = _C._set_fast_flags(0)
+    try:
+        for flags in range(4):
+            _C._set_fast_flags(flags)
+            got = [cr.sum(x), cr.norm2(x, axis=1), cr.argmax(x, axis=0), cr.max(x, keepdims=True)]
+            for g, w in zip(got, want):
+                assert_same(g, w)
+            assert taken(x) and taken(x, axis=1, out=torch.empty(5))
+            assert not taken(x.t()) and not taken(torch._neg_view(x))
+    finally:
+        _C._set_fast_flags(before)
