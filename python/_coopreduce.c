@@ -958,10 +958,17 @@ typedef struct {
  * extents, dtype and device; -1 (nothing raised) for any other, which the Python layer takes.
  * A tensor with torch's negative bit is another: its memory holds the values' negations
  * (torch._neg_view, a real view of a conjugated complex tensor). */
+static int torch_info_as_stored(PyObject *t, tensor_info *ti);
 static int torch_info(PyObject *t, tensor_info *ti)
 {
     long long neg;
     if (torch_int(t, s_is_neg, 1, &neg) || neg) return -1;
+    return torch_info_as_stored(t, ti);
+}
+
+/* torch_info without the negative bit's test: what the tensor's memory holds. */
+static int torch_info_as_stored(PyObject *t, tensor_info *ti)
+{
     if (torch_api && (fast_flags & FAST_EXCHANGE)) {
         DLTensor d;
         if (torch_api->dltensor_from_py_object_no_sync(t, &d) != 0) {
@@ -1032,9 +1039,10 @@ static int reusable(PyObject *v, uintptr_t a, int rt, long long device)
     Py_XDECREF(w);
     Py_XDECREF(dict);
     PyErr_Clear();
+    /* No negative bit to test: torch sets it on new tensors only (_neg_view, conj().imag). */
     tensor_info ti;
-    return ok && !torch_info(v, &ti) && ti.ndim == 0 && ti.addr == a && ti.code == rt &&
-           ti.device == device;
+    return ok && !torch_info_as_stored(v, &ti) && ti.ndim == 0 && ti.addr == a &&
+           ti.code == rt && ti.device == device;
 }
 
 /* Whether work on stream st (a GPU's) is being captured into a CUDA graph: such a call's result
