@@ -57,6 +57,12 @@
 #include "gpu/launch.h"
 #include "gpu/exact_lanes.cuh" /* Bins, Digits: the flat sums' per-lane accumulators */
 
+/* Measurement aid (scripts/variant.py): 1 stops each block before the fold into the last block,
+ * 2 after its data loops; the results are then wrong. */
+#ifndef CR_TUNE_EXACT_CUT
+#define CR_TUNE_EXACT_CUT 0
+#endif
+
 namespace {
 
 /* The fold of every block's digits and flags: bytes kFoldOffset .. + 137 * 8 of the zeroed
@@ -683,11 +689,14 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
             }
         }
     }
+#if CR_TUNE_EXACT_CUT == 2 /* measurement only: the data loops alone (wrong results) */
+    return;
+#endif
     if (C::PATH == P_BINS) {
-        flush();
+        flags |= bins_flush<C::Bins::kBins, false>(wbins, acc, LSB);
     } else if (C::PATH == P_DIGITS) {
-        flush();
-        digits_flush<C::LANE_DIGITS>(wdig, acc);
+        static_assert(C::ND > C::LANE_DIGITS, "digits_fold adds to the digit above the lanes'");
+        digits_fold<C::LANE_DIGITS>(wdig, acc);
         if (nonneg) flags |= CR_X_NONNEGZ;
     } else {
         /* The lead terms are the plain sums of their leaves from -0.0: still -0.0 only if every
@@ -732,6 +741,9 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
     flags = __reduce_or_sync(0xffffffffu, flags);
     if (lane == 0 && flags) atomicOr(&sflags, flags);
     carry_step<ND>(acc); /* |digits| < 2^33: the fold adds at most kMaxGrid blocks' */
+#if CR_TUNE_EXACT_CUT == 1 /* measurement only: no fold, no last block (wrong results) */
+    return;
+#endif
 
     /* The block's digits and flags folded into the words after the ticket by 64-bit atomics
      * (integer addition: the order does not matter; below 2^33 * kMaxGrid = 2^45), then the

@@ -65,9 +65,10 @@ template <int SHIFT> __device__ __forceinline__ void bin_add(double *col, uint32
 
 /* Every lane of the warp (converged: __syncwarp inside): adds row `lane` (< NB) of the warp's bins
  * (bin `lane` of the 32 lanes, exactly) to the block's superaccumulator `acc` with 64-bit
- * shared atomics, or to the flags when it is not finite, and resets the row to -0.0. `warp`:
- * the warp's region (NB * 32 doubles). */
-template <int NB> __device__ __noinline__ unsigned bins_flush(double *warp, long long *acc, int lsb)
+ * shared atomics, or to the flags when it is not finite, and resets the row to -0.0 (not in
+ * the kernel's last flush: RESET false). `warp`: the warp's region (NB * 32 doubles). */
+template <int NB, bool RESET = true>
+__device__ __noinline__ unsigned bins_flush(double *warp, long long *acc, int lsb)
 {
     const unsigned lane = threadIdx.x % 32;
     double *row = warp + lane * 32;
@@ -78,7 +79,7 @@ template <int NB> __device__ __noinline__ unsigned bins_flush(double *warp, long
         for (unsigned j = 0; j < 32; j++) {
             const unsigned k = (j + lane) & 31u; /* rotated: a half-warp's lanes, distinct banks */
             s += row[k];
-            row[k] = -0.0;
+            if (RESET) row[k] = -0.0; /* the kernel's last flush leaves them */
         }
     }
     __syncwarp();
@@ -113,22 +114,30 @@ template <int LD> __device__ __forceinline__ void digits_normalise(long long *co
     cr_sa_normalise_strided(reinterpret_cast<int64_t *>(col), LD, 32);
 }
 
-/* Every lane of the warp (converged), after a normalisation: digit `lane`, `lane + 32`, ... of
- * the 32 lanes (each below 2^33 in magnitude: their sum below 2^38) added to the block's
- * superaccumulator, the warp's digits reset to zero. `warp`: the warp's region. */
-template <int LD> __device__ __noinline__ void digits_flush(long long *warp, long long *acc)
+/* Every lane of the warp (converged), at the kernel's end: the 32 lanes' digits added to the
+ * block's superaccumulator `acc` in one reading pass, neither normalised first nor reset (the
+ * kernel ends). A lane digit v (|v| < 2^63: a lane normalises at least every kDigitLaneElems
+ * elements) is exactly lo + 2^32 hi with lo = v mod 2^32 in [0, 2^32) and hi = v >> 32
+ * (arithmetic, |hi| < 2^31): the lane that owns digit i sums the 32 lanes' lo into acc[i] and
+ * their hi into acc[i + 1] (below 2^37 each; a normalised row's sum was below 2^38). acc has a
+ * digit above LD - 1 (the layouts' ND > LD). It reads the lanes' digits once, where a
+ * normalising pass and a flush that resets them read and wrote them twice: the shared memory
+ * traffic that dominated the kernel's end at 2^24 (docs/perf-log, runs 144-145). */
+template <int LD> __device__ __noinline__ void digits_fold(const long long *warp, long long *acc)
 {
     const unsigned lane = threadIdx.x % 32;
     __syncwarp();
     for (unsigned i = lane; i < (unsigned)LD; i += 32) {
-        long long *row = warp + i * 32, s = 0;
+        const long long *row = warp + i * 32;
+        long long lo = 0, hi = 0;
 #pragma unroll 8
         for (unsigned j = 0; j < 32; j++) {
-            const unsigned k = (j + i) & 31u;
-            s += row[k];
-            row[k] = 0;
+            const long long v = row[(j + i) & 31u]; /* rotated: a half-warp's lanes, distinct banks */
+            lo += v & 0xffffffffll;
+            hi += v >> 32;
         }
-        if (s) atomicAdd((unsigned long long *)&acc[i], (unsigned long long)s);
+        if (lo) atomicAdd((unsigned long long *)&acc[i], (unsigned long long)lo);
+        if (hi) atomicAdd((unsigned long long *)&acc[i + 1], (unsigned long long)hi);
     }
     __syncwarp();
 }
