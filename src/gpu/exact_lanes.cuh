@@ -121,8 +121,8 @@ template <int LD> __device__ __forceinline__ void digits_normalise(long long *co
  * (arithmetic, |hi| < 2^31): the lane that owns digit i sums the 32 lanes' lo into acc[i] and
  * their hi into acc[i + 1] (below 2^37 each; a normalised row's sum was below 2^38). acc has a
  * digit above LD - 1 (the layouts' ND > LD). It reads the lanes' digits once, where a
- * normalising pass and a flush that resets them read and wrote them twice: the shared memory
- * traffic that dominated the kernel's end at 2^24 (docs/perf-log, runs 144-145). */
+ * normalising pass and a flush that resets them read and wrote them twice: 1-1.4 us of the
+ * last flush's 3-4 us at 2^22-2^24 (docs/perf-log, runs 144-145). */
 template <int LD> __device__ __noinline__ void digits_fold(const long long *warp, long long *acc)
 {
     const unsigned lane = threadIdx.x % 32;
