@@ -57,13 +57,6 @@
 #ifndef CR_TUNE_QUAD
 #define CR_TUNE_QUAD 1
 #endif
-/*  CR_TUNE_BANDS 1: beyond mid sizes, stripes of 8 chunks go round the blocks (stripe j to
- *    block j mod gridDim.x, warp w of a block taking chunk w of each of its stripes), so that
- *    the whole grid reads one contiguous band at a time; 0: each block a contiguous range of
- *    chunks (docs/perf-log run 148). */
-#ifndef CR_TUNE_BANDS
-#define CR_TUNE_BANDS 1
-#endif
 
 namespace {
 
@@ -277,26 +270,6 @@ __device__ __forceinline__ void level1_chunks(const cg::thread_block_tile<32> &w
     }
 }
 
-/* Level 1 in bands: warp w of block b takes chunk w of stripes b, b + gridDim.x, ... (stripe j:
- * chunks 8j .. 8j + 7), the full aligned ones streamed, then the ragged last one. */
-template <typename T, Load L>
-__device__ __forceinline__ void level1_bands(const cg::thread_block_tile<32> &warp,
-                                             const Params<T> &P, int w, unsigned int tag)
-{
-    constexpr uint64_t C = Layout<T>::kChunk;
-    const uint64_t n1 = P.count[1], stride = (uint64_t)gridDim.x * kWarpsPerBlock;
-    const uint64_t full = P.count[0] / C; /* chunks [0, full) need no padding */
-    uint64_t c = (uint64_t)blockIdx.x * kWarpsPerBlock + w;
-    if (P.x_aligned && c < full) {
-        stream_full_chunks<T, L>(warp, P, c, full, stride, tag);
-        c += (full - c + stride - 1) / stride * stride; /* first chunk at or past full */
-    }
-    for (; c < n1; c += stride) { /* misaligned input, or the ragged last chunk */
-        T v = input_chunk(warp, P, c);
-        if (warp.thread_rank() == 0) store_partial(P, 1, c, v, tag);
-    }
-}
-
 /* Mid-size N, the block's (at most two) chunks [b0, b1), four warps each: warp w takes
  * chunk b0 + w/4 and its batch q = w%4 (rows 8q..8q+7), all 8 loads at once; the four batch
  * trees meet in shared memory and the chunk's first warp adds them as (b0 + b1) + (b2 + b3) —
@@ -330,13 +303,11 @@ __device__ __forceinline__ void quad_chunks(const cg::thread_block &block,
     }
 }
 
-/* Any N with more than kWarpsPerBlock * 4 chunks. Beyond mid sizes, block b takes the stripes
- * of 8 chunks b, b + gridDim.x, ... (bands: the grid reads one contiguous band at a time); at
- * mid sizes (P.quad, or without bands) it owns a contiguous range of level-1 chunks, its warps
- * split it. Each warp stores its chunks' partials. After a barrier the block posts one ticket
- * per group its chunks touch (the count of its chunks in that group): about one per block with
- * ranges, one per block and group with bands (in parallel, one thread a group); no fences (the
- * partials are tagged). A block that completes a group reduces it with all its warps. */
+/* Any N with more than kWarpsPerBlock * 4 chunks. Block b owns a contiguous range of level-1
+ * chunks, its warps split it; each warp stores its chunks' partials. After a barrier, thread 0
+ * posts one ticket per group the block's range touches (the count of its chunks in that group).
+ * Tickets per launch: about one per block, so same-address atomics never queue up; no fences
+ * (the partials are tagged). A block that completes a group reduces it with all its warps. */
 template <typename T, Load L>
 __global__ void __launch_bounds__(kThreads, Layout<T>::kMinBlocks * 8 / kWarpsPerBlock)
     canonical_kernel(const __grid_constant__ Params<T> P)
@@ -347,12 +318,6 @@ __global__ void __launch_bounds__(kThreads, Layout<T>::kMinBlocks * 8 / kWarpsPe
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
     const int w = warp.meta_group_rank();
     const unsigned int tag = launch_tag(P);
-    if (CR_TUNE_BANDS && !P.quad) {
-        level1_bands<T, L>(warp, P, w, tag);
-        if ((uint64_t)blockIdx.x * kWarpsPerBlock >= P.count[1]) return; /* no stripe */
-        post_band_tickets(block, warp, P, quarter, tag);
-        return;
-    }
     uint64_t b0, b1;
     balanced_range(P.count[1], gridDim.x, blockIdx.x, &b0, &b1);
     if (P.quad)

@@ -435,65 +435,6 @@ __device__ __noinline__ void post_tickets(const cg::thread_block &block,
     }
 }
 
-/* Level 1 in bands (CR_TUNE_BANDS, canonical.cu): stripe j of kWarpsPerBlock consecutive
- * chunks belongs to block j mod gridDim.x, so that the grid reads one contiguous band of
- * gridDim.x stripes at a time (a read pattern measured faster than a range per block: docs/
- * perf-log run 148). A group of C chunks holds C / kWarpsPerBlock whole stripes. After level 1,
- * the block's threads post its tickets in parallel, one per group its stripes touch (thread i
- * the groups i, i + blockDim.x, ...), and the block reduces the groups it completed as
- * post_tickets does. Out of line, as post_tickets. */
-template <typename T>
-__device__ __noinline__ void post_band_tickets(const cg::thread_block &block,
-                                               const cg::thread_block_tile<32> &warp,
-                                               const Params<T> &P, Lanes<T> (&quarter)[2][4][32],
-                                               unsigned int tag)
-{
-    constexpr uint64_t C = Layout<T>::kChunk, W = kWarpsPerBlock, SPG = C / W;
-    static_assert(C % W == 0, "a group holds whole stripes");
-    __shared__ uint64_t done_groups[kThreads];
-    __shared__ int n_done;
-    const int w = warp.meta_group_rank(), t = warp.thread_rank();
-    const uint64_t n1 = P.count[1], S = (n1 + W - 1) / W, G = gridDim.x, b = blockIdx.x;
-    const uint64_t groups = (n1 + C - 1) / C, last = S - 1;
-    for (uint64_t g0 = 0; g0 < groups; g0 += kThreads) {
-        block.sync(); /* the warps' partial stores are issued; shared memory is free */
-        if (block.thread_rank() == 0) n_done = 0;
-        block.sync();
-        const uint64_t g = g0 + block.thread_rank();
-        if (g < groups) {
-            /* the block's stripes j = b (mod G) in [j_lo, j_hi) */
-            const uint64_t j_lo = g * SPG, j_hi = (g + 1) * SPG < S ? (g + 1) * SPG : S;
-            const uint64_t j0 = j_lo + (b + G - j_lo % G) % G;
-            const uint64_t stripes = j0 < j_hi ? (j_hi - 1 - j0) / G + 1 : 0;
-            uint64_t mine = stripes * W;
-            if (stripes && last % G == b && last >= j_lo && last < j_hi)
-                mine -= S * W - n1; /* the last stripe may be short */
-            if (mine) {
-                const unsigned int size = (unsigned int)group_size(P, 1, g);
-                if (atomicAdd(&P.counters[2][g], (unsigned int)mine) + (unsigned int)mine == size) {
-                    P.counters[2][g] = 0; /* ready for the next launch */
-                    done_groups[atomicAdd(&n_done, 1)] = g;
-                }
-            }
-        }
-        block.sync(); /* hands the completed groups to the block's warps */
-        Lanes<T>(&h)[8][32] = reinterpret_cast<Lanes<T>(&)[8][32]>(quarter);
-        for (int i = 0; i < n_done; i++) {
-            const uint64_t gd = done_groups[i];
-            h[w][t] = tagged_rows4<T>(P.partials[1] + gd * C * Tagged<T>::kWords, 4 * w, t,
-                                      group_size(P, 1, gd), tag);
-            block.sync();
-            if (w == 0) {
-                Lanes<T> hs[8];
-#pragma unroll
-                for (int j = 0; j < 8; j++) hs[j] = h[j][t];
-                climb(warp, P, 2, gd, lane_tree(warp, rows_from_quarters(hs)), tag);
-            }
-            block.sync(); /* h is read before the next group overwrites it */
-        }
-    }
-}
-
 /* The partial arrays, counters and epoch of a launch over n elements in the handle's
  * workspace (the layout of cr_gpu_workspace_bytes() in gpu_host.c): tagged partial arrays one after
  * the other, each 256-byte aligned; the counters region starts with the epoch word, then
