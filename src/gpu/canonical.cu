@@ -57,6 +57,13 @@
 #ifndef CR_TUNE_QUAD
 #define CR_TUNE_QUAD 1
 #endif
+/*  CR_TUNE_STAGE 1: a warp keeps its streamed chunks' partials in its lanes and stores 32 in
+ *    one instruction; 0: lane 0 stores each chunk's partial at once. 1 gained 0.5% for float32
+ *    at 2^26-2^28 on an H100 and lost 1% at 2^20-2^24 and 0.2% for float64 (docs/perf-log run
+ *    151): left at 0. */
+#ifndef CR_TUNE_STAGE
+#define CR_TUNE_STAGE 0
+#endif
 
 namespace {
 
@@ -233,12 +240,30 @@ __device__ __forceinline__ void stream_full_chunks(const cg::thread_block_tile<3
     const int t = warp.thread_rank();
     Batch<T> A, B;
     load_batch<T, L>(A, P.x + c0 * C, 0, t);
+#if CR_TUNE_STAGE
+    /* lane j keeps the partial of the warp's j-th chunk of each 32; the 32 go out in one store */
+    T held = T(0);
+    uint64_t first = c0;
+    int nheld = 0;
+#endif
     for (uint64_t c = c0; c < c1; c += stride) {
         const T *p = P.x + c * C;
         const T *next = c + stride < c1 ? p + stride * C : nullptr;
         const T v = lane_tree(warp, stream_chunk<T, L>(A, B, p, next, t));
+#if CR_TUNE_STAGE
+        if (t == nheld) held = v;
+        if (++nheld == 32) {
+            store_partial(P, 1, first + (uint64_t)t * stride, held, tag);
+            nheld = 0;
+            first = c + stride;
+        }
+#else
         if (t == 0) store_partial(P, 1, c, v, tag);
+#endif
     }
+#if CR_TUNE_STAGE
+    if (t < nheld) store_partial(P, 1, first + (uint64_t)t * stride, held, tag);
+#endif
 }
 
 /* Level 1 the ordinary way: the block's chunks [b0, b1), warp w of the block taking every
