@@ -640,6 +640,7 @@ static int mode_of(PyObject *m)
 /* What one fast call reduces: the library's arguments and the result's shape. */
 typedef struct {
     int op, code, rt, words, device, a, b, keepdims;
+    const void *y; /* DOT: the second array's data, of x's dtype, extents and device */
     int ndim;
     const Py_ssize_t *shape; /* numpy: the buffer's; torch: filled from x.shape */
     Py_ssize_t tshape[64];
@@ -726,10 +727,10 @@ static coopreduce_status fast_run(const fast_call *c, coopreduce_handle *h, cons
     const int release = c->device < 0 && c->outer * c->len * c->inner >= RELEASE_GIL_ELEMENTS;
     PyThreadState *ts = release ? PyEval_SaveThread() : NULL;
     if (c->outer == 1 && c->inner == 1)
-        s = coopreduce_reduce((coopreduce_op)c->op, x, NULL, result, c->len,
+        s = coopreduce_reduce((coopreduce_op)c->op, x, c->y, result, c->len,
                               (coopreduce_dtype)c->code, h, st);
     else
-        s = coopreduce_reduce_axis((coopreduce_op)c->op, x, NULL, result, c->outer, c->len,
+        s = coopreduce_reduce_axis((coopreduce_op)c->op, x, c->y, result, c->outer, c->len,
                                    c->inner, (coopreduce_dtype)c->code, h, st);
     if (ts) PyEval_RestoreThread(ts);
     return s;
@@ -742,7 +743,7 @@ static PyObject *fast_host(const fast_call *c, coopreduce_handle *h, const void 
     _Alignas(16) unsigned char r[16] = {0};
     coopreduce_status s;
     Py_BEGIN_ALLOW_THREADS
-    s = coopreduce_reduce_to_host((coopreduce_op)c->op, x, NULL, r, c->len,
+    s = coopreduce_reduce_to_host((coopreduce_op)c->op, x, c->y, r, c->len,
                                   (coopreduce_dtype)c->code, h, (void *)(uintptr_t)stream);
     Py_END_ALLOW_THREADS
     if (s) return raise_status(s, h);
@@ -754,10 +755,25 @@ static PyObject *fast_host(const fast_call *c, coopreduce_handle *h, const void 
 
 static PyObject *not_implemented(void) { Py_RETURN_NOTIMPLEMENTED; }
 
-static PyObject *fast_numpy(fast_call *c, PyObject *x, PyObject *axis, int mode, PyObject *out,
-                            uint64_t stream, int host)
+/* A numpy array y of x's (buffer v's) dtype and extents, C-contiguous: its buffer in *yv
+ * (released by the caller); -1 (nothing raised) for any other. */
+static int numpy_like(PyObject *y, const Py_buffer *v, Py_buffer *yv)
 {
-    Py_buffer v;
+    if (Py_TYPE(y) != np_type || PyObject_GetBuffer(y, yv, PyBUF_RECORDS_RO) != 0) {
+        PyErr_Clear();
+        return -1;
+    }
+    int same = yv->ndim == v->ndim && buffer_code(yv) == buffer_code(v) &&
+               PyBuffer_IsContiguous(yv, 'C');
+    for (int d = 0; same && d < v->ndim; d++) same = yv->shape[d] == v->shape[d];
+    if (!same) PyBuffer_Release(yv);
+    return same ? 0 : -1;
+}
+
+static PyObject *fast_numpy(fast_call *c, PyObject *x, PyObject *y, PyObject *axis, int mode,
+                            PyObject *out, uint64_t stream, int host)
+{
+    Py_buffer v, yv;
     if (PyObject_GetBuffer(x, &v, PyBUF_RECORDS_RO) != 0) {
         PyErr_Clear(); /* a dtype without a buffer format: the Python layer says why */
         return not_implemented();
@@ -772,6 +788,12 @@ static PyObject *fast_numpy(fast_call *c, PyObject *x, PyObject *axis, int mode,
         PyBuffer_Release(&v);
         return not_implemented();
     }
+    const int dot = y != Py_None;
+    if (dot && numpy_like(y, &v, &yv)) {
+        PyBuffer_Release(&v);
+        return not_implemented();
+    }
+    c->y = dot ? yv.buf : NULL;
     coopreduce_handle *h = get_handle(-1, mode);
     if (!h) goto done;
     if (host) {
@@ -842,6 +864,7 @@ static PyObject *fast_numpy(fast_call *c, PyObject *x, PyObject *axis, int mode,
         raise_status(s, h);
     }
 done:
+    if (dot) PyBuffer_Release(&yv);
     PyBuffer_Release(&v);
     return result;
 }
@@ -1153,11 +1176,18 @@ static PyObject *pooled_result(PyObject *x, int device, int rt, PyObject *dt, ui
     return Py_NewRef(PyTuple_GET_ITEM(p->views, p->next++));
 }
 
-static PyObject *fast_torch(fast_call *c, PyObject *x, PyObject *axis, int mode, PyObject *out,
-                            PyObject *stream, int host)
+static PyObject *fast_torch(fast_call *c, PyObject *x, PyObject *y, PyObject *axis, int mode,
+                            PyObject *out, PyObject *stream, int host)
 {
-    tensor_info xi, oi;
+    tensor_info xi, oi, yi;
     if (torch_info(x, &xi)) return not_implemented();
+    if (y != Py_None) { /* DOT: y a tensor of x's dtype, extents and device */
+        if (Py_TYPE(y) != torch_type || torch_info(y, &yi) || yi.code != xi.code ||
+            yi.ndim != xi.ndim || yi.device != xi.device ||
+            memcmp(yi.shape, xi.shape, (size_t)xi.ndim * sizeof xi.shape[0]))
+            return not_implemented();
+        c->y = (const void *)yi.addr;
+    }
     c->code = xi.code;
     c->ndim = xi.ndim;
     c->shape = xi.shape;
@@ -1231,11 +1261,11 @@ static PyObject *fast_torch(fast_call *c, PyObject *x, PyObject *axis, int mode,
 
 static PyObject *py_fast(PyObject *self, PyObject *const *a, Py_ssize_t n)
 {
-    if (n != 8) {
-        PyErr_SetString(PyExc_TypeError, "fast takes 8 arguments");
+    if (n != 8 && n != 9) {
+        PyErr_SetString(PyExc_TypeError, "fast takes 8 or 9 arguments");
         return NULL;
     }
-    PyObject *x = a[1], *axis = a[2], *out = a[5], *stream = a[6];
+    PyObject *x = a[1], *axis = a[2], *out = a[5], *stream = a[6], *y = n == 9 ? a[8] : Py_None;
     PyTypeObject *t = Py_TYPE(x);
     if (!t || (t != np_type && t != torch_type)) return not_implemented();
     fast_call c;
@@ -1245,66 +1275,77 @@ static PyObject *py_fast(PyObject *self, PyObject *const *a, Py_ssize_t n)
         PyErr_Clear();
         return not_implemented();
     }
-    if (c.op < 0 || c.op > COOPREDUCE_OP_ARGMAX || c.op == COOPREDUCE_OP_DOT)
-        return not_implemented();
+    if (c.op < 0 || c.op > COOPREDUCE_OP_ARGMAX || (c.op == COOPREDUCE_OP_DOT) != (y != Py_None))
+        return not_implemented(); /* dot without y, or y for another operation: the errors */
     c.keepdims = keepdims;
+    c.y = NULL;
     if (t == np_type) {
         uint64_t st = 0;
         if (stream != Py_None && as_u64(stream, &st)) {
             PyErr_Clear();
             return not_implemented();
         }
-        return fast_numpy(&c, x, axis, mode, out, st, host);
+        return fast_numpy(&c, x, y, axis, mode, out, st, host);
     }
-    return fast_torch(&c, x, axis, mode, out, stream, host);
+    return fast_torch(&c, x, y, axis, mode, out, stream, host);
 }
 
 /* ---- The package's reductions ----------------------------------------------------------------
- * cr.sum, cr.min, ... are this module's built-in functions, so that a call reaches fast() with no
- * Python frame between (some 0.1 us each). Their parameters are those of the signature in each
- * docstring; what fast() hands over goes to the Python layer's
- * _reduce(name, x, None, axis, keepdims, mode, out, stream, host), registered once. */
-static const char *const reduction_params[] = {"x",   "axis",   "keepdims", "mode",
-                                               "out", "stream", "host"};
-enum { N_REDUCTION_PARAMS = 7 };
+ * cr.sum, cr.min, ..., cr.dot are this module's built-in functions, so that a call reaches fast()
+ * with no Python frame between (some 0.1 us each). Their parameters are those of the signature
+ * in each docstring; what fast() hands over goes to the Python layer's
+ * _reduce(name, x, y, axis, keepdims, mode, out, stream, host), registered once. */
+typedef struct {
+    const char *name;
+    int slot; /* in fast()'s arguments after op: x, axis, keepdims, mode, out, stream, host, y */
+} param;
+static const param one_params[] = {{"x", 0},   {"axis", 1},   {"keepdims", 2}, {"mode", 3},
+                                   {"out", 4}, {"stream", 5}, {"host", 6}};
+static const param dot_params[] = {{"x", 0},    {"y", 7},   {"axis", 1},   {"keepdims", 2},
+                                   {"mode", 3}, {"out", 4}, {"stream", 5}, {"host", 6}};
 static PyObject *reduction_fallback; /* _core._reduce */
 static PyObject *op_codes[COOPREDUCE_OP_ARGMAX + 1], *op_names[COOPREDUCE_OP_ARGMAX + 1];
 
 static PyObject *reduction(int op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
+    const int dot = op == COOPREDUCE_OP_DOT, np = dot ? 8 : 7;
+    const param *params = dot ? dot_params : one_params;
     PyObject *name = op_names[op];
     const Py_ssize_t npos = PyVectorcall_NARGS(nargsf);
-    /* fast()'s 8 arguments: op, then the parameters, defaults first */
-    PyObject *a[1 + N_REDUCTION_PARAMS] = {op_codes[op], NULL,    Py_None, Py_False,
-                                           s_deterministic, Py_None, Py_None, Py_False};
-    if (npos > N_REDUCTION_PARAMS)
+    /* fast()'s arguments: op, then x, axis, keepdims, mode, out, stream, host, y; defaults */
+    PyObject *a[9] = {op_codes[op], NULL,    Py_None, Py_False, s_deterministic,
+                      Py_None,      Py_None, Py_False, NULL};
+    if (!dot) a[8] = Py_None;
+    if (npos > np)
         return PyErr_Format(PyExc_TypeError,
-                            "%U() takes at most %d positional arguments (%zd given)", name,
-                            N_REDUCTION_PARAMS, npos);
-    for (Py_ssize_t i = 0; i < npos; i++) a[1 + i] = args[i];
+                            "%U() takes at most %d positional arguments (%zd given)", name, np,
+                            npos);
+    for (Py_ssize_t i = 0; i < npos; i++) a[1 + params[i].slot] = args[i];
     const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     for (Py_ssize_t k = 0; k < nkw; k++) {
         PyObject *key = PyTuple_GET_ITEM(kwnames, k);
         int i = 0;
-        while (i < N_REDUCTION_PARAMS && PyUnicode_CompareWithASCIIString(key, reduction_params[i]))
-            i++;
-        if (i == N_REDUCTION_PARAMS)
+        while (i < np && PyUnicode_CompareWithASCIIString(key, params[i].name)) i++;
+        if (i == np)
             return PyErr_Format(PyExc_TypeError, "%U() got an unexpected keyword argument '%U'",
                                 name, key);
         if (i < npos)
             return PyErr_Format(PyExc_TypeError, "%U() got multiple values for argument '%s'",
-                                name, reduction_params[i]);
-        a[1 + i] = args[npos + k];
+                                name, params[i].name);
+        a[1 + params[i].slot] = args[npos + k];
     }
-    if (!a[1]) return PyErr_Format(PyExc_TypeError, "%U() missing required argument 'x'", name);
-    PyObject *r = py_fast(NULL, a, 1 + N_REDUCTION_PARAMS);
+    for (int i = 0; i < np; i++)
+        if (!a[1 + params[i].slot])
+            return PyErr_Format(PyExc_TypeError, "%U() missing required argument '%s'", name,
+                                params[i].name);
+    PyObject *r = py_fast(NULL, a, dot ? 9 : 8);
     if (r != Py_NotImplemented) return r;
     Py_DECREF(r);
     if (!reduction_fallback) {
         PyErr_SetString(PyExc_RuntimeError, "import coopreduce, not its extension alone");
         return NULL;
     }
-    PyObject *fa[9] = {name, a[1], Py_None, a[2], a[3], a[4], a[5], a[6], a[7]};
+    PyObject *fa[9] = {name, a[1], a[8], a[2], a[3], a[4], a[5], a[6], a[7]};
     return PyObject_Vectorcall(reduction_fallback, fa, 9, NULL);
 }
 
@@ -1323,6 +1364,7 @@ REDUCTION(sumsq, COOPREDUCE_OP_SUMSQ)
 REDUCTION(norm2, COOPREDUCE_OP_NORM2)
 REDUCTION(argmin, COOPREDUCE_OP_ARGMIN)
 REDUCTION(argmax, COOPREDUCE_OP_ARGMAX)
+REDUCTION(dot, COOPREDUCE_OP_DOT)
 #undef REDUCTION
 
 #define REDUCTION_DOC(NAME, TEXT)                                                                \
@@ -1521,6 +1563,11 @@ static PyMethodDef methods[] = {
     REDUCTION_ENTRY(argmin, "The index of the first minimum (or of the first NaN), as int64.")
     REDUCTION_ENTRY(argmax, "The index of the first maximum (or of the first NaN), as int64.")
 #undef REDUCTION_ENTRY
+    {"dot", (PyCFunction)(void (*)(void))py_dot, METH_FASTCALL | METH_KEYWORDS,
+     "dot(x, y, axis=None, keepdims=False, mode='deterministic', out=None, stream=None, "
+     "host=False)\n--\n\nThe sum of x * y (floats), along axis as the other reductions: x and y "
+     "of one kind, shape, dtype and device.\n\nSee coopreduce.reduce and docs/PYTHON.md for the "
+     "arguments."},
     {"_fast_info", py_fast_info, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL}};
 

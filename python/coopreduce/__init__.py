@@ -14,16 +14,10 @@ from ._core import _C, _reduce
 __version__ = info()["version"]
 
 
-# The reductions of one array are the extension's built-in functions, which take the common
-# cases in C and hand the others to the Python layer (_core._reduce).
+# The reductions are the extension's built-in functions, which take the common cases in C and
+# hand the others to the Python layer (_core._reduce).
 _C._set_reduction_fallback(_reduce)
-from ._coopreduce import absmax, argmax, argmin, max, mean, min, norm2, sum, sumsq  # noqa: E402
-
-
-def dot(x, y, axis=None, keepdims=False, mode="deterministic", out=None, stream=None,
-        host=False):
-    """The sum of x * y (floats), along axis as the other reductions."""
-    return reduce("dot", x, y, axis, keepdims, mode, out, stream, host)
+from ._coopreduce import absmax, argmax, argmin, dot, max, mean, min, norm2, sum, sumsq  # noqa: E402
 
 
 __all__ = ["ArgumentError", "Error", "OPS", "info", "reduce", "reduce_segments", "reserve", "synchronize", "sum", "min", "max",

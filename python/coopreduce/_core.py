@@ -164,8 +164,8 @@ def reduce(op, x, y=None, axis=None, keepdims=False, mode="deterministic", out=N
            stream=None, host=False):
     """The general form of every reduction: op is one of OPS (docs/PYTHON.md)."""
     opc = _OP.get(op)
-    if y is None and opc is not None:
-        r = _fast(opc, x, axis, keepdims, mode, out, stream, host)
+    if opc is not None:
+        r = _fast(opc, x, axis, keepdims, mode, out, stream, host, y)
         if r is not NotImplemented:
             return r
     return _reduce(op, x, y, axis, keepdims, mode, out, stream, host)

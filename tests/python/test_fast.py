@@ -16,12 +16,13 @@ SHAPES = [(), (0,), (7,), (3, 0), (0, 3), (4, 5, 6)]
 
 
 def call(f, op, x, axis=None, keepdims=False, mode="deterministic", out=None, stream=None,
-         host=False):
+         host=False, y=None):
     """f's answer, or the exception it raised."""
     try:
         if f is _core._fast:
-            return f(cr.OPS.index(op), x, axis, keepdims, mode, out, stream, host)
-        return f(op, x, None, axis, keepdims, mode, out, stream, host)
+            a = (cr.OPS.index(op), x, axis, keepdims, mode, out, stream, host)
+            return f(*a) if y is None else f(*a, y)
+        return f(op, x, y, axis, keepdims, mode, out, stream, host)
     except Exception as e:  # noqa: BLE001 - compared with the other path's
         return e
 
@@ -356,3 +357,44 @@ def test_torch_fast_ways_agree(torch):
             assert not taken(x.t()) and not taken(torch._neg_view(x))
     finally:
         _C._set_fast_flags(before)
+
+
+def test_dot_matches_python_layer(rng):
+    """dot's fast path (two C-contiguous arrays of one kind, dtype, shape and device) against
+    the Python layer, numpy always and torch on the CPU when installed; every other pair handed
+    over, and answered (or refused) as the Python layer does."""
+    kinds = [lambda a: a]
+    try:
+        import torch
+        kinds.append(torch.from_numpy)
+    except ImportError:
+        pass
+    for kind in kinds:
+        for dtype in ("float32", "float64"):
+            for shape in SHAPES:
+                x, y = kind(values(rng, shape, dtype)), kind(values(rng, shape, dtype))
+                for axis in [None] + list(range(-len(shape), len(shape))):
+                    for keepdims in (False, True):
+                        for mode in ("deterministic", "exact"):
+                            check("dot", x, True, axis=axis, keepdims=keepdims, mode=mode, y=y)
+                if shape:
+                    check("dot", x, True, host=True, y=y)
+                    check("dot", x, True, y=x)  # the same array twice
+        x = kind(values(rng, (4, 6), "float32"))
+        for y in (kind(values(rng, (6, 4), "float32")), kind(values(rng, (4, 6), "float64")),
+                  kind(values(rng, (4, 6), "float32"))[:, ::2], kind(values(rng, (24,), "float32"))):
+            assert isinstance(check("dot", x, False, y=y), ValueError)
+        assert isinstance(check("dot", x, False), TypeError)  # no y
+        assert isinstance(check("sum", x, False, y=x), TypeError)  # y for another operation
+        assert isinstance(check("dot", kind(np.ones(3, np.int32)), False, y=kind(np.ones(3, np.int32))),
+                          TypeError)
+        out = kind(np.empty(4, np.float32))
+        assert check("dot", x, True, axis=1, out=out, y=x) is out
+    a = values(rng, (5,), "float32")
+    if len(kinds) > 1:  # numpy with torch: one kind only
+        assert isinstance(check("dot", a, False, y=kinds[1](a)), ValueError)
+    assert_same(cr.dot(x=a, y=a), call(_core._reduce, "dot", a, y=a))  # by keyword
+    with pytest.raises(TypeError):
+        cr.dot(a)
+    with pytest.raises(TypeError):
+        cr.dot(a, a, z=1)
