@@ -977,19 +977,8 @@ typedef struct {
     Py_ssize_t shape[64];
 } tensor_info;
 
-/* A C-contiguous tensor of a dtype the library reduces, on the CPU or a CUDA GPU: its pointer,
- * extents, dtype and device; -1 (nothing raised) for any other, which the Python layer takes.
- * A tensor with torch's negative bit is another: its memory holds the values' negations
- * (torch._neg_view, a real view of a conjugated complex tensor). */
-static int torch_info_as_stored(PyObject *t, tensor_info *ti);
-static int torch_info(PyObject *t, tensor_info *ti)
-{
-    long long neg;
-    if (torch_int(t, s_is_neg, 1, &neg) || neg) return -1;
-    return torch_info_as_stored(t, ti);
-}
-
-/* torch_info without the negative bit's test: what the tensor's memory holds. */
+/* What the fast path needs of a tensor t, as its memory holds it (torch_info, below, also
+ * turns away a tensor with the negative bit). */
 static int torch_info_as_stored(PyObject *t, tensor_info *ti)
 {
     if (torch_api && (fast_flags & FAST_EXCHANGE)) {
@@ -1019,6 +1008,17 @@ static int torch_info_as_stored(PyObject *t, tensor_info *ti)
         return -1;
     ti->addr = (uintptr_t)addr;
     return 0;
+}
+
+/* A C-contiguous tensor of a dtype the library reduces, on the CPU or a CUDA GPU: its pointer,
+ * extents, dtype and device; -1 (nothing raised) for any other, which the Python layer takes.
+ * A tensor with torch's negative bit is another: its memory holds the values' negations
+ * (torch._neg_view, a real view of a conjugated complex tensor). */
+static int torch_info(PyObject *t, tensor_info *ti)
+{
+    long long neg;
+    if (torch_int(t, s_is_neg, 1, &neg) || neg) return -1;
+    return torch_info_as_stored(t, ti);
 }
 
 /* torch's current stream on GPU `device` into *st; -1 with an exception set when torch fails. */
@@ -1602,11 +1602,10 @@ PyMODINIT_FUNC PyInit__coopreduce(void)
             return NULL;
     if (!kw_dtype && !(kw_dtype = Py_BuildValue("(O)", s_dtype))) return NULL;
     if (!empty_tuple && !(empty_tuple = PyTuple_New(0))) return NULL;
-    static const char *const ops[] = {"sum",   "min",   "max",    "absmax", "mean",
-                                      "sumsq", "norm2", "dot",    "argmin", "argmax"};
-    for (int op = 0; op <= COOPREDUCE_OP_ARGMAX; op++)
-        if (!op_names[op] && (!(op_names[op] = PyUnicode_InternFromString(ops[op])) ||
-                              !(op_codes[op] = PyLong_FromLong(op))))
+    for (int op = 0; op <= COOPREDUCE_OP_ARGMAX; op++) /* names: the library's own table */
+        if (!op_names[op] &&
+            (!(op_names[op] = PyUnicode_InternFromString(coopreduce_op_name((coopreduce_op)op))) ||
+             !(op_codes[op] = PyLong_FromLong(op))))
             return NULL;
     if (!weakref_count) {
         PyObject *m = PyImport_ImportModule("_weakref");
