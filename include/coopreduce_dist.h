@@ -44,7 +44,9 @@
  *     return COOPREDUCE_ERROR_INVALID_ARGUMENT naming the first disagreement.
  * MPI or NCCL failures give COOPREDUCE_ERROR_COMMUNICATION. A failure of a rank's own device
  * after that exchange (a CUDA error, memory) is reported by that rank; in a sharded reduction
- * the others return COOPREDUCE_ERROR_OTHER_RANK, in the all-reduce their results are undefined.
+ * the others return COOPREDUCE_ERROR_OTHER_RANK (or, for a small array gathered whole, their
+ * own results, which do not depend on that rank's device), in the all-reduce their results are
+ * undefined.
  * Messages are recorded on the handle (coopreduce_last_error(handle)); calls without a usable
  * handle record them for the calling thread (coopreduce_last_error(NULL)).
  *
@@ -52,10 +54,15 @@
  * the earlier work on it, and write their result when the stream reaches it, as
  * coopreduce_reduce and ncclAllReduce do: read it after the stream (cudaStreamSynchronize, or
  * work later on it). Both wait for their exchanges of arguments and shard boundaries, so a bad
- * argument on any rank is reported by the call itself. The communicator's buffers are reused by
- * its next call: order the calls on one communicator (one stream, or synchronised). An
- * all-reduce of at most 4 KB per rank travels whole in its first exchange (one NCCL launch).
- * Over MPI the exchanges are synchronous.
+ * argument on any rank is reported by the call itself (unless the communicator defers errors:
+ * see coopreduce_comm_config). The communicator's buffers are reused by its next call: order the
+ * calls on one communicator (one stream, or synchronised). An all-reduce of at most 16 KB per
+ * rank travels whole in its first exchange (one NCCL launch). A sharded reduction of at most
+ * 1 MiB in all (the whole array's bytes, both arrays' for DOT) is gathered whole to every rank
+ * and each rank makes the 1-D call on it: over NCCL its shards travel in the first exchange
+ * where each is at most 16 KB (one array), else in a second exchange (one wait either way); over
+ * MPI where every rank's handle is a CPU's. Larger ones exchange the canonical tree's values at
+ * the shards' edges. Over MPI the exchanges are synchronous.
  *
  * NCCL settings: the calls use ncclAllGather and grouped ncclSend / ncclRecv (never
  * ncclAllReduce), so their bits do not depend on NCCL_ALGO or NCCL_PROTO; but a setting that
@@ -97,6 +104,53 @@ coopreduce_status coopreduce_comm_info(const coopreduce_comm *comm, coopreduce_b
  * communicator the caller passed in). NULL is ignored. Not collective (but an owned NCCL
  * communicator is destroyed with ncclCommDestroy, which is). */
 coopreduce_status coopreduce_comm_destroy(coopreduce_comm *comm);
+
+/* A communicator's settings (coopreduce_comm_set_config). Make one with
+ * COOPREDUCE_COMM_CONFIG_INIT, which sets struct_size (so that a later version of the library
+ * can tell which fields the caller knows) and every default; then change the fields wanted. */
+typedef struct {
+    size_t struct_size; /* sizeof(coopreduce_comm_config), set by COOPREDUCE_COMM_CONFIG_INIT */
+    /* 0 (the default): every call waits for its first exchange, so that a bad argument or a
+     * disagreement on any rank is the call's own status on every rank.
+     * 1: deferred errors. A call that can skip that wait does: today an all-reduce of at most
+     * 16 KB per rank (count x the dtype's size; count 0 too) with a GPU handle over NCCL, which
+     * then returns as soon as its work is enqueued, as ncclAllReduce does. The ranks' arguments
+     * travel with the data and are checked on the device; if any check fails, recv is not
+     * written and the first such failure is kept for coopreduce_comm_deferred_error (which
+     * reports it after the stream has passed the call). The call itself still returns its own
+     * rank's failures (a NULL pointer, an unknown op, ...) at once. Other calls wait as before,
+     * but exchange no error messages: a failure on another rank is reported as
+     * COOPREDUCE_ERROR_OTHER_RANK naming the rank and its status (its message is on that rank).
+     * Over MPI it changes nothing else (MPI's exchanges wait). */
+    int deferred_errors;
+} coopreduce_comm_config;
+
+#define COOPREDUCE_COMM_CONFIG_INIT {sizeof(coopreduce_comm_config), 0}
+
+/* The communicator's settings into *config (made by COOPREDUCE_COMM_CONFIG_INIT). Fails with
+ * COOPREDUCE_ERROR_INVALID_ARGUMENT for a NULL argument or a config of another struct_size. */
+coopreduce_status coopreduce_comm_get_config(const coopreduce_comm *comm,
+                                             coopreduce_comm_config *config);
+
+/* Sets the communicator's settings. Collective: every rank calls it, with the same settings,
+ * between the communicator's other calls; `stream` (a cudaStream_t, or NULL) orders the small
+ * exchange of settings over NCCL, which this call waits for. Fails on every rank, the settings
+ * unchanged, when any rank's config is bad (COOPREDUCE_ERROR_INVALID_ARGUMENT on that rank,
+ * COOPREDUCE_ERROR_OTHER_RANK on the others) or when the ranks' settings differ
+ * (COOPREDUCE_ERROR_INVALID_ARGUMENT); COOPREDUCE_ERROR_COMMUNICATION when the exchange fails.
+ * Messages are recorded for the calling thread (coopreduce_last_error(NULL)). */
+coopreduce_status coopreduce_comm_set_config(coopreduce_comm *comm,
+                                             const coopreduce_comm_config *config, void *stream);
+
+/* The first failure of the communicator's deferred calls that the device has reached: its
+ * status (COOPREDUCE_ERROR_INVALID_ARGUMENT for a disagreement or a rank in another call,
+ * COOPREDUCE_ERROR_OTHER_RANK for a rank whose own checks failed), with a message recorded on
+ * handle (coopreduce_last_error(handle); NULL: the calling thread) that names the call (its
+ * number among the communicator's calls, from 1), the rank and what differed. The failure is
+ * then cleared: COOPREDUCE_SUCCESS when none is recorded. Not collective, and it does not wait:
+ * synchronise the stream of the calls first (every rank records the same failure). Calls after
+ * a failed one go on as usual (each checks its own arguments). */
+coopreduce_status coopreduce_comm_deferred_error(coopreduce_comm *comm, coopreduce_handle *handle);
 
 #if defined(MPI_VERSION) || defined(COOPREDUCE_DIST_DECLARE_MPI)
 /* Wraps an MPI communicator (the caller keeps it; MPI must be initialised, and must stay so

@@ -74,7 +74,9 @@ fi
 # The distributed test over NCCL on every GPU (one thread per GPU, no MPI), then, where mpirun
 # exists, MPI ranks sharing GPU 0 (test_dist_mpi --gpu), and the multi-GPU benchmark.
 if [ -x "$BUILD/tests/test_dist_gpu" ]; then # one GPU: one rank through the exchanges of many
+  # (small arrays gathered whole, then through the canonical tree's boundaries)
   COOPREDUCE_DIST_FULL_PROTOCOL=1 step dist-protocol "$BUILD/tests/test_dist_gpu" --quick
+  COOPREDUCE_DIST_FULL_PROTOCOL=1 COOPREDUCE_DIST_GATHER_KIB=0 step dist-protocol-tree "$BUILD/tests/test_dist_gpu" --quick
 fi
 if [ -x "$BUILD/tests/test_dist_gpu" ] && [ $BENCH = 1 ]; then
   step dist-bench "$BUILD/tests/test_dist_gpu" --bench --reps 10

@@ -76,7 +76,10 @@ else
   step build cmake --build "$BUILD" -j "$(nproc)" --target "${TARGETS[@]}" || { finish; exit 1; }
 fi
 T=$BUILD/tests
-step test-nccl "$T/test_dist_gpu" $QUICK
+# the full sweep through the canonical tree's boundaries (COOPREDUCE_DIST_GATHER_KIB=0: no small
+# array gathered whole, which its sizes all are otherwise), then the default, quicker
+COOPREDUCE_DIST_GATHER_KIB=0 step test-nccl "$T/test_dist_gpu" $QUICK
+step test-nccl-gather "$T/test_dist_gpu" --quick
 COOPREDUCE_DIST_FULL_PROTOCOL=1 step test-nccl-1rank "$T/test_dist_gpu" --ranks 1 --quick
 # three ranks: the first count whose canonical tree is not a power of two's
 [ "$NGPU" -gt 3 ] && step test-nccl-3ranks "$T/test_dist_gpu" --ranks 3 --quick

@@ -525,3 +525,152 @@ void dist_check_errors(dist_env *e)
         e->dev_free(res);
     }
 }
+
+/* ---- deferred errors ----------------------------------------------------------------------- */
+static void set_deferred(dist_env *e, int on, const char *what)
+{
+    coopreduce_comm_config cfg = COOPREDUCE_COMM_CONFIG_INIT;
+    cfg.deferred_errors = on;
+    const coopreduce_status s = coopreduce_comm_set_config(e->comm, &cfg, e->stream);
+    coopreduce_comm_config back = COOPREDUCE_COMM_CONFIG_INIT;
+    const coopreduce_status g = coopreduce_comm_get_config(e->comm, &back);
+    dcheck(e, s == COOPREDUCE_SUCCESS && g == COOPREDUCE_SUCCESS && back.deferred_errors == on,
+           "%s: set_config %s (%s), get_config %s, deferred_errors %d", what,
+           coopreduce_status_string(s), coopreduce_last_error(NULL), coopreduce_status_string(g),
+           back.deferred_errors);
+}
+
+/* After the stream: what coopreduce_comm_deferred_error reports (and that it is then clear). */
+static void expect_deferred(dist_env *e, coopreduce_status want, const char *needle,
+                            const char *what)
+{
+    if (e->gpu) { /* a copy on the legacy default stream waits for the rank's stream */
+        char *d = e->dev_alloc(16), b[16];
+        e->to_host(b, d, 16);
+        e->dev_free(d);
+    }
+    const coopreduce_status s = coopreduce_comm_deferred_error(e->comm, e->h);
+    const char *msg = s ? coopreduce_last_error(e->h) : "";
+    const coopreduce_status again = coopreduce_comm_deferred_error(e->comm, e->h);
+    dcheck(e, s == want && again == COOPREDUCE_SUCCESS && (!needle || strstr(msg, needle)),
+           "%s: deferred error %s, expected %s; message \"%s\"%s%s; read again: %s", what,
+           coopreduce_status_string(s), coopreduce_status_string(want), msg,
+           needle ? " should name " : "", needle ? needle : "", coopreduce_status_string(again));
+}
+
+void dist_check_deferred(dist_env *e)
+{
+    const int R = e->size, last = R - 1;
+    coopreduce_backend be;
+    int rk, sz;
+    coopreduce_comm_info(e->comm, &be, &rk, &sz);
+    /* the calls that do not wait: small all-reduces of a GPU handle over NCCL */
+    const int defers = be == COOPREDUCE_BACKEND_NCCL && e->gpu;
+    coopreduce_status s;
+    /* bad configs: every rank fails, the setting unchanged */
+    coopreduce_comm_config bad = COOPREDUCE_COMM_CONFIG_INIT;
+    bad.deferred_errors = e->rank == last ? 2 : 1;
+    s = coopreduce_comm_set_config(e->comm, &bad, e->stream);
+    dcheck(e, s == (e->rank == last ? COOPREDUCE_ERROR_INVALID_ARGUMENT : COOPREDUCE_ERROR_OTHER_RANK),
+           "set_config with a bad value on the last rank: %s (%s)", coopreduce_status_string(s),
+           coopreduce_last_error(NULL));
+    if (R > 1) {
+        bad.deferred_errors = e->rank == 0;
+        s = coopreduce_comm_set_config(e->comm, &bad, e->stream);
+        dcheck(e, s == COOPREDUCE_ERROR_INVALID_ARGUMENT && strstr(coopreduce_last_error(NULL), "disagree"),
+               "set_config disagreeing: %s (%s)", coopreduce_status_string(s),
+               coopreduce_last_error(NULL));
+    }
+    coopreduce_comm_config old = {0, 0};
+    s = coopreduce_comm_get_config(e->comm, &old);
+    dcheck(e, s == COOPREDUCE_ERROR_INVALID_ARGUMENT, "get_config without struct_size: %s",
+           coopreduce_status_string(s));
+    set_deferred(e, 1, "deferred on");
+    /* every op and dtype, small and large counts: the same bits as without */
+    uint64_t seed = 4242;
+    const uint64_t counts[] = {0, 1, 7, 1024, 4099};
+    for (size_t d = 0; d < NDT; d++)
+        for (int op = 0; op < COOPREDUCE_OP_COUNT; op++) {
+            if (op == COOPREDUCE_OP_DOT) continue;
+            for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+                if (e->quick && c != 1 && c != 3) continue;
+                allreduce_case(e, (coopreduce_op)op, dtypes[d], counts[c], (int)(seed % SP_COUNT),
+                               seed, (int)(c & 1)), seed++;
+            }
+        }
+    set_modes(e, COOPREDUCE_MODE_EXACT, 0);
+    allreduce_case(e, COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT64, 300, SP_NONE, seed++, 0);
+    set_modes(e, COOPREDUCE_MODE_DETERMINISTIC, 0);
+    expect_deferred(e, COOPREDUCE_SUCCESS, NULL, "after good deferred calls");
+
+    float host[8] = {1, 2, 3, 4, 5, 6, 7, 8}, pattern[8], got[8];
+    for (int i = 0; i < 8; i++) pattern[i] = -99.5f;
+    void *x = host, *res = got;
+    memcpy(got, pattern, sizeof got);
+    if (e->gpu) {
+        x = dev_copy(e, host, sizeof host);
+        res = dev_copy(e, pattern, sizeof pattern);
+    }
+    if (R > 1) {
+        /* a dtype that disagrees: over NCCL every call returns at once and writes nothing; the
+         * failure comes from coopreduce_comm_deferred_error on every rank */
+        s = coopreduce_allreduce(x, res, 2, e->rank == 1 ? COOPREDUCE_INT32 : COOPREDUCE_FLOAT32,
+                                 COOPREDUCE_OP_SUM, e->h, e->comm, e->stream);
+        if (defers) {
+            expect(e, s, COOPREDUCE_SUCCESS, COOPREDUCE_SUCCESS, -1, "deferred dtype mismatch", NULL);
+            expect_deferred(e, COOPREDUCE_ERROR_INVALID_ARGUMENT, "dtype", "deferred dtype mismatch");
+            if (e->gpu) e->to_host(got, res, sizeof got);
+            dcheck(e, memcmp(got, pattern, sizeof got) == 0,
+                   "deferred dtype mismatch: recv written (%g %g)", got[0], got[1]);
+        } else {
+            expect(e, s, COOPREDUCE_ERROR_INVALID_ARGUMENT, COOPREDUCE_ERROR_INVALID_ARGUMENT, -1,
+                   "dtype mismatch, deferred errors over MPI", "dtype");
+            expect_deferred(e, COOPREDUCE_SUCCESS, NULL, "dtype mismatch over MPI");
+        }
+        /* a count that disagrees, one rank's past the first exchange's 4 KB (it waits) */
+        s = coopreduce_allreduce(x, res, e->rank == last ? 5000 : 2, COOPREDUCE_FLOAT32,
+                                 COOPREDUCE_OP_SUM, e->h, e->comm, e->stream);
+        if (defers) {
+            expect(e, s, e->rank == last ? COOPREDUCE_ERROR_INVALID_ARGUMENT : COOPREDUCE_SUCCESS,
+                   COOPREDUCE_SUCCESS, -1, "deferred count mismatch", NULL);
+            expect_deferred(e, e->rank == last ? COOPREDUCE_SUCCESS : COOPREDUCE_ERROR_INVALID_ARGUMENT,
+                            e->rank == last ? NULL : "count", "deferred count mismatch");
+        }
+        else {
+            expect(e, s, COOPREDUCE_ERROR_INVALID_ARGUMENT, COOPREDUCE_ERROR_INVALID_ARGUMENT, -1,
+                   "count mismatch, deferred errors over MPI", "count");
+        }
+    }
+    /* a NULL send on the last rank: that rank says so at once; the others later (NCCL) or at
+     * once without its message (MPI) */
+    s = coopreduce_allreduce(e->rank == last ? NULL : x, res, 2, COOPREDUCE_FLOAT32,
+                             COOPREDUCE_OP_SUM, e->h, e->comm, e->stream);
+    if (defers && R > 1) {
+        expect(e, s, COOPREDUCE_ERROR_INVALID_ARGUMENT, COOPREDUCE_SUCCESS, last,
+               "deferred send NULL on the last rank", e->rank == last ? "NULL" : NULL);
+        expect_deferred(e, e->rank == last ? COOPREDUCE_SUCCESS : COOPREDUCE_ERROR_OTHER_RANK,
+                        e->rank == last ? NULL : "failed", "deferred send NULL on the last rank");
+    } else {
+        expect(e, s, COOPREDUCE_ERROR_INVALID_ARGUMENT, COOPREDUCE_ERROR_OTHER_RANK, last,
+               "send NULL on the last rank, deferred errors", e->rank == last ? "NULL" : "message is on that rank");
+    }
+    /* a sharded reduction waits: a NULL x is reported by the call, without the message */
+    s = coopreduce_reduce_sharded(COOPREDUCE_OP_SUM, e->rank == last ? NULL : x, NULL, res, 8,
+                                  COOPREDUCE_FLOAT32, e->h, e->comm, e->stream);
+    expect(e, s, COOPREDUCE_ERROR_INVALID_ARGUMENT, COOPREDUCE_ERROR_OTHER_RANK, last,
+           "sharded x NULL on the last rank, deferred errors",
+           e->rank == last ? "x is NULL" : "message is on that rank");
+    /* and a good deferred call after: written, nothing recorded */
+    s = coopreduce_allreduce(x, res, 2, COOPREDUCE_FLOAT32, COOPREDUCE_OP_SUM, e->h, e->comm,
+                             e->stream);
+    expect_deferred(e, COOPREDUCE_SUCCESS, NULL, "a good deferred call after the errors");
+    if (e->gpu) e->to_host(got, res, sizeof got);
+    dcheck(e, s == COOPREDUCE_SUCCESS && got[0] == 1.0f * (float)R && got[1] == 2.0f * (float)R,
+           "a good deferred call after the errors: %s, %g %g", coopreduce_status_string(s), got[0],
+           got[1]);
+    set_deferred(e, 0, "deferred off");
+    if (e->gpu) {
+        e->dev_free(x);
+        e->dev_free(res);
+    }
+}

@@ -40,5 +40,8 @@ void dist_check_sharded(dist_env *e);
 void dist_check_allreduce(dist_env *e);
 /* Bad arguments and disagreements: every rank fails, nothing hangs, and a good call after. */
 void dist_check_errors(dist_env *e);
+/* The communicator's settings, and deferred errors: the all-reduce's bits with them, and every
+ * failure reported by the calls or by coopreduce_comm_deferred_error on every rank. */
+void dist_check_deferred(dist_env *e);
 
 #endif

@@ -54,7 +54,7 @@ typedef struct {
     pthread_barrier_t *bar;
     unsigned long long passed, failed;
     int setup_failed;
-    double t[24]; /* bench: per-rank times (seconds) */
+    double t[40]; /* bench: per-rank times (seconds) */
     uint32_t bits[3];       /* bench: one GPU (rank 0), sharded, shard sums + ncclAllReduce */
     uint64_t shard[2];      /* bench: this rank's shard of the bits array (first, length) */
     uint64_t hash[6];       /* bench: all-reduce results, ncclAllReduce and coopreduce per size */
@@ -184,6 +184,10 @@ static void bench(rank_job *j, coopreduce_handle *h, coopreduce_comm *comm, nccl
     j->t[1] = (now() - t0) / reps;
     /* the latency the sharded path adds: a small sharded sum (one chunk per GPU) against the
      * local sum of the same 4096 elements (host clock, each call waited for) */
+    /* (once untimed: the first call's point-to-point connections, which a gather of a small
+     * array sets up on first use, are not its latency) */
+    coopreduce_reduce_sharded(COOPREDUCE_OP_SUM, x, NULL, r, 4096, COOPREDUCE_FLOAT32, h, comm, st);
+    cudaStreamSynchronize(st);
     pthread_barrier_wait(j->bar);
     t0 = now();
     float host_r;
@@ -216,10 +220,10 @@ static void bench(rank_job *j, coopreduce_handle *h, coopreduce_comm *comm, nccl
         char *pin = NULL;
         const int pinned = cudaMallocHost((void **)&pin, 1 << 16) == cudaSuccess;
         if (!pinned) pin = malloc(1 << 16); /* every rank must still take part */
-        char *dv = dev_alloc((size_t)(R + 1) * 8192);
+        char *dv = dev_alloc((size_t)(R + 1) * 8192), *dg = dev_alloc((size_t)(R + 1) * 16384);
         const int rr = reps * 10;
         double *pt = j->t + 16;
-        for (int piece = 0; piece < 6 && pin; piece++) {
+        for (int piece = 0; piece < 8 && pin; piece++) {
             pthread_barrier_wait(j->bar);
             t0 = now();
             for (int k = 0; k < rr; k++) {
@@ -229,16 +233,44 @@ static void bench(rank_job *j, coopreduce_handle *h, coopreduce_comm *comm, nccl
                 case 2: cudaMemcpyAsync(pin, dv, 48, cudaMemcpyDeviceToHost, st); break;
                 case 3: cudaMemsetAsync(dv, 0, 16, st); break;
                 case 4: ncclAllGather(dv, dv + 64, 48, ncclUint8, nc, st); break;
-                default:
+                case 5:
                     ncclGroupStart();
                     ncclAllGather(dv, dv + 64, 48, ncclUint8, nc, st);
                     ncclAllGather(dv + 4096 + 4096 * (size_t)j->rank, dv + 4096, 4096, ncclUint8, nc, st);
                     ncclGroupEnd();
+                    break;
+                case 6: /* a small array's gather: 16 KB a rank, one collective */
+                    ncclAllGather(dg + 16384 * (size_t)j->rank, dg, 16384, ncclUint8, nc, st);
+                    break;
+                default: /* the same by grouped point-to-point calls */
+                    ncclGroupStart();
+                    for (int q = 0; q < R; q++) {
+                        if (q == j->rank) continue;
+                        ncclSend(dg + 16384 * (size_t)j->rank, 16384, ncclUint8, q, nc, st);
+                        ncclRecv(dg + 16384 * (size_t)q, 16384, ncclUint8, q, nc, st);
+                    }
+                    ncclGroupEnd();
                 }
                 cudaStreamSynchronize(st);
             }
-            pt[piece] = (now() - t0) / rr;
+            pt[piece < 6 ? piece : 12 + piece - 6] = (now() - t0) / rr;
         }
+        /* the host's part alone (calls returning, not waited for): a kernel launch (a memset),
+         * ncclAllGather of a first exchange's slots, and the axis-0 reduction of R x 1040 floats */
+        for (int piece = 0; piece < 4; piece++) {
+            cudaStreamSynchronize(st);
+            pthread_barrier_wait(j->bar);
+            t0 = now();
+            for (int k = 0; k < rr; k++) {
+                if (piece == 0) cudaMemsetAsync(dv, 0, 16, st);
+                else if (piece == 1) ncclAllGather(dg, dg + 4160, 4160, ncclUint8, nc, st);
+                else coopreduce_reduce_axis(COOPREDUCE_OP_SUM, dg, NULL, dv, 1, (uint64_t)R, 1040,
+                                            COOPREDUCE_FLOAT32, h, st);
+                if (piece == 3) cudaStreamSynchronize(st); /* and each waited for */
+            }
+            pt[14 + piece] = (now() - t0) / rr;
+        }
+        cudaFree(dg);
         if (pinned)
             cudaFreeHost(pin);
         else
@@ -315,6 +347,50 @@ static void bench(rank_job *j, coopreduce_handle *h, coopreduce_comm *comm, nccl
                    coopreduce_allreduce(send, recv, cnt, COOPREDUCE_FLOAT32, COOPREDUCE_OP_SUM, h, comm, st));
         j->t[3 + 2 * s] = ms_nccl * 1e-3;
         j->t[4 + 2 * s] = ms_cr * 1e-3;
+        if (s == 0) {
+            /* 8 B on a communicator that defers errors (no wait in the call): back to back by
+             * events, then each call waited for (host clock), against the default's */
+            const int rw = reps * 10;
+            pthread_barrier_wait(j->bar);
+            double t1 = now();
+            for (int k = 0; k < rw; k++) {
+                coopreduce_allreduce(send, recv, cnt, COOPREDUCE_FLOAT32, COOPREDUCE_OP_SUM, h, comm, st);
+                cudaStreamSynchronize(st);
+            }
+            j->t[26] = (now() - t1) / rw;
+            coopreduce_comm_config cfg = COOPREDUCE_COMM_CONFIG_INIT;
+            cfg.deferred_errors = 1;
+            if (coopreduce_comm_set_config(comm, &cfg, st)) j->setup_failed = 1;
+            float ms_def;
+            pthread_barrier_wait(j->bar);
+            EVENT_TIME(ms_def, st, rr,
+                       coopreduce_allreduce(send, recv, cnt, COOPREDUCE_FLOAT32, COOPREDUCE_OP_SUM, h, comm, st));
+            j->t[24] = ms_def * 1e-3;
+            /* the host's part alone: the calls' return, not waited for */
+            pthread_barrier_wait(j->bar);
+            t1 = now();
+            for (int k = 0; k < rr; k++)
+                coopreduce_allreduce(send, recv, cnt, COOPREDUCE_FLOAT32, COOPREDUCE_OP_SUM, h, comm, st);
+            j->t[27] = (now() - t1) / rr;
+            cudaStreamSynchronize(st);
+            pthread_barrier_wait(j->bar);
+            t1 = now();
+            for (int k = 0; k < rw; k++) {
+                coopreduce_allreduce(send, recv, cnt, COOPREDUCE_FLOAT32, COOPREDUCE_OP_SUM, h, comm, st);
+                cudaStreamSynchronize(st);
+            }
+            j->t[25] = (now() - t1) / rw;
+            if (coopreduce_comm_deferred_error(comm, h) != COOPREDUCE_SUCCESS) {
+                fprintf(stderr, "rank %d: deferred all-reduce: %s\n", j->rank, coopreduce_last_error(h));
+                j->setup_failed = 1;
+            }
+            if (dev_hash(recv, sizes[s]) != j->hash[1]) {
+                fprintf(stderr, "rank %d: the deferred all-reduce's result differs\n", j->rank);
+                j->setup_failed = 1;
+            }
+            cfg.deferred_errors = 0;
+            if (coopreduce_comm_set_config(comm, &cfg, st)) j->setup_failed = 1;
+        }
         if (s == 2 && R > 1) {
             /* the parts of the all-reduce's data path, through NCCL directly: the all-to-all
              * (grouped send / recv of a 1/R slice with every peer), the all-gather of a slice,
@@ -418,6 +494,7 @@ static void *rank_main(void *arg)
         dist_check_sharded(&e);
         dist_check_allreduce(&e);
         dist_check_errors(&e);
+        dist_check_deferred(&e);
         j->passed = e.passed;
         j->failed = e.failed;
     }
@@ -483,9 +560,9 @@ int main(int argc, char **argv)
     }
     if (setup) failed++;
     if (do_bench && !setup) {
-        double t[24] = {0};
+        double t[40] = {0};
         for (int r = 0; r < ranks; r++)
-            for (int k = 0; k < 24; k++)
+            for (int k = 0; k < 40; k++)
                 if (jobs[r].t[k] > t[k]) t[k] = jobs[r].t[k]; /* the slowest rank */
         const double n = (double)(1ull << log2n), R = ranks;
         printf("\n| measurement | coopreduce | baseline | ratio |\n|---|---|---|---|\n");
@@ -503,6 +580,14 @@ int main(int argc, char **argv)
                    names[s], tc * 1e6, bytes[s] * bw / tc * 1e-9, tn * 1e6,
                    bytes[s] * bw / tn * 1e-9, tn / tc);
         }
+        printf("| all-reduce 8 B float32, deferred errors | %.1f us (the host's part: %.1f us a call) | ncclAllReduce %.1f us | %.2f x NCCL's time (target <= 2) |\n",
+               t[24] * 1e6, t[27] * 1e6, t[3] * 1e6, t[24] / t[3]);
+        printf("| all-reduce 8 B, each call waited for (host clock) | default %.1f us, deferred errors %.1f us | ncclAllReduce of 8 B %.1f us | %.2f x, %.2f x |\n",
+               t[26] * 1e6, t[25] * 1e6, t[10] * 1e6, t[26] / t[10], t[25] / t[10]);
+        printf("| a gather of 16 KB a rank, waited for | ncclAllGather %.1f us | grouped ncclSend / ncclRecv %.1f us | |\n",
+               t[28] * 1e6, t[29] * 1e6);
+        printf("| the host's part of a call | a memset %.1f us, ncclAllGather of 4160 B %.1f us | coopreduce_reduce_axis (1 x %d x 1040 floats) %.1f us; waited for %.1f us | |\n",
+               t[30] * 1e6, t[31] * 1e6, ranks, t[32] * 1e6, t[33] * 1e6);
         printf("| pieces of a small call, each waited for | stream sync %.1f us, 48 B H2D %.1f us, 48 B D2H %.1f us, memset %.1f us | ncclAllGather 48 B %.1f us, + 4 KB in one group %.1f us | |\n",
                t[16] * 1e6, t[17] * 1e6, t[18] * 1e6, t[19] * 1e6, t[20] * 1e6, t[21] * 1e6);
         if (R > 1) {

@@ -82,6 +82,7 @@ int main(int argc, char **argv)
     dist_check_sharded(&e);
     dist_check_allreduce(&e);
     dist_check_errors(&e);
+    dist_check_deferred(&e);
     unsigned long long mine[2] = {e.passed, e.failed}, all[2] = {0, 0};
     MPI_Reduce(mine, all, 2, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (e.rank == 0)

@@ -105,7 +105,7 @@ CR_EXPORT coopreduce_status cr_dist_allreduce(const cr_dist_transport *t, cr_dis
             ? cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT,
                       "dot reduces two arrays; the all-reduce reduces one per rank")
             : cr_dist_local_checks(h, op, dtype, send, NULL, recv, count, &p);
-    cr_meta mine = cr_dist_meta(t, h, 2, count, op, dtype, own);
+    cr_meta mine = cr_dist_meta(t, cache, h, 2, count, op, dtype, own);
     if (!mine.status && !recv && count > 0)
         mine.status = cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT, "recv is NULL");
     if (R == 1 && !cr_dist_full_protocol()) {
@@ -117,26 +117,53 @@ CR_EXPORT coopreduce_status cr_dist_allreduce(const cr_dist_transport *t, cr_dis
     }
     /* A small all-reduce travels whole in the first exchange where the transport can carry it
      * (every rank knows the same count after it, so every rank takes the same path). */
-    const size_t lead_bytes = !mine.status && h->device >= 0 &&
-                                      count <= CR_DIST_LEAD_BYTES / cr_dtype_size(dtype)
+    const uint64_t lead_count = !mine.status ? CR_DIST_LEAD_BYTES / cr_dtype_size(dtype) : 0;
+    const size_t lead_bytes = !mine.status && h->device >= 0 && count <= lead_count
                                   ? (size_t)count * cr_dtype_size(dtype)
                                   : 0;
+    coopreduce_status s;
+    /* The slots of the first exchange as a block of R rows of CR_DIST_SLOT_BYTES / es elements:
+     * each rank's meta, then its data; its columns are reduced whole (the metas' columns give
+     * results nobody reads), so that one collective carries both, and the results wanted start
+     * at column `skip`. */
+    const uint64_t slot_cols = !mine.status ? CR_DIST_SLOT_BYTES / cr_dtype_size(dtype) : 0;
+    const uint64_t skip = !mine.status ? CR_DIST_META_BYTES / cr_dtype_size(dtype) : 0;
+    void *lead = NULL, *out = NULL;
+    if (t->deferred_errors && t->allgather_lead && (mine.status || lead_bytes || count == 0)) {
+        /* Deferred: no wait. Every rank's meta is checked on the device after the reduction of
+         * the slots; the results are written only if every check passes, else the failure is
+         * recorded for coopreduce_comm_deferred_error. (A rank whose own checks failed makes
+         * the exchange, so that none waits, and reports its own failure now.) */
+        s = cr_dist_first_exchange_deferred(t, h, &mine, send, lead_bytes, &lead, stream);
+        if (s || mine.status) return s ? s : (coopreduce_status)mine.status;
+        cr_dist_cache *c = *cache;
+        if (!c->rec && (s = cr_gpu_mapped_alloc(h, sizeof *c->rec, (void **)&c->rec, &c->rec_dev)))
+            return s;
+        if ((s = cr_dist_device_buffer(h, cache, (size_t)slot_cols * p.result_size, &out)))
+            return s;
+        if (count > 0) {
+            s = reduce_block(h, &p, op, dtype, lead, NULL, me, R, slot_cols, out, stream);
+            if (s == COOPREDUCE_ERROR_OVERFLOW) s = COOPREDUCE_SUCCESS; /* a GPU handle's rule */
+            if (s) return s;
+        }
+        return cr_gpu_deferred_commit(h, lead, R, CR_DIST_SLOT_BYTES, &mine,
+                                      (char *)out + skip * p.result_size, recv,
+                                      (size_t)count * p.result_size, c->rec_dev, stream);
+    }
     cr_meta *all = NULL;
-    void *lead = NULL;
-    coopreduce_status s =
-        cr_dist_first_exchange(t, h, &mine, &all, stream, send, lead_bytes, &lead);
+    s = cr_dist_first_exchange(t, h, &mine, &all, stream, send, lead_bytes, &lead);
     if (s) return s;
     s = cr_dist_check_agreement(t, h, all);
     free(all);
     if (s || count == 0) return s;
-    if (lead && count <= CR_DIST_LEAD_BYTES / cr_dtype_size(dtype)) {
-        /* the block is the R ranks' lead slots: (R x L / es), count columns wanted */
-        const uint64_t sl = CR_DIST_LEAD_BYTES / cr_dtype_size(dtype);
-        void *out = NULL;
-        if ((s = cr_dist_device_buffer(h, cache, (size_t)sl * p.result_size, &out))) return s;
-        s = reduce_block(h, &p, op, dtype, lead, NULL, me, R, sl, out, stream);
+    if (lead && count <= lead_count) {
+        if ((s = cr_dist_device_buffer(h, cache, (size_t)slot_cols * p.result_size, &out)))
+            return s;
+        s = reduce_block(h, &p, op, dtype, lead, NULL, me, R, slot_cols, out, stream);
         if (s == COOPREDUCE_ERROR_OVERFLOW) s = COOPREDUCE_SUCCESS; /* a GPU handle's rule */
-        if (!s) s = cr_gpu_copy(h, recv, out, (size_t)count * p.result_size, stream);
+        if (!s)
+            s = cr_gpu_copy(h, recv, (char *)out + skip * p.result_size,
+                            (size_t)count * p.result_size, stream);
         return s;
     }
 

@@ -45,6 +45,31 @@ static int mpi_alltoall(void *ctx, const void *send, void *recv, size_t bytes, i
     return rc == MPI_SUCCESS ? 0 : mpi_error(rc, "MPI_Alltoall", err);
 }
 
+static int mpi_allgatherv(void *ctx, const void *send, void *recv, const size_t *bytes,
+                          const size_t *displ, void *stream, char *err)
+{
+    (void)stream;
+    const struct coopreduce_comm *c = ctx;
+    const int R = c->t.size;
+    int *cnt = malloc((size_t)R * 2 * sizeof *cnt);
+    if (!cnt) {
+        snprintf(err, CR_DIST_ERR, "cannot allocate %d counts", R);
+        return -1;
+    }
+    for (int r = 0; r < R; r++) {
+        if (too_large(bytes[r], err) || too_large(displ[r], err)) {
+            free(cnt);
+            return -1;
+        }
+        cnt[r] = (int)bytes[r];
+        cnt[R + r] = (int)displ[r];
+    }
+    const int rc = MPI_Allgatherv(send, cnt[c->t.rank], MPI_BYTE, recv, cnt, cnt + R, MPI_BYTE,
+                                  c->mpi);
+    free(cnt);
+    return rc == MPI_SUCCESS ? 0 : mpi_error(rc, "MPI_Allgatherv", err);
+}
+
 CR_DIST_API coopreduce_status coopreduce_comm_from_mpi(MPI_Comm mpi_comm, coopreduce_comm **out)
 {
     if (!out)
@@ -78,6 +103,7 @@ CR_DIST_API coopreduce_status coopreduce_comm_from_mpi(MPI_Comm mpi_comm, coopre
     c->t.allgather_host = mpi_allgather;
     c->t.alltoall = mpi_alltoall;
     c->t.allgather = mpi_allgather;
+    c->t.allgatherv = mpi_allgatherv;
     *out = c;
     return COOPREDUCE_SUCCESS;
 }

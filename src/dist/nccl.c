@@ -72,44 +72,59 @@ static int nccl_allgather_host(void *ctx, const void *send, void *recv, size_t b
     return 0;
 }
 
-/* Metas through the pinned staging, as nccl_allgather_host; the device payload copied into its
- * slot of the gathered area (after the metas' room in the device staging) and gathered in place,
- * both gathers in one group (one launch); one wait, for the metas. */
-static int nccl_allgather_lead(void *ctx, const void *meta, void *meta_all, size_t bytes,
-                               const void *data, size_t data_bytes, void **data_all, void *stream,
-                               char *err)
+/* The meta and data packed by one kernel into this rank's send slot of the device staging (the
+ * meta as the kernel's argument: nothing of the host's is read after the call returns, which a
+ * deferred call needs), the slots gathered by one ncclAllGather; one wait, for the metas, unless
+ * the call defers. Staging: [send slot][R slots]. */
+static int nccl_allgather_lead(void *ctx, const void *meta, const void *data, size_t data_bytes,
+                               void **slots_dev, void *meta_all, void *stream, char *err)
 {
     struct coopreduce_comm *c = ctx;
     const cudaStream_t st = (cudaStream_t)stream;
-    const size_t R = (size_t)c->t.size, me = (size_t)c->t.rank, L = CR_DIST_LEAD_BYTES;
+    const size_t R = (size_t)c->t.size, M = CR_DIST_META_BYTES, S = CR_DIST_SLOT_BYTES;
     cudaError_t e = cudaSetDevice(c->device);
     if (e != cudaSuccess) return cuda_error(e, "selecting the NCCL communicator's GPU", err);
-    const size_t meta_room = (bytes * (R + 1) + 255) / 256 * 256;
-    if (stage_ensure(c, meta_room + L * R, st, err)) return -1;
-    char *s = c->stage, *r = s + bytes, *hs = c->hstage, *hr = hs + bytes;
-    char *d = (char *)c->stage + meta_room;
-    /* This rank's data first: if it cannot be copied, its meta travels as zeros, which every
-     * rank's protocol reads as a rank that failed (no magic), and the collectives still match. */
-    memcpy(hs, meta, bytes);
-    if (data_bytes &&
-        cudaMemcpyAsync(d + me * L, data, data_bytes, cudaMemcpyDeviceToDevice, st) != cudaSuccess) {
-        (void)cudaGetLastError();
-        memset(hs, 0, bytes);
-    }
-    e = cudaMemcpyAsync(s, hs, bytes, cudaMemcpyHostToDevice, st);
-    if (e != cudaSuccess) return cuda_error(e, "staging", err);
-    ncclResult_t nr = ncclGroupStart();
-    if (nr == ncclSuccess) nr = ncclAllGather(s, r, bytes, ncclUint8, c->nccl, st);
-    if (nr == ncclSuccess) nr = ncclAllGather(d + me * L, d, L, ncclUint8, c->nccl, st);
-    const ncclResult_t ne = ncclGroupEnd();
-    if (nr == ncclSuccess) nr = ne;
+    if (stage_ensure(c, S * (R + 1), st, err)) return -1;
+    char *slot = c->stage, *all = slot + S;
+    if (cr_dist_pack_lead(c->device, slot, meta, data, data_bytes, stream, err)) return -1;
+    const ncclResult_t nr = ncclAllGather(slot, all, S, ncclUint8, c->nccl, st);
     if (nr != ncclSuccess) return nccl_error(nr, c, "ncclAllGather (the first exchange)", err);
-    e = cudaMemcpyAsync(hr, r, bytes * R, cudaMemcpyDeviceToHost, st);
+    *slots_dev = all;
+    if (!meta_all) return 0; /* deferred: checked on the device */
+    e = cudaMemcpy2DAsync(c->hstage, M, all, S, M, R, cudaMemcpyDeviceToHost, st);
     if (e == cudaSuccess) e = cudaStreamSynchronize(st);
     if (e != cudaSuccess) return cuda_error(e, "waiting for ncclAllGather", err);
-    memcpy(meta_all, hr, bytes * R);
-    *data_all = d;
+    memcpy(meta_all, c->hstage, M * R);
     return 0;
+}
+
+/* Grouped send/recv of this rank's part to every peer and of every peer's to its place; this
+ * rank's own by a copy. */
+static int nccl_allgatherv(void *ctx, const void *send, void *recv, const size_t *bytes,
+                           const size_t *displ, void *stream, char *err)
+{
+    struct coopreduce_comm *c = ctx;
+    const cudaStream_t st = (cudaStream_t)stream;
+    const int R = c->t.size, me = c->t.rank;
+    char *rb = recv;
+    if (bytes[me]) {
+        const cudaError_t e =
+            cudaMemcpyAsync(rb + displ[me], send, bytes[me], cudaMemcpyDeviceToDevice, st);
+        if (e != cudaSuccess) return cuda_error(e, "copying this rank's part", err);
+    }
+    if (R == 1) return 0;
+    ncclResult_t nr = ncclGroupStart();
+    for (int q = 0; q < R && nr == ncclSuccess; q++) {
+        if (q == me) continue;
+        /* (sent from its copy in recv, made above in stream order: NCCL then sees one buffer
+         * of the communicator's, not the caller's, whatever its size) */
+        if (bytes[me]) nr = ncclSend(rb + displ[me], bytes[me], ncclUint8, q, c->nccl, st);
+        if (nr == ncclSuccess && bytes[q])
+            nr = ncclRecv(rb + displ[q], bytes[q], ncclUint8, q, c->nccl, st);
+    }
+    const ncclResult_t ne = ncclGroupEnd();
+    if (nr == ncclSuccess) nr = ne;
+    return nr == ncclSuccess ? 0 : nccl_error(nr, c, "grouped ncclSend / ncclRecv", err);
 }
 
 static int nccl_allgather(void *ctx, const void *send, void *recv, size_t bytes, void *stream,
@@ -193,6 +208,7 @@ static coopreduce_status wrap(ncclComm_t nc, int owns, coopreduce_comm **out)
     c->t.alltoall = nccl_alltoall;
     c->t.allgather = nccl_allgather;
     c->t.allgather_lead = nccl_allgather_lead;
+    c->t.allgatherv = nccl_allgatherv;
     *out = c;
     return COOPREDUCE_SUCCESS;
 }

@@ -22,17 +22,27 @@ CR_EXPORT void cr_dist_cache_free(cr_dist_cache *c)
 {
     if (!c) return;
     cr_gpu_release(c->device, c->dev);
+    cr_gpu_mapped_free((void *)c->rec);
+    free(c->host);
+    free(c->sizes);
     free(c);
 }
 
-coopreduce_status cr_dist_device_buffer(coopreduce_handle *h, cr_dist_cache **cache, size_t bytes,
-                                        void **p)
+coopreduce_status cr_dist_cache_get(coopreduce_handle *h, cr_dist_cache **cache)
 {
     if (!*cache) {
         *cache = calloc(1, sizeof **cache);
         if (!*cache) return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY, "cannot allocate a cache");
         (*cache)->device = -1;
     }
+    return COOPREDUCE_SUCCESS;
+}
+
+coopreduce_status cr_dist_device_buffer(coopreduce_handle *h, cr_dist_cache **cache, size_t bytes,
+                                        void **p)
+{
+    coopreduce_status s = cr_dist_cache_get(h, cache);
+    if (s) return s;
     cr_dist_cache *c = *cache;
     if (c->dev && c->device == h->device && c->dev_bytes >= bytes) {
         *p = c->dev;
@@ -40,7 +50,7 @@ coopreduce_status cr_dist_device_buffer(coopreduce_handle *h, cr_dist_cache **ca
     }
     void *np = NULL;
     const size_t want = bytes < 4096 ? 4096 : bytes + bytes / 4;
-    coopreduce_status s = cr_gpu_alloc(h, want, &np);
+    s = cr_gpu_alloc(h, want, &np);
     if (s) return s;
     cr_gpu_release(c->device, c->dev);
     c->dev = np;
@@ -48,6 +58,23 @@ coopreduce_status cr_dist_device_buffer(coopreduce_handle *h, cr_dist_cache **ca
     c->device = h->device;
     *p = np;
     return COOPREDUCE_SUCCESS;
+}
+
+int cr_dist_gather_kib(void)
+{
+    const char *v = getenv("COOPREDUCE_DIST_GATHER_KIB");
+    if (!v || !*v) return 1024;
+    const long k = strtol(v, NULL, 10);
+    return k < 0 ? 0 : k > (1 << 20) ? (1 << 20) : (int)k;
+}
+
+CR_EXPORT int cr_dist_pack_lead(int device, void *dst, const void *meta, const void *data,
+                                size_t data_bytes, void *stream, char *err)
+{
+    const char *e = cr_gpu_pack_lead(device, dst, meta, data, data_bytes, stream);
+    if (!e) return 0;
+    snprintf(err, CR_DIST_ERR, "packing the first exchange: %s", e);
+    return -1;
 }
 
 int cr_dist_full_protocol(void)
@@ -76,6 +103,14 @@ coopreduce_status cr_dist_agree(const cr_dist_transport *t, coopreduce_handle *h
     for (int r = 0; r < R && first < 0; r++)
         if (statuses[r] != COOPREDUCE_SUCCESS) first = r;
     if (first < 0) return COOPREDUCE_SUCCESS;
+    if (t->deferred_errors) {
+        /* No exchange of messages (a rank whose call deferred does not take part in one) */
+        if (statuses[me] != COOPREDUCE_SUCCESS) return (coopreduce_status)statuses[me];
+        return cr_fail(h, COOPREDUCE_ERROR_OTHER_RANK,
+                       "rank %d of %d failed (%s); its message is on that rank (the communicator "
+                       "defers errors, and exchanges no messages)",
+                       first, R, coopreduce_status_string((coopreduce_status)statuses[first]));
+    }
     /* Everyone knows someone failed: every rank joins the exchange of messages. */
     enum { MSG = 256 };
     char mine[MSG];
@@ -102,6 +137,67 @@ coopreduce_status cr_dist_agree(const cr_dist_transport *t, coopreduce_handle *h
                    coopreduce_status_string((coopreduce_status)statuses[first]), msg);
 }
 
+/* What rank r's call (b) differs in from rank 0's (a): the field's name and both values, or
+ * NULL when they agree. */
+static const char *disagreement(const cr_meta *a, const cr_meta *b, char *va, char *vb, size_t vs)
+{
+    const char *what = NULL;
+    if (a->op != b->op) {
+        what = "operation";
+        snprintf(va, vs, "%s", coopreduce_op_name((coopreduce_op)a->op));
+        snprintf(vb, vs, "%s", coopreduce_op_name((coopreduce_op)b->op));
+    } else if (a->dtype != b->dtype) {
+        what = "dtype";
+        snprintf(va, vs, "%s", coopreduce_dtype_name((coopreduce_dtype)a->dtype));
+        snprintf(vb, vs, "%s", coopreduce_dtype_name((coopreduce_dtype)b->dtype));
+    } else if (a->mode != b->mode) {
+        what = "mode";
+        snprintf(va, vs, "%s", coopreduce_mode_name((coopreduce_mode)a->mode));
+        snprintf(vb, vs, "%s", coopreduce_mode_name((coopreduce_mode)b->mode));
+    } else if (a->narrow != b->narrow) {
+        what = "narrow-result setting";
+        snprintf(va, vs, "%d", a->narrow);
+        snprintf(vb, vs, "%d", b->narrow);
+    } else if (a->method != b->method) {
+        what = "method";
+        snprintf(va, vs, "%s", coopreduce_method_name((coopreduce_method)a->method));
+        snprintf(vb, vs, "%s", coopreduce_method_name((coopreduce_method)b->method));
+    } else if (a->call == 2 && a->n != b->n) {
+        what = "count";
+        snprintf(va, vs, "%llu", (unsigned long long)a->n);
+        snprintf(vb, vs, "%llu", (unsigned long long)b->n);
+    }
+    return what;
+}
+
+static void disagreement_message(const cr_meta *a, const cr_meta *b, int r, char *msg, size_t ms)
+{
+    char va[64] = "", vb[64] = "";
+    const char *what = disagreement(a, b, va, vb, sizeof va);
+    snprintf(msg, ms,
+             "the ranks disagree on the %s: rank 0 has %s, rank %d has %s (every rank must pass "
+             "the same one)",
+             what ? what : "arguments", va[0] ? va : "?", r, vb[0] ? vb : "?");
+}
+
+/* A rank whose meta is not of this call: another kind of call, another of the communicator's
+ * calls (its serial), or another library version (its magic). */
+static void not_same_call(const cr_meta *me, const cr_meta *other, int r, char *msg, size_t ms)
+{
+    const char *kind = me->call == 1 ? "sharded reduction" : "all-reduce";
+    if (other->magic == CR_META_MAGIC && other->call == me->call && other->serial != me->serial)
+        snprintf(msg, ms,
+                 "rank %d is at another call of the communicator (its call %u, this rank's %u, a "
+                 "%s): every rank of the communicator must make the same distributed calls in "
+                 "the same order",
+                 r, (unsigned)other->serial, (unsigned)me->serial, kind);
+    else
+        snprintf(msg, ms,
+                 "rank %d is not in the same call (a %s here): every rank of the communicator "
+                 "must make the same distributed calls in the same order",
+                 r, kind);
+}
+
 coopreduce_status cr_dist_first_exchange(const cr_dist_transport *t, coopreduce_handle *h,
                                          const cr_meta *me, cr_meta **all_out, void *stream,
                                          const void *data, size_t data_bytes, void **data_all)
@@ -117,8 +213,7 @@ coopreduce_status cr_dist_first_exchange(const cr_dist_transport *t, coopreduce_
     void *lead = NULL;
     if (data_all) *data_all = NULL;
     const int rc = t->allgather_lead
-                       ? t->allgather_lead(t->ctx, me, all, sizeof *me, data, data_bytes, &lead,
-                                           stream, err)
+                       ? t->allgather_lead(t->ctx, me, data, data_bytes, &lead, all, stream, err)
                        : t->allgather_host(t->ctx, me, all, sizeof *me, stream, err);
     if (data_all) *data_all = lead;
     if (rc) {
@@ -130,32 +225,20 @@ coopreduce_status cr_dist_first_exchange(const cr_dist_transport *t, coopreduce_
         free(all);
         return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY, "cannot allocate %d statuses", R);
     }
-    for (int r = 0; r < R; r++) {
-        st[r] = all[r].status;
-        if (all[r].magic != CR_META_MAGIC || all[r].call != me->call)
-            st[r] = COOPREDUCE_ERROR_INVALID_ARGUMENT;
-    }
+    for (int r = 0; r < R; r++) st[r] = all[r].status;
     int bad = -1;
     for (int r = 0; r < R && bad < 0; r++)
-        if (all[r].magic != CR_META_MAGIC || all[r].call != me->call) bad = r;
-    if (bad >= 0 && all[bad].magic == 0) {
-        /* The transport could not read that rank's data (allgather_lead): no message travels */
-        free(st);
-        free(all);
-        return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT,
-                       "rank %d could not read its data for the exchange (memory its GPU cannot "
-                       "read?)",
-                       bad);
-    }
+        if (all[r].magic != CR_META_MAGIC || all[r].call != me->call ||
+            all[r].serial != me->serial)
+            bad = r;
     if (bad >= 0) {
         /* A rank in another collective call (or another library version): say so on every rank
          * (the exchange of messages would pair with that rank's other call, so none is made). */
+        char msg[sizeof h->err];
+        not_same_call(me, &all[bad], bad, msg, sizeof msg);
         free(st);
         free(all);
-        return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT,
-                       "rank %d is not in the same call (a %s here): every rank of the "
-                       "communicator must make the same distributed calls in the same order",
-                       bad, me->call == 1 ? "sharded reduction" : "all-reduce");
+        return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT, "%s", msg);
     }
     coopreduce_status s = cr_dist_agree(t, h, st, stream);
     free(st);
@@ -171,50 +254,69 @@ coopreduce_status cr_dist_check_agreement(const cr_dist_transport *t, coopreduce
                                           const cr_meta *all)
 {
     for (int r = 1; r < t->size; r++) {
-        const cr_meta *a = &all[0], *b = &all[r];
-        const char *what = NULL;
-        char va[64] = "", vb[64] = "";
-        if (a->op != b->op) {
-            what = "operation";
-            snprintf(va, sizeof va, "%s", coopreduce_op_name((coopreduce_op)a->op));
-            snprintf(vb, sizeof vb, "%s", coopreduce_op_name((coopreduce_op)b->op));
-        } else if (a->dtype != b->dtype) {
-            what = "dtype";
-            snprintf(va, sizeof va, "%s", coopreduce_dtype_name((coopreduce_dtype)a->dtype));
-            snprintf(vb, sizeof vb, "%s", coopreduce_dtype_name((coopreduce_dtype)b->dtype));
-        } else if (a->mode != b->mode) {
-            what = "mode";
-            snprintf(va, sizeof va, "%s", coopreduce_mode_name((coopreduce_mode)a->mode));
-            snprintf(vb, sizeof vb, "%s", coopreduce_mode_name((coopreduce_mode)b->mode));
-        } else if (a->narrow != b->narrow) {
-            what = "narrow-result setting";
-            snprintf(va, sizeof va, "%d", a->narrow);
-            snprintf(vb, sizeof vb, "%d", b->narrow);
-        } else if (a->method != b->method) {
-            what = "method";
-            snprintf(va, sizeof va, "%s", coopreduce_method_name((coopreduce_method)a->method));
-            snprintf(vb, sizeof vb, "%s", coopreduce_method_name((coopreduce_method)b->method));
-        } else if (a->call == 2 && a->n != b->n) {
-            what = "count";
-            snprintf(va, sizeof va, "%llu", (unsigned long long)a->n);
-            snprintf(vb, sizeof vb, "%llu", (unsigned long long)b->n);
+        char va[64], vb[64];
+        if (disagreement(&all[0], &all[r], va, vb, sizeof va)) {
+            char msg[sizeof h->err];
+            disagreement_message(&all[0], &all[r], r, msg, sizeof msg);
+            return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT, "%s", msg);
         }
-        if (what)
-            return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT,
-                           "the ranks disagree on the %s: rank 0 has %s, rank %d has %s (every "
-                           "rank must pass the same one)",
-                           what, va[0] ? va : "?", r, vb[0] ? vb : "?");
     }
     return COOPREDUCE_SUCCESS;
 }
 
-cr_meta cr_dist_meta(const cr_dist_transport *t, coopreduce_handle *h, int call, uint64_t n,
-                     coopreduce_op op, coopreduce_dtype dtype, coopreduce_status status)
+coopreduce_status cr_dist_first_exchange_deferred(const cr_dist_transport *t, coopreduce_handle *h,
+                                                  const cr_meta *me, const void *data,
+                                                  size_t data_bytes, void **slots,
+                                                  void *stream)
+{
+    char err[CR_DIST_ERR] = "";
+    if (t->allgather_lead(t->ctx, me, data, data_bytes, slots, NULL, stream, err))
+        return cr_dist_transport_fail(h, t, "exchanging the call's arguments", err);
+    return COOPREDUCE_SUCCESS;
+}
+
+CR_EXPORT coopreduce_status cr_dist_deferred_error(cr_dist_cache *c, coopreduce_handle *h)
+{
+    if (!c || !c->rec || !c->rec->set) return COOPREDUCE_SUCCESS;
+    cr_deferred d;
+    memcpy(&d, (const void *)c->rec, sizeof d);
+    char msg[sizeof h->err];
+    coopreduce_status s = COOPREDUCE_ERROR_INVALID_ARGUMENT;
+    switch (d.kind) {
+    case CR_DEFER_RANK_FAILED:
+        s = COOPREDUCE_ERROR_OTHER_RANK;
+        snprintf(msg, sizeof msg, "rank %d failed (%s); its message is on that rank", d.rank,
+                 coopreduce_status_string((coopreduce_status)d.bad.status));
+        break;
+    case CR_DEFER_DISAGREE: disagreement_message(&d.first, &d.bad, d.rank, msg, sizeof msg); break;
+    default: {
+        cr_meta me = d.first;
+        me.call = 2;
+        me.serial = d.serial;
+        me.magic = CR_META_MAGIC;
+        not_same_call(&me, &d.bad, d.rank, msg, sizeof msg);
+    }
+    }
+    c->rec->set = 0;
+    return cr_fail(h, s,
+                   "a deferred all-reduce (call %u of the communicator) failed, its results not "
+                   "written: %s",
+                   (unsigned)d.serial, msg);
+}
+
+cr_meta cr_dist_meta(const cr_dist_transport *t, cr_dist_cache **cache, coopreduce_handle *h,
+                     int call, uint64_t n, coopreduce_op op, coopreduce_dtype dtype,
+                     coopreduce_status status)
 {
     cr_meta m;
     memset(&m, 0, sizeof m);
     m.magic = CR_META_MAGIC;
     m.call = call;
+    m.gather_kib = cr_dist_gather_kib();
+    /* every call counts, whatever its own checks say: the ranks' serials stay in step */
+    const coopreduce_status cs = cr_dist_cache_get(h, cache);
+    if (!cs) m.serial = ++(*cache)->serial;
+    if (!status) status = cs;
     m.n = n;
     m.op = (int32_t)op;
     m.dtype = (int32_t)dtype;

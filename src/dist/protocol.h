@@ -10,25 +10,25 @@
 #include "core/plan.h"
 #include "dist/seam.h"
 
-#define CR_META_MAGIC 0x31445243u /* "CRD1" */
+#include "dist/meta.h"
 
-/* One rank's call, as the first exchange carries it (48 bytes, the same layout on every rank). */
-typedef struct {
-    uint32_t magic;
-    int32_t status; /* the rank's own checks: COOPREDUCE_SUCCESS or the failure */
-    uint64_t n;     /* elements of its shard (sharded) or count (all-reduce) */
-    int32_t call;   /* 1: sharded reduction, 2: all-reduce */
-    int32_t op, dtype, mode, narrow, method;
-    int32_t device; /* -1: a CPU handle */
-    int32_t pad;
-} cr_meta;
-
-/* Buffers kept between calls: device memory of one GPU, grown on demand. */
+/* What a communicator keeps between calls: device memory of one GPU, grown on demand; its count
+ * of calls; the deferred calls' failure record. */
 struct cr_dist_cache {
     int device;
     void *dev;
     size_t dev_bytes;
+    uint32_t serial;  /* calls made (every rank's count is the same: the calls are collective) */
+    cr_deferred *rec; /* mapped host memory the GPU writes to (NULL until a deferred call) */
+    void *rec_dev;
+    void *host; /* host memory (sharded.c's gathers for CPU handles) */
+    size_t host_bytes;
+    size_t *sizes; /* 2 x nsizes: sharded.c's gathers' sizes and places */
+    int nsizes;
 };
+
+/* *cache, created on first use. */
+coopreduce_status cr_dist_cache_get(coopreduce_handle *h, cr_dist_cache **cache);
 
 /* At least `bytes` of device memory of h's GPU in the cache (*cache created on first use). */
 coopreduce_status cr_dist_device_buffer(coopreduce_handle *h, cr_dist_cache **cache, size_t bytes,
@@ -36,15 +36,25 @@ coopreduce_status cr_dist_device_buffer(coopreduce_handle *h, cr_dist_cache **ca
 
 /* The first exchange: gathers every rank's meta into all[size] (malloc'd, the caller frees it),
  * through the transport's allgather_lead where it has one: then data_bytes (<=
- * CR_DIST_LEAD_BYTES) of device memory at data travel with it, every rank's at *data_all (R x
- * CR_DIST_LEAD_BYTES, the transport's; NULL without allgather_lead; data_all may be NULL when
- * nothing travels). Fails with COOPREDUCE_ERROR_COMMUNICATION when the transport does
+ * CR_DIST_LEAD_BYTES) of device memory at data travel with it, every rank's slot at *data_all
+ * (R x CR_DIST_SLOT_BYTES, the transport's: slot r is rank r's meta then its data; NULL without
+ * allgather_lead; data_all may be NULL when nothing travels). Fails with COOPREDUCE_ERROR_COMMUNICATION when the transport does
  * (nothing else can be done then), or with the agreed failure: this rank's own status, or
  * COOPREDUCE_ERROR_OTHER_RANK naming the first rank that failed, after the messages are
- * exchanged (cr_dist_agree). */
+ * exchanged (cr_dist_agree; on a communicator with deferred errors no messages are exchanged,
+ * so that every rank's collectives match whichever of its calls defer: the others' message then
+ * names the rank and its status only). */
 coopreduce_status cr_dist_first_exchange(const cr_dist_transport *t, coopreduce_handle *h,
                                          const cr_meta *me, cr_meta **all, void *stream,
                                          const void *data, size_t data_bytes, void **data_all);
+
+/* The first exchange of a deferred call (allgather_lead without waiting): every rank's slot (its
+ * meta, then its data) at *slots (R x CR_DIST_SLOT_BYTES of device memory, in stream order),
+ * checked later on the device. Fails with COOPREDUCE_ERROR_COMMUNICATION when the transport
+ * does. */
+coopreduce_status cr_dist_first_exchange_deferred(const cr_dist_transport *t, coopreduce_handle *h,
+                                                  const cr_meta *me, const void *data,
+                                                  size_t data_bytes, void **slots, void *stream);
 
 /* After a collective that carried every rank's status (statuses[r], r < size): when some rank
  * failed, every rank exchanges its message and returns: this rank its own failure (its message
@@ -60,10 +70,12 @@ coopreduce_status cr_dist_check_agreement(const cr_dist_transport *t, coopreduce
                                           const cr_meta *all);
 
 /* This rank's meta for a call (`call`: 1 sharded, 2 all-reduce) of op over n elements of dtype
- * whose own checks gave `status`, with h's settings (h may be NULL); a GPU-only transport's
- * refusal of a CPU handle is this rank's failure too. */
-cr_meta cr_dist_meta(const cr_dist_transport *t, coopreduce_handle *h, int call, uint64_t n,
-                     coopreduce_op op, coopreduce_dtype dtype, coopreduce_status status);
+ * whose own checks gave `status`, with h's settings (h may be NULL) and the communicator's next
+ * serial (counted in *cache); a GPU-only transport's refusal of a CPU handle is this rank's
+ * failure too. */
+cr_meta cr_dist_meta(const cr_dist_transport *t, cr_dist_cache **cache, coopreduce_handle *h,
+                     int call, uint64_t n, coopreduce_op op, coopreduce_dtype dtype,
+                     coopreduce_status status);
 
 /* The local checks of a call: the plan of (op, dtype) on h's settings and the pointers. */
 coopreduce_status cr_dist_local_checks(coopreduce_handle *h, coopreduce_op op,
@@ -74,6 +86,11 @@ coopreduce_status cr_dist_local_checks(coopreduce_handle *h, coopreduce_op op,
  * many (the exchanges, the boundaries), which tests use to run it on one GPU; else one rank
  * makes the 1-D call. */
 int cr_dist_full_protocol(void);
+
+/* The largest array (KiB) a sharded reduction gathers whole to every rank instead of exchanging
+ * its tree's boundaries: 1024, or COOPREDUCE_DIST_GATHER_KIB from the environment (0: never;
+ * tests use it to take either path). Rank 0's value decides for every rank. */
+int cr_dist_gather_kib(void);
 
 /* The transport's failure on h: COOPREDUCE_ERROR_COMMUNICATION. */
 coopreduce_status cr_dist_transport_fail(coopreduce_handle *h, const cr_dist_transport *t,

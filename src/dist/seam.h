@@ -44,23 +44,35 @@ typedef struct cr_dist_transport {
                     char *err);
     int (*allgather)(void *ctx, const void *send, void *recv, size_t bytes, void *stream,
                      char *err);
-    /* The first exchange of a call where data lives on the device (NULL elsewhere): as
-     * allgather_host of `bytes` of host memory (meta, done on return), and in the same step every
-     * rank's CR_DIST_LEAD_BYTES of device memory: this rank's first data_bytes (<= that) from
-     * `data`, the rest unspecified; *data_all is then R x CR_DIST_LEAD_BYTES of the transport's
-     * device memory, ready in stream order and valid until the transport's next collective. A
-     * small all-reduce travels whole in it. If this rank's data cannot be read, its meta
-     * travels as zeros (no magic: every rank's protocol fails the call naming this rank). Every
-     * call of a transport that has it makes its
-     * first exchange by it (data_bytes 0 where nothing travels), so that the ranks' first
-     * collectives match whatever each was called with. */
-    int (*allgather_lead)(void *ctx, const void *meta, void *meta_all, size_t bytes,
-                          const void *data, size_t data_bytes, void **data_all, void *stream,
-                          char *err);
+    /* Every rank's bytes[r] at recv + displ[r] (this rank's bytes[rank] from send), of the
+     * memory device_data says, enqueued (NCCL) or done (MPI); bytes and displ the same on every
+     * rank. A sharded reduction gathers a small array whole with it. */
+    int (*allgatherv)(void *ctx, const void *send, void *recv, const size_t *bytes,
+                      const size_t *displ, void *stream, char *err);
+    /* The first exchange of a call where data lives on the device (NULL elsewhere): every rank's
+     * slot of CR_DIST_SLOT_BYTES (its meta, CR_DIST_META_BYTES of host memory, then
+     * CR_DIST_LEAD_BYTES of device memory: this rank's first data_bytes (<= that) from `data`,
+     * memory its own checks have found readable, the rest unspecified), gathered in one
+     * collective into the transport's device memory: *slots_dev, R slots, ready in stream order
+     * and valid until the transport's next collective. The meta travels as a kernel's argument,
+     * so that nothing of it is read after the call returns. With meta_all not NULL the metas are
+     * also copied to meta_all (R x CR_DIST_META_BYTES) and the call waits for them; with NULL it
+     * returns at once (a deferred call, which checks them on the device). A small all-reduce
+     * travels whole in it. Every call of a transport that has it makes its first exchange by it
+     * (data_bytes 0 where nothing travels), so that the ranks' first collectives match whatever
+     * each was called with. */
+    int (*allgather_lead)(void *ctx, const void *meta, const void *data, size_t data_bytes,
+                          void **slots_dev, void *meta_all, void *stream, char *err);
+    /* The communicator's setting (coopreduce_comm_config.deferred_errors): 1 where calls that
+     * can skip waiting for their first exchange do so (the same on every rank). */
+    int deferred_errors;
 } cr_dist_transport;
 
-/* The device bytes every rank contributes to the first exchange (allgather_lead). */
-#define CR_DIST_LEAD_BYTES 4096
+/* The bytes every rank contributes to the first exchange (allgather_lead): its meta
+ * (dist/meta.h) and its device data. */
+#define CR_DIST_META_BYTES 64
+#define CR_DIST_LEAD_BYTES 16384
+#define CR_DIST_SLOT_BYTES (CR_DIST_META_BYTES + CR_DIST_LEAD_BYTES)
 
 /* Buffers a communicator keeps between calls (device memory for GPU handles), opaque here. */
 typedef struct cr_dist_cache cr_dist_cache;
@@ -76,6 +88,18 @@ coopreduce_status cr_dist_allreduce(const cr_dist_transport *t, cr_dist_cache **
                                     const void *send, void *recv, uint64_t count,
                                     coopreduce_dtype dtype, coopreduce_op op, coopreduce_handle *h,
                                     void *stream);
+
+/* allgather_lead's packing of a slot, for a transport on GPU `device`: dst[0 ..
+ * CR_DIST_META_BYTES) = meta (host memory, passed by value), dst[CR_DIST_META_BYTES ..) =
+ * data[0 .. data_bytes) (device memory), one kernel enqueued on stream. 0, or nonzero with a
+ * message in err. */
+int cr_dist_pack_lead(int device, void *dst, const void *meta, const void *data, size_t data_bytes,
+                      void *stream, char *err);
+
+/* The first failure recorded by the deferred calls of the communicator whose buffers are cache
+ * (coopreduce_comm_deferred_error), cleared once read: its status and message (on h, or the
+ * calling thread for NULL); COOPREDUCE_SUCCESS when none is recorded. */
+coopreduce_status cr_dist_deferred_error(cr_dist_cache *cache, coopreduce_handle *h);
 
 /* Records a failure as the library does (on h, or on the calling thread for h == NULL), so that
  * coopreduce_last_error() reads it; returns s. */

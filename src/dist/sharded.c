@@ -716,6 +716,95 @@ static void exact_combine(const cr_plan *p, const char *gathered, size_t slot, i
     cr_sa_finish(d, nd, lsb, flags, fmt, res);
 }
 
+/* ---- A small array gathered whole ----------------------------------------------------------- */
+/* Whether every rank gathers the whole array and makes the 1-D call on it: the same answer on
+ * every rank (from what the first exchange told all of them). Over a transport of device memory
+ * (NCCL: every handle a GPU's) or when every rank's handle is a CPU's (over MPI). */
+static int gather_whole_ok(const cr_dist_transport *t, const cr_meta *all, int R, uint64_t N,
+                           const cr_plan *p)
+{
+    if (!t->allgatherv) return 0;
+    int kib = all[0].gather_kib; /* the smallest limit: every rank has reserved for its own */
+    for (int r = 0; r < R; r++) {
+        if (!t->device_data && all[r].device >= 0) return 0;
+        if (all[r].gather_kib < kib) kib = all[r].gather_kib;
+    }
+    if (kib <= 0) return 0;
+    const uint64_t limit = (uint64_t)kib * 1024;
+    const uint64_t es = cr_dtype_size(p->dtype);
+    return N <= limit / es / (uint64_t)p->inputs;
+}
+
+/* Whether every rank's shard came in the first exchange (sent where it fits: one array, a GPU
+ * handle over a transport with allgather_lead), the same answer on every rank. */
+static int lead_whole(const cr_dist_transport *t, const cr_meta *all, int R, const cr_plan *p)
+{
+    if (!t->allgather_lead || p->inputs != 1) return 0;
+    for (int r = 0; r < R; r++)
+        if (all[r].device < 0 || all[r].n > CR_DIST_LEAD_BYTES / cr_dtype_size(p->dtype)) return 0;
+    return 1;
+}
+
+/* The memory a gather of up to cr_dist_gather_kib() KiB needs (two planes rounded up, and
+ * alignment), made before the first exchange so that a rank that cannot have it fails there,
+ * with every rank told: device memory of the cache for a GPU handle, host memory otherwise. */
+static size_t gather_room(void) { return (size_t)cr_dist_gather_kib() * 1024 + 1024; }
+
+static coopreduce_status reserve_gather(coopreduce_handle *h, cr_dist_cache **cache, int R)
+{
+    if (cr_dist_gather_kib() <= 0) return COOPREDUCE_SUCCESS;
+    coopreduce_status s = cr_dist_cache_get(h, cache);
+    if (s) return s;
+    cr_dist_cache *c = *cache;
+    if (c->nsizes < R) {
+        free(c->sizes);
+        c->nsizes = 0;
+        if (!(c->sizes = malloc((size_t)R * 2 * sizeof *c->sizes)))
+            return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY, "cannot allocate %d sizes", R);
+        c->nsizes = R;
+    }
+    void *d = NULL;
+    if (h->device >= 0) return cr_dist_device_buffer(h, cache, gather_room(), &d);
+    if (c->host_bytes >= gather_room()) return COOPREDUCE_SUCCESS;
+    free(c->host);
+    c->host_bytes = 0;
+    if (!(c->host = malloc(gather_room())))
+        return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY, "cannot allocate %zu bytes",
+                       gather_room());
+    c->host_bytes = gather_room();
+    return COOPREDUCE_SUCCESS;
+}
+
+/* The whole array (and y's, for DOT) on every rank, in rank order, then the 1-D call on it: the
+ * definition of the result, so its bits and status are the 1-D call's by construction. The
+ * memory is reserve_gather's (no allocation that could fail between collectives). */
+static coopreduce_status gather_whole(const cr_dist_transport *t, cr_dist_cache **cache,
+                                      coopreduce_handle *h, const cr_plan *p, coopreduce_op op,
+                                      coopreduce_dtype dtype, const void *x, const void *y,
+                                      void *result, const cr_meta *all, int R, uint64_t N,
+                                      void *stream)
+{
+    const size_t es = cr_dtype_size(dtype);
+    const size_t plane = ((size_t)N * es + 255) / 256 * 256;
+    const int gpu = h->device >= 0, planes = p->inputs;
+    size_t *bytes = (*cache)->sizes, *displ = bytes + R, off = 0;
+    for (int r = 0; r < R; r++) {
+        bytes[r] = (size_t)all[r].n * es;
+        displ[r] = off;
+        off += bytes[r];
+    }
+    coopreduce_status s = COOPREDUCE_SUCCESS;
+    void *d = NULL;
+    if (gpu) s = cr_dist_device_buffer(h, cache, gather_room(), &d); /* (reserved: no allocation) */
+    char *buf = gpu ? d : (*cache)->host;
+    char err[CR_DIST_ERR] = "";
+    for (int q = 0; q < planes && !s; q++)
+        if (t->allgatherv(t->ctx, q ? y : x, buf + (size_t)q * plane, bytes, displ, stream, err))
+            s = cr_dist_transport_fail(h, t, "gathering the array", err);
+    if (!s) s = coopreduce_reduce(op, buf, planes == 2 ? buf + plane : NULL, result, N, dtype, h, stream);
+    return s;
+}
+
 /* ---- The call ------------------------------------------------------------------------------ */
 CR_EXPORT coopreduce_status cr_dist_reduce_sharded(const cr_dist_transport *t,
                                                    cr_dist_cache **cache, coopreduce_op op,
@@ -725,15 +814,25 @@ CR_EXPORT coopreduce_status cr_dist_reduce_sharded(const cr_dist_transport *t,
 {
     const int R = t->size, me = t->rank;
     cr_plan p;
-    const cr_meta mine = cr_dist_meta(
-        t, h, 1, n_local, op, dtype, cr_dist_local_checks(h, op, dtype, x, y, result, n_local, &p));
+    coopreduce_status own = cr_dist_local_checks(h, op, dtype, x, y, result, n_local, &p);
+    if (!own && (R > 1 || cr_dist_full_protocol())) own = reserve_gather(h, cache, R);
+    const cr_meta mine = cr_dist_meta(t, cache, h, 1, n_local, op, dtype, own);
     if (R == 1 && !cr_dist_full_protocol()) {
         /* One rank: its shard is the array; the 1-D call is the definition (no exchange). */
         if (mine.status) return (coopreduce_status)mine.status;
         return coopreduce_reduce(op, x, y, result, n_local, dtype, h, stream);
     }
+    /* A shard of up to CR_DIST_LEAD_BYTES travels in the first exchange: if every rank's does,
+     * that exchange gathers the whole array (lead_whole). */
+    const size_t lead_bytes = !mine.status && h->device >= 0 && t->allgather_lead &&
+                                      p.inputs == 1 &&
+                                      n_local <= CR_DIST_LEAD_BYTES / cr_dtype_size(dtype)
+                                  ? (size_t)n_local * cr_dtype_size(dtype)
+                                  : 0;
     cr_meta *all = NULL;
-    coopreduce_status s = cr_dist_first_exchange(t, h, &mine, &all, stream, NULL, 0, NULL);
+    void *slots = NULL;
+    coopreduce_status s =
+        cr_dist_first_exchange(t, h, &mine, &all, stream, x, lead_bytes, &slots);
     if (s) return s;
     if ((s = cr_dist_check_agreement(t, h, all))) goto out;
     /* The global array. */
@@ -756,6 +855,19 @@ CR_EXPORT coopreduce_status cr_dist_reduce_sharded(const cr_dist_transport *t,
         s = cr_fail(h, COOPREDUCE_ERROR_EMPTY,
                     "%s of an empty array is undefined (every rank's shard is empty)",
                     cr_op_name(op));
+        goto out;
+    }
+    if (gather_whole_ok(t, all, R, N, &p)) {
+        if (lead_whole(t, all, R, &p)) {
+            void *d = NULL; /* (reserved: no allocation) */
+            s = cr_dist_device_buffer(h, cache, gather_room(), &d);
+            if (!s)
+                s = cr_gpu_unpack_lead(h, slots, R, CR_DIST_SLOT_BYTES, cr_dtype_size(dtype), d,
+                                       stream);
+            if (!s) s = coopreduce_reduce(op, d, NULL, result, N, dtype, h, stream);
+        } else {
+            s = gather_whole(t, cache, h, &p, op, dtype, x, y, result, all, R, N, stream);
+        }
         goto out;
     }
     cr_fp_state fp;

@@ -66,6 +66,23 @@ coopreduce_status cr_gpu_check_inputs(struct coopreduce_handle *h, int inputs, c
 coopreduce_status cr_gpu_copy(struct coopreduce_handle *h, void *dst, const void *src, size_t bytes,
                               void *stream);
 coopreduce_status cr_gpu_wait(struct coopreduce_handle *h, void *stream);
+/* The first exchange's packing on GPU `device` (launch.h: cr_gpu_pack_lead_launch): NULL, or
+ * the CUDA error's text. */
+const char *cr_gpu_pack_lead(int device, void *dst, const void *meta, const void *data,
+                             size_t data_bytes, void *stream);
+/* A small sharded array put together from the first exchange's slots (launch.h:
+ * cr_gpu_unpack_lead_launch): */
+coopreduce_status cr_gpu_unpack_lead(struct coopreduce_handle *h, const void *slots, int R,
+                                     size_t stride, size_t elem_size, void *out, void *stream);
+/* A deferred all-reduce's check and commit (launch.h: cr_gpu_deferred_commit_launch): */
+coopreduce_status cr_gpu_deferred_commit(struct coopreduce_handle *h, const void *metas, int R,
+                                         size_t stride, const void *mine, const void *out, void *recv,
+                                         size_t bytes, void *record, void *stream);
+/* Zeroed pinned host memory the handle's GPU writes to (*dev: its device address), and its
+ * release (NULL: nothing). */
+coopreduce_status cr_gpu_mapped_alloc(struct coopreduce_handle *h, size_t bytes, void **host,
+                                      void **dev);
+void cr_gpu_mapped_free(void *host);
 /* Device memory of the handle's GPU, and its release on GPU `device` (NULL: nothing). */
 coopreduce_status cr_gpu_alloc(struct coopreduce_handle *h, size_t bytes, void **p);
 void cr_gpu_release(int device, void *p);

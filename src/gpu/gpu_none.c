@@ -122,3 +122,35 @@ coopreduce_status cr_gpu_allreduce_columns(struct coopreduce_handle *h, const cr
     (void)p, (void)block, (void)own, (void)me, (void)R, (void)s, (void)out, (void)stream;
     return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
 }
+
+const char *cr_gpu_pack_lead(int device, void *dst, const void *meta, const void *data,
+                             size_t data_bytes, void *stream)
+{
+    (void)device, (void)dst, (void)meta, (void)data, (void)data_bytes, (void)stream;
+    return NO_CUDA;
+}
+
+coopreduce_status cr_gpu_deferred_commit(struct coopreduce_handle *h, const void *metas, int R,
+                                         size_t stride, const void *mine, const void *out, void *recv,
+                                         size_t bytes, void *record, void *stream)
+{
+    (void)metas, (void)R, (void)stride, (void)mine, (void)out, (void)recv, (void)bytes, (void)record, (void)stream;
+    return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
+}
+
+coopreduce_status cr_gpu_mapped_alloc(struct coopreduce_handle *h, size_t bytes, void **host,
+                                      void **dev)
+{
+    (void)bytes;
+    *host = *dev = NULL;
+    return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
+}
+
+void cr_gpu_mapped_free(void *host) { (void)host; }
+
+coopreduce_status cr_gpu_unpack_lead(struct coopreduce_handle *h, const void *slots, int R,
+                                     size_t stride, size_t elem_size, void *out, void *stream)
+{
+    (void)slots, (void)R, (void)stride, (void)elem_size, (void)out, (void)stream;
+    return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
+}

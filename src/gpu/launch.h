@@ -137,6 +137,28 @@ cudaError_t cr_gpu_columns_tree_launch(const cr_plan *p, const void *block, cons
  * value to a one-thread kernel on stream: nothing of src is read after the call returns. */
 cudaError_t cr_gpu_store_launch(void *dst, const void *src, size_t bytes, cudaStream_t stream);
 
+/* lead.cu: dst[0 .. 64) = the 64-byte meta at `meta` (host memory, passed by value: nothing of it
+ * is read after the call returns), dst[64 .. 64 + data_bytes) = data (device memory), one block
+ * on stream. */
+cudaError_t cr_gpu_pack_lead_launch(void *dst, const void *meta, const void *data,
+                                    size_t data_bytes, cudaStream_t stream);
+
+/* lead.cu: the whole array of a small sharded reduction from the R gathered slots (`stride`
+ * bytes apart: a 64-byte meta, then the rank's data, its meta's n elements of elem_size bytes):
+ * rank r's data at out + (n_0 + ... + n_{r-1}) * elem_size. */
+cudaError_t cr_gpu_unpack_lead_launch(const void *slots, int R, size_t stride, size_t elem_size,
+                                      void *out, cudaStream_t stream);
+
+/* lead.cu: a deferred all-reduce's last step: the R gathered metas (device memory, 64 bytes
+ * each, `stride` bytes apart) checked against each other and against this rank's own (`mine`, host memory, passed by
+ * value) as the host's first exchange checks them; if they pass, recv[0 .. bytes) =
+ * out[0 .. bytes), else recv is left alone and the first failure is recorded in the
+ * cr_deferred at `record` (mapped host memory; kept if one is already there). */
+cudaError_t cr_gpu_deferred_commit_launch(const void *metas, int R, size_t stride,
+                                          const void *mine,
+                                          const void *out, void *recv, size_t bytes,
+                                          void *record, cudaStream_t stream);
+
 /* axis.cu: dst[c * len + e] = src[e * inner + c] for c < w, e < len (elements of elem_size
  * bytes: 2, 4 or 8), enqueued on stream. */
 cudaError_t cr_gpu_gather_launch(const void *src, void *dst, size_t elem_size, uint64_t len,

@@ -93,3 +93,64 @@ coopreduce_status cr_gpu_allreduce_columns(coopreduce_handle *h, const cr_plan *
     return e == cudaSuccess ? COOPREDUCE_SUCCESS
                             : cr_cuda_fail(h, e, "launching the all-reduce's columns");
 }
+
+const char *cr_gpu_pack_lead(int device, void *dst, const void *meta, const void *data,
+                             size_t data_bytes, void *stream)
+{
+    cudaError_t e = cr_gpu_use_device(device);
+    if (e == cudaSuccess) {
+        (void)cudaGetLastError();
+        e = cr_gpu_pack_lead_launch(dst, meta, data, data_bytes, (cudaStream_t)stream);
+    }
+    return e == cudaSuccess ? NULL : cudaGetErrorString(e);
+}
+
+coopreduce_status cr_gpu_deferred_commit(coopreduce_handle *h, const void *metas, int R,
+                                         size_t stride, const void *mine, const void *out, void *recv,
+                                         size_t bytes, void *record, void *stream)
+{
+    cudaError_t e = cr_gpu_use_device(h->device);
+    if (e == cudaSuccess) {
+        (void)cudaGetLastError();
+        e = cr_gpu_deferred_commit_launch(metas, R, stride, mine, out, recv, bytes, record,
+                                          (cudaStream_t)stream);
+    }
+    return e == cudaSuccess ? COOPREDUCE_SUCCESS
+                            : cr_cuda_fail(h, e, "launching the all-reduce's deferred check");
+}
+
+coopreduce_status cr_gpu_mapped_alloc(coopreduce_handle *h, size_t bytes, void **host, void **dev)
+{
+    *host = *dev = NULL;
+    cudaError_t e = cr_gpu_use_device(h->device);
+    if (e == cudaSuccess) e = cudaHostAlloc(host, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+    if (e != cudaSuccess) {
+        *host = NULL;
+        return cr_cuda_fail(h, e, "allocating mapped pinned memory");
+    }
+    memset(*host, 0, bytes);
+    e = cudaHostGetDevicePointer(dev, *host, 0);
+    if (e != cudaSuccess) {
+        cudaFreeHost(*host);
+        *host = *dev = NULL;
+        return cr_cuda_fail(h, e, "mapping pinned memory");
+    }
+    return COOPREDUCE_SUCCESS;
+}
+
+void cr_gpu_mapped_free(void *host)
+{
+    if (host) (void)cudaFreeHost(host);
+}
+
+coopreduce_status cr_gpu_unpack_lead(coopreduce_handle *h, const void *slots, int R, size_t stride,
+                                     size_t elem_size, void *out, void *stream)
+{
+    cudaError_t e = cr_gpu_use_device(h->device);
+    if (e == cudaSuccess) {
+        (void)cudaGetLastError();
+        e = cr_gpu_unpack_lead_launch(slots, R, stride, elem_size, out, (cudaStream_t)stream);
+    }
+    return e == cudaSuccess ? COOPREDUCE_SUCCESS
+                            : cr_cuda_fail(h, e, "putting the shards together");
+}

@@ -1,0 +1,44 @@
+/* meta.h — what every rank tells the others at the start of a distributed call (the first
+ * exchange, protocol.c), and what a deferred call records when the ranks' calls do not match:
+ * plain structs with the same layout on every rank, on the host and on the device (gpu/lead.cu
+ * checks a deferred call's metas there). */
+#ifndef COOPREDUCE_DIST_META_H
+#define COOPREDUCE_DIST_META_H
+
+#include <stdint.h>
+
+#define CR_META_MAGIC 0x32445243u /* "CRD2" */
+
+/* One rank's call (64 bytes). */
+typedef struct {
+    uint32_t magic;
+    int32_t status; /* the rank's own checks: COOPREDUCE_SUCCESS or the failure */
+    uint64_t n;     /* elements of its shard (sharded) or count (all-reduce) */
+    int32_t call;   /* 1: sharded reduction, 2: all-reduce */
+    int32_t op, dtype, mode, narrow, method;
+    int32_t device;     /* -1: a CPU handle */
+    uint32_t serial;    /* the communicator's count of its calls: the same on every rank */
+    int32_t gather_kib; /* sharded: the largest array gathered whole, KiB (rank 0's decides) */
+    int32_t pad[3];
+} cr_meta;
+
+/* Why a deferred call failed (cr_deferred.kind). */
+enum {
+    CR_DEFER_NONE = 0,
+    CR_DEFER_NOT_SAME_CALL = 1, /* a rank's meta is of another call (kind, serial, version) */
+    CR_DEFER_RANK_FAILED = 2,   /* a rank's own checks failed */
+    CR_DEFER_DISAGREE = 3       /* a rank's arguments differ from rank 0's */
+};
+
+/* A deferred call's failure, written by the device into mapped host memory: every field first,
+ * `set` last; the first failure stays until it is read. */
+typedef struct {
+    volatile uint32_t set;
+    int32_t kind;
+    int32_t rank;    /* the rank it names */
+    uint32_t serial; /* the failed call's serial */
+    cr_meta first;   /* rank 0's meta */
+    cr_meta bad;     /* the named rank's */
+} cr_deferred;
+
+#endif
