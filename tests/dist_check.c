@@ -627,7 +627,7 @@ void dist_check_deferred(dist_env *e)
                    "dtype mismatch, deferred errors over MPI", "dtype");
             expect_deferred(e, COOPREDUCE_SUCCESS, NULL, "dtype mismatch over MPI");
         }
-        /* a count that disagrees, one rank's past the first exchange's 4 KB (it waits) */
+        /* a count that disagrees, one rank's past the first exchange's 16 KB (it waits) */
         s = coopreduce_allreduce(x, res, e->rank == last ? 5000 : 2, COOPREDUCE_FLOAT32,
                                  COOPREDUCE_OP_SUM, e->h, e->comm, e->stream);
         if (defers) {
