@@ -585,6 +585,10 @@ void dist_check_deferred(dist_env *e)
     s = coopreduce_comm_get_config(e->comm, &old);
     dcheck(e, s == COOPREDUCE_ERROR_INVALID_ARGUMENT, "get_config without struct_size: %s",
            coopreduce_status_string(s));
+    s = coopreduce_comm_deferred_error(NULL, e->h);
+    dcheck(e, s == COOPREDUCE_ERROR_INVALID_ARGUMENT && strstr(coopreduce_last_error(e->h), "NULL"),
+           "deferred_error of a NULL comm: %s (%s)", coopreduce_status_string(s),
+           coopreduce_last_error(e->h));
     set_deferred(e, 1, "deferred on");
     /* every op and dtype, small and large counts: the same bits as without */
     uint64_t seed = 4242;
