@@ -93,6 +93,25 @@ static coopreduce_status reduce_block(coopreduce_handle *h, const cr_plan *p, co
     return coopreduce_reduce_axis(op, block, NULL, out, 1, (uint64_t)R, s, dtype, h, stream);
 }
 
+/* The first exchange's slots as a block of R rows of CR_DIST_SLOT_BYTES / es elements (each
+ * rank's meta, then its data), reduced whole along axis 0 into the cache (the metas' columns
+ * give results nobody reads: one collective carries both); *wanted: the results of the data's
+ * first column on. Nothing is reduced for count 0. */
+static coopreduce_status reduce_slots(coopreduce_handle *h, cr_dist_cache **cache, const cr_plan *p,
+                                      coopreduce_op op, coopreduce_dtype dtype, void *slots,
+                                      int me, int R, uint64_t count, char **wanted, void *stream)
+{
+    const size_t es = cr_dtype_size(dtype);
+    const uint64_t cols = CR_DIST_SLOT_BYTES / es;
+    void *out = NULL;
+    coopreduce_status s = cr_dist_device_buffer(h, cache, (size_t)cols * p->result_size, &out);
+    if (s) return s;
+    *wanted = (char *)out + CR_DIST_META_BYTES / es * p->result_size;
+    if (count == 0) return COOPREDUCE_SUCCESS;
+    s = reduce_block(h, p, op, dtype, slots, NULL, me, R, cols, out, stream);
+    return s == COOPREDUCE_ERROR_OVERFLOW ? COOPREDUCE_SUCCESS : s; /* a GPU handle's rule */
+}
+
 CR_EXPORT coopreduce_status cr_dist_allreduce(const cr_dist_transport *t, cr_dist_cache **cache,
                                               const void *send, void *recv, uint64_t count,
                                               coopreduce_dtype dtype, coopreduce_op op,
@@ -122,13 +141,8 @@ CR_EXPORT coopreduce_status cr_dist_allreduce(const cr_dist_transport *t, cr_dis
                                   ? (size_t)count * cr_dtype_size(dtype)
                                   : 0;
     coopreduce_status s;
-    /* The slots of the first exchange as a block of R rows of CR_DIST_SLOT_BYTES / es elements:
-     * each rank's meta, then its data; its columns are reduced whole (the metas' columns give
-     * results nobody reads), so that one collective carries both, and the results wanted start
-     * at column `skip`. */
-    const uint64_t slot_cols = !mine.status ? CR_DIST_SLOT_BYTES / cr_dtype_size(dtype) : 0;
-    const uint64_t skip = !mine.status ? CR_DIST_META_BYTES / cr_dtype_size(dtype) : 0;
-    void *lead = NULL, *out = NULL;
+    void *lead = NULL;
+    char *wanted = NULL;
     if (t->deferred_errors && t->allgather_lead && (mine.status || lead_bytes || count == 0)) {
         /* Deferred: no wait. Every rank's meta is checked on the device after the reduction of
          * the slots; the results are written only if every check passes, else the failure is
@@ -139,15 +153,9 @@ CR_EXPORT coopreduce_status cr_dist_allreduce(const cr_dist_transport *t, cr_dis
         cr_dist_cache *c = *cache;
         if (!c->rec && (s = cr_gpu_mapped_alloc(h, sizeof *c->rec, (void **)&c->rec, &c->rec_dev)))
             return s;
-        if ((s = cr_dist_device_buffer(h, cache, (size_t)slot_cols * p.result_size, &out)))
+        if ((s = reduce_slots(h, cache, &p, op, dtype, lead, me, R, count, &wanted, stream)))
             return s;
-        if (count > 0) {
-            s = reduce_block(h, &p, op, dtype, lead, NULL, me, R, slot_cols, out, stream);
-            if (s == COOPREDUCE_ERROR_OVERFLOW) s = COOPREDUCE_SUCCESS; /* a GPU handle's rule */
-            if (s) return s;
-        }
-        return cr_gpu_deferred_commit(h, lead, R, CR_DIST_SLOT_BYTES, &mine,
-                                      (char *)out + skip * p.result_size, recv,
+        return cr_gpu_deferred_commit(h, lead, R, CR_DIST_SLOT_BYTES, &mine, wanted, recv,
                                       (size_t)count * p.result_size, c->rec_dev, stream);
     }
     cr_meta *all = NULL;
@@ -157,14 +165,8 @@ CR_EXPORT coopreduce_status cr_dist_allreduce(const cr_dist_transport *t, cr_dis
     free(all);
     if (s || count == 0) return s;
     if (lead && count <= lead_count) {
-        if ((s = cr_dist_device_buffer(h, cache, (size_t)slot_cols * p.result_size, &out)))
-            return s;
-        s = reduce_block(h, &p, op, dtype, lead, NULL, me, R, slot_cols, out, stream);
-        if (s == COOPREDUCE_ERROR_OVERFLOW) s = COOPREDUCE_SUCCESS; /* a GPU handle's rule */
-        if (!s)
-            s = cr_gpu_copy(h, recv, (char *)out + skip * p.result_size,
-                            (size_t)count * p.result_size, stream);
-        return s;
+        s = reduce_slots(h, cache, &p, op, dtype, lead, me, R, count, &wanted, stream);
+        return s ? s : cr_gpu_copy(h, recv, wanted, (size_t)count * p.result_size, stream);
     }
 
     const uint64_t sl = (count + (uint64_t)R - 1) / (uint64_t)R; /* slice */

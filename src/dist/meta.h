@@ -18,9 +18,46 @@ typedef struct {
     int32_t op, dtype, mode, narrow, method;
     int32_t device;     /* -1: a CPU handle */
     uint32_t serial;    /* the communicator's count of its calls: the same on every rank */
-    int32_t gather_kib; /* sharded: the largest array gathered whole, KiB (rank 0's decides) */
+    int32_t gather_kib; /* sharded: the largest array gathered whole, KiB (the smallest decides) */
     int32_t pad[3];
 } cr_meta;
+
+#ifdef __CUDACC__
+#define CR_META_FN static inline __host__ __device__
+#else
+#define CR_META_FN static inline
+#endif
+
+/* Whether m is not of the same call as me: another kind of call, another of the communicator's
+ * calls (its serial), or another library version (its magic). */
+CR_META_FN int cr_meta_other_call(const cr_meta *me, const cr_meta *m)
+{
+    return m->magic != CR_META_MAGIC || m->call != me->call || m->serial != me->serial;
+}
+
+/* What every rank must pass alike, in the order the checks name it. */
+enum {
+    CR_FIELD_NONE = 0,
+    CR_FIELD_OP,
+    CR_FIELD_DTYPE,
+    CR_FIELD_MODE,
+    CR_FIELD_NARROW,
+    CR_FIELD_METHOD,
+    CR_FIELD_COUNT /* an all-reduce's count */
+};
+
+/* The first field in which rank b's call differs from rank a's, or CR_FIELD_NONE: the host's
+ * check (protocol.c) and a deferred call's on the device (gpu/lead.cu) alike. */
+CR_META_FN int cr_meta_disagreement(const cr_meta *a, const cr_meta *b)
+{
+    if (a->op != b->op) return CR_FIELD_OP;
+    if (a->dtype != b->dtype) return CR_FIELD_DTYPE;
+    if (a->mode != b->mode) return CR_FIELD_MODE;
+    if (a->narrow != b->narrow) return CR_FIELD_NARROW;
+    if (a->method != b->method) return CR_FIELD_METHOD;
+    if (a->call == 2 && a->n != b->n) return CR_FIELD_COUNT;
+    return CR_FIELD_NONE;
+}
 
 /* Why a deferred call failed (cr_deferred.kind). */
 enum {

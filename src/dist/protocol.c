@@ -137,51 +137,55 @@ coopreduce_status cr_dist_agree(const cr_dist_transport *t, coopreduce_handle *h
                    coopreduce_status_string((coopreduce_status)statuses[first]), msg);
 }
 
-/* What rank r's call (b) differs in from rank 0's (a): the field's name and both values, or
- * NULL when they agree. */
-static const char *disagreement(const cr_meta *a, const cr_meta *b, char *va, char *vb, size_t vs)
+/* The message for rank r's call (b) differing from rank 0's (a): the first field that differs
+ * (meta.h: cr_meta_disagreement) and both values. Returns that field (CR_FIELD_NONE, and no
+ * message, when they agree). */
+static int disagreement_message(const cr_meta *a, const cr_meta *b, int r, char *msg, size_t ms)
 {
-    const char *what = NULL;
-    if (a->op != b->op) {
-        what = "operation";
-        snprintf(va, vs, "%s", coopreduce_op_name((coopreduce_op)a->op));
-        snprintf(vb, vs, "%s", coopreduce_op_name((coopreduce_op)b->op));
-    } else if (a->dtype != b->dtype) {
-        what = "dtype";
-        snprintf(va, vs, "%s", coopreduce_dtype_name((coopreduce_dtype)a->dtype));
-        snprintf(vb, vs, "%s", coopreduce_dtype_name((coopreduce_dtype)b->dtype));
-    } else if (a->mode != b->mode) {
-        what = "mode";
-        snprintf(va, vs, "%s", coopreduce_mode_name((coopreduce_mode)a->mode));
-        snprintf(vb, vs, "%s", coopreduce_mode_name((coopreduce_mode)b->mode));
-    } else if (a->narrow != b->narrow) {
-        what = "narrow-result setting";
-        snprintf(va, vs, "%d", a->narrow);
-        snprintf(vb, vs, "%d", b->narrow);
-    } else if (a->method != b->method) {
-        what = "method";
-        snprintf(va, vs, "%s", coopreduce_method_name((coopreduce_method)a->method));
-        snprintf(vb, vs, "%s", coopreduce_method_name((coopreduce_method)b->method));
-    } else if (a->call == 2 && a->n != b->n) {
-        what = "count";
-        snprintf(va, vs, "%llu", (unsigned long long)a->n);
-        snprintf(vb, vs, "%llu", (unsigned long long)b->n);
-    }
-    return what;
-}
-
-static void disagreement_message(const cr_meta *a, const cr_meta *b, int r, char *msg, size_t ms)
-{
+    const int field = cr_meta_disagreement(a, b);
+    const char *what = "arguments";
     char va[64] = "", vb[64] = "";
-    const char *what = disagreement(a, b, va, vb, sizeof va);
+    switch (field) {
+    case CR_FIELD_NONE: return CR_FIELD_NONE;
+    case CR_FIELD_OP:
+        what = "operation";
+        snprintf(va, sizeof va, "%s", coopreduce_op_name((coopreduce_op)a->op));
+        snprintf(vb, sizeof vb, "%s", coopreduce_op_name((coopreduce_op)b->op));
+        break;
+    case CR_FIELD_DTYPE:
+        what = "dtype";
+        snprintf(va, sizeof va, "%s", coopreduce_dtype_name((coopreduce_dtype)a->dtype));
+        snprintf(vb, sizeof vb, "%s", coopreduce_dtype_name((coopreduce_dtype)b->dtype));
+        break;
+    case CR_FIELD_MODE:
+        what = "mode";
+        snprintf(va, sizeof va, "%s", coopreduce_mode_name((coopreduce_mode)a->mode));
+        snprintf(vb, sizeof vb, "%s", coopreduce_mode_name((coopreduce_mode)b->mode));
+        break;
+    case CR_FIELD_NARROW:
+        what = "narrow-result setting";
+        snprintf(va, sizeof va, "%d", a->narrow);
+        snprintf(vb, sizeof vb, "%d", b->narrow);
+        break;
+    case CR_FIELD_METHOD:
+        what = "method";
+        snprintf(va, sizeof va, "%s", coopreduce_method_name((coopreduce_method)a->method));
+        snprintf(vb, sizeof vb, "%s", coopreduce_method_name((coopreduce_method)b->method));
+        break;
+    case CR_FIELD_COUNT:
+        what = "count";
+        snprintf(va, sizeof va, "%llu", (unsigned long long)a->n);
+        snprintf(vb, sizeof vb, "%llu", (unsigned long long)b->n);
+        break;
+    }
     snprintf(msg, ms,
              "the ranks disagree on the %s: rank 0 has %s, rank %d has %s (every rank must pass "
              "the same one)",
-             what ? what : "arguments", va[0] ? va : "?", r, vb[0] ? vb : "?");
+             what, va[0] ? va : "?", r, vb[0] ? vb : "?");
+    return field;
 }
 
-/* A rank whose meta is not of this call: another kind of call, another of the communicator's
- * calls (its serial), or another library version (its magic). */
+/* The message for a rank whose meta is not of this call (meta.h: cr_meta_other_call). */
 static void not_same_call(const cr_meta *me, const cr_meta *other, int r, char *msg, size_t ms)
 {
     const char *kind = me->call == 1 ? "sharded reduction" : "all-reduce";
@@ -228,9 +232,7 @@ coopreduce_status cr_dist_first_exchange(const cr_dist_transport *t, coopreduce_
     for (int r = 0; r < R; r++) st[r] = all[r].status;
     int bad = -1;
     for (int r = 0; r < R && bad < 0; r++)
-        if (all[r].magic != CR_META_MAGIC || all[r].call != me->call ||
-            all[r].serial != me->serial)
-            bad = r;
+        if (cr_meta_other_call(me, &all[r])) bad = r;
     if (bad >= 0) {
         /* A rank in another collective call (or another library version): say so on every rank
          * (the exchange of messages would pair with that rank's other call, so none is made). */
@@ -254,12 +256,9 @@ coopreduce_status cr_dist_check_agreement(const cr_dist_transport *t, coopreduce
                                           const cr_meta *all)
 {
     for (int r = 1; r < t->size; r++) {
-        char va[64], vb[64];
-        if (disagreement(&all[0], &all[r], va, vb, sizeof va)) {
-            char msg[sizeof h->err];
-            disagreement_message(&all[0], &all[r], r, msg, sizeof msg);
+        char msg[sizeof h->err];
+        if (disagreement_message(&all[0], &all[r], r, msg, sizeof msg))
             return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT, "%s", msg);
-        }
     }
     return COOPREDUCE_SUCCESS;
 }
@@ -312,7 +311,6 @@ cr_meta cr_dist_meta(const cr_dist_transport *t, cr_dist_cache **cache, coopredu
     memset(&m, 0, sizeof m);
     m.magic = CR_META_MAGIC;
     m.call = call;
-    m.gather_kib = cr_dist_gather_kib();
     /* every call counts, whatever its own checks say: the ranks' serials stay in step */
     const coopreduce_status cs = cr_dist_cache_get(h, cache);
     if (!cs) m.serial = ++(*cache)->serial;

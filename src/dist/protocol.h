@@ -89,7 +89,7 @@ int cr_dist_full_protocol(void);
 
 /* The largest array (KiB) a sharded reduction gathers whole to every rank instead of exchanging
  * its tree's boundaries: 1024, or COOPREDUCE_DIST_GATHER_KIB from the environment (0: never;
- * tests use it to take either path). Rank 0's value decides for every rank. */
+ * tests use it to take either path). The smallest of the ranks' values decides. */
 int cr_dist_gather_kib(void);
 
 /* The transport's failure on h: COOPREDUCE_ERROR_COMMUNICATION. */

@@ -745,14 +745,16 @@ static int lead_whole(const cr_dist_transport *t, const cr_meta *all, int R, con
     return 1;
 }
 
-/* The memory a gather of up to cr_dist_gather_kib() KiB needs (two planes rounded up, and
- * alignment), made before the first exchange so that a rank that cannot have it fails there,
- * with every rank told: device memory of the cache for a GPU handle, host memory otherwise. */
-static size_t gather_room(void) { return (size_t)cr_dist_gather_kib() * 1024 + 1024; }
-
-static coopreduce_status reserve_gather(coopreduce_handle *h, cr_dist_cache **cache, int R)
+/* The memory a gather of up to kib KiB needs (two planes rounded up, and alignment), made before
+ * the first exchange so that a rank that cannot have it fails there, with every rank told:
+ * device memory of the cache for a GPU handle, host memory otherwise, at *room (NULL for kib
+ * 0, when this rank gathers nothing). */
+static coopreduce_status reserve_gather(coopreduce_handle *h, cr_dist_cache **cache, int R, int kib,
+                                        char **room)
 {
-    if (cr_dist_gather_kib() <= 0) return COOPREDUCE_SUCCESS;
+    *room = NULL;
+    if (kib <= 0) return COOPREDUCE_SUCCESS;
+    const size_t bytes = (size_t)kib * 1024 + 1024;
     coopreduce_status s = cr_dist_cache_get(h, cache);
     if (s) return s;
     cr_dist_cache *c = *cache;
@@ -763,40 +765,42 @@ static coopreduce_status reserve_gather(coopreduce_handle *h, cr_dist_cache **ca
             return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY, "cannot allocate %d sizes", R);
         c->nsizes = R;
     }
-    void *d = NULL;
-    if (h->device >= 0) return cr_dist_device_buffer(h, cache, gather_room(), &d);
-    if (c->host_bytes >= gather_room()) return COOPREDUCE_SUCCESS;
-    free(c->host);
-    c->host_bytes = 0;
-    if (!(c->host = malloc(gather_room())))
-        return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY, "cannot allocate %zu bytes",
-                       gather_room());
-    c->host_bytes = gather_room();
+    if (h->device >= 0) {
+        void *d = NULL;
+        s = cr_dist_device_buffer(h, cache, bytes, &d);
+        *room = d;
+        return s;
+    }
+    if (c->host_bytes < bytes) {
+        free(c->host);
+        c->host_bytes = 0;
+        if (!(c->host = malloc(bytes)))
+            return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY, "cannot allocate %zu bytes", bytes);
+        c->host_bytes = bytes;
+    }
+    *room = c->host;
     return COOPREDUCE_SUCCESS;
 }
 
 /* The whole array (and y's, for DOT) on every rank, in rank order, then the 1-D call on it: the
- * definition of the result, so its bits and status are the 1-D call's by construction. The
- * memory is reserve_gather's (no allocation that could fail between collectives). */
-static coopreduce_status gather_whole(const cr_dist_transport *t, cr_dist_cache **cache,
+ * definition of the result, so its bits and status are the 1-D call's by construction. buf is
+ * reserve_gather's room (no allocation that could fail between collectives). */
+static coopreduce_status gather_whole(const cr_dist_transport *t, cr_dist_cache *cache,
                                       coopreduce_handle *h, const cr_plan *p, coopreduce_op op,
                                       coopreduce_dtype dtype, const void *x, const void *y,
                                       void *result, const cr_meta *all, int R, uint64_t N,
-                                      void *stream)
+                                      char *buf, void *stream)
 {
     const size_t es = cr_dtype_size(dtype);
     const size_t plane = ((size_t)N * es + 255) / 256 * 256;
-    const int gpu = h->device >= 0, planes = p->inputs;
-    size_t *bytes = (*cache)->sizes, *displ = bytes + R, off = 0;
+    const int planes = p->inputs;
+    size_t *bytes = cache->sizes, *displ = bytes + R, off = 0;
     for (int r = 0; r < R; r++) {
         bytes[r] = (size_t)all[r].n * es;
         displ[r] = off;
         off += bytes[r];
     }
     coopreduce_status s = COOPREDUCE_SUCCESS;
-    void *d = NULL;
-    if (gpu) s = cr_dist_device_buffer(h, cache, gather_room(), &d); /* (reserved: no allocation) */
-    char *buf = gpu ? d : (*cache)->host;
     char err[CR_DIST_ERR] = "";
     for (int q = 0; q < planes && !s; q++)
         if (t->allgatherv(t->ctx, q ? y : x, buf + (size_t)q * plane, bytes, displ, stream, err))
@@ -814,9 +818,12 @@ CR_EXPORT coopreduce_status cr_dist_reduce_sharded(const cr_dist_transport *t,
 {
     const int R = t->size, me = t->rank;
     cr_plan p;
+    const int kib = cr_dist_gather_kib();
+    char *room = NULL;
     coopreduce_status own = cr_dist_local_checks(h, op, dtype, x, y, result, n_local, &p);
-    if (!own && (R > 1 || cr_dist_full_protocol())) own = reserve_gather(h, cache, R);
-    const cr_meta mine = cr_dist_meta(t, cache, h, 1, n_local, op, dtype, own);
+    if (!own && (R > 1 || cr_dist_full_protocol())) own = reserve_gather(h, cache, R, kib, &room);
+    cr_meta mine = cr_dist_meta(t, cache, h, 1, n_local, op, dtype, own);
+    mine.gather_kib = kib;
     if (R == 1 && !cr_dist_full_protocol()) {
         /* One rank: its shard is the array; the 1-D call is the definition (no exchange). */
         if (mine.status) return (coopreduce_status)mine.status;
@@ -859,14 +866,11 @@ CR_EXPORT coopreduce_status cr_dist_reduce_sharded(const cr_dist_transport *t,
     }
     if (gather_whole_ok(t, all, R, N, &p)) {
         if (lead_whole(t, all, R, &p)) {
-            void *d = NULL; /* (reserved: no allocation) */
-            s = cr_dist_device_buffer(h, cache, gather_room(), &d);
-            if (!s)
-                s = cr_gpu_unpack_lead(h, slots, R, CR_DIST_SLOT_BYTES, cr_dtype_size(dtype), d,
-                                       stream);
-            if (!s) s = coopreduce_reduce(op, d, NULL, result, N, dtype, h, stream);
+            s = cr_gpu_unpack_lead(h, slots, R, CR_DIST_SLOT_BYTES, cr_dtype_size(dtype), room,
+                                   stream);
+            if (!s) s = coopreduce_reduce(op, room, NULL, result, N, dtype, h, stream);
         } else {
-            s = gather_whole(t, cache, h, &p, op, dtype, x, y, result, all, R, N, stream);
+            s = gather_whole(t, *cache, h, &p, op, dtype, x, y, result, all, R, N, room, stream);
         }
         goto out;
     }

@@ -79,7 +79,7 @@ coopreduce_status cr_gpu_deferred_commit(struct coopreduce_handle *h, const void
                                          size_t stride, const void *mine, const void *out, void *recv,
                                          size_t bytes, void *record, void *stream);
 /* Zeroed pinned host memory the handle's GPU writes to (*dev: its device address), and its
- * release (NULL: nothing). */
+ * release (NULL: nothing) (workspace.c; the handle's result slot is made by it too). */
 coopreduce_status cr_gpu_mapped_alloc(struct coopreduce_handle *h, size_t bytes, void **host,
                                       void **dev);
 void cr_gpu_mapped_free(void *host);

@@ -23,37 +23,28 @@ __global__ void __launch_bounds__(kLeadThreads)
     for (size_t i = threadIdx.x; i < bytes; i += kLeadThreads) d[i] = data[i];
 }
 
-/* Whether rank b's call differs from rank a's in what every rank must pass alike (the host's
- * order of checks: cr_dist_check_agreement). */
-__device__ bool differs(const cr_meta &a, const cr_meta &b)
-{
-    return a.op != b.op || a.dtype != b.dtype || a.mode != b.mode || a.narrow != b.narrow ||
-           a.method != b.method || (a.call == 2 && a.n != b.n);
-}
-
 __global__ void __launch_bounds__(kLeadThreads)
     commit_kernel(const unsigned char *metas, size_t stride, int R, cr_meta mine, const unsigned char *out,
                   unsigned char *recv, size_t bytes, cr_deferred *rec)
 {
     __shared__ int verdict;
     if (threadIdx.x == 0) {
-        auto m = [&](int r) -> const cr_meta & {
-            return *reinterpret_cast<const cr_meta *>(metas + (size_t)r * stride);
-        };
+        /* the host's checks, in its order (protocol.c: cr_dist_first_exchange, then
+         * cr_dist_check_agreement) */
+        auto m = [&](int r) { return reinterpret_cast<const cr_meta *>(metas + (size_t)r * stride); };
         int kind = CR_DEFER_NONE, rank = -1;
         for (int r = 0; r < R && !kind; r++)
-            if (m(r).magic != CR_META_MAGIC || m(r).call != mine.call || m(r).serial != mine.serial)
-                kind = CR_DEFER_NOT_SAME_CALL, rank = r;
+            if (cr_meta_other_call(&mine, m(r))) kind = CR_DEFER_NOT_SAME_CALL, rank = r;
         for (int r = 0; r < R && !kind; r++)
-            if (m(r).status != 0) kind = CR_DEFER_RANK_FAILED, rank = r;
+            if (m(r)->status != 0) kind = CR_DEFER_RANK_FAILED, rank = r;
         for (int r = 1; r < R && !kind; r++)
-            if (differs(m(0), m(r))) kind = CR_DEFER_DISAGREE, rank = r;
+            if (cr_meta_disagreement(m(0), m(r))) kind = CR_DEFER_DISAGREE, rank = r;
         if (kind && rec->set == 0) {
             rec->kind = kind;
             rec->rank = rank;
             rec->serial = mine.serial;
-            rec->first = m(0);
-            rec->bad = m(rank);
+            rec->first = *m(0);
+            rec->bad = *m(rank);
             __threadfence_system(); /* every field before the flag the host reads first */
             rec->set = 1;
             __threadfence_system();

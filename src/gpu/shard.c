@@ -119,30 +119,6 @@ coopreduce_status cr_gpu_deferred_commit(coopreduce_handle *h, const void *metas
                             : cr_cuda_fail(h, e, "launching the all-reduce's deferred check");
 }
 
-coopreduce_status cr_gpu_mapped_alloc(coopreduce_handle *h, size_t bytes, void **host, void **dev)
-{
-    *host = *dev = NULL;
-    cudaError_t e = cr_gpu_use_device(h->device);
-    if (e == cudaSuccess) e = cudaHostAlloc(host, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
-    if (e != cudaSuccess) {
-        *host = NULL;
-        return cr_cuda_fail(h, e, "allocating mapped pinned memory");
-    }
-    memset(*host, 0, bytes);
-    e = cudaHostGetDevicePointer(dev, *host, 0);
-    if (e != cudaSuccess) {
-        cudaFreeHost(*host);
-        *host = *dev = NULL;
-        return cr_cuda_fail(h, e, "mapping pinned memory");
-    }
-    return COOPREDUCE_SUCCESS;
-}
-
-void cr_gpu_mapped_free(void *host)
-{
-    if (host) (void)cudaFreeHost(host);
-}
-
 coopreduce_status cr_gpu_unpack_lead(coopreduce_handle *h, const void *slots, int R, size_t stride,
                                      size_t elem_size, void *out, void *stream)
 {

@@ -188,18 +188,34 @@ coopreduce_status cr_gpu_pinned_ensure(coopreduce_handle *h, size_t bytes)
     return COOPREDUCE_SUCCESS;
 }
 
+coopreduce_status cr_gpu_mapped_alloc(coopreduce_handle *h, size_t bytes, void **host, void **dev)
+{
+    *host = *dev = NULL;
+    cudaError_t e = cr_gpu_use_device(h->device);
+    if (e == cudaSuccess) e = cudaHostAlloc(host, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+    if (e != cudaSuccess) {
+        *host = NULL;
+        return cr_cuda_fail(h, e, "allocating mapped pinned memory");
+    }
+    memset(*host, 0, bytes);
+    e = cudaHostGetDevicePointer(dev, *host, 0);
+    if (e != cudaSuccess) {
+        cudaFreeHost(*host);
+        *host = *dev = NULL;
+        return cr_cuda_fail(h, e, "mapping pinned memory");
+    }
+    return COOPREDUCE_SUCCESS;
+}
+
+void cr_gpu_mapped_free(void *host)
+{
+    if (host) (void)cudaFreeHost(host);
+}
+
 coopreduce_status cr_gpu_host_slot_create(coopreduce_handle *h)
 {
     struct cr_gpu_state *g = h->gpu;
-    cudaError_t e = cudaHostAlloc(&g->host_slot, 16, cudaHostAllocMapped);
-    if (e != cudaSuccess) {
-        g->host_slot = NULL;
-        return cr_cuda_fail(h, e, "allocating the pinned result slot");
-    }
-    memset(g->host_slot, 0, 16);
-    e = cudaHostGetDevicePointer(&g->host_slot_dev, g->host_slot, 0);
-    if (e != cudaSuccess) return cr_cuda_fail(h, e, "mapping the pinned result slot");
-    return COOPREDUCE_SUCCESS;
+    return cr_gpu_mapped_alloc(h, 16, &g->host_slot, &g->host_slot_dev);
 }
 
 coopreduce_status cr_gpu_work_ensure(coopreduce_handle *h, const cr_plan *plan, uint64_t n,
