@@ -260,7 +260,8 @@ static const char *const BENCH_HELP =
     "  --distributed mpi|nccl (under mpirun): the sharded float32 sum of N elements per rank\n"
     "  (default 2^28 on GPUs, 2^24 on CPUs) against one device's sum of N, and the all-reduce\n"
     "  of 8 B, 1 MB and 256 MB (CPU: 16 MB) of float32 against MPI_Allreduce (mpi) or\n"
-    "  ncclAllReduce (nccl): median of --repeat runs, the slowest rank's time, bus bandwidth\n"
+    "  ncclAllReduce (nccl), and the 8 B all-reduce again on a communicator that defers\n"
+    "  errors: median of --repeat runs, the slowest rank's time, bus bandwidth\n"
     "  = bytes * 2 (R - 1) / R / time. --json: one object instead of the table.\n"
     "  Markdown tables on stdout, progress on stderr.\n";
 
