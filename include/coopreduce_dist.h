@@ -63,6 +63,13 @@
  * where each is at most 16 KB (one array), else in a second exchange (one wait either way); over
  * MPI where every rank's handle is a CPU's. Larger ones exchange the canonical tree's values at
  * the shards' edges. Over MPI the exchanges are synchronous.
+ * Over NCCL, the calls whose data travels in the first exchange (the all-reduce of at most 16 KB
+ * a rank; the sharded reduction whose shards are each at most 16 KB) enqueue all their work
+ * before they wait, and wait for the ranks' arguments alone, not for the stream: the kernel
+ * that writes the result first checks every rank's arguments on the device, as the host then
+ * does, and writes nothing where a check fails. (A sharded SUM, MEAN, SUMSQ or NORM2 of a float
+ * type in DETERMINISTIC mode is then reduced as one segment whose length the device reads:
+ * coopreduce_reduce_segments' bits, the 1-D call's.)
  *
  * NCCL settings: the calls use ncclAllGather and grouped ncclSend / ncclRecv (never
  * ncclAllReduce), so their bits do not depend on NCCL_ALGO or NCCL_PROTO; but a setting that

@@ -93,6 +93,15 @@ if [ $SANITIZE = 1 ]; then
         step "san-$t-$tool" compute-sanitizer --tool "$tool" --error-exitcode 9 "$(gpu_test "$t")" --quick
     done
   done
+  # the distributed calls' own kernels (the first exchange's packing, the small array put
+  # together, the gates and commits), on one rank through the exchanges, the small calls only
+  # (the API errors the error tests provoke on purpose are not reported). synccheck only:
+  # memcheck and racecheck of this program have not finished within the step's limit, even
+  # with NCCL's kernels excluded.
+  if [[ " $TESTS " == *" dist "* ]] && [ -x "$BUILD/tests/test_dist_gpu" ]; then
+    COOPREDUCE_DIST_FULL_PROTOCOL=1 step san-dist-synccheck compute-sanitizer --tool synccheck \
+      --error-exitcode 9 --report-api-errors no "$BUILD/tests/test_dist_gpu" --ranks 1 --small
+  fi
   for tool in memcheck racecheck synccheck; do
     for e in $EXAMPLES; do
       [ -x "$BUILD/examples/$e" ] &&

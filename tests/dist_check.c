@@ -139,6 +139,18 @@ static const coopreduce_dtype dtypes[] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64
                                           COOPREDUCE_INT64, COOPREDUCE_UINT64};
 #define NDT (sizeof dtypes / sizeof dtypes[0])
 
+/* --small (a short run under compute-sanitizer): one type of each kind, one operation of each
+ * family. */
+static int skipped_small(const dist_env *e, coopreduce_dtype dt, int op)
+{
+    if (!e->small) return 0;
+    const int dt_in = dt == COOPREDUCE_FLOAT32 || dt == COOPREDUCE_BFLOAT16 || dt == COOPREDUCE_INT64;
+    const int op_in = op == COOPREDUCE_OP_SUM || op == COOPREDUCE_OP_MEAN ||
+                      op == COOPREDUCE_OP_NORM2 || op == COOPREDUCE_OP_MAX ||
+                      op == COOPREDUCE_OP_ARGMIN;
+    return !dt_in || !op_in;
+}
+
 static void set_modes(dist_env *e, coopreduce_mode mode, int narrow)
 {
     coopreduce_set_mode(e->h, mode);
@@ -228,7 +240,7 @@ void dist_check_sharded(dist_env *e)
     const uint64_t sizes_full[] = {0, 1, 3, 127, 2047, 2048, 2049, 4095, 4096, 4097, 12289, 40000};
     const uint64_t sizes_quick[] = {0, 1, 2049, 4097, 12289};
     const uint64_t *sizes = e->quick ? sizes_quick : sizes_full;
-    const int nsizes = e->quick ? 5 : 12;
+    const int nsizes = e->quick ? (e->small ? 3 : 5) : 12;
     uint64_t seed = 1000;
     for (int mode = 0; mode < 2; mode++) {
         for (size_t d = 0; d < NDT; d++) {
@@ -237,11 +249,13 @@ void dist_check_sharded(dist_env *e)
             for (int narrow = 0; narrow <= half; narrow++) {
                 set_modes(e, (coopreduce_mode)mode, narrow);
                 for (int op = 0; op < COOPREDUCE_OP_COUNT; op++) {
+                    if (skipped_small(e, dt, op)) continue;
                     for (int si = 0; si < nsizes; si++) {
                         const uint64_t N = sizes[si];
                         for (int sp = 0; sp < SPLIT_COUNT; sp++) {
-                            if (e->size == 1 && sp > 0) break;
-                            if (e->quick && sp != SPLIT_RANDOM && sp != SPLIT_NEAR && sp != SPLIT_HOLES)
+                            if (e->size == 1 && sp > 0) break; /* one rank: one split */
+                            if (e->quick && e->size > 1 && sp != SPLIT_RANDOM && sp != SPLIT_NEAR &&
+                                sp != SPLIT_HOLES)
                                 continue;
                             const int special = (int)((seed * 7 + (uint64_t)op) % 8) < SP_COUNT
                                                     ? (int)((seed * 7 + (uint64_t)op) % 8)
@@ -260,6 +274,7 @@ void dist_check_sharded(dist_env *e)
         }
     }
     set_modes(e, COOPREDUCE_MODE_DETERMINISTIC, 0);
+    if (e->quick && e->small) return;
     /* integer sums beyond 64 bits, and overflow */
     for (int sp = 0; sp < SPLIT_COUNT; sp++)
         for (size_t d = 4; d < NDT; d++) {
@@ -357,13 +372,14 @@ void dist_check_allreduce(dist_env *e)
         for (size_t d = 0; d < NDT; d++) {
             set_modes(e, (coopreduce_mode)mode, 0);
             for (int op = 0; op < COOPREDUCE_OP_COUNT; op++) {
-                if (op == COOPREDUCE_OP_DOT) continue;
+                if (op == COOPREDUCE_OP_DOT || skipped_small(e, dtypes[d], op)) continue;
                 for (int c = 0; c < nc; c++)
                     allreduce_case(e, (coopreduce_op)op, dtypes[d], counts[c],
                                    (int)(seed % SP_COUNT), seed, 0), seed++;
             }
         }
     set_modes(e, COOPREDUCE_MODE_DETERMINISTIC, 0);
+    if (e->small) return;
     /* Past the first exchange's slots, the float32 / float64 SUM of a GPU's columns kernel:
      * R x 4096 by whole 16-byte loads, and (sh = 1: send one element off a 16-byte boundary) by
      * element loads with the rank's own row read off it; R x 4099 + 1, a padded count (send is

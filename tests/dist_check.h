@@ -30,6 +30,8 @@ typedef struct dist_env {
     void (*to_host)(void *dst, const void *src, size_t bytes);
     int quick;       /* fewer sizes and splits */
     int deep;        /* also arrays of three levels (tens of MB per rank) */
+    int small;       /* with quick: only arrays that fit the first exchange (a short run, for
+                        compute-sanitizer) */
     unsigned long long passed, failed;
     const char *name; /* "mpi", "nccl": in failure messages */
 } dist_env;

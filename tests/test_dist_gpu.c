@@ -3,7 +3,7 @@
  * ncclCommInitRank with a unique id shared in the process), GPU handle and stream. With one GPU
  * it runs with one rank; with several it uses them all (--ranks R: the first R).
  *
- *   test_dist_gpu [--quick] [--deep] [--ranks R]
+ *   test_dist_gpu [--quick [--small]] [--deep] [--ranks R]
  *       every op x dtype x mode (dist_check.c), equal and uneven splits with empty shards: bits
  *       equal to the 1-D call on the whole array on the CPU and on the rank's own GPU; the
  *       all-reduce against coopreduce_reduce_axis along axis 0 of the stacked arrays; the errors
@@ -49,7 +49,7 @@ static void to_dev(void *d, const void *s, size_t b) { cudaMemcpy(d, s, b, cudaM
 static void to_host(void *d, const void *s, size_t b) { cudaMemcpy(d, s, b, cudaMemcpyDeviceToHost); }
 
 typedef struct {
-    int rank, size, quick, deep, bench, reps, log2n;
+    int rank, size, quick, small, deep, bench, reps, log2n;
     ncclUniqueId id;
     pthread_barrier_t *bar;
     unsigned long long passed, failed;
@@ -489,6 +489,7 @@ static void *rank_main(void *arg)
         e.to_host = to_host;
         e.quick = j->quick;
         e.deep = j->deep;
+        e.small = j->small;
         e.name = "nccl";
         dist_check_errors(&e);
         dist_check_sharded(&e);
@@ -508,16 +509,17 @@ static void *rank_main(void *arg)
 
 int main(int argc, char **argv)
 {
-    int ngpu = 0, ranks = -1, quick = 0, deep = 0, do_bench = 0, reps = 20, log2n = 30;
+    int ngpu = 0, ranks = -1, quick = 0, small = 0, deep = 0, do_bench = 0, reps = 20, log2n = 30;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--small")) small = quick = 1;
         else if (!strcmp(argv[i], "--deep")) deep = 1;
         else if (!strcmp(argv[i], "--bench")) do_bench = 1;
         else if (!strcmp(argv[i], "--ranks") && i + 1 < argc) ranks = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--bench-log2n") && i + 1 < argc) log2n = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: %s [--quick] [--deep] [--bench [--bench-log2n K] [--reps N]] [--ranks R]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--quick [--small]] [--deep] [--bench [--bench-log2n K] [--reps N]] [--ranks R]\n", argv[0]);
             return 2;
         }
     }
@@ -542,6 +544,7 @@ int main(int argc, char **argv)
         jobs[r].rank = r;
         jobs[r].size = ranks;
         jobs[r].quick = quick;
+        jobs[r].small = small;
         jobs[r].deep = deep;
         jobs[r].bench = do_bench;
         jobs[r].reps = reps;

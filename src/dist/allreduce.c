@@ -79,7 +79,7 @@ static coopreduce_status reduce_block(coopreduce_handle *h, const cr_plan *p, co
     const int gpu = h->device >= 0;
     const int lanes = p->acc == COOPREDUCE_FLOAT64 ? CR_LANES_F64 : CR_LANES_F32;
     if (gpu_columns(h, p, R))
-        return cr_gpu_allreduce_columns(h, p, block, own, me, R, s, out, stream);
+        return cr_gpu_allreduce_columns(h, p, block, own, me, R, s, 0, out, NULL, stream);
     if (!gpu && p->family == CR_FAMILY_CANONICAL && R <= lanes) {
         cr_fp_state fp;
         cr_fp_enter(&fp);
@@ -143,20 +143,41 @@ CR_EXPORT coopreduce_status cr_dist_allreduce(const cr_dist_transport *t, cr_dis
     coopreduce_status s;
     void *lead = NULL;
     char *wanted = NULL;
-    if (t->deferred_errors && t->allgather_lead && (mine.status || lead_bytes || count == 0)) {
-        /* Deferred: no wait. Every rank's meta is checked on the device after the reduction of
-         * the slots; the results are written only if every check passes, else the failure is
-         * recorded for coopreduce_comm_deferred_error. (A rank whose own checks failed makes
-         * the exchange, so that none waits, and reports its own failure now.) */
+    if (t->allgather_lead && (mine.status || lead_bytes || count == 0) &&
+        (t->deferred_errors || !mine.status)) {
+        /* No wait for the exchange before the work: the slots are reduced by a kernel that
+         * first checks every rank's meta (its gate: gpu/kernel/gate.cuh) and writes the results
+         * only if every check passes (the columns kernel, straight into recv; else a last
+         * kernel copies them). Deferred: the call returns; a failure is recorded for
+         * coopreduce_comm_deferred_error (a rank whose own checks failed makes the exchange, so
+         * that none waits, and reports its own failure now). Otherwise the gate posts the metas,
+         * and the host waits for them alone and makes the same checks, failing as the waiting
+         * path does. */
+        cr_meta_post post = {NULL, NULL, 0};
+        if (!t->deferred_errors && (mine.status = cr_dist_post(h, cache, R, &post)))
+            return (coopreduce_status)mine.status;
         s = cr_dist_first_exchange_deferred(t, h, &mine, send, lead_bytes, &lead, stream);
         if (s || mine.status) return s ? s : (coopreduce_status)mine.status;
         cr_dist_cache *c = *cache;
-        if (!c->rec && (s = cr_gpu_mapped_alloc(h, sizeof *c->rec, (void **)&c->rec, &c->rec_dev)))
+        if (t->deferred_errors && !c->rec &&
+            (s = cr_gpu_mapped_alloc(h, sizeof *c->rec, (void **)&c->rec, &c->rec_dev)))
             return s;
-        if ((s = reduce_slots(h, cache, &p, op, dtype, lead, me, R, count, &wanted, stream)))
-            return s;
-        return cr_gpu_deferred_commit(h, lead, R, CR_DIST_SLOT_BYTES, &mine, wanted, recv,
-                                      (size_t)count * p.result_size, c->rec_dev, stream);
+        cr_gate g = cr_dist_gate(lead, R, &mine);
+        g.rec = t->deferred_errors ? c->rec_dev : NULL;
+        g.post = post;
+        if (gpu_columns(h, &p, R)) {
+            s = cr_gpu_allreduce_columns(h, &p, (char *)lead + CR_DIST_META_BYTES, NULL, me, R,
+                                         count, CR_DIST_SLOT_BYTES, recv, &g, stream);
+        } else {
+            s = reduce_slots(h, cache, &p, op, dtype, lead, me, R, count, &wanted, stream);
+            if (!s) s = cr_gpu_commit(h, &g, wanted, recv, (size_t)count * p.result_size, stream);
+        }
+        if (s || t->deferred_errors) return s;
+        cr_meta *all = NULL;
+        if ((s = cr_dist_first_exchange_posted(t, h, c, &mine, &g.post, &all, stream))) return s;
+        s = cr_dist_check_agreement(t, h, all);
+        free(all);
+        return s;
     }
     cr_meta *all = NULL;
     s = cr_dist_first_exchange(t, h, &mine, &all, stream, send, lead_bytes, &lead);
@@ -164,10 +185,6 @@ CR_EXPORT coopreduce_status cr_dist_allreduce(const cr_dist_transport *t, cr_dis
     s = cr_dist_check_agreement(t, h, all);
     free(all);
     if (s || count == 0) return s;
-    if (lead && count <= lead_count) {
-        s = reduce_slots(h, cache, &p, op, dtype, lead, me, R, count, &wanted, stream);
-        return s ? s : cr_gpu_copy(h, recv, wanted, (size_t)count * p.result_size, stream);
-    }
 
     const uint64_t sl = (count + (uint64_t)R - 1) / (uint64_t)R; /* slice */
     const size_t es = cr_dtype_size(dtype), rs = p.result_size;

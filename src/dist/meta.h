@@ -5,6 +5,7 @@
 #ifndef COOPREDUCE_DIST_META_H
 #define COOPREDUCE_DIST_META_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define CR_META_MAGIC 0x32445243u /* "CRD2" */
@@ -59,6 +60,36 @@ CR_META_FN int cr_meta_disagreement(const cr_meta *a, const cr_meta *b)
     return CR_FIELD_NONE;
 }
 
+/* Whether a sharded call's array is gathered whole from the first exchange's slots (R metas,
+ * `stride` bytes apart): every rank on a GPU, every shard of at most lead_elems elements, and
+ * the whole array within the smallest rank's gather limit (gather_kib KiB, 0: never; es: the
+ * element's bytes). *total receives the array's elements when it is. The host's choice
+ * (dist/sharded.c) and the device's (gpu/lead.cu) alike. */
+CR_META_FN int cr_meta_lead_whole(const unsigned char *metas, size_t stride, int R, uint64_t es,
+                                  uint64_t lead_elems, uint64_t *total)
+{
+    uint64_t n = 0;
+    int32_t kib = 0;
+    for (int r = 0; r < R; r++) {
+        const cr_meta *m = (const cr_meta *)(metas + (size_t)r * stride);
+        if (m->device < 0 || m->n > lead_elems) return 0;
+        n += m->n; /* (no overflow: R shards of at most lead_elems) */
+        if (r == 0 || m->gather_kib < kib) kib = m->gather_kib;
+    }
+    if (kib <= 0 || n > (uint64_t)kib * 1024 / es) return 0;
+    *total = n;
+    return 1;
+}
+
+/* Where a kernel of the first exchange hands the gathered metas to the waiting host: mapped host
+ * memory (device addresses), the R metas, then the tag, set to seq once they are all there (the
+ * host spins on it). */
+typedef struct {
+    cr_meta *metas;
+    volatile uint32_t *tag;
+    uint32_t seq;
+} cr_meta_post;
+
 /* Why a deferred call failed (cr_deferred.kind). */
 enum {
     CR_DEFER_NONE = 0,
@@ -77,5 +108,19 @@ typedef struct {
     cr_meta first;   /* rank 0's meta */
     cr_meta bad;     /* the named rank's */
 } cr_deferred;
+
+/* A small call's gate (gpu/kernel/gate.cuh): the kernel that writes its results checks the
+ * gathered metas first as the host's first exchange does, and writes nothing if they fail. */
+typedef struct {
+    const unsigned char *metas; /* R gathered metas, stride bytes apart (device memory); NULL: no
+                                   gate */
+    size_t stride;
+    int R;
+    cr_meta mine;             /* this rank's own */
+    uint64_t es, lead_elems;  /* lead_elems > 0: a sharded call, its array gathered whole too
+                                 (cr_meta_lead_whole, elements of es bytes) */
+    cr_deferred *rec;         /* a deferred call's failure record (mapped host memory), or NULL */
+    cr_meta_post post;        /* where block 0 posts the metas (post.tag NULL: nowhere) */
+} cr_gate;
 
 #endif

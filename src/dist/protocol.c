@@ -23,6 +23,7 @@ CR_EXPORT void cr_dist_cache_free(cr_dist_cache *c)
     if (!c) return;
     cr_gpu_release(c->device, c->dev);
     cr_gpu_mapped_free((void *)c->rec);
+    cr_gpu_mapped_free(c->post);
     free(c->host);
     free(c->sizes);
     free(c);
@@ -202,6 +203,30 @@ static void not_same_call(const cr_meta *me, const cr_meta *other, int r, char *
                  r, kind);
 }
 
+/* The checks every rank makes on the gathered metas, in order: a rank in another call (named,
+ * no messages exchanged), then the ranks' own failures (cr_dist_agree). */
+static coopreduce_status exchange_checks(const cr_dist_transport *t, coopreduce_handle *h,
+                                         const cr_meta *me, const cr_meta *all, void *stream)
+{
+    const int R = t->size;
+    int bad = -1;
+    for (int r = 0; r < R && bad < 0; r++)
+        if (cr_meta_other_call(me, &all[r])) bad = r;
+    if (bad >= 0) {
+        /* A rank in another collective call (or another library version): say so on every rank
+         * (the exchange of messages would pair with that rank's other call, so none is made). */
+        char msg[sizeof h->err];
+        not_same_call(me, &all[bad], bad, msg, sizeof msg);
+        return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT, "%s", msg);
+    }
+    int32_t *st = malloc((size_t)R * sizeof *st);
+    if (!st) return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY, "cannot allocate %d statuses", R);
+    for (int r = 0; r < R; r++) st[r] = all[r].status;
+    const coopreduce_status s = cr_dist_agree(t, h, st, stream);
+    free(st);
+    return s;
+}
+
 coopreduce_status cr_dist_first_exchange(const cr_dist_transport *t, coopreduce_handle *h,
                                          const cr_meta *me, cr_meta **all_out, void *stream,
                                          const void *data, size_t data_bytes, void **data_all)
@@ -224,27 +249,63 @@ coopreduce_status cr_dist_first_exchange(const cr_dist_transport *t, coopreduce_
         free(all);
         return cr_dist_transport_fail(h, t, "exchanging the call's arguments", err);
     }
-    int32_t *st = malloc((size_t)R * sizeof *st);
-    if (!st) {
-        free(all);
-        return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY, "cannot allocate %d statuses", R);
-    }
-    for (int r = 0; r < R; r++) st[r] = all[r].status;
-    int bad = -1;
-    for (int r = 0; r < R && bad < 0; r++)
-        if (cr_meta_other_call(me, &all[r])) bad = r;
-    if (bad >= 0) {
-        /* A rank in another collective call (or another library version): say so on every rank
-         * (the exchange of messages would pair with that rank's other call, so none is made). */
-        char msg[sizeof h->err];
-        not_same_call(me, &all[bad], bad, msg, sizeof msg);
-        free(st);
-        free(all);
-        return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT, "%s", msg);
-    }
-    coopreduce_status s = cr_dist_agree(t, h, st, stream);
-    free(st);
+    const coopreduce_status s = exchange_checks(t, h, me, all, stream);
     if (s) {
+        free(all);
+        return s;
+    }
+    *all_out = all;
+    return COOPREDUCE_SUCCESS;
+}
+
+coopreduce_status cr_dist_post(coopreduce_handle *h, cr_dist_cache **cache, int R,
+                               cr_meta_post *post)
+{
+    coopreduce_status s = cr_dist_cache_get(h, cache);
+    if (s) return s;
+    cr_dist_cache *c = *cache;
+    if (c->post_ranks < R) {
+        void *hp = NULL, *dp = NULL;
+        if ((s = cr_gpu_mapped_alloc(h, (size_t)R * sizeof(cr_meta) + 64, &hp, &dp))) return s;
+        cr_gpu_mapped_free(c->post);
+        c->post = hp;
+        c->post_dev = dp;
+        c->post_ranks = R;
+    }
+    if (++c->post_seq == 0) c->post_seq = 1;
+    post->metas = c->post_dev;
+    post->tag = (volatile uint32_t *)((char *)c->post_dev + (size_t)c->post_ranks * sizeof(cr_meta));
+    post->seq = c->post_seq;
+    return COOPREDUCE_SUCCESS;
+}
+
+cr_gate cr_dist_gate(const void *slots, int R, const cr_meta *mine)
+{
+    cr_gate g;
+    memset(&g, 0, sizeof g);
+    g.metas = slots;
+    g.stride = CR_DIST_SLOT_BYTES;
+    g.R = R;
+    g.mine = *mine;
+    return g;
+}
+
+coopreduce_status cr_dist_first_exchange_posted(const cr_dist_transport *t, coopreduce_handle *h,
+                                                cr_dist_cache *c, const cr_meta *me,
+                                                const cr_meta_post *post, cr_meta **all_out,
+                                                void *stream)
+{
+    const int R = t->size;
+    *all_out = NULL;
+    const char *host = c->post;
+    coopreduce_status s = cr_gpu_wait_posted(
+        h, (volatile const uint32_t *)(host + (size_t)c->post_ranks * sizeof(cr_meta)), post->seq,
+        stream);
+    if (s) return s;
+    cr_meta *all = malloc((size_t)R * sizeof *all);
+    if (!all) return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY, "cannot allocate %d ranks' metadata", R);
+    memcpy(all, host, (size_t)R * sizeof *all);
+    if ((s = exchange_checks(t, h, me, all, stream))) {
         free(all);
         return s;
     }

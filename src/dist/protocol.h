@@ -25,6 +25,9 @@ struct cr_dist_cache {
     size_t host_bytes;
     size_t *sizes; /* 2 x nsizes: sharded.c's gathers' sizes and places */
     int nsizes;
+    void *post, *post_dev; /* mapped host memory: posted metas (cr_dist_post), post_ranks of them */
+    int post_ranks;
+    uint32_t post_seq;     /* the latest post's tag (never 0) */
 };
 
 /* *cache, created on first use. */
@@ -48,10 +51,30 @@ coopreduce_status cr_dist_first_exchange(const cr_dist_transport *t, coopreduce_
                                          const cr_meta *me, cr_meta **all, void *stream,
                                          const void *data, size_t data_bytes, void **data_all);
 
-/* The first exchange of a deferred call (allgather_lead without waiting): every rank's slot (its
- * meta, then its data) at *slots (R x CR_DIST_SLOT_BYTES of device memory, in stream order),
- * checked later on the device. Fails with COOPREDUCE_ERROR_COMMUNICATION when the transport
- * does. */
+/* Where a kernel of a call that waits for its first exchange alone (not for its stream) posts
+ * the R metas (the cache's mapped memory, grown to R; a fresh tag): cr_gpu_lead_whole and
+ * cr_gpu_commit take it, cr_dist_first_exchange_posted waits for it. */
+coopreduce_status cr_dist_post(coopreduce_handle *h, cr_dist_cache **cache, int R,
+                               cr_meta_post *post);
+
+/* The gate of a call whose first exchange's slots (R of CR_DIST_SLOT_BYTES) are at slots: the
+ * metas there checked against this rank's own; no record, no post, not a sharded call's (the
+ * caller sets those). */
+cr_gate cr_dist_gate(const void *slots, int R, const cr_meta *mine);
+
+/* The rest of a first exchange made by cr_dist_first_exchange_deferred whose metas a kernel
+ * enqueued since posts to `post` (cr_dist_post): waits for them, then fails as
+ * cr_dist_first_exchange does, or gives them in *all (malloc'd, the caller frees it). */
+coopreduce_status cr_dist_first_exchange_posted(const cr_dist_transport *t, coopreduce_handle *h,
+                                                cr_dist_cache *cache, const cr_meta *me,
+                                                const cr_meta_post *post, cr_meta **all,
+                                                void *stream);
+
+/* The first exchange of a call that does not wait for it (allgather_lead without waiting): every
+ * rank's slot (its meta, then its data) at *slots (R x CR_DIST_SLOT_BYTES of device memory, in
+ * stream order), checked on the device (a gate: dist/meta.h) and, unless the call defers its
+ * errors, on the host after cr_dist_first_exchange_posted. Fails with
+ * COOPREDUCE_ERROR_COMMUNICATION when the transport does. */
 coopreduce_status cr_dist_first_exchange_deferred(const cr_dist_transport *t, coopreduce_handle *h,
                                                   const cr_meta *me, const void *data,
                                                   size_t data_bytes, void **slots, void *stream);

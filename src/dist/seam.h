@@ -57,7 +57,8 @@ typedef struct cr_dist_transport {
      * and valid until the transport's next collective. The meta travels as a kernel's argument,
      * so that nothing of it is read after the call returns. With meta_all not NULL the metas are
      * also copied to meta_all (R x CR_DIST_META_BYTES) and the call waits for them; with NULL it
-     * returns at once (a deferred call, which checks them on the device). A small all-reduce
+     * returns at once (a call that checks them on the device, and waits, if at all, for what
+     * the device posts of them). A small all-reduce
      * travels whole in it. Every call of a transport that has it makes its first exchange by it
      * (data_bytes 0 where nothing travels), so that the ranks' first collectives match whatever
      * each was called with. */

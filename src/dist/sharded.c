@@ -736,13 +736,15 @@ static int gather_whole_ok(const cr_dist_transport *t, const cr_meta *all, int R
 }
 
 /* Whether every rank's shard came in the first exchange (sent where it fits: one array, a GPU
- * handle over a transport with allgather_lead), the same answer on every rank. */
+ * handle over a transport with allgather_lead) and the array is gathered whole: the same answer
+ * on every rank, and the device's (cr_meta_lead_whole, which gpu/lead.cu asks too). */
 static int lead_whole(const cr_dist_transport *t, const cr_meta *all, int R, const cr_plan *p)
 {
-    if (!t->allgather_lead || p->inputs != 1) return 0;
-    for (int r = 0; r < R; r++)
-        if (all[r].device < 0 || all[r].n > CR_DIST_LEAD_BYTES / cr_dtype_size(p->dtype)) return 0;
-    return 1;
+    uint64_t total;
+    const uint64_t es = cr_dtype_size(p->dtype);
+    return t->allgather_lead && t->allgatherv && t->device_data && p->inputs == 1 &&
+           cr_meta_lead_whole((const unsigned char *)all, sizeof *all, R, es,
+                              CR_DIST_LEAD_BYTES / es, &total);
 }
 
 /* The memory a gather of up to kib KiB needs (two planes rounded up, and alignment), made before
@@ -831,15 +833,52 @@ CR_EXPORT coopreduce_status cr_dist_reduce_sharded(const cr_dist_transport *t,
     }
     /* A shard of up to CR_DIST_LEAD_BYTES travels in the first exchange: if every rank's does,
      * that exchange gathers the whole array (lead_whole). */
+    const size_t es = cr_dtype_size(dtype);
     const size_t lead_bytes = !mine.status && h->device >= 0 && t->allgather_lead &&
-                                      p.inputs == 1 &&
-                                      n_local <= CR_DIST_LEAD_BYTES / cr_dtype_size(dtype)
-                                  ? (size_t)n_local * cr_dtype_size(dtype)
+                                      p.inputs == 1 && n_local <= CR_DIST_LEAD_BYTES / es
+                                  ? (size_t)n_local * es
                                   : 0;
+    /* Where this rank's shard travels so and the others' may too, it does not wait for the
+     * exchange before its work: a kernel puts the array together where it was gathered whole
+     * and posts the metas to the host; the canonical-order operations, whose segments the GPU
+     * checks itself, are reduced behind it as one segment of the array's length, read from the
+     * device (a segment's bits are the 1-D call's: docs/DETERMINISM.md, "Axis and segments"),
+     * and a last kernel makes the host's checks and writes the result if they pass. The host
+     * waits for the posted metas alone and makes the same checks. */
+    const int spec = !mine.status && room && h->device >= 0 && t->allgather_lead &&
+                     t->allgatherv && t->device_data && p.inputs == 1 &&
+                     n_local <= CR_DIST_LEAD_BYTES / es;
+    const int spec_reduce = spec && cr_gpu_segments_checked(&p) && !p.needs_element;
+    cr_meta_post post = {NULL, NULL, 0};
+    if (spec && (mine.status = cr_dist_post(h, cache, R, &post))) return (coopreduce_status)mine.status;
     cr_meta *all = NULL;
     void *slots = NULL;
-    coopreduce_status s =
-        cr_dist_first_exchange(t, h, &mine, &all, stream, x, lead_bytes, &slots);
+    coopreduce_status s;
+    if (spec) {
+        /* room: the array, then (past this rank's gather limit) the offsets and the result */
+        const uint64_t cap = (uint64_t)kib * 1024 / es;
+        int64_t *offsets = (int64_t *)(room + (size_t)kib * 1024);
+        char *scratch = (char *)offsets + 64;
+        if ((s = cr_dist_first_exchange_deferred(t, h, &mine, x, lead_bytes, &slots, stream)))
+            return s;
+        s = cr_gpu_lead_whole(h, slots, R, CR_DIST_SLOT_BYTES, es, CR_DIST_LEAD_BYTES / es, room,
+                              offsets, &post, stream);
+        if (!s && spec_reduce) {
+            s = coopreduce_reduce_segments(op, room, NULL, scratch, cap, offsets, 1, dtype, h,
+                                           stream);
+            if (!s) {
+                cr_gate g = cr_dist_gate(slots, R, &mine);
+                g.es = es;
+                g.lead_elems = CR_DIST_LEAD_BYTES / es; /* and the array gathered whole */
+                s = cr_gpu_commit(h, &g, scratch, result, p.result_size, stream);
+            }
+        }
+        /* (a failure of this rank's device after the exchange is its own: see the header) */
+        if (s) return s;
+        s = cr_dist_first_exchange_posted(t, h, *cache, &mine, &post, &all, stream);
+    } else {
+        s = cr_dist_first_exchange(t, h, &mine, &all, stream, x, lead_bytes, &slots);
+    }
     if (s) return s;
     if ((s = cr_dist_check_agreement(t, h, all))) goto out;
     /* The global array. */
@@ -866,9 +905,10 @@ CR_EXPORT coopreduce_status cr_dist_reduce_sharded(const cr_dist_transport *t,
     }
     if (gather_whole_ok(t, all, R, N, &p)) {
         if (lead_whole(t, all, R, &p)) {
-            s = cr_gpu_unpack_lead(h, slots, R, CR_DIST_SLOT_BYTES, cr_dtype_size(dtype), room,
-                                   stream);
-            if (!s) s = coopreduce_reduce(op, room, NULL, result, N, dtype, h, stream);
+            /* put together by cr_gpu_lead_whole (every rank's shard traveling in the first
+             * exchange, every rank took the path above); reduced and committed there too for
+             * the operations spec_reduce takes */
+            if (!spec_reduce) s = coopreduce_reduce(op, room, NULL, result, N, dtype, h, stream);
         } else {
             s = gather_whole(t, *cache, h, &p, op, dtype, x, y, result, all, R, N, room, stream);
         }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include "core/handle.h"
 #include "core/plan.h"
+#include "dist/meta.h"
 
 coopreduce_status cr_gpu_count(int *count);
 /* Fills *props; on failure writes a message into err. */
@@ -51,7 +52,8 @@ coopreduce_status cr_gpu_shard_exact(struct coopreduce_handle *h, const cr_plan 
  * R <= W, row me read at own where own is not NULL: launch.h's cr_gpu_columns_tree_launch. */
 coopreduce_status cr_gpu_allreduce_columns(struct coopreduce_handle *h, const cr_plan *p,
                                            const void *block, const void *own, int me, int R,
-                                           uint64_t s, void *out, void *stream);
+                                           uint64_t s, size_t pitch, void *out,
+                                           const cr_gate *gate, void *stream);
 /* dst[0..bytes) = src[0..bytes) of host memory, bytes <= 16, in stream order without waiting:
  * the bytes travel as a kernel's argument (no staging buffer to keep alive): */
 coopreduce_status cr_gpu_store(struct coopreduce_handle *h, void *dst, const void *src,
@@ -70,14 +72,20 @@ coopreduce_status cr_gpu_wait(struct coopreduce_handle *h, void *stream);
  * the CUDA error's text. */
 const char *cr_gpu_pack_lead(int device, void *dst, const void *meta, const void *data,
                              size_t data_bytes, void *stream);
-/* A small sharded array put together from the first exchange's slots (launch.h:
- * cr_gpu_unpack_lead_launch): */
-coopreduce_status cr_gpu_unpack_lead(struct coopreduce_handle *h, const void *slots, int R,
-                                     size_t stride, size_t elem_size, void *out, void *stream);
-/* A deferred all-reduce's check and commit (launch.h: cr_gpu_deferred_commit_launch): */
-coopreduce_status cr_gpu_deferred_commit(struct coopreduce_handle *h, const void *metas, int R,
-                                         size_t stride, const void *mine, const void *out, void *recv,
-                                         size_t bytes, void *record, void *stream);
+/* A small call's gate and commit (launch.h: cr_gpu_commit_launch): */
+coopreduce_status cr_gpu_commit(struct coopreduce_handle *h, const cr_gate *gate, const void *out,
+                                void *recv, size_t bytes, void *stream);
+/* A small sharded array put together from the first exchange's slots, where it was gathered
+ * whole, and the metas posted (launch.h: cr_gpu_lead_whole_launch): */
+coopreduce_status cr_gpu_lead_whole(struct coopreduce_handle *h, const void *slots, int R,
+                                    size_t stride, size_t elem_size, uint64_t lead_elems,
+                                    void *out, int64_t *offsets, const cr_meta_post *post,
+                                    void *stream);
+/* Waits until *tag (mapped host memory a kernel on stream posts to) is seq: COOPREDUCE_SUCCESS,
+ * or the stream's CUDA error, or COOPREDUCE_ERROR_INTERNAL if the stream finished without
+ * posting it. */
+coopreduce_status cr_gpu_wait_posted(struct coopreduce_handle *h, volatile const uint32_t *tag,
+                                     uint32_t seq, void *stream);
 /* Zeroed pinned host memory the handle's GPU writes to (*dev: its device address), and its
  * release (NULL: nothing) (workspace.c; the handle's result slot is made by it too). */
 coopreduce_status cr_gpu_mapped_alloc(struct coopreduce_handle *h, size_t bytes, void **host,

@@ -117,9 +117,11 @@ void cr_gpu_release(int device, void *p) { (void)device, (void)p; }
 
 coopreduce_status cr_gpu_allreduce_columns(struct coopreduce_handle *h, const cr_plan *p,
                                            const void *block, const void *own, int me, int R,
-                                           uint64_t s, void *out, void *stream)
+                                           uint64_t s, size_t pitch, void *out,
+                                           const cr_gate *gate, void *stream)
 {
-    (void)p, (void)block, (void)own, (void)me, (void)R, (void)s, (void)out, (void)stream;
+    (void)p, (void)block, (void)own, (void)me, (void)R, (void)s, (void)pitch, (void)out;
+    (void)gate, (void)stream;
     return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
 }
 
@@ -130,11 +132,27 @@ const char *cr_gpu_pack_lead(int device, void *dst, const void *meta, const void
     return NO_CUDA;
 }
 
-coopreduce_status cr_gpu_deferred_commit(struct coopreduce_handle *h, const void *metas, int R,
-                                         size_t stride, const void *mine, const void *out, void *recv,
-                                         size_t bytes, void *record, void *stream)
+coopreduce_status cr_gpu_commit(struct coopreduce_handle *h, const cr_gate *gate, const void *out,
+                                void *recv, size_t bytes, void *stream)
 {
-    (void)metas, (void)R, (void)stride, (void)mine, (void)out, (void)recv, (void)bytes, (void)record, (void)stream;
+    (void)gate, (void)out, (void)recv, (void)bytes, (void)stream;
+    return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
+}
+
+coopreduce_status cr_gpu_lead_whole(struct coopreduce_handle *h, const void *slots, int R,
+                                    size_t stride, size_t elem_size, uint64_t lead_elems,
+                                    void *out, int64_t *offsets, const cr_meta_post *post,
+                                    void *stream)
+{
+    (void)slots, (void)R, (void)stride, (void)elem_size, (void)lead_elems, (void)out;
+    (void)offsets, (void)post, (void)stream;
+    return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
+}
+
+coopreduce_status cr_gpu_wait_posted(struct coopreduce_handle *h, volatile const uint32_t *tag,
+                                     uint32_t seq, void *stream)
+{
+    (void)tag, (void)seq, (void)stream;
     return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
 }
 
@@ -147,10 +165,3 @@ coopreduce_status cr_gpu_mapped_alloc(struct coopreduce_handle *h, size_t bytes,
 }
 
 void cr_gpu_mapped_free(void *host) { (void)host; }
-
-coopreduce_status cr_gpu_unpack_lead(struct coopreduce_handle *h, const void *slots, int R,
-                                     size_t stride, size_t elem_size, void *out, void *stream)
-{
-    (void)slots, (void)R, (void)stride, (void)elem_size, (void)out, (void)stream;
-    return cr_fail(h, COOPREDUCE_ERROR_NO_GPU, NO_CUDA);
-}

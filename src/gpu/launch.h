@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <cuda_runtime_api.h>
 #include "core/plan.h"
+#include "dist/meta.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -128,10 +129,12 @@ cudaError_t cr_gpu_partials_launch(coopreduce_dtype dtype, cr_leaf leaf, const v
 /* partials.cu, for the all-reduce: result j (at out + j * result_size) of the plan's CANONICAL
  * or ORDERED family (not DOT) over column j of the (R x s) block of input elements, R <= W (the
  * chunk row's lanes): the bits of coopreduce_reduce_axis(1, R, s). Row r of the block is at
- * block + r * s elements, except row me where own is not NULL: that row is read at own. */
+ * block + r * pitch bytes (pitch 0: s elements), except row me where own is not NULL: that row
+ * is read at own. With a gate (not NULL; dist/meta.h: cr_gate) nothing is written unless it is
+ * open; the kernel runs (to check and post) even for s = 0. */
 cudaError_t cr_gpu_columns_tree_launch(const cr_plan *p, const void *block, const void *own,
-                                       int me, int R, uint64_t s, void *out, int sm_count,
-                                       cudaStream_t stream);
+                                       int me, int R, uint64_t s, size_t pitch, void *out,
+                                       const cr_gate *gate, int sm_count, cudaStream_t stream);
 
 /* partials.cu: dst[0..bytes) = src[0..bytes) (host memory, bytes <= 16), the bytes passed by
  * value to a one-thread kernel on stream: nothing of src is read after the call returns. */
@@ -144,20 +147,20 @@ cudaError_t cr_gpu_pack_lead_launch(void *dst, const void *meta, const void *dat
                                     size_t data_bytes, cudaStream_t stream);
 
 /* lead.cu: the whole array of a small sharded reduction from the R gathered slots (`stride`
- * bytes apart: a 64-byte meta, then the rank's data, its meta's n elements of elem_size bytes):
- * rank r's data at out + (n_0 + ... + n_{r-1}) * elem_size. */
-cudaError_t cr_gpu_unpack_lead_launch(const void *slots, int R, size_t stride, size_t elem_size,
-                                      void *out, cudaStream_t stream);
+ * bytes apart: a 64-byte meta, then the rank's data, its meta's n elements of elem_size bytes),
+ * where the metas say it was gathered whole (dist/meta.h: cr_meta_lead_whole with lead_elems):
+ * rank r's data at out + (n_0 + ... + n_{r-1}) * elem_size, and offsets[0 .. 2) = {0, N} (N = 0
+ * where it was not); the metas posted to post (dist/meta.h: cr_meta_post). out holds at least
+ * this rank's gather limit. Enqueued on stream. */
+cudaError_t cr_gpu_lead_whole_launch(const void *slots, int R, size_t stride, size_t elem_size,
+                                     uint64_t lead_elems, void *out, int64_t *offsets,
+                                     const cr_meta_post *post, cudaStream_t stream);
 
-/* lead.cu: a deferred all-reduce's last step: the R gathered metas (device memory, 64 bytes
- * each, `stride` bytes apart) checked against each other and against this rank's own (`mine`, host memory, passed by
- * value) as the host's first exchange checks them; if they pass, recv[0 .. bytes) =
- * out[0 .. bytes), else recv is left alone and the first failure is recorded in the
- * cr_deferred at `record` (mapped host memory; kept if one is already there). */
-cudaError_t cr_gpu_deferred_commit_launch(const void *metas, int R, size_t stride,
-                                          const void *mine,
-                                          const void *out, void *recv, size_t bytes,
-                                          void *record, cudaStream_t stream);
+/* lead.cu: a small call's last step where no kernel of its own writes the results: its gate
+ * (dist/meta.h: cr_gate; gpu/kernel/gate.cuh), then, if it is open, recv[0 .. bytes) =
+ * out[0 .. bytes). One block on stream. */
+cudaError_t cr_gpu_commit_launch(const cr_gate *gate, const void *out, void *recv, size_t bytes,
+                                 cudaStream_t stream);
 
 /* axis.cu: dst[c * len + e] = src[e * inner + c] for c < w, e < len (elements of elem_size
  * bytes: 2, 4 or 8), enqueued on stream. */

@@ -12,6 +12,7 @@
 #include "gpu/kernel/traits.cuh"
 #include "gpu/kernel/tree.cuh"
 #include "gpu/kernel/leaves.cuh"
+#include "gpu/kernel/gate.cuh"
 #include "gpu/launch.h"
 
 namespace {
@@ -102,10 +103,12 @@ cudaError_t by_leaf(cr_leaf leaf, const void *x, const void *y, uint64_t n, void
 struct BlockRows {
     const char *block, *own; /* own: row me, or nullptr (then at its place in the block) */
     int me;
-    uint64_t s; /* elements a row */
+    uint64_t s;     /* elements a row */
+    uint64_t pitch; /* bytes from a row to the next; 0: s elements */
     __host__ __device__ __forceinline__ const char *row(int r, int bytes) const
     {
-        return own && r == me ? own : block + (uint64_t)r * s * (uint64_t)bytes;
+        return own && r == me ? own
+                              : block + (uint64_t)r * (pitch ? pitch : s * (uint64_t)bytes);
     }
 };
 
@@ -116,8 +119,10 @@ struct BlockRows {
  * of each row. */
 template <typename In, Leaf LF>
 __global__ void __launch_bounds__(kPartThreads)
-    columns_tree_kernel(const BlockRows B, int R, const Final F, char *out, size_t rsize)
+    columns_tree_kernel(const BlockRows B, int R, const Final F, char *out, size_t rsize,
+                        const cr_gate G)
 {
+    if (!cr_gate_open(G)) return;
     using Acc = typename In::Acc;
     constexpr int K = kLeaves<LF>;
     const uint64_t s = B.s;
@@ -199,8 +204,10 @@ __device__ __forceinline__ void set_comp(typename Cols<T, V>::Vec &v, int c, T x
         reinterpret_cast<T *>(&v)[c] = x;
 }
 template <typename T, int R, int V>
-__global__ void __launch_bounds__(kPartThreads) columns_sum_kernel(const BlockRows B, char *out)
+__global__ void __launch_bounds__(kPartThreads)
+    columns_sum_kernel(const BlockRows B, char *out, const cr_gate G)
 {
+    if (!cr_gate_open(G)) return;
     using Vec = typename Cols<T, V>::Vec;
     const Vec *row[R];
 #pragma unroll
@@ -226,7 +233,8 @@ __global__ void __launch_bounds__(kPartThreads) columns_sum_kernel(const BlockRo
 }
 
 template <typename T, int R>
-cudaError_t launch_sum_rows(const BlockRows &B, void *out, int sm_count, cudaStream_t stream)
+cudaError_t launch_sum_rows(const BlockRows &B, void *out, const cr_gate &G, int sm_count,
+                            cudaStream_t stream)
 {
     bool vec = B.s % (16 / sizeof(T)) == 0 && (uintptr_t)out % 16 == 0;
     for (int r = 0; r < R; r++) vec = vec && (uintptr_t)B.row(r, sizeof(T)) % 16 == 0;
@@ -237,31 +245,32 @@ cudaError_t launch_sum_rows(const BlockRows &B, void *out, int sm_count, cudaStr
     if (blocks < 1) blocks = 1;
     if (vec)
         columns_sum_kernel<T, R, 16 / sizeof(T)>
-            <<<(unsigned)blocks, kPartThreads, 0, stream>>>(B, static_cast<char *>(out));
+            <<<(unsigned)blocks, kPartThreads, 0, stream>>>(B, static_cast<char *>(out), G);
     else
         columns_sum_kernel<T, R, 1>
-            <<<(unsigned)blocks, kPartThreads, 0, stream>>>(B, static_cast<char *>(out));
+            <<<(unsigned)blocks, kPartThreads, 0, stream>>>(B, static_cast<char *>(out), G);
     return cudaGetLastError();
 }
 
 template <typename T>
-cudaError_t launch_sum(const BlockRows &B, int R, void *out, int sm, cudaStream_t st)
+cudaError_t launch_sum(const BlockRows &B, int R, void *out, const cr_gate &G, int sm,
+                       cudaStream_t st)
 {
     switch (R) {
-    case 2: return launch_sum_rows<T, 2>(B, out, sm, st);
-    case 3: return launch_sum_rows<T, 3>(B, out, sm, st);
-    case 4: return launch_sum_rows<T, 4>(B, out, sm, st);
-    case 5: return launch_sum_rows<T, 5>(B, out, sm, st);
-    case 6: return launch_sum_rows<T, 6>(B, out, sm, st);
-    case 7: return launch_sum_rows<T, 7>(B, out, sm, st);
-    case 8: return launch_sum_rows<T, 8>(B, out, sm, st);
+    case 2: return launch_sum_rows<T, 2>(B, out, G, sm, st);
+    case 3: return launch_sum_rows<T, 3>(B, out, G, sm, st);
+    case 4: return launch_sum_rows<T, 4>(B, out, G, sm, st);
+    case 5: return launch_sum_rows<T, 5>(B, out, G, sm, st);
+    case 6: return launch_sum_rows<T, 6>(B, out, G, sm, st);
+    case 7: return launch_sum_rows<T, 7>(B, out, G, sm, st);
+    case 8: return launch_sum_rows<T, 8>(B, out, G, sm, st);
     default: return cudaErrorInvalidValue;
     }
 }
 
 template <typename In, Leaf LF>
-cudaError_t launch_columns(const cr_plan *p, const BlockRows &B, int R, void *out, int sm_count,
-                           cudaStream_t stream)
+cudaError_t launch_columns(const cr_plan *p, const BlockRows &B, int R, void *out, const cr_gate &G,
+                           int sm_count, cudaStream_t stream)
 {
     uint64_t blocks = (B.s + kPartThreads - 1) / kPartThreads;
     const uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) * 16;
@@ -269,20 +278,20 @@ cudaError_t launch_columns(const cr_plan *p, const BlockRows &B, int R, void *ou
     if (blocks < 1) blocks = 1;
     const Final F = {1, (int)p->op, (int)p->dtype, p->narrow, 0, nullptr, nullptr};
     columns_tree_kernel<In, LF><<<(unsigned)blocks, kPartThreads, 0, stream>>>(
-        B, R, F, static_cast<char *>(out), p->result_size);
+        B, R, F, static_cast<char *>(out), p->result_size, G);
     return cudaGetLastError();
 }
 
 template <typename In>
-cudaError_t columns_by_leaf(const cr_plan *p, const BlockRows &B, int R, void *o, int sm,
-                            cudaStream_t st)
+cudaError_t columns_by_leaf(const cr_plan *p, const BlockRows &B, int R, void *o, const cr_gate &G,
+                            int sm, cudaStream_t st)
 {
     if (p->family == CR_FAMILY_CANONICAL)
-        return launch_columns<In, Leaf::kWiden>(p, B, R, o, sm, st);
+        return launch_columns<In, Leaf::kWiden>(p, B, R, o, G, sm, st);
     switch (p->leaf) {
-    case CR_LEAF_VALUE: return launch_columns<In, Leaf::kWiden>(p, B, R, o, sm, st);
-    case CR_LEAF_SQUARE: return launch_columns<In, Leaf::kSquare>(p, B, R, o, sm, st);
-    case CR_LEAF_NORM2: return launch_columns<In, Leaf::kNorm2>(p, B, R, o, sm, st);
+    case CR_LEAF_VALUE: return launch_columns<In, Leaf::kWiden>(p, B, R, o, G, sm, st);
+    case CR_LEAF_SQUARE: return launch_columns<In, Leaf::kSquare>(p, B, R, o, G, sm, st);
+    case CR_LEAF_NORM2: return launch_columns<In, Leaf::kNorm2>(p, B, R, o, G, sm, st);
     default: return cudaErrorInvalidValue; /* DOT has two inputs */
     }
 }
@@ -291,23 +300,28 @@ cudaError_t columns_by_leaf(const cr_plan *p, const BlockRows &B, int R, void *o
 
 extern "C" cudaError_t cr_gpu_columns_tree_launch(const cr_plan *p, const void *block,
                                                   const void *own, int me, int R, uint64_t s,
-                                                  void *out, int sm_count, cudaStream_t stream)
+                                                  size_t pitch, void *out, const cr_gate *gate,
+                                                  int sm_count, cudaStream_t stream)
 {
-    if (s == 0) return cudaSuccess;
+    if (s == 0 && !gate) return cudaSuccess;
     if (R < 1 || R > (p->acc == COOPREDUCE_FLOAT64 ? CR_LANES_F64 : CR_LANES_F32))
         return cudaErrorInvalidValue;
-    const BlockRows B = {static_cast<const char *>(block), static_cast<const char *>(own), me, s};
+    const BlockRows B = {static_cast<const char *>(block), static_cast<const char *>(own), me, s,
+                         pitch};
+    cr_gate G;
+    memset(&G, 0, sizeof G);
+    if (gate) G = *gate;
     const bool sum = p->family == CR_FAMILY_CANONICAL && p->op == COOPREDUCE_OP_SUM && R >= 2 &&
                      R <= 8;
     switch (p->dtype) {
     case COOPREDUCE_FLOAT32:
-        return sum ? launch_sum<float>(B, R, out, sm_count, stream)
-                   : columns_by_leaf<F32>(p, B, R, out, sm_count, stream);
+        return sum ? launch_sum<float>(B, R, out, G, sm_count, stream)
+                   : columns_by_leaf<F32>(p, B, R, out, G, sm_count, stream);
     case COOPREDUCE_FLOAT64:
-        return sum ? launch_sum<double>(B, R, out, sm_count, stream)
-                   : columns_by_leaf<F64>(p, B, R, out, sm_count, stream);
-    case COOPREDUCE_FLOAT16: return columns_by_leaf<Half<false>>(p, B, R, out, sm_count, stream);
-    case COOPREDUCE_BFLOAT16: return columns_by_leaf<Half<true>>(p, B, R, out, sm_count, stream);
+        return sum ? launch_sum<double>(B, R, out, G, sm_count, stream)
+                   : columns_by_leaf<F64>(p, B, R, out, G, sm_count, stream);
+    case COOPREDUCE_FLOAT16: return columns_by_leaf<Half<false>>(p, B, R, out, G, sm_count, stream);
+    case COOPREDUCE_BFLOAT16: return columns_by_leaf<Half<true>>(p, B, R, out, G, sm_count, stream);
     default: return cudaErrorInvalidValue;
     }
 }

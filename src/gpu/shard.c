@@ -83,12 +83,13 @@ void cr_gpu_release(int device, void *p)
 
 coopreduce_status cr_gpu_allreduce_columns(coopreduce_handle *h, const cr_plan *p,
                                            const void *block, const void *own, int me, int R,
-                                           uint64_t s, void *out, void *stream)
+                                           uint64_t s, size_t pitch, void *out,
+                                           const cr_gate *gate, void *stream)
 {
     cudaError_t e = cr_gpu_use_device(h->device);
     if (e != cudaSuccess) return cr_cuda_fail(h, e, "selecting the GPU");
     (void)cudaGetLastError();
-    e = cr_gpu_columns_tree_launch(p, block, own, me, R, s, out, h->gpu->sm_count,
+    e = cr_gpu_columns_tree_launch(p, block, own, me, R, s, pitch, out, gate, h->gpu->sm_count,
                                    (cudaStream_t)stream);
     return e == cudaSuccess ? COOPREDUCE_SUCCESS
                             : cr_cuda_fail(h, e, "launching the all-reduce's columns");
@@ -105,28 +106,50 @@ const char *cr_gpu_pack_lead(int device, void *dst, const void *meta, const void
     return e == cudaSuccess ? NULL : cudaGetErrorString(e);
 }
 
-coopreduce_status cr_gpu_deferred_commit(coopreduce_handle *h, const void *metas, int R,
-                                         size_t stride, const void *mine, const void *out, void *recv,
-                                         size_t bytes, void *record, void *stream)
+coopreduce_status cr_gpu_commit(coopreduce_handle *h, const cr_gate *gate, const void *out,
+                                void *recv, size_t bytes, void *stream)
 {
     cudaError_t e = cr_gpu_use_device(h->device);
     if (e == cudaSuccess) {
         (void)cudaGetLastError();
-        e = cr_gpu_deferred_commit_launch(metas, R, stride, mine, out, recv, bytes, record,
-                                          (cudaStream_t)stream);
+        e = cr_gpu_commit_launch(gate, out, recv, bytes, (cudaStream_t)stream);
     }
     return e == cudaSuccess ? COOPREDUCE_SUCCESS
-                            : cr_cuda_fail(h, e, "launching the all-reduce's deferred check");
+                            : cr_cuda_fail(h, e, "launching the check of the ranks' calls");
 }
 
-coopreduce_status cr_gpu_unpack_lead(coopreduce_handle *h, const void *slots, int R, size_t stride,
-                                     size_t elem_size, void *out, void *stream)
+coopreduce_status cr_gpu_lead_whole(coopreduce_handle *h, const void *slots, int R, size_t stride,
+                                    size_t elem_size, uint64_t lead_elems, void *out,
+                                    int64_t *offsets, const cr_meta_post *post, void *stream)
 {
     cudaError_t e = cr_gpu_use_device(h->device);
     if (e == cudaSuccess) {
         (void)cudaGetLastError();
-        e = cr_gpu_unpack_lead_launch(slots, R, stride, elem_size, out, (cudaStream_t)stream);
+        e = cr_gpu_lead_whole_launch(slots, R, stride, elem_size, lead_elems, out, offsets, post,
+                                     (cudaStream_t)stream);
     }
     return e == cudaSuccess ? COOPREDUCE_SUCCESS
                             : cr_cuda_fail(h, e, "putting the shards together");
+}
+
+/* As reduce.c's wait for a host result: spin on the tag, asking the stream every 1024 spins
+ * whether it failed or finished without posting. */
+coopreduce_status cr_gpu_wait_posted(coopreduce_handle *h, volatile const uint32_t *tag,
+                                     uint32_t seq, void *stream)
+{
+    for (uint64_t spin = 1; *tag != seq; spin++) {
+        if (spin % 1024 == 0) {
+            const cudaError_t e = cudaStreamQuery((cudaStream_t)stream);
+            if (e == cudaSuccess && *tag != seq)
+                return cr_fail(h, COOPREDUCE_ERROR_INTERNAL,
+                               "the stream finished without posting the ranks' calls");
+            if (e != cudaSuccess && e != cudaErrorNotReady)
+                return cr_cuda_fail(h, e, "waiting for the first exchange");
+        }
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+    __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the metas, posted before the tag */
+    return COOPREDUCE_SUCCESS;
 }
