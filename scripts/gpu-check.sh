@@ -71,13 +71,16 @@ fi
 if [ $GOLDEN = 1 ]; then
   step golden "$BUILD/tests/test_gpu" --quick --write-golden "$LOG/golden_bits.txt"
 fi
-# The distributed test over NCCL on every GPU (one thread per GPU, no MPI), then, where mpirun
+# The distributed test over NCCL on every GPU (one thread per GPU, no MPI), over threads sharing
+# GPU 0 without NCCL (test_dist_loop), then, where mpirun
 # exists, MPI ranks sharing GPU 0 (test_dist_mpi --gpu), and the multi-GPU benchmark.
 if [ -x "$BUILD/tests/test_dist_gpu" ]; then # one GPU: one rank through the exchanges of many
   # (small arrays gathered whole, then through the canonical tree's boundaries)
   COOPREDUCE_DIST_FULL_PROTOCOL=1 step dist-protocol "$BUILD/tests/test_dist_gpu" --quick
   COOPREDUCE_DIST_FULL_PROTOCOL=1 COOPREDUCE_DIST_GATHER_KIB=0 step dist-protocol-tree "$BUILD/tests/test_dist_gpu" --quick
 fi
+# 1 to 3 ranks as threads sharing the GPU over a transport of device copies (no NCCL)
+[ -x "$BUILD/tests/test_dist_loop" ] && step dist-loop "$BUILD/tests/test_dist_loop"
 if [ -x "$BUILD/tests/test_dist_gpu" ] && [ $BENCH = 1 ]; then
   step dist-bench "$BUILD/tests/test_dist_gpu" --bench --reps 10
 fi
@@ -93,14 +96,13 @@ if [ $SANITIZE = 1 ]; then
         step "san-$t-$tool" compute-sanitizer --tool "$tool" --error-exitcode 9 "$(gpu_test "$t")" --quick
     done
   done
-  # the distributed calls' own kernels (the first exchange's packing, the small array put
-  # together, the gates and commits), on one rank through the exchanges, the small calls only
-  # (the API errors the error tests provoke on purpose are not reported). synccheck only:
-  # memcheck and racecheck of this program have not finished within the step's limit, even
-  # with NCCL's kernels excluded.
-  if [[ " $TESTS " == *" dist "* ]] && [ -x "$BUILD/tests/test_dist_gpu" ]; then
-    COOPREDUCE_DIST_FULL_PROTOCOL=1 step san-dist-synccheck compute-sanitizer --tool synccheck \
-      --error-exitcode 9 --report-api-errors no "$BUILD/tests/test_dist_gpu" --ranks 1 --small
+  # the distributed algorithms' device path (the first exchange's packing, the small array put
+  # together, the gates and commits) over threads sharing the GPU and a transport of device
+  # copies (test_dist_loop): the sanitizers do not finish under NCCL's kernels
+  if [[ " $TESTS " == *" dist "* ]] && [ -x "$BUILD/tests/test_dist_loop" ]; then
+    step san-dist_loop-memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$BUILD/tests/test_dist_loop" --ranks 2
+    step san-dist_loop-racecheck compute-sanitizer --tool racecheck --error-exitcode 9 "$BUILD/tests/test_dist_loop" --ranks 1 --quick
+    step san-dist_loop-synccheck compute-sanitizer --tool synccheck --error-exitcode 9 "$BUILD/tests/test_dist_loop" --ranks 2
   fi
   for tool in memcheck racecheck synccheck; do
     for e in $EXAMPLES; do
