@@ -143,8 +143,11 @@ CR_EXPORT coopreduce_status cr_dist_allreduce(const cr_dist_transport *t, cr_dis
     coopreduce_status s;
     void *lead = NULL;
     char *wanted = NULL;
-    if (t->allgather_lead && (mine.status || lead_bytes || count == 0) &&
-        (t->deferred_errors || !mine.status)) {
+    cr_meta_post post = {NULL, NULL, 0};
+    const int small = t->allgather_lead && (mine.status || lead_bytes || count == 0);
+    if (small && !t->deferred_errors && !mine.status)
+        mine.status = cr_dist_post(h, cache, R, &post); /* a failure travels in the exchange */
+    if (small && (t->deferred_errors || !mine.status)) {
         /* No wait for the exchange before the work: the slots are reduced by a kernel that
          * first checks every rank's meta (its gate: gpu/kernel/gate.cuh) and writes the results
          * only if every check passes (the columns kernel, straight into recv; else a last
@@ -153,9 +156,6 @@ CR_EXPORT coopreduce_status cr_dist_allreduce(const cr_dist_transport *t, cr_dis
          * that none waits, and reports its own failure now). Otherwise the gate posts the metas,
          * and the host waits for them alone and makes the same checks, failing as the waiting
          * path does. */
-        cr_meta_post post = {NULL, NULL, 0};
-        if (!t->deferred_errors && (mine.status = cr_dist_post(h, cache, R, &post)))
-            return (coopreduce_status)mine.status;
         s = cr_dist_first_exchange_deferred(t, h, &mine, send, lead_bytes, &lead, stream);
         if (s || mine.status) return s ? s : (coopreduce_status)mine.status;
         cr_dist_cache *c = *cache;
@@ -172,12 +172,16 @@ CR_EXPORT coopreduce_status cr_dist_allreduce(const cr_dist_transport *t, cr_dis
             s = reduce_slots(h, cache, &p, op, dtype, lead, me, R, count, &wanted, stream);
             if (!s) s = cr_gpu_commit(h, &g, wanted, recv, (size_t)count * p.result_size, stream);
         }
-        if (s || t->deferred_errors) return s;
+        if (t->deferred_errors) return s;
+        /* A failure of this rank's device after the exchange is its own, but it still makes the
+         * checks (they exchange messages where some rank failed its own: none may wait); a
+         * failure they agree on is what every rank reports. */
         cr_meta *all = NULL;
-        if ((s = cr_dist_first_exchange_posted(t, h, c, &mine, &g.post, &all, stream))) return s;
-        s = cr_dist_check_agreement(t, h, all);
+        coopreduce_status w = !s ? cr_dist_first_exchange_posted(t, h, c, &mine, &g.post, &all, stream)
+                                 : cr_dist_first_exchange_fetched(t, h, &mine, lead, &all, stream);
+        if (!w) w = cr_dist_check_agreement(t, h, all);
         free(all);
-        return s;
+        return w ? w : s;
     }
     cr_meta *all = NULL;
     s = cr_dist_first_exchange(t, h, &mine, &all, stream, send, lead_bytes, &lead);

@@ -313,6 +313,28 @@ coopreduce_status cr_dist_first_exchange_posted(const cr_dist_transport *t, coop
     return COOPREDUCE_SUCCESS;
 }
 
+coopreduce_status cr_dist_first_exchange_fetched(const cr_dist_transport *t, coopreduce_handle *h,
+                                                 const cr_meta *me, const void *slots,
+                                                 cr_meta **all_out, void *stream)
+{
+    const int R = t->size;
+    *all_out = NULL;
+    cr_meta *all = malloc((size_t)R * sizeof *all);
+    if (!all) return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY, "cannot allocate %d ranks' metadata", R);
+    coopreduce_status s = COOPREDUCE_SUCCESS;
+    for (int r = 0; r < R && !s; r++)
+        s = cr_gpu_copy(h, &all[r], (const char *)slots + (size_t)r * CR_DIST_SLOT_BYTES,
+                        sizeof *all, stream);
+    if (!s) s = cr_gpu_wait(h, stream);
+    if (!s) s = exchange_checks(t, h, me, all, stream);
+    if (s) {
+        free(all);
+        return s;
+    }
+    *all_out = all;
+    return COOPREDUCE_SUCCESS;
+}
+
 coopreduce_status cr_dist_check_agreement(const cr_dist_transport *t, coopreduce_handle *h,
                                           const cr_meta *all)
 {

@@ -70,6 +70,13 @@ coopreduce_status cr_dist_first_exchange_posted(const cr_dist_transport *t, coop
                                                 const cr_meta_post *post, cr_meta **all,
                                                 void *stream);
 
+/* The same where nothing was posted (this rank's kernel that would post could not be launched):
+ * the metas copied from the gathered slots (device memory, R of CR_DIST_SLOT_BYTES), waiting
+ * for the stream, so that this rank still takes part in what follows. */
+coopreduce_status cr_dist_first_exchange_fetched(const cr_dist_transport *t, coopreduce_handle *h,
+                                                 const cr_meta *me, const void *slots,
+                                                 cr_meta **all, void *stream);
+
 /* The first exchange of a call that does not wait for it (allgather_lead without waiting): every
  * rank's slot (its meta, then its data) at *slots (R x CR_DIST_SLOT_BYTES of device memory, in
  * stream order), checked on the device (a gate: dist/meta.h) and, unless the call defers its

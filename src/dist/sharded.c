@@ -834,10 +834,6 @@ CR_EXPORT coopreduce_status cr_dist_reduce_sharded(const cr_dist_transport *t,
     /* A shard of up to CR_DIST_LEAD_BYTES travels in the first exchange: if every rank's does,
      * that exchange gathers the whole array (lead_whole). */
     const size_t es = cr_dtype_size(dtype);
-    const size_t lead_bytes = !mine.status && h->device >= 0 && t->allgather_lead &&
-                                      p.inputs == 1 && n_local <= CR_DIST_LEAD_BYTES / es
-                                  ? (size_t)n_local * es
-                                  : 0;
     /* Where this rank's shard travels so and the others' may too, it does not wait for the
      * exchange before its work: a kernel puts the array together where it was gathered whole
      * and posts the metas to the host; the canonical-order operations, whose segments the GPU
@@ -845,15 +841,19 @@ CR_EXPORT coopreduce_status cr_dist_reduce_sharded(const cr_dist_transport *t,
      * device (a segment's bits are the 1-D call's: docs/DETERMINISM.md, "Axis and segments"),
      * and a last kernel makes the host's checks and writes the result if they pass. The host
      * waits for the posted metas alone and makes the same checks. */
-    const int spec = !mine.status && room && h->device >= 0 && t->allgather_lead &&
-                     t->allgatherv && t->device_data && p.inputs == 1 &&
-                     n_local <= CR_DIST_LEAD_BYTES / es;
-    const int spec_reduce = spec && cr_gpu_segments_checked(&p) && !p.needs_element;
+    int spec = !mine.status && room && h->device >= 0 && t->allgather_lead && t->allgatherv &&
+               t->device_data && p.inputs == 1 && n_local <= CR_DIST_LEAD_BYTES / es;
     cr_meta_post post = {NULL, NULL, 0};
-    if (spec && (mine.status = cr_dist_post(h, cache, R, &post))) return (coopreduce_status)mine.status;
+    if (spec && (mine.status = cr_dist_post(h, cache, R, &post)))
+        spec = 0; /* this rank's failure travels in the first exchange, as any other */
+    const int spec_reduce = spec && cr_gpu_segments_checked(&p) && !p.needs_element;
+    const size_t lead_bytes = !mine.status && h->device >= 0 && t->allgather_lead &&
+                                      p.inputs == 1 && n_local <= CR_DIST_LEAD_BYTES / es
+                                  ? (size_t)n_local * es
+                                  : 0;
     cr_meta *all = NULL;
     void *slots = NULL;
-    coopreduce_status s;
+    coopreduce_status s, spec_err = COOPREDUCE_SUCCESS;
     if (spec) {
         /* room: the array, then (past this rank's gather limit) the offsets and the result */
         const uint64_t cap = (uint64_t)kib * 1024 / es;
@@ -861,21 +861,23 @@ CR_EXPORT coopreduce_status cr_dist_reduce_sharded(const cr_dist_transport *t,
         char *scratch = (char *)offsets + 64;
         if ((s = cr_dist_first_exchange_deferred(t, h, &mine, x, lead_bytes, &slots, stream)))
             return s;
-        s = cr_gpu_lead_whole(h, slots, R, CR_DIST_SLOT_BYTES, es, CR_DIST_LEAD_BYTES / es, room,
-                              offsets, &post, stream);
-        if (!s && spec_reduce) {
-            s = coopreduce_reduce_segments(op, room, NULL, scratch, cap, offsets, 1, dtype, h,
-                                           stream);
-            if (!s) {
+        spec_err = cr_gpu_lead_whole(h, slots, R, CR_DIST_SLOT_BYTES, es, CR_DIST_LEAD_BYTES / es,
+                                     room, offsets, &post, stream);
+        const int posted = !spec_err;
+        if (!spec_err && spec_reduce) {
+            spec_err = coopreduce_reduce_segments(op, room, NULL, scratch, cap, offsets, 1, dtype, h,
+                                                  stream);
+            if (!spec_err) {
                 cr_gate g = cr_dist_gate(slots, R, &mine);
                 g.es = es;
                 g.lead_elems = CR_DIST_LEAD_BYTES / es; /* and the array gathered whole */
-                s = cr_gpu_commit(h, &g, scratch, result, p.result_size, stream);
+                spec_err = cr_gpu_commit(h, &g, scratch, result, p.result_size, stream);
             }
         }
-        /* (a failure of this rank's device after the exchange is its own: see the header) */
-        if (s) return s;
-        s = cr_dist_first_exchange_posted(t, h, *cache, &mine, &post, &all, stream);
+        /* A failure of this rank's device after the exchange is its own (see the header); it
+         * still takes part in what follows, so that no other rank waits for it. */
+        s = posted ? cr_dist_first_exchange_posted(t, h, *cache, &mine, &post, &all, stream)
+                   : cr_dist_first_exchange_fetched(t, h, &mine, slots, &all, stream);
     } else {
         s = cr_dist_first_exchange(t, h, &mine, &all, stream, x, lead_bytes, &slots);
     }
@@ -908,9 +910,13 @@ CR_EXPORT coopreduce_status cr_dist_reduce_sharded(const cr_dist_transport *t,
             /* put together by cr_gpu_lead_whole (every rank's shard traveling in the first
              * exchange, every rank took the path above); reduced and committed there too for
              * the operations spec_reduce takes */
-            if (!spec_reduce) s = coopreduce_reduce(op, room, NULL, result, N, dtype, h, stream);
+            if (spec_err)
+                s = spec_err;
+            else if (!spec_reduce)
+                s = coopreduce_reduce(op, room, NULL, result, N, dtype, h, stream);
         } else {
             s = gather_whole(t, *cache, h, &p, op, dtype, x, y, result, all, R, N, room, stream);
+            if (!s) s = spec_err;
         }
         goto out;
     }
@@ -960,6 +966,7 @@ CR_EXPORT coopreduce_status cr_dist_reduce_sharded(const cr_dist_transport *t,
         local = exact_local(h, cache, &p, x, y, n_local, (int64_t *)(mine_c + HEADER), stream);
     else
         local = scan_local(h, &p, x, n_local, offset, (scan_part *)(mine_c + HEADER), stream);
+    if (!local && spec_err) local = spec_err; /* this rank's device failed after the exchange */
     memcpy(mine_c, &(int32_t){(int32_t)local}, 4);
     /* (allgather and allgather_host are the same collective: a rank whose device slot could not
      * be made or written takes the host one, and the ranks still match) */
