@@ -4,7 +4,8 @@
 #   tests: test_dist_gpu over NCCL on all GPUs (every op x dtype x mode, equal and uneven splits,
 #          bits equal to the CPU and to the rank's own GPU; the all-reduce against the axis-0
 #          reduction of the stacked arrays; errors on every rank); the same with one rank through
-#          the exchanges of many; MPI ranks with GPU handles, one per GPU and two per GPU; the
+#          the exchanges of many; test_dist_loop (the device path without NCCL, threads sharing
+#          GPU 0); MPI ranks with GPU handles, one per GPU and two per GPU; the
 #          CLI under mpirun over NCCL and over MPI, bits equal to the single-process CPU and GPU
 #          calls;
 #   benchmarks: test_dist_gpu --bench with NCCL's all-reduce algorithm left free, pinned to Ring
@@ -15,7 +16,7 @@
 #          `mpirun coopreduce bench --distributed nccl`.
 # usage: scripts/multi-gpu-check.sh [--no-bench] [--quick] [--prebuilt DIR]
 #   --prebuilt DIR: no configure and build; run the programs of a build made elsewhere (the CLI,
-#   tests/test_dist_gpu, tests/test_dist_mpi and the libraries, at their places in a build tree
+#   tests/test_dist_gpu, tests/test_dist_loop, tests/test_dist_mpi and the libraries, at their places in a build tree
 #   under DIR), the libraries found through LD_LIBRARY_PATH (also on every MPI rank).
 # Environment: BUILD (default build-gpu), CMAKE_EXTRA (more configure options), STEP_TIMEOUT.
 # NVLink multicast (NVLS) stays off: NCCL_NVLS_ENABLE=0 is set for every program started here.
@@ -71,7 +72,7 @@ if [ -n "$PREBUILT" ]; then
 else
   GEN=(); command -v ninja >/dev/null && GEN=(-G Ninja)
   step configure cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release ${CMAKE_EXTRA:-} || { finish; exit 1; }
-  TARGETS=(coopreduce_cli test_dist_gpu)
+  TARGETS=(coopreduce_cli test_dist_gpu test_dist_loop)
   grep -qs 'test_dist_mpi' "$BUILD/build.ninja" "$BUILD/Makefile" && TARGETS+=(test_dist_mpi) # MPI found
   step build cmake --build "$BUILD" -j "$(nproc)" --target "${TARGETS[@]}" || { finish; exit 1; }
 fi
@@ -83,6 +84,8 @@ step test-nccl-gather "$T/test_dist_gpu" --quick
 COOPREDUCE_DIST_FULL_PROTOCOL=1 step test-nccl-1rank "$T/test_dist_gpu" --ranks 1 --quick
 # three ranks: the first count whose canonical tree is not a power of two's
 [ "$NGPU" -gt 3 ] && step test-nccl-3ranks "$T/test_dist_gpu" --ranks 3 --quick
+# the device path without NCCL: 1 to 3 ranks as threads sharing GPU 0
+[ -x "$T/test_dist_loop" ] && step test-loop "$T/test_dist_loop"
 if [ $BENCH = 1 ]; then
   step bench-free "$T/test_dist_gpu" --bench --reps 10
   # (pinned for the all-reduce only: coopreduce also calls ncclAllGather, which has no Tree)
