@@ -215,10 +215,19 @@ static void split(uint64_t n, int R, uint64_t seed, int r, uint64_t *first, uint
     *len = cut[r + 1] - cut[r];
 }
 
-static void sharded_case(job *j, const cr_dist_transport *t, cr_dist_cache **cache,
-                         coopreduce_handle *h, coopreduce_handle *ref, cudaStream_t st,
-                         coopreduce_op op, coopreduce_dtype dt, uint64_t n, uint64_t seed)
+/* What every case of one rank uses: its job, transport, cache, handles and stream. */
+typedef struct {
+    job *j;
+    cr_dist_transport t;
+    cr_dist_cache *cache;
+    coopreduce_handle *h, *ref;
+    cudaStream_t st;
+} rank_env;
+
+static void sharded_case(rank_env *e, coopreduce_op op, coopreduce_dtype dt, uint64_t n,
+                         uint64_t seed)
 {
+    job *j = e->j;
     const size_t es = coopreduce_dtype_size(dt);
     const size_t rs = coopreduce_op_result_size(op, dt, 0, NULL);
     if (!rs) return;
@@ -231,12 +240,13 @@ static void sharded_case(job *j, const cr_dist_transport *t, cr_dist_cache **cac
     cudaMalloc(&res, 16);
     cudaMemcpy(x, all + first * es, len * es, cudaMemcpyHostToDevice);
     cudaMemset(res, 0xab, 16);
-    const coopreduce_status gs = cr_dist_reduce_sharded(t, cache, op, x, NULL, res, len, dt, h, st);
+    const coopreduce_status gs =
+        cr_dist_reduce_sharded(&e->t, &e->cache, op, x, NULL, res, len, dt, e->h, e->st);
     unsigned char got[16], want[16];
     memset(want, 0, sizeof want);
-    cudaStreamSynchronize(st);
+    cudaStreamSynchronize(e->st);
     cudaMemcpy(got, res, 16, cudaMemcpyDeviceToHost);
-    const coopreduce_status rs_ = coopreduce_reduce(op, all, NULL, want, n, dt, ref, NULL);
+    const coopreduce_status rs_ = coopreduce_reduce(op, all, NULL, want, n, dt, e->ref, NULL);
     CHECK(j, gs == rs_ && (gs || !memcmp(got, want, rs)),
           "sharded %s %s n=%llu (shard %llu+%llu): %s vs 1-D %s; bits %02x%02x%02x%02x vs %02x%02x%02x%02x",
           coopreduce_op_name(op), coopreduce_dtype_name(dt), (unsigned long long)n,
@@ -248,10 +258,10 @@ static void sharded_case(job *j, const cr_dist_transport *t, cr_dist_cache **cac
     free(all);
 }
 
-static void allreduce_case(job *j, const cr_dist_transport *t, cr_dist_cache **cache,
-                           coopreduce_handle *h, coopreduce_handle *ref, cudaStream_t st,
-                           coopreduce_op op, coopreduce_dtype dt, uint64_t count, uint64_t seed)
+static void allreduce_case(rank_env *e, coopreduce_op op, coopreduce_dtype dt, uint64_t count,
+                           uint64_t seed)
 {
+    job *j = e->j;
     const size_t es = coopreduce_dtype_size(dt);
     const size_t rs = coopreduce_op_result_size(op, dt, 0, NULL);
     if (!rs) return;
@@ -262,11 +272,12 @@ static void allreduce_case(job *j, const cr_dist_transport *t, cr_dist_cache **c
     cudaMalloc(&send, count * es + 16);
     cudaMalloc(&recv, count * rs + 16);
     cudaMemcpy(send, stacked + (size_t)j->rank * count * es, count * es, cudaMemcpyHostToDevice);
-    const coopreduce_status gs = cr_dist_allreduce(t, cache, send, recv, count, dt, op, h, st);
-    cudaStreamSynchronize(st);
+    const coopreduce_status gs =
+        cr_dist_allreduce(&e->t, &e->cache, send, recv, count, dt, op, e->h, e->st);
+    cudaStreamSynchronize(e->st);
     cudaMemcpy(got, recv, count * rs, cudaMemcpyDeviceToHost);
     const coopreduce_status ws =
-        coopreduce_reduce_axis(op, stacked, NULL, want, 1, (uint64_t)j->R, count, dt, ref, NULL);
+        coopreduce_reduce_axis(op, stacked, NULL, want, 1, (uint64_t)j->R, count, dt, e->ref, NULL);
     CHECK(j, gs == ws && (gs || !memcmp(got, want, count * rs)),
           "all-reduce %s %s count=%llu: %s vs the axis %s", coopreduce_op_name(op),
           coopreduce_dtype_name(dt), (unsigned long long)count, coopreduce_status_string(gs),
@@ -279,9 +290,10 @@ static void allreduce_case(job *j, const cr_dist_transport *t, cr_dist_cache **c
 }
 
 /* Rank 0 passes dtype a, the others b: every rank fails (now, or deferred), recv untouched. */
-static void disagree_case(job *j, cr_dist_transport *t, cr_dist_cache **cache, coopreduce_handle *h,
-                          cudaStream_t st, int sharded)
+static void disagree_case(rank_env *e, int sharded)
 {
+    job *j = e->j;
+    coopreduce_handle *h = e->h;
     if (j->R < 2) return;
     const coopreduce_dtype dt = j->rank == 0 ? COOPREDUCE_FLOAT64 : COOPREDUCE_FLOAT32;
     void *send = NULL, *recv = NULL;
@@ -290,17 +302,18 @@ static void disagree_case(job *j, cr_dist_transport *t, cr_dist_cache **cache, c
     cudaMemset(send, 0, 64);
     cudaMemset(recv, 0x5a, 64);
     coopreduce_status s =
-        sharded ? cr_dist_reduce_sharded(t, cache, COOPREDUCE_OP_SUM, send, NULL, recv, 3, dt, h, st)
-                : cr_dist_allreduce(t, cache, send, recv, 3, dt, COOPREDUCE_OP_SUM, h, st);
-    cudaStreamSynchronize(st);
-    if (t->deferred_errors && !sharded) {
+        sharded ? cr_dist_reduce_sharded(&e->t, &e->cache, COOPREDUCE_OP_SUM, send, NULL, recv, 3,
+                                         dt, h, e->st)
+                : cr_dist_allreduce(&e->t, &e->cache, send, recv, 3, dt, COOPREDUCE_OP_SUM, h, e->st);
+    cudaStreamSynchronize(e->st);
+    if (e->t.deferred_errors && !sharded) {
         CHECK(j, s == COOPREDUCE_SUCCESS, "deferred disagreement: the call itself failed (%s)",
               coopreduce_status_string(s));
-        s = cr_dist_deferred_error(*cache, h);
+        s = cr_dist_deferred_error(e->cache, h);
         CHECK(j, s == COOPREDUCE_ERROR_INVALID_ARGUMENT && strstr(coopreduce_last_error(h), "dtype"),
               "deferred disagreement reported as %s: %s", coopreduce_status_string(s),
               coopreduce_last_error(h));
-        CHECK(j, cr_dist_deferred_error(*cache, h) == COOPREDUCE_SUCCESS,
+        CHECK(j, cr_dist_deferred_error(e->cache, h) == COOPREDUCE_SUCCESS,
               "a deferred failure reported twice");
     } else {
         CHECK(j, s == COOPREDUCE_ERROR_INVALID_ARGUMENT && strstr(coopreduce_last_error(h), "dtype"),
@@ -339,9 +352,10 @@ static void *rank_main(void *arg)
         return NULL;
     }
     c.st = st;
-    cr_dist_transport t = {&c, j->rank, j->R, "loop", 1, 1, loop_allgather_host, loop_alltoall,
-                           loop_allgather, loop_allgatherv, loop_allgather_lead, j->deferred};
-    cr_dist_cache *cache = NULL;
+    rank_env e = {j,
+                  {&c, j->rank, j->R, "loop", 1, 1, loop_allgather_host, loop_alltoall,
+                   loop_allgather, loop_allgatherv, loop_allgather_lead, j->deferred},
+                  NULL, h, ref, st};
     uint64_t seed = 1;
     const coopreduce_op ops[] = {COOPREDUCE_OP_SUM, COOPREDUCE_OP_MEAN, COOPREDUCE_OP_SUMSQ,
                                  COOPREDUCE_OP_NORM2, COOPREDUCE_OP_MAX, COOPREDUCE_OP_ARGMIN};
@@ -360,20 +374,20 @@ static void *rank_main(void *arg)
                                   ops[o] == COOPREDUCE_OP_MAX);
                 if (j->quick && !q_in) continue;
                 for (size_t k = 0; k < (j->quick ? 3 : sizeof sizes / sizeof sizes[0]); k++)
-                    sharded_case(j, &t, &cache, h, ref, st, ops[o], dts[d], sizes[k], seed++);
+                    sharded_case(&e, ops[o], dts[d], sizes[k], seed++);
                 if (ops[o] == COOPREDUCE_OP_ARGMIN) continue;
                 for (size_t k = 0; k < (j->quick ? 2u : 3u); k++)
-                    allreduce_case(j, &t, &cache, h, ref, st, ops[o], dts[d], counts[k], seed++);
+                    allreduce_case(&e, ops[o], dts[d], counts[k], seed++);
             }
     }
     coopreduce_set_mode(h, COOPREDUCE_MODE_DETERMINISTIC);
-    disagree_case(j, &t, &cache, h, st, 0);
-    if (!j->deferred) disagree_case(j, &t, &cache, h, st, 1);
+    disagree_case(&e, 0);
+    if (!j->deferred) disagree_case(&e, 1);
     /* a good call after the failures */
     coopreduce_set_mode(ref, COOPREDUCE_MODE_DETERMINISTIC);
-    allreduce_case(j, &t, &cache, h, ref, st, COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT32, 7, seed++);
-    sharded_case(j, &t, &cache, h, ref, st, COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT32, 3001, seed++);
-    cr_dist_cache_free(cache);
+    allreduce_case(&e, COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT32, 7, seed++);
+    sharded_case(&e, COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT32, 3001, seed++);
+    cr_dist_cache_free(e.cache);
     cudaFree(c.lead);
     cudaStreamDestroy(st);
     coopreduce_destroy(h);

@@ -136,8 +136,8 @@ CR_EXPORT coopreduce_status cr_dist_allreduce(const cr_dist_transport *t, cr_dis
     }
     /* A small all-reduce travels whole in the first exchange where the transport can carry it
      * (every rank knows the same count after it, so every rank takes the same path). */
-    const uint64_t lead_count = !mine.status ? CR_DIST_LEAD_BYTES / cr_dtype_size(dtype) : 0;
-    const size_t lead_bytes = !mine.status && h->device >= 0 && count <= lead_count
+    const size_t lead_bytes = !mine.status && h->device >= 0 &&
+                                      count <= CR_DIST_LEAD_BYTES / cr_dtype_size(dtype)
                                   ? (size_t)count * cr_dtype_size(dtype)
                                   : 0;
     coopreduce_status s;

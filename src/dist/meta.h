@@ -48,7 +48,7 @@ enum {
 };
 
 /* The first field in which rank b's call differs from rank a's, or CR_FIELD_NONE: the host's
- * check (protocol.c) and a deferred call's on the device (gpu/lead.cu) alike. */
+ * check (protocol.c) and the device's gates (gpu/kernel/gate.cuh) alike. */
 CR_META_FN int cr_meta_disagreement(const cr_meta *a, const cr_meta *b)
 {
     if (a->op != b->op) return CR_FIELD_OP;
@@ -60,11 +60,39 @@ CR_META_FN int cr_meta_disagreement(const cr_meta *a, const cr_meta *b)
     return CR_FIELD_NONE;
 }
 
+/* What the ranks' calls have wrong (also why a deferred call failed: cr_deferred.kind). */
+enum {
+    CR_DEFER_NONE = 0,
+    CR_DEFER_NOT_SAME_CALL = 1, /* a rank's meta is of another call (kind, serial, version) */
+    CR_DEFER_RANK_FAILED = 2,   /* a rank's own checks failed */
+    CR_DEFER_DISAGREE = 3       /* a rank's arguments differ from rank 0's */
+};
+
+/* The first thing wrong with the R gathered metas (`stride` bytes apart) seen from this rank's
+ * own (me), in the order the host's checks report them (protocol.c: cr_dist_first_exchange's,
+ * then cr_dist_check_agreement's): a rank in another call, then a rank whose own checks failed,
+ * then a rank whose arguments differ from rank 0's; *rank names it. CR_DEFER_NONE when the calls
+ * agree. The host and the device's gates (gpu/kernel/gate.cuh) alike. */
+CR_META_FN int cr_meta_first_failure(const unsigned char *metas, size_t stride, int R,
+                                     const cr_meta *me, int *rank)
+{
+#define CR_META_AT(r) ((const cr_meta *)(metas + (size_t)(r) * stride))
+    for (int r = 0; r < R; r++)
+        if (cr_meta_other_call(me, CR_META_AT(r))) return *rank = r, CR_DEFER_NOT_SAME_CALL;
+    for (int r = 0; r < R; r++)
+        if (CR_META_AT(r)->status != 0) return *rank = r, CR_DEFER_RANK_FAILED;
+    for (int r = 1; r < R; r++)
+        if (cr_meta_disagreement(CR_META_AT(0), CR_META_AT(r))) return *rank = r, CR_DEFER_DISAGREE;
+#undef CR_META_AT
+    *rank = -1;
+    return CR_DEFER_NONE;
+}
+
 /* Whether a sharded call's array is gathered whole from the first exchange's slots (R metas,
  * `stride` bytes apart): every rank on a GPU, every shard of at most lead_elems elements, and
  * the whole array within the smallest rank's gather limit (gather_kib KiB, 0: never; es: the
  * element's bytes). *total receives the array's elements when it is. The host's choice
- * (dist/sharded.c) and the device's (gpu/lead.cu) alike. */
+ * (dist/sharded.c) and the device's (gpu/lead.cu, gpu/kernel/gate.cuh) alike. */
 CR_META_FN int cr_meta_lead_whole(const unsigned char *metas, size_t stride, int R, uint64_t es,
                                   uint64_t lead_elems, uint64_t *total)
 {
@@ -89,14 +117,6 @@ typedef struct {
     volatile uint32_t *tag;
     uint32_t seq;
 } cr_meta_post;
-
-/* Why a deferred call failed (cr_deferred.kind). */
-enum {
-    CR_DEFER_NONE = 0,
-    CR_DEFER_NOT_SAME_CALL = 1, /* a rank's meta is of another call (kind, serial, version) */
-    CR_DEFER_RANK_FAILED = 2,   /* a rank's own checks failed */
-    CR_DEFER_DISAGREE = 3       /* a rank's arguments differ from rank 0's */
-};
 
 /* A deferred call's failure, written by the device into mapped host memory: every field first,
  * `set` last; the first failure stays until it is read. */

@@ -74,8 +74,8 @@ static int nccl_allgather_host(void *ctx, const void *send, void *recv, size_t b
 
 /* The meta and data packed by one kernel into this rank's send slot of the device staging (the
  * meta as the kernel's argument: nothing of the host's is read after the call returns, which a
- * deferred call needs), the slots gathered by one ncclAllGather; one wait, for the metas, unless
- * the call defers. Staging: [send slot][R slots]. */
+ * call that does not wait needs), the slots gathered by one ncclAllGather; one wait, for the
+ * metas, where meta_all asks for them. Staging: [send slot][R slots]. */
 static int nccl_allgather_lead(void *ctx, const void *meta, const void *data, size_t data_bytes,
                                void **slots_dev, void *meta_all, void *stream, char *err)
 {
@@ -90,7 +90,7 @@ static int nccl_allgather_lead(void *ctx, const void *meta, const void *data, si
     const ncclResult_t nr = ncclAllGather(slot, all, S, ncclUint8, c->nccl, st);
     if (nr != ncclSuccess) return nccl_error(nr, c, "ncclAllGather (the first exchange)", err);
     *slots_dev = all;
-    if (!meta_all) return 0; /* deferred: checked on the device */
+    if (!meta_all) return 0; /* checked on the device (dist/meta.h: cr_gate) */
     e = cudaMemcpy2DAsync(c->hstage, M, all, S, M, R, cudaMemcpyDeviceToHost, st);
     if (e == cudaSuccess) e = cudaStreamSynchronize(st);
     if (e != cudaSuccess) return cuda_error(e, "waiting for ncclAllGather", err);

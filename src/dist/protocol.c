@@ -209,16 +209,16 @@ static coopreduce_status exchange_checks(const cr_dist_transport *t, coopreduce_
                                          const cr_meta *me, const cr_meta *all, void *stream)
 {
     const int R = t->size;
-    int bad = -1;
-    for (int r = 0; r < R && bad < 0; r++)
-        if (cr_meta_other_call(me, &all[r])) bad = r;
-    if (bad >= 0) {
+    int bad;
+    const int kind = cr_meta_first_failure((const unsigned char *)all, sizeof *all, R, me, &bad);
+    if (kind == CR_DEFER_NOT_SAME_CALL) {
         /* A rank in another collective call (or another library version): say so on every rank
          * (the exchange of messages would pair with that rank's other call, so none is made). */
         char msg[sizeof h->err];
         not_same_call(me, &all[bad], bad, msg, sizeof msg);
         return cr_fail(h, COOPREDUCE_ERROR_INVALID_ARGUMENT, "%s", msg);
     }
+    if (kind != CR_DEFER_RANK_FAILED) return COOPREDUCE_SUCCESS; /* (disagreements: below) */
     int32_t *st = malloc((size_t)R * sizeof *st);
     if (!st) return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY, "cannot allocate %d statuses", R);
     for (int r = 0; r < R; r++) st[r] = all[r].status;
@@ -227,17 +227,44 @@ static coopreduce_status exchange_checks(const cr_dist_transport *t, coopreduce_
     return s;
 }
 
+/* The gathered metas at all (malloc'd) checked: *all_out = all where they pass, else all freed
+ * and the agreed failure returned. */
+static coopreduce_status checked(const cr_dist_transport *t, coopreduce_handle *h,
+                                 const cr_meta *me, cr_meta *all, cr_meta **all_out, void *stream)
+{
+    const coopreduce_status s = exchange_checks(t, h, me, all, stream);
+    if (s) {
+        free(all);
+        return s;
+    }
+    *all_out = all;
+    return COOPREDUCE_SUCCESS;
+}
+
+static coopreduce_status metas_alloc(coopreduce_handle *h, int R, cr_meta **all)
+{
+    *all = calloc((size_t)R, sizeof **all);
+    return *all ? COOPREDUCE_SUCCESS
+                : cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY, "cannot allocate %d ranks' metadata",
+                          R);
+}
+
+/* Where cr_dist_post's tag lies after the cache's posted metas (host or device address). */
+static volatile uint32_t *post_tag(void *base, int ranks)
+{
+    return (volatile uint32_t *)((char *)base + (size_t)ranks * sizeof(cr_meta));
+}
+
 coopreduce_status cr_dist_first_exchange(const cr_dist_transport *t, coopreduce_handle *h,
                                          const cr_meta *me, cr_meta **all_out, void *stream,
                                          const void *data, size_t data_bytes, void **data_all)
 {
-    const int R = t->size;
     *all_out = NULL;
-    cr_meta *all = calloc((size_t)R, sizeof *all);
-    if (!all) {
-        /* Cannot take part: the others will wait. Nothing better can be done without memory. */
-        return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY, "cannot allocate %d ranks' metadata", R);
-    }
+    cr_meta *all;
+    /* (without it this rank cannot take part: the others will wait; nothing better can be done
+     * without memory) */
+    coopreduce_status s = metas_alloc(h, t->size, &all);
+    if (s) return s;
     char err[CR_DIST_ERR] = "";
     void *lead = NULL;
     if (data_all) *data_all = NULL;
@@ -249,13 +276,7 @@ coopreduce_status cr_dist_first_exchange(const cr_dist_transport *t, coopreduce_
         free(all);
         return cr_dist_transport_fail(h, t, "exchanging the call's arguments", err);
     }
-    const coopreduce_status s = exchange_checks(t, h, me, all, stream);
-    if (s) {
-        free(all);
-        return s;
-    }
-    *all_out = all;
-    return COOPREDUCE_SUCCESS;
+    return checked(t, h, me, all, all_out, stream);
 }
 
 coopreduce_status cr_dist_post(coopreduce_handle *h, cr_dist_cache **cache, int R,
@@ -266,7 +287,8 @@ coopreduce_status cr_dist_post(coopreduce_handle *h, cr_dist_cache **cache, int 
     cr_dist_cache *c = *cache;
     if (c->post_ranks < R) {
         void *hp = NULL, *dp = NULL;
-        if ((s = cr_gpu_mapped_alloc(h, (size_t)R * sizeof(cr_meta) + 64, &hp, &dp))) return s;
+        if ((s = cr_gpu_mapped_alloc(h, (size_t)R * sizeof(cr_meta) + 64, &hp, &dp))) /* + tag */
+            return s;
         cr_gpu_mapped_free(c->post);
         c->post = hp;
         c->post_dev = dp;
@@ -274,7 +296,7 @@ coopreduce_status cr_dist_post(coopreduce_handle *h, cr_dist_cache **cache, int 
     }
     if (++c->post_seq == 0) c->post_seq = 1;
     post->metas = c->post_dev;
-    post->tag = (volatile uint32_t *)((char *)c->post_dev + (size_t)c->post_ranks * sizeof(cr_meta));
+    post->tag = post_tag(c->post_dev, c->post_ranks);
     post->seq = c->post_seq;
     return COOPREDUCE_SUCCESS;
 }
@@ -295,44 +317,31 @@ coopreduce_status cr_dist_first_exchange_posted(const cr_dist_transport *t, coop
                                                 const cr_meta_post *post, cr_meta **all_out,
                                                 void *stream)
 {
-    const int R = t->size;
     *all_out = NULL;
-    const char *host = c->post;
-    coopreduce_status s = cr_gpu_wait_posted(
-        h, (volatile const uint32_t *)(host + (size_t)c->post_ranks * sizeof(cr_meta)), post->seq,
-        stream);
-    if (s) return s;
-    cr_meta *all = malloc((size_t)R * sizeof *all);
-    if (!all) return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY, "cannot allocate %d ranks' metadata", R);
-    memcpy(all, host, (size_t)R * sizeof *all);
-    if ((s = exchange_checks(t, h, me, all, stream))) {
-        free(all);
-        return s;
-    }
-    *all_out = all;
-    return COOPREDUCE_SUCCESS;
+    coopreduce_status s = cr_gpu_wait_posted(h, post_tag(c->post, c->post_ranks), post->seq, stream);
+    cr_meta *all;
+    if (s || (s = metas_alloc(h, t->size, &all))) return s;
+    memcpy(all, c->post, (size_t)t->size * sizeof *all);
+    return checked(t, h, me, all, all_out, stream);
 }
 
 coopreduce_status cr_dist_first_exchange_fetched(const cr_dist_transport *t, coopreduce_handle *h,
                                                  const cr_meta *me, const void *slots,
                                                  cr_meta **all_out, void *stream)
 {
-    const int R = t->size;
     *all_out = NULL;
-    cr_meta *all = malloc((size_t)R * sizeof *all);
-    if (!all) return cr_fail(h, COOPREDUCE_ERROR_OUT_OF_MEMORY, "cannot allocate %d ranks' metadata", R);
-    coopreduce_status s = COOPREDUCE_SUCCESS;
-    for (int r = 0; r < R && !s; r++)
+    cr_meta *all;
+    coopreduce_status s = metas_alloc(h, t->size, &all);
+    if (s) return s;
+    for (int r = 0; r < t->size && !s; r++)
         s = cr_gpu_copy(h, &all[r], (const char *)slots + (size_t)r * CR_DIST_SLOT_BYTES,
                         sizeof *all, stream);
     if (!s) s = cr_gpu_wait(h, stream);
-    if (!s) s = exchange_checks(t, h, me, all, stream);
     if (s) {
         free(all);
         return s;
     }
-    *all_out = all;
-    return COOPREDUCE_SUCCESS;
+    return checked(t, h, me, all, all_out, stream);
 }
 
 coopreduce_status cr_dist_check_agreement(const cr_dist_transport *t, coopreduce_handle *h,

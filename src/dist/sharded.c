@@ -832,25 +832,23 @@ CR_EXPORT coopreduce_status cr_dist_reduce_sharded(const cr_dist_transport *t,
         return coopreduce_reduce(op, x, y, result, n_local, dtype, h, stream);
     }
     /* A shard of up to CR_DIST_LEAD_BYTES travels in the first exchange: if every rank's does,
-     * that exchange gathers the whole array (lead_whole). */
+     * that exchange gathers the whole array (lead_whole). Where this rank's shard travels so and
+     * the others' may too, it does not wait for the exchange before its work (spec): a kernel
+     * puts the array together where it was gathered whole and posts the metas to the host; the
+     * canonical-order operations, whose segments the GPU checks itself, are reduced behind it as
+     * one segment of the array's length, read from the device (a segment's bits are the 1-D
+     * call's: docs/DETERMINISM.md, "Axis and segments"), and a last kernel makes the host's
+     * checks and writes the result if they pass. The host waits for the posted metas alone and
+     * makes the same checks. */
     const size_t es = cr_dtype_size(dtype);
-    /* Where this rank's shard travels so and the others' may too, it does not wait for the
-     * exchange before its work: a kernel puts the array together where it was gathered whole
-     * and posts the metas to the host; the canonical-order operations, whose segments the GPU
-     * checks itself, are reduced behind it as one segment of the array's length, read from the
-     * device (a segment's bits are the 1-D call's: docs/DETERMINISM.md, "Axis and segments"),
-     * and a last kernel makes the host's checks and writes the result if they pass. The host
-     * waits for the posted metas alone and makes the same checks. */
-    int spec = !mine.status && room && h->device >= 0 && t->allgather_lead && t->allgatherv &&
-               t->device_data && p.inputs == 1 && n_local <= CR_DIST_LEAD_BYTES / es;
+    const int fits = h->device >= 0 && t->allgather_lead && p.inputs == 1 &&
+                     n_local <= CR_DIST_LEAD_BYTES / es;
+    int spec = fits && !mine.status && room && t->allgatherv && t->device_data;
     cr_meta_post post = {NULL, NULL, 0};
     if (spec && (mine.status = cr_dist_post(h, cache, R, &post)))
         spec = 0; /* this rank's failure travels in the first exchange, as any other */
     const int spec_reduce = spec && cr_gpu_segments_checked(&p) && !p.needs_element;
-    const size_t lead_bytes = !mine.status && h->device >= 0 && t->allgather_lead &&
-                                      p.inputs == 1 && n_local <= CR_DIST_LEAD_BYTES / es
-                                  ? (size_t)n_local * es
-                                  : 0;
+    const size_t lead_bytes = fits && !mine.status ? (size_t)n_local * es : 0;
     cr_meta *all = NULL;
     void *slots = NULL;
     coopreduce_status s, spec_err = COOPREDUCE_SUCCESS;

@@ -78,7 +78,8 @@ __global__ void __launch_bounds__(kLeadThreads)
     if (threadIdx.x == 0) {
         uint64_t total = 0, off = 0;
         whole = cr_meta_lead_whole(slots, stride, R, es, lead_elems, &total);
-        for (int q = 0; q < r && whole; q++) off += reinterpret_cast<const cr_meta *>(slots + q * stride)->n;
+        for (int q = 0; q < r && whole; q++)
+            off += reinterpret_cast<const cr_meta *>(slots + q * stride)->n;
         at = off;
         if (r == 0 && blockIdx.y == 0) {
             offsets[0] = 0;
@@ -101,9 +102,9 @@ extern "C" cudaError_t cr_gpu_lead_whole_launch(const void *slots, int R, size_t
                                                 cudaStream_t stream)
 {
     if (R < 1) return cudaSuccess;
-    whole_kernel<<<dim3((unsigned)R, kLeadPieces), kLeadThreads, 0, stream>>>(static_cast<const unsigned char *>(slots), stride, R,
-                                                 elem_size, lead_elems,
-                                                 static_cast<unsigned char *>(out), offsets, *post);
+    whole_kernel<<<dim3((unsigned)R, kLeadPieces), kLeadThreads, 0, stream>>>(
+        static_cast<const unsigned char *>(slots), stride, R, elem_size, lead_elems,
+        static_cast<unsigned char *>(out), offsets, *post);
     return cudaGetLastError();
 }
 
@@ -112,9 +113,8 @@ extern "C" cudaError_t cr_gpu_pack_lead_launch(void *dst, const void *meta, cons
 {
     cr_meta m;
     memcpy(&m, meta, sizeof m);
-    pack_lead_kernel<<<kLeadPieces, kLeadThreads, 0, stream>>>(m, static_cast<unsigned char *>(dst),
-                                                      static_cast<const unsigned char *>(data),
-                                                      data_bytes);
+    pack_lead_kernel<<<kLeadPieces, kLeadThreads, 0, stream>>>(
+        m, static_cast<unsigned char *>(dst), static_cast<const unsigned char *>(data), data_bytes);
     return cudaGetLastError();
 }
 

@@ -34,14 +34,9 @@ __device__ inline bool cr_gate_open(const cr_gate &g)
     if (!g.metas) return true;
     __shared__ int verdict;
     if (threadIdx.x == 0) {
+        int rank;
+        const int kind = cr_meta_first_failure(g.metas, g.stride, g.R, &g.mine, &rank);
         auto m = [&](int r) { return reinterpret_cast<const cr_meta *>(g.metas + (size_t)r * g.stride); };
-        int kind = CR_DEFER_NONE, rank = -1;
-        for (int r = 0; r < g.R && !kind; r++)
-            if (cr_meta_other_call(&g.mine, m(r))) kind = CR_DEFER_NOT_SAME_CALL, rank = r;
-        for (int r = 0; r < g.R && !kind; r++)
-            if (m(r)->status != 0) kind = CR_DEFER_RANK_FAILED, rank = r;
-        for (int r = 1; r < g.R && !kind; r++)
-            if (cr_meta_disagreement(m(0), m(r))) kind = CR_DEFER_DISAGREE, rank = r;
         uint64_t total = 0;
         const int whole = kind || !g.lead_elems ||
                           cr_meta_lead_whole(g.metas, g.stride, g.R, g.es, g.lead_elems, &total);
