@@ -405,6 +405,10 @@ static void bench(rank_job *j, coopreduce_handle *h, coopreduce_comm *comm, nccl
             });
             pthread_barrier_wait(j->bar);
             EVENT_TIME(ms_ag, st, rr, ncclAllGather(send, recv, sl, ncclUint8, nc, st));
+            float ms_agi; /* in place: this rank's slice already in recv, as the all-reduce's */
+            pthread_barrier_wait(j->bar);
+            EVENT_TIME(ms_agi, st, rr,
+                       ncclAllGather((char *)recv + (size_t)j->rank * sl, recv, sl, ncclUint8, nc, st));
             pthread_barrier_wait(j->bar);
             EVENT_TIME(ms_rs, st, rr, ncclReduceScatter(send, recv, sl / 4, ncclFloat32, ncclSum, nc, st));
             /* NCCL's own all-to-all collective (NCCL 2.28 and later; looked up at run time, so
@@ -441,6 +445,7 @@ static void bench(rank_job *j, coopreduce_handle *h, coopreduce_comm *comm, nccl
                                      (char *)send + sizes[s] / 2, half, ncclUint8, nc, st));
             j->t[11] = ms_a2a * 1e-3;
             j->t[12] = ms_ag * 1e-3;
+            j->t[34] = ms_agi * 1e-3;
             j->t[13] = ms_rs * 1e-3;
             j->t[14] = a2a ? ms_coll * 1e-3 : -1;
             j->t[15] = ms_both * 1e-3;
@@ -594,8 +599,8 @@ int main(int argc, char **argv)
         printf("| pieces of a small call, each waited for | stream sync %.1f us, 48 B H2D %.1f us, 48 B D2H %.1f us, memset %.1f us | ncclAllGather 48 B %.1f us, + 4 KB in one group %.1f us | |\n",
                t[16] * 1e6, t[17] * 1e6, t[18] * 1e6, t[19] * 1e6, t[20] * 1e6, t[21] * 1e6);
         if (R > 1) {
-            printf("| 256 MB parts, through NCCL | all-to-all of 1/%d slices %.1f us, all-gather %.1f us | ncclReduceScatter %.1f us | |\n",
-                   ranks, t[11] * 1e6, t[12] * 1e6, t[13] * 1e6);
+            printf("| 256 MB parts, through NCCL | all-to-all of 1/%d slices %.1f us, all-gather %.1f us (in place %.1f us) | ncclReduceScatter %.1f us | |\n",
+                   ranks, t[11] * 1e6, t[12] * 1e6, t[34] * 1e6, t[13] * 1e6);
             if (t[14] > 0)
                 printf("| 256 MB all-to-all, NCCL's collective | ncclAlltoAll %.1f us | grouped ncclSend / ncclRecv %.1f us | %.2f x |\n",
                        t[14] * 1e6, t[11] * 1e6, t[11] / t[14]);

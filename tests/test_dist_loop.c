@@ -58,22 +58,23 @@ typedef struct {
 } piece;
 
 static int exchange(loop_ctx *c, const void *mine, piece (*what)(void *, int, const void *),
-                    void *arg, int host, char *err)
+                    void *arg, int host, void *stream, char *err)
 {
     bus *b = c->b;
-    cudaError_t e = cudaStreamSynchronize(c->st); /* this rank's data is ready */
+    const cudaStream_t st = stream ? (cudaStream_t)stream : c->st;
+    cudaError_t e = cudaStreamSynchronize(st); /* this rank's data is ready */
     if (e != cudaSuccess) return cuda_err(e, "waiting for the stream", err);
     b->ptr[c->rank] = mine;
     pthread_barrier_wait(&b->bar);
     for (int q = 0; q < b->R && e == cudaSuccess; q++) {
         const piece pc = what(arg, q, b->ptr[q]);
-        if (!pc.bytes) continue;
+        if (!pc.bytes || pc.dst == pc.src) continue; /* (a gather in place) */
         if (host)
             memcpy(pc.dst, pc.src, pc.bytes);
         else
-            e = cudaMemcpyAsync(pc.dst, pc.src, pc.bytes, cudaMemcpyDeviceToDevice, c->st);
+            e = cudaMemcpyAsync(pc.dst, pc.src, pc.bytes, cudaMemcpyDeviceToDevice, st);
     }
-    if (e == cudaSuccess) e = cudaStreamSynchronize(c->st);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(st);
     pthread_barrier_wait(&b->bar);
     return e == cudaSuccess ? 0 : cuda_err(e, "copying between ranks", err);
 }
@@ -108,28 +109,25 @@ static int loop_allgather_host(void *ctx, const void *send, void *recv, size_t b
 {
     (void)stream;
     gather_arg g = {recv, bytes, 0, 1, NULL, NULL};
-    return exchange(ctx, send, gather_piece, &g, 1, err);
+    return exchange(ctx, send, gather_piece, &g, 1, NULL, err);
 }
 static int loop_allgather(void *ctx, const void *send, void *recv, size_t bytes, void *stream,
                           char *err)
 {
-    (void)stream;
     gather_arg g = {recv, bytes, 0, 1, NULL, NULL};
-    return exchange(ctx, send, gather_piece, &g, 0, err);
+    return exchange(ctx, send, gather_piece, &g, 0, stream, err);
 }
 static int loop_alltoall(void *ctx, const void *send, void *recv, size_t bytes, int self,
                          void *stream, char *err)
 {
-    (void)stream;
     gather_arg g = {recv, bytes, ((loop_ctx *)ctx)->rank, self, NULL, NULL};
-    return exchange(ctx, send, alltoall_piece, &g, 0, err);
+    return exchange(ctx, send, alltoall_piece, &g, 0, stream, err);
 }
 static int loop_allgatherv(void *ctx, const void *send, void *recv, const size_t *bytes,
                            const size_t *displ, void *stream, char *err)
 {
-    (void)stream;
     gather_arg g = {recv, 0, 0, 1, bytes, displ};
-    return exchange(ctx, send, gatherv_piece, &g, 0, err);
+    return exchange(ctx, send, gatherv_piece, &g, 0, stream, err);
 }
 /* As NCCL's: the slot packed on the device, the slots gathered; metas copied back if asked. */
 static int loop_allgather_lead(void *ctx, const void *meta, const void *data, size_t data_bytes,
@@ -139,7 +137,7 @@ static int loop_allgather_lead(void *ctx, const void *meta, const void *data, si
     const size_t S = CR_DIST_SLOT_BYTES, R = (size_t)c->b->R;
     if (cr_dist_pack_lead(0, c->lead, meta, data, data_bytes, stream, err)) return -1;
     gather_arg g = {c->lead + S, S, 0, 1, NULL, NULL};
-    if (exchange(c, c->lead, gather_piece, &g, 0, err)) return -1;
+    if (exchange(c, c->lead, gather_piece, &g, 0, stream, err)) return -1;
     *slots_dev = c->lead + S;
     if (!meta_all) return 0;
     const cudaError_t e = cudaMemcpy2D(meta_all, CR_DIST_META_BYTES, c->lead + S, S,
@@ -353,8 +351,18 @@ static void *rank_main(void *arg)
     }
     c.st = st;
     rank_env e = {j,
-                  {&c, j->rank, j->R, "loop", 1, 1, loop_allgather_host, loop_alltoall,
-                   loop_allgather, loop_allgatherv, loop_allgather_lead, j->deferred},
+                  {.ctx = &c,
+                   .rank = j->rank,
+                   .size = j->R,
+                   .name = "loop",
+                   .device_data = 1,
+                   .gpu_only = 1,
+                   .allgather_host = loop_allgather_host,
+                   .alltoall = loop_alltoall,
+                   .allgather = loop_allgather,
+                   .allgatherv = loop_allgatherv,
+                   .allgather_lead = loop_allgather_lead,
+                   .deferred_errors = j->deferred},
                   NULL, h, ref, st};
     uint64_t seed = 1;
     const coopreduce_op ops[] = {COOPREDUCE_OP_SUM, COOPREDUCE_OP_MEAN, COOPREDUCE_OP_SUMSQ,
@@ -363,7 +371,9 @@ static void *rank_main(void *arg)
                                     COOPREDUCE_INT64};
     const uint64_t R = (uint64_t)j->R;
     const uint64_t sizes[] = {1, 2049, 4096 * R + 5, 0, 4096 * R, 40000};
-    const uint64_t counts[] = {1, 1000, 5000};
+    /* (past the first exchange: 5000 floats, and R x 12297, whole slices of an odd length whose
+     * results are reduced straight into recv and gathered in place) */
+    const uint64_t counts[] = {1, 1000, 5000, R * 12297};
     for (int mode = 0; mode < 2; mode++) {
         coopreduce_set_mode(h, (coopreduce_mode)mode);
         coopreduce_set_mode(ref, (coopreduce_mode)mode);
@@ -376,7 +386,7 @@ static void *rank_main(void *arg)
                 for (size_t k = 0; k < (j->quick ? 3 : sizeof sizes / sizeof sizes[0]); k++)
                     sharded_case(&e, ops[o], dts[d], sizes[k], seed++);
                 if (ops[o] == COOPREDUCE_OP_ARGMIN) continue;
-                for (size_t k = 0; k < (j->quick ? 2u : 3u); k++)
+                for (size_t k = 0; k < (j->quick ? 2u : 4u); k++)
                     allreduce_case(&e, ops[o], dts[d], counts[k], seed++);
             }
     }

@@ -236,13 +236,16 @@ CR_EXPORT coopreduce_status cr_dist_allreduce(const cr_dist_transport *t, cr_dis
         if (t->alltoall(t->ctx, src, net + b_send, in_bytes, own_row == NULL, stream, err))
             goto comm_fail;
     }
-    /* the local reduction of the (R x s) block along axis 0 */
-    s = reduce_block(h, &p, op, dtype, dev + b_send, own_row, me, R, sl, dev + b_send + b_block,
-                     stream);
+    /* the local reduction of the (R x s) block along axis 0: where every slice is whole and the
+     * transport gathers from memory the reduction can write, straight into this rank's slice of
+     * recv, for an all-gather in place (NCCL's out of place one also copies the rank's own slice:
+     * 554 against 471 us for the all-to-all of the same 128 MB on two H100s) */
+    const int in_place = !padded && (on_device || !gpu);
+    char *res = in_place ? (char *)recv + (size_t)me * out_bytes : dev + b_send + b_block;
+    s = reduce_block(h, &p, op, dtype, dev + b_send, own_row, me, R, sl, res, stream);
     if (s == COOPREDUCE_ERROR_OVERFLOW) s = COOPREDUCE_SUCCESS; /* checked on the whole below */
     if (s) goto done; /* (the other ranks' collectives below then fail or wait: see the header) */
     /* all-gather */
-    char *res = dev + b_send + b_block;
     if (gpu && !on_device) {
         if ((s = cr_gpu_copy(h, net, res, out_bytes, stream)) || (s = cr_gpu_wait(h, stream)))
             goto done;

@@ -31,7 +31,10 @@ static int mpi_allgather(void *ctx, const void *send, void *recv, size_t bytes, 
     (void)stream;
     const struct coopreduce_comm *c = ctx;
     if (too_large(bytes, err)) return -1;
-    const int rc = MPI_Allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, c->mpi);
+    /* (in place where send is this rank's block of recv: MPI's buffers may not overlap) */
+    const int in_place = (const char *)send == (const char *)recv + (size_t)c->t.rank * bytes;
+    const int rc = MPI_Allgather(in_place ? MPI_IN_PLACE : send, (int)bytes, MPI_BYTE, recv,
+                                 (int)bytes, MPI_BYTE, c->mpi);
     return rc == MPI_SUCCESS ? 0 : mpi_error(rc, "MPI_Allgather", err);
 }
 
