@@ -413,6 +413,11 @@ void dist_check_allreduce(dist_env *e)
             if (!e->quick || large[i].quick)
                 allreduce_case(e, large[i].op, large[i].dt, R * large[i].per_rank,
                                (int)(seed % SP_COUNT), seed, large[i].shift), seed++;
+        /* slices of just over 4 MiB, padded: send copied to an aligned buffer, the last rank's slice
+         * short, the results gathered from a buffer of the communicator's (with two ranks over
+         * NCCL by send / recv, this rank's block copied into recv first) */
+        allreduce_case(e, COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT32, R * ((1u << 20) + 3) + 1,
+                       (int)(seed % SP_COUNT), seed, 0), seed++;
     }
     if (e->deep)
         allreduce_case(e, COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT32, (1u << 20) + 3, SP_NONE, 5, 0);
