@@ -13,6 +13,7 @@
  * Every rank agrees over MPI that its setup worked before the library's collectives start, so a
  * rank that cannot open its device or allocate its shard makes every rank exit with an error
  * (rank 0 prints it) instead of leaving the others waiting. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -253,6 +254,11 @@ int sum_distributed(const sum_options *o_in)
         unsigned char zero[16] = {0};
         dres = dev.is_gpu ? to_device(&dev, zero, 16, &ok) : NULL;
     }
+    double *times = ok ? calloc((size_t)o.repeat + 1, sizeof *times) : NULL;
+    if (ok && !times) {
+        cli_error("rank %d: cannot allocate %d timings", me, o.repeat + 1);
+        ok = 0;
+    }
     if (!all_ok(ok)) {
         if (me == 0) cli_error("a rank could not set up its shard (its error is above)");
         coopreduce_comm_destroy(comm);
@@ -260,13 +266,13 @@ int sum_distributed(const sum_options *o_in)
         free(hx);
         free(hy);
         free(split);
+        free(times);
         MPI_Finalize();
         return EXIT_ERROR;
     }
     sum_result res;
     memset(&res, 0, sizeof res);
     res.deterministic = 1;
-    double *times = calloc((size_t)o.repeat + 1, sizeof *times);
     coopreduce_status st = COOPREDUCE_SUCCESS;
     for (int k = 0; k <= o.repeat && st == COOPREDUCE_SUCCESS; k++) {
         MPI_Barrier(MPI_COMM_WORLD);
@@ -333,7 +339,8 @@ int sum_distributed(const sum_options *o_in)
 }
 
 /* ---- bench --distributed ------------------------------------------------------------------- */
-/* Median seconds of `reps` runs of body, each the slowest rank's time after a barrier. */
+/* Median seconds of `reps` runs of body, each the slowest rank's time after a barrier (NaN on a
+ * rank that cannot allocate the timings: the runs and their collectives still take place). */
 #define TIMED(out, reps, body)                                                                     \
     do {                                                                                           \
         double *ts_ = calloc((size_t)(reps), sizeof(double));                                      \
@@ -344,9 +351,9 @@ int sum_distributed(const sum_options *o_in)
             if (gpu) cli_gpu_sync(err, sizeof err);                                                \
             double t_ = sum_clock_us() - t0_, m_ = t_;                                             \
             MPI_Allreduce(&t_, &m_, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);                       \
-            ts_[k_] = m_;                                                                          \
+            if (ts_) ts_[k_] = m_;                                                                 \
         }                                                                                          \
-        (out) = sum_median(ts_, (reps)) * 1e-6;                                                    \
+        (out) = ts_ ? sum_median(ts_, (reps)) * 1e-6 : NAN;                                        \
         free(ts_);                                                                                 \
     } while (0)
 
@@ -405,8 +412,8 @@ int bench_distributed(int argc, char **argv)
                                        gpu ? 0 : dev.threads) == 0;
         x = to_device(&dev, hx, n * 4, &ok);
         float zero[4] = {0};
-        res = gpu ? to_device(&dev, zero, 16, &ok) : zero;
-        if (!gpu) res = malloc(16);
+        res = gpu ? to_device(&dev, zero, 16, &ok) : malloc(16);
+        ok = ok && res != NULL;
     }
     if (!all_ok(ok)) {
         if (me == 0) cli_error("a rank could not set up (its error is above)");
@@ -422,46 +429,58 @@ int bench_distributed(int argc, char **argv)
           st = coopreduce_reduce_sharded(COOPREDUCE_OP_SUM, x, NULL, res, n, COOPREDUCE_FLOAT32,
                                          dev.handle, comm, NULL));
     const char *base_name = backend == 1 ? "MPI_Allreduce" : "ncclAllReduce";
-    for (int s = 0; s < 3 && st == COOPREDUCE_SUCCESS; s++) {
+    int buffers_failed = 0;
+    for (int s = 0; s < 3 && st == COOPREDUCE_SUCCESS && !buffers_failed; s++) {
         const size_t bytes = ar_bytes[s];
         const uint64_t cnt = bytes / 4;
         float *hs = calloc(cnt, 4), *send = NULL, *recv = NULL;
         int ok2 = hs != NULL;
         send = to_device(&dev, hs, bytes, &ok2);
         recv = gpu ? to_device(&dev, hs, bytes, &ok2) : calloc(cnt, 4);
-        const int reps2 = bytes > ((size_t)1 << 24) ? (reps < 5 ? reps : 5) : reps * 5;
-        TIMED(t_ar[s], reps2,
-              st = coopreduce_allreduce(send, recv, cnt, COOPREDUCE_FLOAT32, COOPREDUCE_OP_SUM,
-                                        dev.handle, comm, NULL));
-        if (s == 0 && st == COOPREDUCE_SUCCESS) {
-            /* the same on a communicator that defers errors (the call does not wait) */
-            coopreduce_comm_config cfg = COOPREDUCE_COMM_CONFIG_INIT;
-            cfg.deferred_errors = 1;
-            st = coopreduce_comm_set_config(comm, &cfg, NULL);
-            if (st == COOPREDUCE_SUCCESS)
-                TIMED(t_deferred, reps2,
-                      st = coopreduce_allreduce(send, recv, cnt, COOPREDUCE_FLOAT32,
-                                                COOPREDUCE_OP_SUM, dev.handle, comm, NULL));
-            if (st == COOPREDUCE_SUCCESS) st = coopreduce_comm_deferred_error(comm, dev.handle);
-            cfg.deferred_errors = 0;
-            const coopreduce_status off = coopreduce_comm_set_config(comm, &cfg, NULL);
-            if (st == COOPREDUCE_SUCCESS) st = off;
-        }
-        if (backend == 1) {
-            float *hsend = gpu ? hs : send, *hrecv = gpu ? calloc(cnt, 4) : recv;
-            /* MPI on host memory (what MPI moves for a GPU handle here too) */
-            TIMED(t_base[s], reps2,
-                  MPI_Allreduce(hsend, hrecv, (int)cnt, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
-            if (gpu) free(hrecv);
+        /* (MPI's baseline on host memory: a GPU handle's results land in a host buffer) */
+        float *hrecv = backend == 1 && gpu ? calloc(cnt, 4) : recv;
+        ok2 = ok2 && send && recv && hrecv;
+        if (!ok2)
+            cli_error("rank %d: cannot allocate the buffers of an all-reduce of %zu bytes", me,
+                      bytes);
+        if (!all_ok(ok2)) {
+            buffers_failed = 1;
         } else {
+            const int reps2 = bytes > ((size_t)1 << 24) ? (reps < 5 ? reps : 5) : reps * 5;
+            TIMED(t_ar[s], reps2,
+                  st = coopreduce_allreduce(send, recv, cnt, COOPREDUCE_FLOAT32, COOPREDUCE_OP_SUM,
+                                            dev.handle, comm, NULL));
+            if (s == 0 && st == COOPREDUCE_SUCCESS) {
+                /* the same on a communicator that defers errors (the call does not wait) */
+                coopreduce_comm_config cfg = COOPREDUCE_COMM_CONFIG_INIT;
+                cfg.deferred_errors = 1;
+                st = coopreduce_comm_set_config(comm, &cfg, NULL);
+                if (st == COOPREDUCE_SUCCESS)
+                    TIMED(t_deferred, reps2,
+                          st = coopreduce_allreduce(send, recv, cnt, COOPREDUCE_FLOAT32,
+                                                    COOPREDUCE_OP_SUM, dev.handle, comm, NULL));
+                if (st == COOPREDUCE_SUCCESS) st = coopreduce_comm_deferred_error(comm, dev.handle);
+                cfg.deferred_errors = 0;
+                const coopreduce_status off = coopreduce_comm_set_config(comm, &cfg, NULL);
+                if (st == COOPREDUCE_SUCCESS) st = off;
+            }
+            if (backend == 1) {
+                float *hsend = gpu ? hs : send;
+                /* MPI on host memory (what MPI moves for a GPU handle here too) */
+                TIMED(t_base[s], reps2,
+                      MPI_Allreduce(hsend, hrecv, (int)cnt, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+            } else {
 #ifdef COOPREDUCE_CLI_DIST_NCCL
-            ncclComm_t nc = NULL;
-            coopreduce_comm_nccl(comm, &nc);
-            TIMED(t_base[s], reps2, ncclAllReduce(send, recv, cnt, ncclFloat32, ncclSum, nc, NULL));
+                ncclComm_t nc = NULL;
+                coopreduce_comm_nccl(comm, &nc);
+                TIMED(t_base[s], reps2,
+                      ncclAllReduce(send, recv, cnt, ncclFloat32, ncclSum, nc, NULL));
 #else
-            t_base[s] = 0;
+                t_base[s] = 0;
 #endif
+            }
         }
+        if (hrecv != recv) free(hrecv);
         if (gpu) {
             cli_gpu_free(send);
             cli_gpu_free(recv);
@@ -471,7 +490,10 @@ int bench_distributed(int argc, char **argv)
         free(hs);
     }
     int rc = EXIT_OK;
-    if (st != COOPREDUCE_SUCCESS) {
+    if (buffers_failed) {
+        if (me == 0) cli_error("a rank could not allocate an all-reduce's buffers (its error is above)");
+        rc = EXIT_ERROR;
+    } else if (st != COOPREDUCE_SUCCESS) {
         if (me == 0) cli_error("%s", cli_library_message(dev.handle, st));
         rc = EXIT_ERROR;
     } else if (me == 0) {
