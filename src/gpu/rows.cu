@@ -91,6 +91,15 @@
 #ifndef CR_TUNE_NORM2_HANDOFF
 #define CR_TUNE_NORM2_HANDOFF 1
 #endif
+/*  CR_TUNE_SPREAD 1: a streamed launch of fewer chunks than the SMs' block slots takes a block a
+ *    chunk, its other warps idle, so that the chunks spread over the SMs (one warp a chunk is a
+ *    chain of dependent work, and eight of them shared an SM): float32 (128, 8192) SUM 5.93-5.95
+ *    to 5.27-5.49 us, NORM2 8.23 to 7.97-8.13; bfloat16 (64, 16384) NORM2 7.86-7.90 to
+ *    7.58-7.62; bfloat16 (128, 8192) level (H100, docs/perf-log run 173). 0: eight chunks a
+ *    block. */
+#ifndef CR_TUNE_SPREAD
+#define CR_TUNE_SPREAD 1
+#endif
 
 namespace {
 
@@ -1433,8 +1442,12 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
     if constexpr (kStreamed<In, LF>) {
         if (R.aligned && R.len % S::kChunk == 0) {
             const uint64_t per_sm = Layout<Acc>::kMinBlocks * 8 / kWarpsPerBlock;
-            const int blocks = grid_blocks((R.slots + kWarpsPerBlock - 1) / kWarpsPerBlock,
-                                           c->sm_count, (int)per_sm, c->forced_blocks, INT32_MAX);
+            /* (CR_TUNE_SPREAD, above: a small launch spread a chunk a block) */
+            const uint64_t want = CR_TUNE_SPREAD && R.slots <= (uint64_t)c->sm_count * per_sm
+                                      ? R.slots
+                                      : (R.slots + kWarpsPerBlock - 1) / kWarpsPerBlock;
+            const int blocks =
+                grid_blocks(want, c->sm_count, (int)per_sm, c->forced_blocks, INT32_MAX);
             R.handoff =
                 R.handoff && (uint64_t)R.slots * S::kChunk * In::kBytes * p->inputs <= c->l2_bytes;
             if (R.handoff)
