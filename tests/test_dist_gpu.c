@@ -162,6 +162,29 @@ static void peers_sendrecv(const void *send, void *recv, size_t bytes, int R, in
     }
 }
 
+enum { MAX_SAMPLES = 1000 };
+
+/* The float32 SUM all-reduce of cnt values and an 8 B ncclAllReduce of scratch (r), each waited
+ * for, in turn n times (n <= MAX_SAMPLES): the median seconds of each. */
+static void waited_in_turn(const void *send, void *recv, uint64_t cnt, float *r, coopreduce_handle *h,
+                           coopreduce_comm *comm, ncclComm_t nc, cudaStream_t st, int n,
+                           double *ours, double *theirs)
+{
+    double w_cr[MAX_SAMPLES], w_nc[MAX_SAMPLES];
+    for (int k = 0; k < n; k++) {
+        double t1 = now();
+        coopreduce_allreduce(send, recv, cnt, COOPREDUCE_FLOAT32, COOPREDUCE_OP_SUM, h, comm, st);
+        cudaStreamSynchronize(st);
+        w_cr[k] = now() - t1;
+        t1 = now();
+        ncclAllReduce(r, r + 4, 2, ncclFloat32, ncclSum, nc, st);
+        cudaStreamSynchronize(st);
+        w_nc[k] = now() - t1;
+    }
+    *ours = median(w_cr, n);
+    *theirs = median(w_nc, n);
+}
+
 static void bench(rank_job *j, coopreduce_handle *h, coopreduce_comm *comm, ncclComm_t nc,
                   cudaStream_t st)
 {
@@ -206,7 +229,6 @@ static void bench(rank_job *j, coopreduce_handle *h, coopreduce_comm *comm, nccl
      * three alike, and a stray slow call none. */
     pthread_barrier_wait(j->bar);
     float host_r;
-    enum { MAX_SAMPLES = 1000 };
     const int nl = reps * 10 < MAX_SAMPLES ? reps * 10 : MAX_SAMPLES;
     double lat[3 * MAX_SAMPLES];
     for (int k = 0; k < nl; k++) {
@@ -368,23 +390,9 @@ static void bench(rank_job *j, coopreduce_handle *h, coopreduce_comm *comm, nccl
              * events, then each call waited for (host clock), against the default's */
             /* (each call waited for in turn with an 8 B ncclAllReduce of a scratch buffer;
              * medians, as the sharded sum's latency above) */
-            enum { MAX_SAMPLES = 1000 };
             const int rw = reps * 10 < MAX_SAMPLES ? reps * 10 : MAX_SAMPLES;
-            double w_cr[MAX_SAMPLES], w_nc[MAX_SAMPLES];
             pthread_barrier_wait(j->bar);
-            double t1;
-            for (int k = 0; k < rw; k++) {
-                t1 = now();
-                coopreduce_allreduce(send, recv, cnt, COOPREDUCE_FLOAT32, COOPREDUCE_OP_SUM, h, comm, st);
-                cudaStreamSynchronize(st);
-                w_cr[k] = now() - t1;
-                t1 = now();
-                ncclAllReduce(r, r + 4, 2, ncclFloat32, ncclSum, nc, st);
-                cudaStreamSynchronize(st);
-                w_nc[k] = now() - t1;
-            }
-            j->t[26] = median(w_cr, rw);
-            j->t[35] = median(w_nc, rw);
+            waited_in_turn(send, recv, cnt, r, h, comm, nc, st, rw, &j->t[26], &j->t[35]);
             coopreduce_comm_config cfg = COOPREDUCE_COMM_CONFIG_INIT;
             cfg.deferred_errors = 1;
             if (coopreduce_comm_set_config(comm, &cfg, st)) j->setup_failed = 1;
@@ -395,24 +403,13 @@ static void bench(rank_job *j, coopreduce_handle *h, coopreduce_comm *comm, nccl
             j->t[24] = ms_def * 1e-3;
             /* the host's part alone: the calls' return, not waited for */
             pthread_barrier_wait(j->bar);
-            t1 = now();
+            double t1 = now();
             for (int k = 0; k < rr; k++)
                 coopreduce_allreduce(send, recv, cnt, COOPREDUCE_FLOAT32, COOPREDUCE_OP_SUM, h, comm, st);
             j->t[27] = (now() - t1) / rr;
             cudaStreamSynchronize(st);
             pthread_barrier_wait(j->bar);
-            for (int k = 0; k < rw; k++) {
-                t1 = now();
-                coopreduce_allreduce(send, recv, cnt, COOPREDUCE_FLOAT32, COOPREDUCE_OP_SUM, h, comm, st);
-                cudaStreamSynchronize(st);
-                w_cr[k] = now() - t1;
-                t1 = now();
-                ncclAllReduce(r, r + 4, 2, ncclFloat32, ncclSum, nc, st);
-                cudaStreamSynchronize(st);
-                w_nc[k] = now() - t1;
-            }
-            j->t[25] = median(w_cr, rw);
-            j->t[36] = median(w_nc, rw);
+            waited_in_turn(send, recv, cnt, r, h, comm, nc, st, rw, &j->t[25], &j->t[36]);
             if (coopreduce_comm_deferred_error(comm, h) != COOPREDUCE_SUCCESS) {
                 fprintf(stderr, "rank %d: deferred all-reduce: %s\n", j->rank, coopreduce_last_error(h));
                 j->setup_failed = 1;
