@@ -40,7 +40,7 @@ typedef struct cr_dist_transport {
      *             recv + rank * bytes; this rank's own block is copied too where self is 1, and
      *             may be left unwritten where it is 0;
      *   allgather: as allgather_host; send may be this rank's block of recv (recv + rank * bytes:
- *              in place), which it then leaves as it is. */
+     *              in place), which it then leaves as it is. */
     int (*alltoall)(void *ctx, const void *send, void *recv, size_t bytes, int self, void *stream,
                     char *err);
     int (*allgather)(void *ctx, const void *send, void *recv, size_t bytes, void *stream,
