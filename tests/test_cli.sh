@@ -702,6 +702,18 @@ if [ "$RC" -eq 0 ] && grep -q '| 5003 | .* | bfloat16 | norm2 | ' "$OUT" &&
 else
     fail "bench --device cpu --op: rows for each operation and type (exit $RC)"
 fi
+# both modes in turn: a row for each mode that takes the call (exact mean is refused: a line on
+# stderr, no row), and the exact/canonical table
+run bench --device cpu --op sum,mean --mode deterministic,exact --dtype f32 --data wide --n 4099 --quick
+if [ "$RC" -eq 0 ] && grep -q '| 4099 | .* | float32 wide | sum | yes' "$OUT" &&
+    grep -q '| 4099 | .* | float32 wide | sum/exact | yes' "$OUT" &&
+    grep -q '| 4099 | .* | float32 wide | mean | yes' "$OUT" && ! grep -q 'mean/exact' "$OUT" &&
+    grep -q '### Exact against deterministic' "$OUT" &&
+    grep -q '| 4099 | float32 wide | sum | ' "$OUT"; then
+    pass
+else
+    fail "bench --device cpu --mode deterministic,exact: both modes' rows and their ratio (exit $RC)"
+fi
 run bench --device cpu --n 5003 --quick
 if [ "$RC" -eq 0 ] && grep -q '| 5003 | .* | float32 | canonical | ' "$OUT" &&
     grep -q '| 5003 | .* | float32 | stream_read | ' "$OUT"; then
