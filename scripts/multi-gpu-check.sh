@@ -4,7 +4,8 @@
 #   tests: test_dist_gpu over NCCL on all GPUs (every op x dtype x mode, equal and uneven splits,
 #          bits equal to the CPU and to the rank's own GPU; the all-reduce against the axis-0
 #          reduction of the stacked arrays; errors on every rank); the same with one rank through
-#          the exchanges of many; test_dist_loop (the device path without NCCL, threads sharing
+#          the exchanges of many, and with two and three ranks where there are more GPUs;
+#          test_dist_loop (the device path without NCCL, threads sharing
 #          GPU 0); MPI ranks with GPU handles, one per GPU and two per GPU; the
 #          CLI under mpirun over NCCL and over MPI, bits equal to the single-process CPU and GPU
 #          calls;
@@ -84,6 +85,8 @@ step test-nccl-gather "$T/test_dist_gpu" --quick
 COOPREDUCE_DIST_FULL_PROTOCOL=1 step test-nccl-1rank "$T/test_dist_gpu" --ranks 1 --quick
 # three ranks: the first count whose canonical tree is not a power of two's
 [ "$NGPU" -gt 3 ] && step test-nccl-3ranks "$T/test_dist_gpu" --ranks 3 --quick
+# two ranks: the all-reduce's gathers of 1 MiB and more by send / recv with the peer
+[ "$NGPU" -gt 2 ] && step test-nccl-2ranks "$T/test_dist_gpu" --ranks 2 --quick
 # the device path without NCCL: 1 to 3 ranks as threads sharing GPU 0
 [ -x "$T/test_dist_loop" ] && step test-loop "$T/test_dist_loop"
 if [ $BENCH = 1 ]; then
