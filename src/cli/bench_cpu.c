@@ -83,25 +83,36 @@ static double cpu_bytes_us(const void *x, uint64_t bytes, int threads)
     return t;
 }
 
-/* Host wall time of the library call c and of the streaming read of the same `bytes` (at
- * c->x) on the same threads, `reps` (<= 64) of each after one warm-up, alternating which goes
- * first so that neither inherits the other's cache state; medians and noise. Returns nonzero
- * when a call fails. */
-static int time_cpu_call(coopreduce_handle *h, const bench_call *c, uint64_t bytes, int nthreads,
-                         int reps, double *med_s, double *noise_s, double *med_r, double *noise_r)
+/* Host wall times of the library call c in each of the `nm` modes (modes NULL, nm 1: the
+ * handle's mode as it is) and of the streaming read of the same `bytes` (at c->x) on the same
+ * threads, `reps` (<= 64) rounds after one warm-up of each: a round runs the read and every mode
+ * once, starting one later each round, so that none inherits another's cache state every time
+ * and the modes' medians (and their ratio, exact against deterministic) see the same machine,
+ * where loops run one after the other moved it by up to 1.8x on a 2-core machine. Medians and
+ * noise; nonzero when a call fails. */
+static int time_cpu_modes(coopreduce_handle *h, const bench_call *c, const coopreduce_mode *modes,
+                          int nm, uint64_t bytes, int nthreads, int reps, double *med_s,
+                          double *noise_s, double *med_r, double *noise_r)
 {
-    double ts[64], tr[64];
+    double ts[BENCH_MAX_LIST][64], tr[64];
     if (reps > 64) reps = 64;
-    if (bench_run_call(h, c)) return 1; /* warm-up */
-    cpu_bytes_us(c->x, bytes, nthreads);
+    for (int m = 0; m < nm; m++)
+        if ((modes && coopreduce_set_mode(h, modes[m])) || bench_run_call(h, c)) return 1;
+    cpu_bytes_us(c->x, bytes, nthreads); /* (the warm-ups) */
     for (int j = 0; j < reps; j++) {
-        if (j % 2) tr[j] = cpu_bytes_us(c->x, bytes, nthreads);
-        double t0 = bench_now_us();
-        if (bench_run_call(h, c)) return 1;
-        ts[j] = bench_now_us() - t0;
-        if (j % 2 == 0) tr[j] = cpu_bytes_us(c->x, bytes, nthreads);
+        for (int q = 0; q <= nm; q++) {
+            const int m = (j + q) % (nm + 1); /* nm: the read */
+            if (m == nm) {
+                tr[j] = cpu_bytes_us(c->x, bytes, nthreads);
+                continue;
+            }
+            if (modes && coopreduce_set_mode(h, modes[m])) return 1;
+            const double t0 = bench_now_us();
+            if (bench_run_call(h, c)) return 1;
+            ts[m][j] = bench_now_us() - t0;
+        }
     }
-    bench_median_noise(ts, reps, med_s, noise_s);
+    for (int m = 0; m < nm; m++) bench_median_noise(ts[m], reps, &med_s[m], &noise_s[m]);
     bench_median_noise(tr, reps, med_r, noise_r);
     return 0;
 }
@@ -150,8 +161,8 @@ int bench_cpu(const bench_options *o)
                         .x = x,
                         .result = result,
                         .n = n};
-        if (time_cpu_call(h, &c, n * sizeof *x, nthreads, reps, &med_s, &noise_s, &med_r,
-                          &noise_r)) {
+        if (time_cpu_modes(h, &c, NULL, 1, n * sizeof *x, nthreads, reps, &med_s, &noise_s,
+                           &med_r, &noise_r)) {
             cli_error("bench: %s", coopreduce_last_error(h));
             coopreduce_destroy(h);
             free(x);
@@ -167,38 +178,6 @@ int bench_cpu(const bench_options *o)
     }
     coopreduce_destroy(h);
     free(x);
-    return 0;
-}
-
-/* Host wall times of the library call c in each of the `nm` modes and of the streaming read of
- * the same `bytes`, `reps` (<= 64) rounds after one warm-up of each: a round runs the read and
- * every mode once, starting one later each round, so that the modes' medians (and their ratio,
- * exact against deterministic) see the same machine, where loops run one after the other moved
- * it by up to 1.8x on a 2-core machine. Medians and noise; nonzero when a call fails. */
-static int time_cpu_modes(coopreduce_handle *h, const bench_call *c, const coopreduce_mode *modes,
-                          int nm, uint64_t bytes, int nthreads, int reps, double *med_s,
-                          double *noise_s, double *med_r, double *noise_r)
-{
-    double ts[BENCH_MAX_LIST][64], tr[64];
-    if (reps > 64) reps = 64;
-    for (int m = 0; m < nm; m++)
-        if (coopreduce_set_mode(h, modes[m]) || bench_run_call(h, c)) return 1; /* warm-up */
-    cpu_bytes_us(c->x, bytes, nthreads);
-    for (int j = 0; j < reps; j++) {
-        for (int q = 0; q <= nm; q++) {
-            const int m = (j + q) % (nm + 1); /* nm: the read */
-            if (m == nm) {
-                tr[j] = cpu_bytes_us(c->x, bytes, nthreads);
-                continue;
-            }
-            if (coopreduce_set_mode(h, modes[m])) return 1;
-            const double t0 = bench_now_us();
-            if (bench_run_call(h, c)) return 1;
-            ts[m][j] = bench_now_us() - t0;
-        }
-    }
-    for (int m = 0; m < nm; m++) bench_median_noise(ts[m], reps, &med_s[m], &noise_s[m]);
-    bench_median_noise(tr, reps, med_r, noise_r);
     return 0;
 }
 
@@ -337,8 +316,8 @@ int bench_batch_cpu(const bench_options *o)
                     }
                     const uint64_t bytes = n * es * (c.op == COOPREDUCE_OP_DOT ? 2 : 1);
                     double med_s, med_r, noise_s, noise_r;
-                    if (time_cpu_call(h, &c, bytes, nthreads, reps, &med_s, &noise_s, &med_r,
-                                      &noise_r))
+                    if (time_cpu_modes(h, &c, NULL, 1, bytes, nthreads, reps, &med_s, &noise_s,
+                                       &med_r, &noise_r))
                         goto out;
                     const char *name = bench_batch_label(o, c.op, o->modes[m], count);
                     bench_add_op_row(n, dname, name, "host_us", med_s, noise_s, (double)bytes,
