@@ -1,7 +1,8 @@
 /* test_axis_gpu.c — reductions along an axis and over segments on the GPU: every result equal to
  * the CPU's 1-D call of its own values (axis_check.h), for every operation, dtype and mode,
  * along each axis of random 1-D, 2-D and 3-D shapes, over random segments (offsets in device
- * memory); the same row's bits in batches of 1, 7 and 10,000 rows; inputs one element off
+ * memory); the same row's bits in batches of 1, 7 and 10,000 rows; small batches of rows of a
+ * few whole chunks, on forced grids too; inputs one element off
  * 16-byte alignment, and segments over inputs at every offset from it; errors, and offsets the
  * GPU checks itself; rows streamed from memory (an input larger than L2, whose rows' level 2 is
  * a launch of its own); segments longer than C^2; segments replayed from a CUDA graph; shaped
@@ -287,6 +288,41 @@ static void errors(void)
                                  NULL) == COOPREDUCE_ERROR_NOT_SUPPORTED,
           "a tutorial method along an axis");
     coopreduce_set_method(gpu, COOPREDUCE_METHOD_CANONICAL);
+}
+
+/* Small batches of rows of 1 to 4 whole chunks, which a launch of one wave takes a block a row
+ * (rows.cu's row_block_kernel: the chunks' rows split over the block's warps, level 2 in shared
+ * memory), also on grids forced smaller than the batch, where a block takes several rows in
+ * turn; a batch one row past a wave of blocks, which takes the streamed kernel: every result
+ * against the CPU's 1-D call, on every data kind (NORM2's chunks of other classes included). */
+static int g_sm_count;
+
+static void row_blocks(void)
+{
+    static const coopreduce_dtype dts[] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64,
+                                           COOPREDUCE_FLOAT16, COOPREDUCE_BFLOAT16};
+    static const coopreduce_op ops[] = {COOPREDUCE_OP_SUM, COOPREDUCE_OP_MEAN, COOPREDUCE_OP_SUMSQ,
+                                        COOPREDUCE_OP_DOT, COOPREDUCE_OP_NORM2};
+    const axis_env e = env();
+    const uint64_t wave = 2 * (uint64_t)g_sm_count; /* the blocks of one wave (rows.cu) */
+    int kind = (int)rnd_below(AXIS_KINDS);
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+        const uint64_t C = dts[d] == COOPREDUCE_FLOAT64 ? 2048 : 4096;
+        for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+            for (uint64_t cpr = 1; cpr <= 4; cpr++) {
+                const uint64_t rows[] = {
+                    1, 2 + rnd_below(30),
+                    test_quick ? 33 + rnd_below(20) : 100 + rnd_below(wave - 99), wave + 1};
+                for (size_t b = 0; b < 4; b++) {
+                    if (test_quick && b == 3) continue;
+                    const int grid = b == 1 ? 1 + (int)rnd_below(3) : 0;
+                    coopreduce_set_grid_blocks(gpu, grid);
+                    axis_case(&e, ops[o], dts[d], rows[b], cpr * C, 1, kind++ % AXIS_KINDS);
+                }
+            }
+        }
+    }
+    coopreduce_set_grid_blocks(gpu, 0);
 }
 
 /* More than 2^31 elements in all: 2^16 rows of 2^15 + 3 float16 values (4 GiB); a sample of
@@ -689,12 +725,15 @@ int main(int argc, char **argv)
     }
     coopreduce_gpu_props props;
     if (gpu_test_open("test_axis_gpu", &gpu, &props)) return 77;
+    g_sm_count = props.sm_count;
     if (!CHECK(coopreduce_create_cpu(&g_cpu, 0) == COOPREDUCE_SUCCESS, "create_cpu"))
         return check_summary("test_axis_gpu");
     if (test_quick) printf("test_axis_gpu: --quick\n");
     test_seed_init("test_axis_gpu");
     static const test_section sections[] = {{"sweep", sweep},     {"segments", segments},
-                                            {"paths", paths},     {"batches", batches}, {"misaligned", misaligned},
+                                            {"paths", paths},     {"batches", batches},
+                                            {"row_blocks", row_blocks},
+                                            {"misaligned", misaligned},
                                             {"misaligned_segments", misaligned_segments},
                                             {"errors", errors},   {"streamed", streamed},
                                             {"wide_columns", wide_columns},

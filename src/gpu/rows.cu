@@ -14,8 +14,13 @@
  *    of at most 16 chunk rows: a half-warp per row, the other half's rows being padding), the
  *    row tree over the rows of the chunk holding data; few_kernel, for aligned rows of up to 8
  *    chunk rows, several rows per step with all their loads in flight.
- *  - stream_kernel: rows of whole chunks (the RMSNorm shapes), aligned: the rows' chunks are the
- *    flat array's, streamed per block as by the 1-D kernels, each chunk's value to its row.
+ *  - row_block_kernel: small batches of rows of 1 to 4 whole chunks, aligned (the RMSNorm shapes
+ *    at small batch: a wave of blocks or fewer): a block a row, its warps splitting the row's
+ *    chunks by rows, level 2 in shared memory. Where a warp took a chunk alone, the chunk's
+ *    batches, the hand-off and level 2 were one warp's chain of dependent steps on an otherwise
+ *    idle GPU: NORM2 of (128, 8192) 7.7-8.1 to 5.2-5.7 us (H100, docs/perf-log run 178).
+ *  - stream_kernel: the other rows of whole chunks, aligned: the rows' chunks are the flat
+ *    array's, streamed per block as by the 1-D kernels, each chunk's value to its row.
  *  - chunks_kernel: the other rows of several chunks. One warp per chunk of a row (leaves.cuh's
  *    chunk_values, the 1-D kernels' level 1 on the row's own pointer: full aligned chunks by
  *    16-byte loads; the row's ragged chunk and misaligned rows by 16-byte loads shifted into
@@ -99,6 +104,16 @@
  *    block. */
 #ifndef CR_TUNE_SPREAD
 #define CR_TUNE_SPREAD 1
+#endif
+/*  CR_TUNE_ROW_BLOCK W: rows of 1 to 4 whole, aligned chunks, at most W waves of blocks of
+ *    them, take a block a row (row_block_kernel); 0: stream_kernel as any other rows of whole
+ *    chunks. 1 (H100, docs/perf-log runs 176-178): against 0, batches of 128 rows of 8192 NORM2
+ *    7.7-8.1 to 5.2-6.0 us, float32 and float64 DOT 7.5-7.8 to 4.6-5.8, float64 sums 6.1-6.3 to
+ *    4.3-5.5, the 16-bit and float32 sums level; rows of one chunk level. 4 against 1: mixed
+ *    (float32 (512, 8192) SUM 7.2 to 5.7 us, bfloat16 (1024, 4096) NORM2 5.2 to 8.6): a block
+ *    walking several rows one after the other keeps fewer loads in flight than the stream. */
+#ifndef CR_TUNE_ROW_BLOCK
+#define CR_TUNE_ROW_BLOCK 1
 #endif
 
 namespace {
@@ -991,6 +1006,97 @@ __global__ void __launch_bounds__(kThreads, Layout<typename In::Acc>::kMinBlocks
     }
 }
 
+/* A block a row: rows of 1 to 4 whole chunks (len a multiple of C, aligned) in a launch of one
+ * wave of blocks at most (CR_TUNE_ROW_BLOCK). Such a launch is a few microseconds of reading in
+ * which a warp's chunk is a chain of dependent steps (its batches, the lane tree, the hand-off's
+ * ticket, the row's level 2 through L2, the final rule) and most warp slots of the GPU are
+ * idle. Here the block's eight warps split the row: G = 8, 4 or 2 warps a chunk (cpr 1, 2,
+ * 3-4), warp g of a chunk taking rows g * kRows / G .. of each half (a subtree of the row tree,
+ * all its loads at once), the G subtrees added pairwise in warp order in shared memory (the row
+ * tree's top levels), then the chunk's first warp runs the lane tree (finish_chunk); the row's
+ * level 2 is the chunk tree of its cpr partials read from shared memory, then the final rule.
+ * No ticket, no fence, no partial through global memory. NORM2 takes the medium pass so, and a
+ * chunk with an element of another class is read again by its first warp for the three
+ * classes, as everywhere else. Rows beyond the grid (a forced grid) are taken in turn. */
+constexpr int kRowBlocks = 2; /* blocks an SM: a wave's worth of rows at most */
+template <typename In, Leaf LF>
+__global__ void __launch_bounds__(kThreads, kRowBlocks)
+    row_block_kernel(const __grid_constant__ Rows R)
+{
+    using S = Shape<In>;
+    using Acc = typename In::Acc;
+    using SP = FromShared<typename AccIn<Acc>::Plain>; /* the row's partials, in shared memory */
+    constexpr int K = kLeaves<LF>;
+    constexpr Leaf L1 = LF == Leaf::kNorm2 ? Leaf::kMedium : LF; /* NORM2: the medium pass */
+    constexpr int kR8 = S::kRows / 8;                             /* rows a warp at G = 8 */
+    static_assert(kWarpsPerBlock == 8, "eight warps: 8, 4 or 2 a chunk");
+    __shared__ RowVals<In, L1> sub[kWarpsPerBlock][32];
+    __shared__ Ext sext[LF == Leaf::kNorm2 ? kWarpsPerBlock : 1][32];
+    __shared__ Acc part[3][4];
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    const int w = warp.meta_group_rank(), t = warp.thread_rank();
+    const int cpr = (int)R.cpr, G = cpr == 1 ? 8 : cpr == 2 ? 4 : 2;
+    const int j = w / G, g = w % G; /* chunk j of the row, part g of it */
+    const int half = t / S::kThreadsPerRow, lane0 = (t % S::kThreadsPerRow) * In::kVec;
+    const int r0 = half * S::kRows + g * (S::kRows / G);
+    const Args<In> A = {R.x, R.y, R.rows * R.len};
+    for (uint64_t r = blockIdx.x; r < R.rows; r += gridDim.x) {
+        const uint64_t c = r * (uint64_t)cpr + (uint64_t)j, base = c * S::kChunk;
+        if (j < cpr) {
+            Ext ext;
+            sub[w][t] = G == 8   ? rows_span<In, L1, false, kR8>(A, base, r0, lane0, ext)
+                        : G == 4 ? rows_span<In, L1, false, 2 * kR8>(A, base, r0, lane0, ext)
+                                 : rows_span<In, L1, false, 4 * kR8>(A, base, r0, lane0, ext);
+            if constexpr (LF == Leaf::kNorm2) sext[w][t] = ext;
+        }
+        block.sync();
+        if (j < cpr && g == 0) {
+            /* the G subtrees, pairwise: (s0 + s1), + (s2 + s3), + ((s4 + s5) + (s6 + s7)) */
+            RowVals<In, L1> s = sub[w][t];
+            Ext ext;
+            if constexpr (LF == Leaf::kNorm2) ext = sext[w][t];
+            s = add(s, sub[w + 1][t]);
+            if (G > 2) s = add(s, add(sub[w + 2][t], sub[w + 3][t]));
+            if (G > 4)
+                s = add(s, add(add(sub[w + 4][t], sub[w + 5][t]),
+                               add(sub[w + 6][t], sub[w + 7][t])));
+            if constexpr (LF == Leaf::kNorm2) /* max and min: any order gives the same */
+                for (int k = 1; k < G; k++) ext = In::ext_add(ext, sext[w + k][t]);
+            Acc m[kOut<L1>], v[K];
+            finish_chunk<In, L1>(warp, s, ext, m);
+            if constexpr (LF == Leaf::kNorm2) {
+                if (m[1] == 0) { /* uniform across the warp */
+                    v[0] = v[2] = Acc(0);
+                    v[1] = m[0];
+                } else {
+                    norm2_all_classes(warp, A, c, v);
+                }
+            } else {
+                v[0] = m[0];
+            }
+            if (cpr == 1) {
+                if (t == 0) put_result(R.F, R.nfin, v, R.out + r * R.rsize);
+            } else if (t == 0) {
+#pragma unroll
+                for (int k = 0; k < K; k++) part[k][j] = v[k];
+            }
+        }
+        block.sync(); /* the partials stored; sub and sext free for the next row */
+        if (cpr > 1 && w == 0) { /* level 2: the chunk tree of the partials, the final rule */
+            Acc v[K];
+#pragma unroll
+            for (int k = 0; k < K; k++) {
+                const Args<SP> P = {part[k], nullptr, (uint64_t)cpr};
+                Acc q[1];
+                chunk_strided<SP, Leaf::kWiden>(warp, P, 0, cpr, q);
+                v[k] = q[0];
+            }
+            if (t == 0) put_result(R.F, R.nfin, v, R.out + r * R.rsize);
+        }
+    }
+}
+
 /* ---- Columns ------------------------------------------------------------------------------ */
 
 struct Cols {
@@ -1438,6 +1544,14 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
     R.slots = R.rows * R.cpr;
     R.tickets = s->tickets;
     R.handoff = K == 1 || CR_TUNE_NORM2_HANDOFF;
+    if (CR_TUNE_ROW_BLOCK && R.aligned && R.len % S::kChunk == 0 && R.cpr <= 4) {
+        if (R.rows <= (uint64_t)c->sm_count * kRowBlocks * CR_TUNE_ROW_BLOCK) {
+            row_block_kernel<In, LF><<<grid_blocks(R.rows, c->sm_count, kRowBlocks,
+                                                   c->forced_blocks, INT32_MAX),
+                                       kThreads, 0, c->stream>>>(R);
+            return cudaGetLastError();
+        }
+    }
     bool streamed = false;
     if constexpr (kStreamed<In, LF>) {
         if (R.aligned && R.len % S::kChunk == 0) {

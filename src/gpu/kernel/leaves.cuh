@@ -279,13 +279,12 @@ template <Leaf LF>
 constexpr int kBatchRows =
     LF == Leaf::kWiden || LF == Leaf::kSquare || LF == Leaf::kMedium ? 16 : 8;
 
-/* The tree of kBatchRows rows r0 .. of this thread's half, from full, aligned input: all the
- * batch's loads issued first, then the pairwise tree. */
-template <typename In, Leaf LF, bool kStream>
+/* The tree of R (by default kBatchRows) rows r0 .. of this thread's half, from full, aligned
+ * input: all the batch's loads issued first, then the pairwise tree. */
+template <typename In, Leaf LF, bool kStream, int R = kBatchRows<LF>>
 __device__ __forceinline__ RowVals<In, LF> rows_aligned(const Args<In> &A, uint64_t base, int r0,
                                                         int lane0, Ext &ext)
 {
-    constexpr int R = kBatchRows<LF>;
     uint4 qx[R], qy[R];
 #pragma unroll
     for (int i = 0; i < R; i++) {
@@ -296,6 +295,20 @@ __device__ __forceinline__ RowVals<In, LF> rows_aligned(const Args<In> &A, uint6
                     : qx[i];
     }
     return BatchTree<In, LF, R>::run(qx, qy, 0, ext);
+}
+
+/* The tree of R rows r0 .. of this thread's half (R a power of two, r0 a multiple of R): a
+ * subtree of the row tree, by batches of at most kBatchRows rows combined pairwise. */
+template <typename In, Leaf LF, bool kStream, int R>
+__device__ __forceinline__ RowVals<In, LF> rows_span(const Args<In> &A, uint64_t base, int r0,
+                                                     int lane0, Ext &ext)
+{
+    if constexpr (R <= kBatchRows<LF>) {
+        return rows_aligned<In, LF, kStream, R>(A, base, r0, lane0, ext);
+    } else {
+        const RowVals<In, LF> l = rows_span<In, LF, kStream, R / 2>(A, base, r0, lane0, ext);
+        return add(l, rows_span<In, LF, kStream, R / 2>(A, base, r0 + R / 2, lane0, ext));
+    }
 }
 
 /* The same for a chunk of m valid elements, by element loads: misaligned input or the ragged
