@@ -835,12 +835,57 @@ __global__ void __launch_bounds__(kThreads) narrow_kernel(const __grid_constant_
 #endif
 template <typename In> constexpr int kRowsSide = CR_TUNE_HALF_ROWS ? Shape<In>::kHalves : 1;
 
+/* The row tree of one row of few_kernel from its loaded chunk rows qx (and, for DOT, qy): chunk
+ * rows row0 .. row0 + RB - 1 of this thread's lanes, those at or past m -0.0 leaves (every group
+ * of a row is wholly within the row or wholly past it: rows start on 16-byte boundaries and
+ * hold whole 16-byte groups). kMedium folds the groups within the row into ext. NORM2's medium
+ * pass gives the three classes' bits when every element is of the medium class (the big and
+ * small trees are then trees of +0.0 leaves and -0.0 padding, +0.0 for a row of one element or
+ * more; the medium one that of the squares), as everywhere (docs/DETERMINISM.md). */
+template <typename In, Leaf LF, int RB, int RY>
+__device__ __forceinline__ RowVals<In, LF> few_rows(const uint4 (&qx)[RB], const uint4 (&qy)[RY],
+                                                    int row0, int lane0, int m, Ext &ext)
+{
+    using S = Shape<In>;
+    using Acc = typename In::Acc;
+    static_assert(LF != Leaf::kProduct || RY == RB, "DOT: both arrays' rows");
+    RowVals<In, LF> b[RB];
+#pragma unroll
+    for (int i = 0; i < RB; i++) {
+        if ((row0 + i) * S::kLanes + lane0 < m) {
+            if constexpr (LF == Leaf::kMedium) In::ext_fold(ext, qx[i]);
+            if constexpr (LF == Leaf::kProduct)
+                b[i] = leaves_of<In, LF>(qx[i], qy[i]);
+            else
+                b[i] = leaves_of<In, LF>(qx[i], qx[i]);
+        } else {
+#pragma unroll
+            for (int j = 0; j < In::kVec; j++)
+#pragma unroll
+                for (int k = 0; k < kLeaves<LF>; k++) b[i].v[j][k] = Acc(-0.0);
+        }
+    }
+#pragma unroll
+    for (int d = 1; d < RB; d *= 2)
+#pragma unroll
+        for (int i = 0; i < RB; i += 2 * d) b[i] = add(b[i], b[i + d]);
+    return b[0];
+}
+
 /* Rows of W < len <= RB * W elements, aligned (every row starts on a 16-byte boundary): a warp
  * per row (per two rows: kRowsSide) as short_kernel, but U rows at a time with all their loads
  * issued first (16 16-byte loads per thread in flight; a row is a batch of RB chunk rows, those
- * past the row's end -0.0). */
+ * past the row's end -0.0). NORM2 takes the medium pass first and the three classes from the
+ * same registers only where the warp's rows need them. */
+/* kFewBlocks: the blocks an SM few_kernel is compiled for: two (at most 128 registers), but for
+ * NORM2 of rows of 4 or 8 chunk rows (170-245 registers: the three classes' trees beside 16
+ * loads), which would spill. Left to ptxas, SUMSQ of 16-bit rows of 2 chunk rows took 138
+ * registers, one block an SM, and bfloat16 (2^20, 256) 196 to 284 us; NORM2 there 372 us at 138
+ * registers, 252-254 us at two blocks (H100, docs/perf-log run 180). */
+template <Leaf LF, int RB> constexpr int kFewBlocks = LF == Leaf::kNorm2 && RB > 2 ? 1 : 2;
 template <typename In, Leaf LF, int RB>
-__global__ void __launch_bounds__(kThreads) few_kernel(const __grid_constant__ Rows R)
+__global__ void __launch_bounds__(kThreads, kFewBlocks<LF, RB>)
+    few_kernel(const __grid_constant__ Rows R)
 {
     using S = Shape<In>;
     using Acc = typename In::Acc;
@@ -875,27 +920,32 @@ __global__ void __launch_bounds__(kThreads) few_kernel(const __grid_constant__ R
         }
 #pragma unroll
         for (int u = 0; u < U; u++) {
-            RowVals<In, LF> b[RB];
-#pragma unroll
-            for (int i = 0; i < RB; i++) {
-                if ((row0 + i) * S::kLanes + lane0 < m) {
-                    if constexpr (LF == Leaf::kProduct)
-                        b[i] = leaves_of<In, LF>(qx[u][i], qy[u][i]);
-                    else
-                        b[i] = leaves_of<In, LF>(qx[u][i], qx[u][i]);
-                } else {
-#pragma unroll
-                    for (int j = 0; j < In::kVec; j++)
-#pragma unroll
-                        for (int k = 0; k < K; k++) b[i].v[j][k] = Acc(-0.0);
-                }
-            }
-#pragma unroll
-            for (int d = 1; d < RB; d *= 2)
-#pragma unroll
-                for (int i = 0; i < RB; i += 2 * d) b[i] = add(b[i], b[i + d]);
             Acc v[K];
-            finish_chunk<In, LF, H == 2>(warp, b[0], Ext(), v);
+            if constexpr (LF == Leaf::kNorm2) {
+                /* the medium pass first (the squares and the class test, per row: H rows a
+                 * warp), the three classes from the same loads only if some element of the
+                 * warp's rows needs them; the same bits (see few_rows) */
+                Ext ext;
+                const RowVals<In, Leaf::kMedium> sq =
+                    few_rows<In, Leaf::kMedium, RB>(qx[u], qx[u], row0, lane0, m, ext);
+                Acc t2[In::kVec];
+#pragma unroll
+                for (int j = 0; j < In::kVec; j++) t2[j] = sq.v[j][0];
+                const Acc med = chunk_tree<In, H == 2>(warp, t2);
+                if (warp.any(In::ext_other(ext))) { /* (Ext: a vote on the threads' tests) */
+                    finish_chunk<In, LF, H == 2>(
+                        warp, few_rows<In, LF, RB>(qx[u], qx[u], row0, lane0, m, ext), Ext(), v);
+                } else {
+                    v[0] = v[2] = Acc(0);
+                    v[1] = med;
+                }
+            } else {
+                Ext ext; /* unused: one class */
+                const RowVals<In, LF> b =
+                    few_rows<In, LF, RB>(qx[u], qy[LF == Leaf::kProduct ? u : 0], row0, lane0, m,
+                                         ext);
+                finish_chunk<In, LF, H == 2>(warp, b, Ext(), v);
+            }
             const uint64_t r = (w + u) * H + rh;
             if ((H == 2 ? t % S::kThreadsPerRow : t) == 0 && r < R.rows)
                 put_result(R.F, R.nfin, v, R.out + r * R.rsize);

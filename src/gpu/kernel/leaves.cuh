@@ -44,14 +44,12 @@ enum class Leaf { kWiden, kSquare, kProduct, kNorm2, kMedium };
  * on a 32-bit key (below): Hopper has no max / min instruction for doubles. Integer max /
  * min on the bits take far fewer instructions than float max / min on the values; the time
  * gained is smaller: these loops are not bound by their instruction count alone
- * (docs/perf-log). */
+ * (docs/perf-log). The test (ext_other: the largest above a bound or the smallest below one)
+ * holds for a merge of Exts exactly when it holds for one of them, so a warp votes on its
+ * threads' tests rather than merging their Exts by shuffles. */
 struct Ext {
     unsigned int mx = 0, mn = 0xffffffffu; /* the largest bits; the smallest of (bits - 1) */
 };
-__device__ __forceinline__ Ext ext_shfl(const cg::thread_block_tile<32> &w, const Ext &e, int d)
-{
-    return {w.shfl_xor(e.mx, d), w.shfl_xor(e.mn, d)};
-}
 
 struct F32 : Elem<COOPREDUCE_FLOAT32> {
     using Acc = float;
@@ -389,12 +387,8 @@ __device__ __forceinline__ void finish_chunk(const cg::thread_block_tile<32> &wa
         for (int j = 0; j < In::kVec; j++) v[j] = s.v[j][k];
         out[k] = chunk_tree<In, kApart>(warp, v);
     }
-    if constexpr (LF == Leaf::kMedium) { /* max and min: any order gives the same */
-        Ext e = ext;
-#pragma unroll
-        for (int d = 1; d < 32; d *= 2) e = In::ext_add(e, ext_shfl(warp, e, d));
-        out[1] = In::ext_other(e) ? 1 : 0;
-    }
+    if constexpr (LF == Leaf::kMedium) /* ext_other of the warp's max and min: any thread's */
+        out[1] = warp.any(In::ext_other(ext)) ? 1 : 0;
 }
 
 /* The row trees of this thread over a full, aligned chunk: its rows in 1, 2 or 4 batches,
@@ -841,11 +835,8 @@ __device__ __forceinline__ void strided_finish(const cg::thread_block_tile<32> &
             for (int j = 0; j < L; j += 2 * w) s.v[j][k] = s.v[j][k] + s.v[j + w][k];
         v[k] = s.v[0][k];
     }
-    if constexpr (LF == Leaf::kMedium) { /* max and min: any order gives the same */
-#pragma unroll
-        for (int d = 1; d < 32; d *= 2) ext = F32::ext_add(ext, ext_shfl(warp, ext, d));
-        v[1] = strided_other<typename In::Acc>(ext) ? 1 : 0;
-    }
+    if constexpr (LF == Leaf::kMedium) /* the test of the warp's max and min: any thread's */
+        v[1] = warp.any(strided_other<typename In::Acc>(ext)) ? 1 : 0;
 }
 
 /* The chunk's kOut<LF> values (in every thread): its K trees, or kMedium's tree of squares and
