@@ -865,11 +865,7 @@ __device__ __forceinline__ RowVals<In, LF> few_rows(const uint4 (&qx)[RB], const
                 for (int k = 0; k < kLeaves<LF>; k++) b[i].v[j][k] = Acc(-0.0);
         }
     }
-#pragma unroll
-    for (int d = 1; d < RB; d *= 2)
-#pragma unroll
-        for (int i = 0; i < RB; i += 2 * d) b[i] = add(b[i], b[i + d]);
-    return b[0];
+    return pairwise_tree(b);
 }
 
 /* Rows of W < len <= RB * W elements, aligned (every row starts on a 16-byte boundary): a warp

@@ -231,6 +231,18 @@ __device__ __forceinline__ RowVals<In, LF> add(const RowVals<In, LF> &a, const R
     return r;
 }
 
+/* The perfect pairwise tree of t[0 .. N) (N a power of two; any type with add), in place:
+ * ((t0 + t1) + (t2 + t3)) + ...; returns it. */
+template <int N, typename T> __device__ __forceinline__ T pairwise_tree(T (&t)[N])
+{
+    static_assert(N > 0 && (N & (N - 1)) == 0, "a power of two");
+#pragma unroll
+    for (int w = 1; w < N; w *= 2)
+#pragma unroll
+        for (int i = 0; i < N; i += 2 * w) t[i] = add(t[i], t[i + w]);
+    return t[0];
+}
+
 template <typename In, Leaf LF>
 __device__ __forceinline__ RowVals<In, LF> leaves_of(const uint4 &qx, const uint4 &qy)
 {
@@ -335,11 +347,7 @@ __device__ __noinline__ RowVals<In, LF> rows_guarded(const Args<In> &A, uint64_t
             }
         }
     }
-#pragma unroll
-    for (int w = 1; w < S::kRows; w *= 2)
-#pragma unroll
-        for (int i = 0; i < S::kRows; i += 2 * w) t[i] = add(t[i], t[i + w]);
-    return t[0];
+    return pairwise_tree(t);
 }
 
 /* The chunk tree above the rows of one leaf, from this thread's kVec lane values (its row
@@ -636,11 +644,7 @@ __device__ __forceinline__ RowVals<In, LF> batch_used(const Args<In> &A, uint64_
             }
         }
     }
-#pragma unroll
-    for (int w = 1; w < R; w *= 2)
-#pragma unroll
-        for (int i = 0; i < R; i += 2 * w) t[i] = add(t[i], t[i + w]);
-    return t[0];
+    return pairwise_tree(t);
 }
 
 /* The row tree over rows r0 .. r0+ROWS-1 of a chunk of m < C valid elements (a ragged chunk, a
@@ -789,11 +793,7 @@ __device__ __forceinline__ LaneVals<In, LF> strided_batch(const void *px, const 
                 for (int k = 0; k < kLeaves<LF>; k++) l[i].v[j][k] = Acc(-0.0);
             }
         }
-#pragma unroll
-    for (int w = 1; w < ROWS; w *= 2)
-#pragma unroll
-        for (int i = 0; i < ROWS; i += 2 * w) l[i] = add(l[i], l[i + w]);
-    return l[0];
+    return pairwise_tree(l);
 }
 
 /* The row tree of rows r0 .. r0 + ROWS - 1 of a thread's lanes, `used` rows holding data (see
