@@ -1077,7 +1077,7 @@ __global__ void __launch_bounds__(kThreads, kRowBlocks)
     constexpr int kR8 = S::kRows / 8;                             /* rows a warp at G = 8 */
     static_assert(kWarpsPerBlock == 8, "eight warps: 8, 4 or 2 a chunk");
     __shared__ RowVals<In, L1> sub[kWarpsPerBlock][32];
-    __shared__ Ext sext[LF == Leaf::kNorm2 ? kWarpsPerBlock : 1][32];
+    __shared__ int other[kWarpsPerBlock]; /* NORM2: the warp's class test (leaves.cuh's Ext) */
     __shared__ Acc part[3][4];
     cg::thread_block block = cg::this_thread_block();
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
@@ -1094,25 +1094,23 @@ __global__ void __launch_bounds__(kThreads, kRowBlocks)
             sub[w][t] = G == 8   ? rows_span<In, L1, false, kR8>(A, base, r0, lane0, ext)
                         : G == 4 ? rows_span<In, L1, false, 2 * kR8>(A, base, r0, lane0, ext)
                                  : rows_span<In, L1, false, 4 * kR8>(A, base, r0, lane0, ext);
-            if constexpr (LF == Leaf::kNorm2) sext[w][t] = ext;
+            if constexpr (LF == Leaf::kNorm2) other[w] = warp.any(In::ext_other(ext));
         }
         block.sync();
         if (j < cpr && g == 0) {
             /* the G subtrees, pairwise: (s0 + s1), + (s2 + s3), + ((s4 + s5) + (s6 + s7)) */
             RowVals<In, L1> s = sub[w][t];
-            Ext ext;
-            if constexpr (LF == Leaf::kNorm2) ext = sext[w][t];
             s = add(s, sub[w + 1][t]);
             if (G > 2) s = add(s, add(sub[w + 2][t], sub[w + 3][t]));
             if (G > 4)
                 s = add(s, add(add(sub[w + 4][t], sub[w + 5][t]),
                                add(sub[w + 6][t], sub[w + 7][t])));
-            if constexpr (LF == Leaf::kNorm2) /* max and min: any order gives the same */
-                for (int k = 1; k < G; k++) ext = In::ext_add(ext, sext[w + k][t]);
             Acc m[kOut<L1>], v[K];
-            finish_chunk<In, L1>(warp, s, ext, m);
+            finish_chunk<In, L1>(warp, s, Ext(), m); /* (NORM2: the warps' tests below) */
             if constexpr (LF == Leaf::kNorm2) {
-                if (m[1] == 0) { /* uniform across the warp */
+                int any = 0;
+                for (int k = 0; k < G; k++) any |= other[w + k];
+                if (!any) { /* uniform across the warp */
                     v[0] = v[2] = Acc(0);
                     v[1] = m[0];
                 } else {
@@ -1128,7 +1126,7 @@ __global__ void __launch_bounds__(kThreads, kRowBlocks)
                 for (int k = 0; k < K; k++) part[k][j] = v[k];
             }
         }
-        block.sync(); /* the partials stored; sub and sext free for the next row */
+        block.sync(); /* the partials stored; sub and other free for the next row */
         if (cpr > 1 && w == 0) { /* level 2: the chunk tree of the partials, the final rule */
             Acc v[K];
 #pragma unroll
@@ -1590,13 +1588,12 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
     R.slots = R.rows * R.cpr;
     R.tickets = s->tickets;
     R.handoff = K == 1 || CR_TUNE_NORM2_HANDOFF;
-    if (CR_TUNE_ROW_BLOCK && R.aligned && R.len % S::kChunk == 0 && R.cpr <= 4) {
-        if (R.rows <= (uint64_t)c->sm_count * kRowBlocks * CR_TUNE_ROW_BLOCK) {
-            row_block_kernel<In, LF><<<grid_blocks(R.rows, c->sm_count, kRowBlocks,
-                                                   c->forced_blocks, INT32_MAX),
-                                       kThreads, 0, c->stream>>>(R);
-            return cudaGetLastError();
-        }
+    if (CR_TUNE_ROW_BLOCK && R.aligned && R.len % S::kChunk == 0 && R.cpr <= 4 &&
+        R.rows <= (uint64_t)c->sm_count * kRowBlocks * CR_TUNE_ROW_BLOCK) {
+        row_block_kernel<In, LF><<<grid_blocks(R.rows, c->sm_count, kRowBlocks, c->forced_blocks,
+                                               INT32_MAX),
+                                   kThreads, 0, c->stream>>>(R);
+        return cudaGetLastError();
     }
     bool streamed = false;
     if constexpr (kStreamed<In, LF>) {

@@ -400,23 +400,14 @@ __device__ __forceinline__ void finish_chunk(const cg::thread_block_tile<32> &wa
 }
 
 /* The row trees of this thread over a full, aligned chunk: its rows in 1, 2 or 4 batches,
- * combined as the row tree: b0, b0 + b1, or (b0 + b1) + (b2 + b3). */
+ * combined as the row tree: b0, b0 + b1, or (b0 + b1) + (b2 + b3) (rows_span of all its rows). */
 template <typename In, Leaf LF, bool kStream>
 __device__ __forceinline__ RowVals<In, LF> full_chunk_rows(const Args<In> &A, uint64_t base,
                                                            int half, int lane0, Ext &ext)
 {
     using S = Shape<In>;
-    constexpr int R = kBatchRows<LF>, kBatches = S::kRows / R;
-    static_assert(kBatches == 1 || kBatches == 2 || kBatches == 4, "1, 2 or 4 batches");
-    const int r0 = half * S::kRows;
-    RowVals<In, LF> s = rows_aligned<In, LF, kStream>(A, base, r0, lane0, ext);
-    if constexpr (kBatches >= 2)
-        s = add(s, rows_aligned<In, LF, kStream>(A, base, r0 + R, lane0, ext));
-    if constexpr (kBatches == 4) {
-        const RowVals<In, LF> s2 = rows_aligned<In, LF, kStream>(A, base, r0 + 2 * R, lane0, ext);
-        s = add(s, add(s2, rows_aligned<In, LF, kStream>(A, base, r0 + 3 * R, lane0, ext)));
-    }
-    return s;
+    static_assert(S::kRows / kBatchRows<LF> <= 4, "1, 2 or 4 batches");
+    return rows_span<In, LF, kStream, S::kRows>(A, base, half * S::kRows, lane0, ext);
 }
 
 /* The streamed path of the one-launch kernel: a warp's full, aligned chunks one after the
