@@ -10,11 +10,15 @@
  *   no barrier, no floating-point atomics.
  * - Each block owns a contiguous, balanced range of level-1 chunks; its warps take them
  *   round-robin, so a block streams one region. The partials of a level are grouped C at a
- *   time, one integer counter per group. After a barrier, one thread per block posts, for each
- *   group its range touches, the number of its chunks in it; the block that completes a group
- *   reduces it (one chunk of partials, read from L2, four warps each taking 8 rows) and
- *   climbs, one ticket per node above level 1. The warp that completes the top node writes the
- *   result. About one ticket per block per launch: no same-address atomic queue.
+ *   time, one integer counter per group. One thread per block posts, for each group its range
+ *   touches, the number of its chunks in it: near the block's start, once its warp's first
+ *   loads are in flight (tree.cuh's early tickets; after a barrier at the end if the range
+ *   touches more than two groups). The block that completes a group reduces it at its end (one
+ *   chunk of partials, read from L2, eight warps each taking 4 rows, waiting for the tags of
+ *   chunks other blocks are still reducing) and climbs, one ticket per node above level 1,
+ *   each posted before its node is computed. The warp that completes the top node writes the
+ *   result. About one ticket per block per launch: no same-address atomic queue. The end's
+ *   out-of-line functions read the parameters from a copy in shared memory.
  * - No memory fences: partials are tagged. Every 8-byte word of a stored partial carries the
  *   launch's tag next to 32 bits of the value (see "Tagged partials" below), and the block that
  *   completes a group polls the group's words until each carries the tag. A fence before each
@@ -231,15 +235,17 @@ __device__ __forceinline__ T input_chunk(const cg::thread_block_tile<32> &warp, 
 /* The hot loop: full, aligned input chunks c0, c0 + stride, ... below c1, one after the other,
  * so a warp keeps 8 to 16 16-byte loads per thread in flight all the time, also while it runs
  * the lane tree and the shuffles. */
-template <typename T, Load L>
+template <typename T, Load L, typename Hook>
 __device__ __forceinline__ void stream_full_chunks(const cg::thread_block_tile<32> &warp,
                                                    const Params<T> &P, uint64_t c0, uint64_t c1,
-                                                   uint64_t stride, unsigned int tag)
+                                                   uint64_t stride, unsigned int tag,
+                                                   Hook after_first_loads)
 {
     constexpr uint64_t C = Layout<T>::kChunk;
     const int t = warp.thread_rank();
     Batch<T> A, B;
     load_batch<T, L>(A, P.x + c0 * C, 0, t);
+    after_first_loads();
 #if CR_TUNE_STAGE
     /* lane j keeps the partial of the warp's j-th chunk of each 32; the 32 go out in one store */
     T held = T(0);
@@ -267,11 +273,12 @@ __device__ __forceinline__ void stream_full_chunks(const cg::thread_block_tile<3
 }
 
 /* Level 1 the ordinary way: the block's chunks [b0, b1), warp w of the block taking every
- * kWarpsPerBlock-th (or, without interleaving, a sub-range of them). */
-template <typename T, Load L>
+ * kWarpsPerBlock-th (or, without interleaving, a sub-range of them). post() once the warp's
+ * first loads are in flight (tree.cuh's early tickets). */
+template <typename T, Load L, typename Post>
 __device__ __forceinline__ void level1_chunks(const cg::thread_block_tile<32> &warp,
                                               const Params<T> &P, uint64_t b0, uint64_t b1, int w,
-                                              unsigned int tag)
+                                              unsigned int tag, Post post)
 {
     constexpr uint64_t C = Layout<T>::kChunk;
 #if CR_TUNE_INTERLEAVE
@@ -286,8 +293,10 @@ __device__ __forceinline__ void level1_chunks(const cg::thread_block_tile<32> &w
     const uint64_t full = P.count[0] / C; /* chunks [0, full) need no padding */
     if (P.x_aligned && c < c_end && c < full) {
         const uint64_t stop = c_end < full ? c_end : full;
-        stream_full_chunks<T, L>(warp, P, c, stop, stride, tag);
+        stream_full_chunks<T, L>(warp, P, c, stop, stride, tag, post);
         c += (stop - c + stride - 1) / stride * stride; /* first chunk at or past stop */
+    } else {
+        post();
     }
     for (; c < c_end; c += stride) { /* misaligned input, or the ragged last chunk */
         T v = input_chunk(warp, P, c);
@@ -300,11 +309,12 @@ __device__ __forceinline__ void level1_chunks(const cg::thread_block_tile<32> &w
  * trees meet in shared memory and the chunk's first warp adds them as (b0 + b1) + (b2 + b3) —
  * the row tree — then runs the lane tree. A misaligned or ragged chunk is done by its first
  * warp alone, the ordinary way. */
-template <typename T, Load L>
+template <typename T, Load L, typename Post>
 __device__ __forceinline__ void quad_chunks(const cg::thread_block &block,
                                             const cg::thread_block_tile<32> &warp,
                                             const Params<T> &P, uint64_t b0, uint64_t b1,
-                                            Lanes<T> (&quarter)[2][4][32], unsigned int tag)
+                                            Lanes<T> (&quarter)[2][4][32], unsigned int tag,
+                                            Post post)
 {
     static_assert(kWarpsPerBlock == 8, "quad_chunks assumes 8 warps: 2 chunks x 4 batches");
     constexpr uint64_t C = Layout<T>::kChunk;
@@ -314,7 +324,10 @@ __device__ __forceinline__ void quad_chunks(const cg::thread_block &block,
     if (fast) {
         Batch<T> A;
         load_batch<T, L>(A, P.x + c * C, q, t);
+        post();
         quarter[cl][q][t] = batch_tree(A);
+    } else {
+        post();
     }
     block.sync();
     if (q == 0 && c < b1) {
@@ -343,14 +356,21 @@ __global__ void __launch_bounds__(kThreads, Layout<T>::kMinBlocks * 8 / kWarpsPe
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
     const int w = warp.meta_group_rank();
     const unsigned int tag = launch_tag(P);
+    CR_TRACE(if (threadIdx.x == 0) trace_start(tag);)
+    __shared__ Params<T> Ps; /* the end's copy (tree.cuh, params_to_shared) */
+    params_to_shared(P, Ps);
     uint64_t b0, b1;
     balanced_range(P.count[1], gridDim.x, blockIdx.x, &b0, &b1);
+    __shared__ EarlyTickets early; /* tree.cuh: the level-2 tickets, posted near the start */
+    auto post = [&] {
+        if (early_poster()) early_tickets<1>(&P, b0, b1, &early);
+    };
     if (P.quad)
-        quad_chunks<T, L>(block, warp, P, b0, b1, quarter, tag);
+        quad_chunks<T, L>(block, warp, P, b0, b1, quarter, tag, post);
     else
-        level1_chunks<T, L>(warp, P, b0, b1, w, tag);
+        level1_chunks<T, L>(warp, P, b0, b1, w, tag, post);
     if (b0 == b1) return; /* uniform across the block */
-    post_tickets(block, warp, P, b0, b1, quarter, tag);
+    post_tickets(block, warp, Ps, b0, b1, quarter, tag, &early);
 }
 
 /* Small N (at most kSmallChunks chunks): one block, one warp per chunk, the partials in shared

@@ -70,6 +70,8 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
     cg::thread_block block = cg::this_thread_block();
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
     const unsigned int tag = P.levels > 1 ? launch_tag(P) : 0u;
+    __shared__ Params<Acc> Ps; /* the end's copy (tree.cuh, params_to_shared) */
+    params_to_shared(P, Ps);
     uint64_t b0, b1;
     block_chunks(P.count[1], &b0, &b1);
     auto emit = [&](uint64_t c, const Acc(&v)[1]) {
@@ -78,14 +80,20 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
         else if (warp.thread_rank() == 0)
             store_partial(P, 1, c, v[0], tag);
     };
+    __shared__ EarlyTickets early; /* tree.cuh: the level-2 tickets, posted near the start */
+    auto post = [&] {
+        if (P.levels > 1 && early_poster()) early_tickets<1>(&P, b0, b1, &early);
+    };
     uint64_t c = b0 + warp.meta_group_rank();
     /* [0, full): streamed (not a single chunk: its emit calls the final rule, and the stream
      * loop keeps no call) */
     const uint64_t full = aligned && P.levels > 1 ? A.n / Shape<In>::kChunk : 0;
     if (kStreamed<In, LF> && c < b1 && c < full) {
         const uint64_t stop = b1 < full ? b1 : full;
-        stream_chunks<In, LF, kStream>(warp, A, c, stop, kWarps, emit);
+        stream_chunks<In, LF, kStream>(warp, A, c, stop, kWarps, emit, post);
         c += (stop - c + kWarps - 1) / kWarps * kWarps; /* first chunk at or past stop */
+    } else {
+        post();
     }
     for (; c < b1; c += kWarps) { /* misaligned input, or the ragged last chunk */
         Acc v[1];
@@ -93,7 +101,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
         emit(c, v);
     }
     if (P.levels == 1 || b0 == b1) return; /* uniform across the block */
-    post_tickets(block, warp, P, b0, b1, quarter, tag);
+    post_tickets(block, warp, Ps, b0, b1, quarter, tag, &early);
 }
 
 /* NORM2's three trees (big, medium, small), one launch. Level 1 tries the medium class alone
@@ -123,6 +131,8 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
     const Params<Acc> &P = T.p[1];
     const unsigned int tag = P.levels > 1 ? launch_tag(P) : 0u;
+    __shared__ Trees3<Acc> Ts; /* the end's copy (tree.cuh, params_to_shared) */
+    params_to_shared(T, Ts);
     uint64_t b0, b1;
     block_chunks(P.count[1], &b0, &b1);
     auto emit3 = [&](uint64_t c, const Acc(&v)[3]) {
@@ -147,14 +157,27 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
         }
         j++;
     };
-    uint64_t c = b0 + warp.meta_group_rank();
+    /* tree.cuh's early tickets, posted after the first segment's first loads. Only where the
+     * partials make two levels (N <= C^2): with more, NORM2's three trees waiting for their
+     * groups beside the blocks still streaming cost 1-2% at 2^28 (docs/perf-log, run 189). */
+    __shared__ EarlyTickets early[3];
+    auto post = [&] {
+        if (P.levels == 2 && early_poster()) early_tickets<3>(T.p, b0, b1, early);
+    };
+    const uint64_t c_first = b0 + warp.meta_group_rank();
+    uint64_t c = c_first;
+    auto post_first = [&] { /* once: in the first segment */
+        if (c == c_first) post();
+    };
     const uint64_t full = aligned && P.levels > 1 ? A.n / Shape<In>::kChunk : 0; /* streamed */
+    if (!(c < b1 && c < full)) post();
     for (; c < b1 && c < full; c = seg) {
         const uint64_t stop = b1 < full ? b1 : full, span = stop - c;
         const uint64_t end = span > 64 * (uint64_t)kWarps ? c + 64 * (uint64_t)kWarps : stop;
         redo = 0;
         j = 0;
-        stream_chunks<In, Leaf::kMedium, kStream>(warp, A, c, end, kWarps, emit_medium);
+        stream_chunks<In, Leaf::kMedium, kStream>(warp, A, c, end, kWarps, emit_medium,
+                                                  post_first);
         for (uint64_t r = redo; r; r &= r - 1) {
             const uint64_t cr = c + (uint64_t)(__ffsll((long long)r) - 1) * kWarps;
             Acc v[3];
@@ -170,7 +193,9 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
     }
     if (P.levels == 1 || b0 == b1) return; /* uniform across the block */
 #pragma unroll 1
-    for (int k = 0; k < 3; k++) post_tickets(block, warp, T.p[k], b0, b1, quarter, tag);
+    for (int k = 0; k < 3; k++)
+        post_tickets(block, warp, Ts.p[k], b0, b1, quarter, tag,
+                     P.levels == 2 ? &early[k] : nullptr);
 }
 
 template <typename In, Leaf LF>

@@ -479,12 +479,19 @@ template <typename In, Leaf LF, bool kStream, int K0> struct BatchStream<In, LF,
     }
 };
 
+/* A hook that does nothing (stream_chunks' default). */
+struct NoHook {
+    __device__ __forceinline__ void operator()() const {}
+};
+
 /* The warp's full, aligned chunks c0, c0 + stride, ... below c1; emit(c, v) receives each
- * chunk's values (in every thread). */
-template <typename In, Leaf LF, bool kStream, typename Emit>
+ * chunk's values (in every thread). after_first_loads() runs once the first chunk's first loads
+ * are issued (tree.cuh's early tickets). */
+template <typename In, Leaf LF, bool kStream, typename Emit, typename Hook = NoHook>
 __device__ __forceinline__ void stream_chunks(const cg::thread_block_tile<32> &warp,
                                               const Args<In> &A, uint64_t c0, uint64_t c1,
-                                              uint64_t stride, Emit emit)
+                                              uint64_t stride, Emit emit,
+                                              Hook after_first_loads = Hook())
 {
     using S = Shape<In>;
     constexpr int NB = S::kRows / kStreamRows<LF>;
@@ -492,6 +499,7 @@ __device__ __forceinline__ void stream_chunks(const cg::thread_block_tile<32> &w
     const int lane0 = (t % S::kThreadsPerRow) * In::kVec, r0 = half * S::kRows;
     RowLoads<LF> buf[2];
     load_rows<In, LF, kStream>(buf[0], A, c0 * S::kChunk, r0, lane0);
+    after_first_loads();
     for (uint64_t c = c0; c < c1; c += stride) {
         const Next nx = {(c + stride) * S::kChunk, c + stride < c1};
         Ext ext;

@@ -4,10 +4,14 @@
  *
  * Level 1 (one partial per chunk of leaves) is each kernel's own business; everything above it
  * is the same for both: the level-1 partials are stored tagged (see "Tagged partials"), one
- * thread per block posts a ticket per group its chunks touch, the block that completes a group
- * reduces it with its 8 warps and climbs, and the warp that completes the top node applies the
- * final rule (write_result: the plain sum, or an operation's rule from values.h) and writes the
- * result. The tree is docs/DETERMINISM.md's: the canonical sum of the level-1 partials.
+ * thread per block posts a ticket per group its chunks touch (early, near the block's start,
+ * where it touches one or two: EarlyTickets), the block that completes a group reduces it with
+ * its 8 warps and climbs (each node's ticket posted before the node is computed), and the warp
+ * that completes the top node applies the final rule (write_result: the plain sum, or an
+ * operation's rule from values.h) and writes the result. The tree is docs/DETERMINISM.md's: the
+ * canonical sum of the level-1 partials. What each step of that end costs was measured with
+ * trace.cuh's time stamps (docs/perf-log, runs 184-187): every change here shortens the chain
+ * of round trips to L2 that follows the last chunk.
  *
  * Included by .cu files only; everything is in an anonymous namespace (each file gets its own
  * copy, as it would of a template). */
@@ -20,6 +24,7 @@
 
 #include "core/order.h"
 #include "core/values.h"
+#include "gpu/kernel/trace.cuh"  /* CR_TRACE: a measurement build's time stamps */
 #include "gpu/kernel/traits.cuh" /* Layout */
 
 /*  CR_TUNE_WARPS: warps per block of the main kernel (8 or 16; resident blocks scale down to
@@ -163,6 +168,21 @@ template <typename T> struct Params {
     Final fin;     /* what the top node becomes */
 };
 
+/* The end's functions (post_tickets, climb, reduce_group_warp, write_result's rules) are out of
+ * line, and in them a reference to a __grid_constant__ parameter is a generic address: every
+ * field they read would be a load from the parameter space, a round trip of several hundred
+ * cycles, one after another along the hand-off chain (0.6-0.8 us of the end, docs/perf-log). A
+ * block therefore copies its parameters to shared memory at the start, in the shadow of level 1,
+ * and hands the copy to the end: the same values at shared memory's latency. Read only after a
+ * barrier (post_tickets begins with one). */
+template <typename Q> __device__ __forceinline__ void params_to_shared(const Q &P, Q &S)
+{
+    static_assert(sizeof(Q) % 8 == 0 && sizeof(Q) / 8 <= 32 * kWarpsPerBlock, "one word a thread");
+    if (threadIdx.x < sizeof(Q) / 8)
+        reinterpret_cast<unsigned long long *>(&S)[threadIdx.x] =
+            reinterpret_cast<const unsigned long long *>(&P)[threadIdx.x];
+}
+
 /* This launch's tag (see "Tagged partials"). */
 template <typename T> __device__ __forceinline__ unsigned int launch_tag(const Params<T> &P)
 {
@@ -244,6 +264,7 @@ __device__ __forceinline__ void write_result(const cg::thread_block_tile<32> &wa
                                              const Params<T> &P, T v, unsigned int tag)
 {
     if (warp.thread_rank() == 0) {
+        CR_TRACE(trace_at(kTrResult);)
         v = v != v ? Layout<T>::nan() : v;
         if (P.fin.ordered == 2)
             join_three(P.fin, P.count[0], v, tag, P.out);
@@ -255,6 +276,7 @@ __device__ __forceinline__ void write_result(const cg::thread_block_tile<32> &wa
             *static_cast<T *>(P.out) = v;
         if (tag)
             asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(P.epoch), "r"(tag) : "memory");
+        CR_TRACE(if (tag) trace_report(P.count[0], P.levels, tag);)
     }
 }
 
@@ -347,14 +369,23 @@ __device__ __noinline__ T reduce_group_warp(const cg::thread_block_tile<32> &war
     return lane_tree(warp, rows_from_quarters(h));
 }
 
-/* A warp holds node `idx` of level k >= 2: store it, post a ticket for its group, and while
- * this warp is the one completing a group, reduce the group and climb. Only the few nodes above
- * level 1 come here, so one ticket per node costs nothing that shows. */
+/* A warp holds node `idx` of level k >= 2: store it, post a ticket for its group, and while this
+ * warp is the one completing a group, reduce the group and climb. The warp that completes the
+ * top node writes the result. Only the few nodes above level 1 come here. With `ahead`, the
+ * first ticket was posted before the node was computed (post_tickets): `got`, in lane 0, is
+ * what that atomic returned, waited for only here, so that its round trip to L2 overlapped the
+ * node's reduction. */
 template <typename T>
 __device__ __noinline__ void climb(const cg::thread_block_tile<32> &warp, const Params<T> &P, int k,
-                                   uint64_t idx, T v, unsigned int tag)
+                                   uint64_t idx, T v, bool ahead, unsigned int got,
+                                   unsigned int tag)
 {
     constexpr uint64_t C = Layout<T>::kChunk;
+    CR_TRACE(if (warp.thread_rank() == 0) {
+        trace_at(kTrClimb);
+        trace_at(kTrTicket3);
+        trace_at(kTrLoaded3);
+    })
     for (;;) {
         if (k == P.levels) {
             write_result(warp, P, v, tag);
@@ -365,11 +396,14 @@ __device__ __noinline__ void climb(const cg::thread_block_tile<32> &warp, const 
         unsigned int done = 0;
         if (warp.thread_rank() == 0) {
             store_partial(P, k, idx, v, tag);
-            done = atomicAdd(&P.counters[k + 1][group], 1u) + 1;
+            done = (ahead ? got : atomicAdd(&P.counters[k + 1][group], 1u)) + 1;
             if (done == size) P.counters[k + 1][group] = 0; /* ready for the next launch */
         }
+        ahead = false;
         if (warp.shfl(done, 0) != size) return;
+        CR_TRACE(if (warp.thread_rank() == 0) trace_at(kTrTicket3);)
         v = reduce_group_warp(warp, P, k, group, tag);
+        CR_TRACE(if (warp.thread_rank() == 0) trace_at(kTrLoaded3);)
         k += 1;
         idx = group;
     }
@@ -384,15 +418,73 @@ __device__ __forceinline__ void balanced_range(uint64_t total, uint64_t parts, u
     *end = *begin + base + (i < rem ? 1 : 0);
 }
 
-/* After level 1: thread 0 posts the block's tickets, one per group its chunks [b0, b1) touch;
- * the block reduces each group it completed with all 8 warps, 4 rows each (one round trip to
- * L2 for a full group), the row trees meeting in shared memory; warp 0 climbs. Out of line, so that its registers
- * do not weigh on the level-1 loop's. */
+/* Level-2 tickets posted early. A block whose chunks touch one or two groups posts their
+ * tickets near its start (one thread, once its warp's first loads are in flight, so that the
+ * atomic's round trip hides behind theirs), counting chunks it has yet to reduce. The block that
+ * completes a group so learns it long before its own level 1 ends, and at the end loads the
+ * group at once: the ticket's round trip to L2 leaves the end's chain. The group's partials may
+ * then still be on their way when it first looks: it waits for their tags (tagged_rows4), and
+ * they come, each from a block that posted its ticket, so is running, and reduces its chunks
+ * without waiting on anything. A block touching more groups (a grid forced small) posts at the
+ * end (post_tickets). */
+struct EarlyTickets {
+    uint64_t done[2]; /* the groups this block completes */
+    int n;            /* how many; -1: nothing posted early */
+};
+
+/* The poster of a block's early tickets: one thread, of the block's last warp (round-robin, the
+ * warp with the fewest chunks). */
+__device__ __forceinline__ bool early_poster()
+{
+    return threadIdx.x == 32 * (kWarpsPerBlock - 1);
+}
+
+/* Posts the early tickets of K trees side by side (NORM2's three: the same chunks, each tree its
+ * own counters), all atomics in flight before any count is looked at. */
+template <int K, typename T>
+__device__ __forceinline__ void early_tickets(const Params<T> *P, uint64_t b0, uint64_t b1,
+                                              EarlyTickets *E)
+{
+    constexpr uint64_t C = Layout<T>::kChunk;
+    const uint64_t g0 = b0 / C, g1 = (b1 - 1) / C;
+    if (b0 == b1 || g1 - g0 > 1) {
+#pragma unroll
+        for (int k = 0; k < K; k++) E[k].n = -1;
+        return;
+    }
+    const uint64_t split = g1 * C > b0 ? g1 * C : b0; /* the second group's first chunk */
+    const unsigned int mine0 = (unsigned int)(split - b0), mine1 = (unsigned int)(b1 - split);
+    unsigned int got0[K], got1[K];
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        got0[k] = mine0 ? atomicAdd(&P[k].counters[2][g0], mine0) + mine0 : 0;
+        got1[k] = mine1 ? atomicAdd(&P[k].counters[2][g1], mine1) + mine1 : 0;
+    }
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        int nd = 0;
+        if (mine0 && got0[k] == (unsigned int)group_size(P[k], 1, g0)) {
+            P[k].counters[2][g0] = 0; /* ready for the next launch */
+            E[k].done[nd++] = g0;
+        }
+        if (mine1 && got1[k] == (unsigned int)group_size(P[k], 1, g1)) {
+            P[k].counters[2][g1] = 0;
+            E[k].done[nd++] = g1;
+        }
+        E[k].n = nd;
+    }
+}
+
+/* After level 1: thread 0 posts the block's tickets, one per group its chunks [b0, b1) touch
+ * (unless they were posted early: `early`); the block reduces each group it completed with all
+ * 8 warps, 4 rows each (one round trip to L2 for a full group), the row trees meeting in shared
+ * memory; warp 0 climbs. Out of line, so that its registers do not weigh on the level-1 loop's;
+ * P is the block's copy in shared memory (params_to_shared). */
 template <typename T>
 __device__ __noinline__ void post_tickets(const cg::thread_block &block,
                                           const cg::thread_block_tile<32> &warp, const Params<T> &P,
                                           uint64_t b0, uint64_t b1, Lanes<T> (&quarter)[2][4][32],
-                                          unsigned int tag)
+                                          unsigned int tag, const EarlyTickets *early = nullptr)
 {
     constexpr uint64_t C = Layout<T>::kChunk;
     constexpr int kBatch = 64; /* completed groups handled per round (one round is typical) */
@@ -403,16 +495,30 @@ __device__ __noinline__ void post_tickets(const cg::thread_block &block,
     const uint64_t g_first = b0 / C, g_last = (b1 - 1) / C;
     for (uint64_t g0 = g_first; g0 <= g_last; g0 += kBatch) {
         block.sync(); /* the warps' partial stores are issued; shared memory is free */
+        unsigned int got = 0; /* thread 0: the ahead ticket's count (see climb) */
         if (block.thread_rank() == 0) {
+            CR_TRACE(if (g0 == g_first) trace_level1(tag);)
             int nd = 0;
-            for (uint64_t g = g0; g <= g_last && g < g0 + kBatch; g++) {
+            /* A completed group: the first of the round posts its node's ticket now, ahead of
+             * computing the node; thread 0 waits for the count only in climb. Every node of
+             * that level-3 group is then either stored or being computed by a block that
+             * completed its group, waiting on nothing but nodes below, so the one that
+             * completes it waits for their tags only briefly. */
+            auto completed = [&](uint64_t g) {
+                if (nd == 0 && P.levels > 2) got = atomicAdd(&P.counters[3][g / C], 1u);
+                done_groups[nd++] = g;
+                CR_TRACE(trace_at(kTrTicket);)
+            };
+            const bool posted = early && early->n >= 0; /* (then g_last <= g_first + 1) */
+            for (int i = 0; posted && i < early->n; i++) completed(early->done[i]);
+            for (uint64_t g = g0; !posted && g <= g_last && g < g0 + kBatch; g++) {
                 const uint64_t lo = g * C > b0 ? g * C : b0;
                 const uint64_t hi = (g + 1) * C < b1 ? (g + 1) * C : b1;
                 const unsigned int mine = (unsigned int)(hi - lo);
                 const unsigned int size = (unsigned int)group_size(P, 1, g);
                 if (atomicAdd(&P.counters[2][g], mine) + mine == size) {
                     P.counters[2][g] = 0; /* ready for the next launch */
-                    done_groups[nd++] = g;
+                    completed(g);
                 }
             }
             n_done = nd;
@@ -424,11 +530,13 @@ __device__ __noinline__ void post_tickets(const cg::thread_block &block,
             h[w][t] = tagged_rows4<T>(P.partials[1] + g * C * Tagged<T>::kWords, 4 * w, t,
                                       group_size(P, 1, g), tag);
             block.sync();
+            CR_TRACE(if (block.thread_rank() == 0) trace_at(kTrLoaded);)
             if (w == 0) {
                 Lanes<T> hs[8];
 #pragma unroll
                 for (int j = 0; j < 8; j++) hs[j] = h[j][t];
-                climb(warp, P, 2, g, lane_tree(warp, rows_from_quarters(hs)), tag);
+                climb(warp, P, 2, g, lane_tree(warp, rows_from_quarters(hs)),
+                      i == 0 && P.levels > 2, got, tag);
             }
             block.sync(); /* h is read before the next group overwrites it */
         }
