@@ -53,6 +53,7 @@
 #include "gpu/kernel/grid.cuh"    /* occupancy, grid_blocks */
 #include "gpu/kernel/handoff.cuh" /* last_block_arrive / _release */
 #include "gpu/kernel/load.cuh"    /* split16 */
+#include "gpu/kernel/trace.cuh"   /* CR_TRACE: a measurement build's time stamps */
 #include "gpu/kernel/traits.cuh"  /* Elem */
 #include "gpu/launch.h"
 #include "gpu/exact_lanes.cuh" /* Bins, Digits: the flat sums' per-lane accumulators */
@@ -555,6 +556,10 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
         lanes[i] = C::PATH == P_BINS ? 0x8000000000000000ull : 0ull;
     if (threadIdx.x == 0) sflags = 0;
     __syncthreads();
+    CR_TRACE(unsigned int tr_tag = 0; if (threadIdx.x == 0) {
+        tr_tag = atomicAdd(&tr_launches_exact, 0u);
+        trace_start(tr_tag);
+    })
     const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     double *wbins = reinterpret_cast<double *>(lanes) + warp * (C::LANE_WORDS / C::WARPS);
     double *col = wbins + lane; /* this lane's column (bins, or digits as long long) */
@@ -748,22 +753,26 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
     /* The block's digits and flags folded into the words after the ticket by 64-bit atomics
      * (integer addition: the order does not matter; below 2^33 * kMaxGrid = 2^45), then the
      * ticket; the last block takes the words (back to zero) and rounds once. */
+    CR_TRACE(__syncthreads(); if (threadIdx.x == 0) trace_level1(tr_tag);)
     long long *fold = fold_of(ticket);
     for (int i = threadIdx.x; i < ND; i += blockDim.x)
         if (acc[i]) atomicAdd((unsigned long long *)&fold[i], (unsigned long long)acc[i]);
     if (threadIdx.x == 0 && sflags) atomicOr((unsigned long long *)&fold[ND], (unsigned long long)sflags);
     if (!last_block_arrive<true>(ticket)) return;
+    CR_TRACE(if (threadIdx.x == 0) trace_at(kTrFold);)
     for (int i = threadIdx.x; i < ND; i += blockDim.x)
         acc[i] = (long long)atomicExch((unsigned long long *)&fold[i], 0ull);
     if (threadIdx.x == 0) {
         sflags = (unsigned)atomicExch((unsigned long long *)&fold[ND], 0ull) | (n ? CR_X_ANY : 0u);
         last_block_release(ticket);
     }
+    CR_TRACE(__syncthreads(); if (threadIdx.x == 0) trace_at(kTrRead);)
     /* The digits to their normal form in parallel (a raw result: these digits, unrounded, and
      * the flags, for a sharded reduction to merge); then to a magnitude, the window of its
      * nonzero digits found, and one thread rounds once (cr_sa_round, the CPU's own code, on the
      * window: the zero digits around it change nothing). */
     normalise_block<ND>(acc);
+    CR_TRACE(__syncthreads(); if (threadIdx.x == 0) trace_at(kTrNormal);)
     if (fmt == CR_FMT_RAW) {
         long long *o = static_cast<long long *>(out);
         for (int i = threadIdx.x; i < ND; i += blockDim.x) o[i] = acc[i];
@@ -781,6 +790,7 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
         for (int i = threadIdx.x; i < ND; i += blockDim.x) acc[i] = -acc[i];
         normalise_block<ND>(acc);
     }
+    CR_TRACE(__syncthreads(); if (threadIdx.x == 0) trace_at(kTrSign);)
     for (int i = threadIdx.x; i < ND; i += blockDim.x)
         if (acc[i]) {
             atomicMin(&lo, i);
@@ -788,9 +798,11 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
         }
     __syncthreads();
     if (threadIdx.x == 0) {
+        CR_TRACE(trace_at(kTrWindow); trace_at(kTrRound);)
         const int l = hi < 0 ? 0 : lo, cnt = hi < 0 ? 1 : hi - lo + 1;
         cr_sa_round(reinterpret_cast<const int64_t *>(acc) + l, cnt, neg, LSB + 32 * l, sflags, fmt,
                     out);
+        CR_TRACE(atomicAdd(&tr_launches_exact, 1u); trace_report(n, 0, tr_tag, true);)
     }
 }
 

@@ -18,6 +18,8 @@
 
 namespace {
 
+/* The steps of the tree's end (tree.cuh); exact.cu's end names the same slots its own way
+ * (kTrFold...), and trace_report prints the names of the kernel that reports. */
 enum TraceStep {
     kTrLevel1,  /* this block's level 1 done (after the block's barrier) */
     kTrTicket,  /* its ticket's count back: it completes a group */
@@ -28,10 +30,20 @@ enum TraceStep {
     kTrResult,  /* the top warp begins the result */
     kTrSteps
 };
+enum ExactTraceStep {
+    kTrData = kTrLevel1,   /* exact.cu: the block's data folded into its shared digits */
+    kTrFold = kTrTicket,   /* its digits added to the global fold, fenced, ticket answered */
+    kTrRead = kTrLoaded,   /* the last block: the fold read back (and zeroed) */
+    kTrNormal = kTrClimb,  /* the digits in normal form */
+    kTrSign = kTrTicket3,  /* a magnitude (negated and normalised again if negative) */
+    kTrWindow = kTrLoaded3, /* the window of nonzero digits found */
+    kTrRound = kTrResult    /* one thread begins cr_sa_round */
+};
 
 __device__ unsigned long long tr_start[64], tr_level1[64]; /* per launch tag: min start, max end */
 __device__ long long tr_sum[kTrSteps + 3]; /* total, level 1, the steps, the result */
 __device__ unsigned int tr_launches;
+__device__ unsigned int tr_launches_exact; /* exact.cu: its launches, as the tag of its stamps */
 __shared__ unsigned long long tr_at[kTrSteps];
 
 __device__ __forceinline__ unsigned long long tr_now()
@@ -56,7 +68,7 @@ __device__ __forceinline__ void trace_at(int step) { tr_at[step] = tr_now(); }
 /* The top warp's thread 0, after the result: this launch's steps into the running sums; every
  * 256 launches, their means. The first launch of each of the 64 tag slots finds no start (the
  * slot's minimum is 0) and is left out. */
-__device__ __noinline__ void trace_report(uint64_t n, int levels, unsigned int tag)
+__device__ __noinline__ void trace_report(uint64_t n, int levels, unsigned int tag, bool exact = false)
 {
     const unsigned long long end = tr_now();
     const int slot = tag & 63;
@@ -75,6 +87,13 @@ __device__ __noinline__ void trace_report(uint64_t n, int levels, unsigned int t
     tr_sum[2 + kTrSteps] += (long long)(end - prev);
     if (++tr_launches < 256) return;
     const double k = 256e3; /* ns summed over 256 launches, as us */
+    if (exact)
+        printf("trace exact n=%llu: total %.2f data %.2f | last-data %.2f fold+ticket %.2f read "
+               "%.2f normalise %.2f sign %.2f window %.2f to-round %.2f round %.2f | end %.2f us\n",
+               (unsigned long long)n, tr_sum[0] / k, tr_sum[1] / k, tr_sum[2] / k,
+               tr_sum[3] / k, tr_sum[4] / k, tr_sum[5] / k, tr_sum[6] / k, tr_sum[7] / k,
+               tr_sum[8] / k, tr_sum[9] / k, (tr_sum[0] - tr_sum[1]) / k);
+    else
     printf("trace n=%llu levels=%d: total %.2f level1 %.2f | last-l1 %.2f ticket %.2f load %.2f "
            "lanes %.2f ticket3 %.2f load3 %.2f to-result %.2f result %.2f | end %.2f us\n",
            (unsigned long long)n, levels, tr_sum[0] / k, tr_sum[1] / k, tr_sum[2] / k,
