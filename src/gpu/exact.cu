@@ -403,13 +403,51 @@ template <int ND> __device__ void resolve_carries(long long *acc)
     if (lane == 31) acc[M] += cc;
 }
 
+/* Warp 0 only: carry_step twice, on the digits in registers (lane L holds digits L * PER ..
+ * L * PER + PER - 1, as in resolve_carries; each step: every digit below the top one keeps its
+ * low 32 bits, its carry, v >> 32, goes to the digit above, across lanes by one shuffle, into
+ * the top one from digit M - 1). The same arithmetic as two carry_steps, without the block's
+ * barriers: the last block's normalisation was 0.8-1.1 us of exact mode's end (docs/perf-log,
+ * run 191), most of it barriers. */
+template <int ND> __device__ void carry_steps_warp(long long *acc)
+{
+    constexpr int M = ND - 1, PER = (M + 31) / 32;
+    const int lane = threadIdx.x, first = lane * PER;
+    const bool holds_top_carry = first <= M - 1 && M - 1 < first + PER; /* holds digit M - 1 */
+    long long v[PER], to_top = 0;
+#pragma unroll
+    for (int k = 0; k < PER; k++) v[k] = first + k < M ? acc[first + k] : 0;
+#pragma unroll
+    for (int step = 0; step < 2; step++) {
+        long long c[PER];
+#pragma unroll
+        for (int k = 0; k < PER; k++) {
+            c[k] = v[k] >> 32; /* 0 for the slots past digit M - 1, which stay 0 */
+            v[k] -= (long long)((unsigned long long)c[k] << 32);
+            if (first + k == M - 1) to_top += c[k];
+        }
+        const long long in = __shfl_up_sync(0xffffffffu, c[PER - 1], 1);
+#pragma unroll
+        for (int k = 0; k < PER; k++)
+            if (first + k < M) v[k] += k ? c[k - 1] : (lane ? in : 0);
+    }
+#pragma unroll
+    for (int k = 0; k < PER; k++)
+        if (first + k < M) acc[first + k] = v[k];
+    if (holds_top_carry) acc[M] += to_top;
+    __syncwarp();
+}
+
 /* Every thread: the block's digits (each below 2^62 in magnitude) to their normal form: digits
- * 0 .. ND-2 in [0, 2^32), the top one signed. */
+ * 0 .. ND-2 in [0, 2^32), the top one signed. Warp 0 does it all; the normal form of a number is
+ * unique, so no way of carrying changes a digit of it. */
 template <int ND> __device__ void normalise_block(long long *acc)
 {
-    carry_step<ND>(acc);
-    carry_step<ND>(acc);
-    if (threadIdx.x < 32) resolve_carries<ND>(acc);
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        carry_steps_warp<ND>(acc);
+        resolve_carries<ND>(acc);
+    }
     __syncthreads();
 }
 
