@@ -70,6 +70,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
     cg::thread_block block = cg::this_thread_block();
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
     const unsigned int tag = P.levels > 1 ? launch_tag(P) : 0u;
+    CR_TRACE(if (threadIdx.x == 0 && tag) trace_start(tag);)
     __shared__ Params<Acc> Ps; /* the end's copy (tree.cuh, params_to_shared) */
     params_to_shared(P, Ps);
     uint64_t b0, b1;

@@ -6,8 +6,12 @@
  * that completes the top node stamps each step of its chain (its ticket, the loads of its group,
  * the lane tree, the ticket and loads above level 2, the result); the top warp averages the
  * steps over 256 launches and prints them (device printf, stdout of the program). What each step
- * of the end costs is how docs/perf-log's runs 184-186 chose what to change. Without the macro
- * CR_TRACE(...) expands to nothing. Part of the kernel layer; included by tree.cuh. */
+ * of the end costs is how docs/perf-log's runs 184-186 chose what to change. Stamped: the
+ * canonical sum, fused_kernel (ordered.cu) and exact mode (exact.cu); not NORM2's kernel, whose
+ * three trees would each stamp the same slots. A print averages the last 256 launches, which may
+ * span two sizes of a benchmark: only a size that prints twice in a row gives clean figures.
+ * Without the macro CR_TRACE(...) expands to nothing. Part of the kernel layer; included by
+ * tree.cuh. */
 #ifndef COOPREDUCE_KERNEL_TRACE_CUH
 #define COOPREDUCE_KERNEL_TRACE_CUH
 
