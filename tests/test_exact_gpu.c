@@ -270,6 +270,47 @@ int main(int argc, char **argv)
         store(dts[d], x, n - 2, NAN);
         check_case("inf and NaN", COOPREDUCE_OP_SUM, dts[d], x, NULL, n);
     }
+    /* Infinities and NaNs inside the 16-byte units, where the flat loops see them once per
+     * batch and take back what they added: several in one batch (adjacent elements), in either
+     * factor of a dot, inf * 0, and values that cancel around them. */
+    {
+        const uint64_t n = quick ? 5000 : 300007;
+        for (int d = 0; d < ndts; d++) {
+            gen(D_SIGNED, dts[d], x, n);
+            store(dts[d], x, n / 3, INFINITY);
+            store(dts[d], x, n / 3 + 1, -INFINITY);
+            check_case("+inf -inf adjacent", COOPREDUCE_OP_SUM, dts[d], x, NULL, n);
+            gen(D_SIGNED, dts[d], x, n);
+            store(dts[d], x, n / 2, -INFINITY);
+            store(dts[d], x, n / 2 + 3, -INFINITY);
+            check_case("two -inf in a batch", COOPREDUCE_OP_SUM, dts[d], x, NULL, n);
+        }
+        static const coopreduce_dtype ddt[] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64};
+        for (int d = 0; d < 2; d++) {
+            const coopreduce_dtype dt = ddt[d];
+            gen(D_FULL, dt, x, n);
+            gen(D_SIGNED, dt, y, n);
+            store(dt, x, n / 3, INFINITY);
+            store(dt, y, n / 3, 2.0);
+            check_case("dot, +inf * 2", COOPREDUCE_OP_DOT, dt, x, y, n);
+            store(dt, y, n / 3 + 5, -INFINITY);
+            store(dt, x, n / 3 + 5, 3.0);
+            check_case("dot, +inf and -inf products", COOPREDUCE_OP_DOT, dt, x, y, n);
+            gen(D_FULL, dt, x, n);
+            gen(D_FULL, dt, y, n);
+            store(dt, x, n / 2, INFINITY);
+            store(dt, y, n / 2, 0.0);
+            check_case("dot, inf * 0", COOPREDUCE_OP_DOT, dt, x, y, n);
+            gen(D_FULL, dt, x, n);
+            store(dt, y, 2 * n / 3, NAN);
+            check_case("dot, NaN in y", COOPREDUCE_OP_DOT, dt, x, y, n);
+            gen(D_FULL, dt, x, n);
+            gen(D_FULL, dt, y, n);
+            store(dt, x, n / 4, -INFINITY);
+            store(dt, y, n / 4, -1.0);
+            check_case("dot, -inf * -1", COOPREDUCE_OP_DOT, dt, x, y, n);
+        }
+    }
     if (!quick) big_case();
     if (argc > 1 && strcmp(argv[argc - 1], "--timing") == 0) timing();
     free(x);

@@ -100,57 +100,6 @@ static inline CR_HD int cr_sa_split_f64(double v, int lsb, int *idx, int64_t c[3
     return 1;
 }
 
-/* A signed v (|v| <= 2^53) at bit q above a layout's lsb, as two contributions to its radix-2^32
- * digits: lo, the low 32 bits of v * 2^(q & 31) in two's complement (in [0, 2^32)), to digit
- * q >> 5, and hi = floor(v * 2^(q & 31) / 2^32), an arithmetic shift (|hi| <= 2^53), to the
- * next one. */
-static inline CR_HD void cr_sa_split_signed(int64_t v, unsigned q, int *idx, int64_t *lo,
-                                            int64_t *hi)
-{
-    const unsigned sh = q & 31u;
-    *idx = (int)(q >> 5);
-    *lo = (int64_t)(uint32_t)((uint32_t)v << sh);
-    *hi = (v >> 1) >> (31u - sh);
-}
-
-/* Digits at 2^-1074 in flat loops (the GPU's lanes): the double of bits b
- * as two contributions, lo in [0, 2^32) to digit *idx and hi (|hi| <= 2^53) to digit *idx + 1
- * (<= 64). A finite m * 2^(max(E, 1) - 1075), m < 2^53, sits at bit p = max(E, 1) - 1; with the
- * sign folded into m (two's complement), cr_sa_split_signed(m, p). An infinity or a NaN
- * contributes zeros. Branch-free. */
-static inline CR_HD void cr_sa_split_bits(uint64_t b, int *idx, int64_t *lo, int64_t *hi)
-{
-    /* arithmetic, not selects: compilers turn those into branches, which random signs defeat */
-    const unsigned ex = (unsigned)(b >> 52) & 0x7ffu, normal = ex != 0u;
-    const int64_t sgn = (int64_t)b >> 63; /* 0 or -1 */
-    int64_t m = (int64_t)((b & 0xfffffffffffffull) | ((uint64_t)normal << 52));
-    m = (m ^ sgn) - sgn;
-    m &= -(int64_t)(ex != 0x7ffu);
-    cr_sa_split_signed(m, ex - normal, idx, lo, hi);
-}
-
-/* The exact product of two float64 factors of bits a and b in the DOT64 layout (lsb 2^-2148), as
- * two halves of the 106-bit m = ma * mb: the low 53 bits at bit p = max(Ea, 1) + max(Eb, 1) - 2,
- * the rest at p + 53, each with the product's sign folded in (cr_sa_split_signed): half k adds
- * lo[k] to digit idx[k] and hi[k] to digit idx[k] + 1, at most digit 130 of 136, at most
- * 2^53 + 2^32 to one digit in all. A non-finite factor gives zeros (its flags are the caller's:
- * cr_sa_product_special). Branch-free (the GPU's lanes). */
-static inline CR_HD void cr_sa_split_product(uint64_t a, uint64_t b, int idx[2], int64_t lo[2],
-                                             int64_t hi[2])
-{
-    const unsigned ea = (unsigned)(a >> 52) & 0x7ffu, eb = (unsigned)(b >> 52) & 0x7ffu;
-    const uint64_t finite = -(uint64_t)(ea != 0x7ffu && eb != 0x7ffu);
-    const uint64_t ma = ((a & 0xfffffffffffffull) | ((uint64_t)(ea != 0u) << 52)) & finite;
-    const uint64_t mb = (b & 0xfffffffffffffull) | ((uint64_t)(eb != 0u) << 52);
-    const cr_u128 m = (cr_u128)ma * mb;
-    const int64_t sgn = -(int64_t)((a ^ b) >> 63);
-    const int64_t lo53 = (int64_t)((uint64_t)m & ((1ull << 53) - 1u));
-    const int64_t hi53 = (int64_t)(uint64_t)(m >> 53);
-    const unsigned p = (ea - (ea != 0u)) + (eb - (eb != 0u));
-    cr_sa_split_signed((lo53 ^ sgn) - sgn, p, &idx[0], &lo[0], &hi[0]);
-    cr_sa_split_signed((hi53 ^ sgn) - sgn, p + 53, &idx[1], &lo[1], &hi[1]);
-}
-
 /* One normalising pass over nd digits spaced `stride` apart (those of a flat loop): each digit
  * keeps its low 32 bits plus the carry of the one below, the top digit takes the last carry.
  * Digits below 2^63 in magnitude come out in [-2^31, 2^32 + 2^31). */
@@ -207,40 +156,6 @@ static inline CR_HD unsigned cr_sa_product_special(double x, double y)
     if ((xi && y == 0) || (yi && x == 0)) return CR_X_NAN;
     const int neg = (int)((cr_f64_bits(x) ^ cr_f64_bits(y)) >> 63);
     return neg ? CR_X_NINF : CR_X_PINF;
-}
-
-/* Flat digit loops (the GPU's lanes) add to digits d[i * stride]:
- *   cr_sa_digits_add: the double of bits b (a float64 value, or a float32 product, exact in
- *     binary64) by cr_sa_split_bits; an infinity or NaN adds nothing and returns its flags
- *     (else 0);
- *   cr_sa_digits_add_product: the exact product of the float64 factors of bits a and b (DOT64
- *     layout) by cr_sa_split_product, four additions whatever the exponents; a non-finite factor
- *     adds nothing and returns its flags (else 0). *nonneg becomes nonzero unless the product is
- *     -0.0 (a negative sign and a zero factor; a non-finite factor counts as not -0.0). */
-static inline CR_HD unsigned cr_sa_digits_add(int64_t *d, int stride, uint64_t b)
-{
-    int idx;
-    int64_t lo, hi;
-    cr_sa_split_bits(b, &idx, &lo, &hi);
-    d[idx * stride] += lo;
-    d[(idx + 1) * stride] += hi;
-    return ((b >> 52) & 0x7ffu) != 0x7ffu ? 0u : cr_sa_special_flags(cr_f64_from(b));
-}
-
-static inline CR_HD unsigned cr_sa_digits_add_product(int64_t *d, int stride, uint64_t a,
-                                                      uint64_t b, uint64_t *nonneg)
-{
-    int idx[2];
-    int64_t lo[2], hi[2];
-    cr_sa_split_product(a, b, idx, lo, hi);
-    d[idx[0] * stride] += lo[0];
-    d[(idx[0] + 1) * stride] += hi[0];
-    d[idx[1] * stride] += lo[1];
-    d[(idx[1] + 1) * stride] += hi[1];
-    *nonneg |= (~(a ^ b) >> 63) | (uint64_t)((a << 1) && (b << 1));
-    if (((a >> 52) & 0x7ffu) != 0x7ffu && ((b >> 52) & 0x7ffu) != 0x7ffu) return 0u;
-    *nonneg = 1;
-    return cr_sa_product_special(cr_f64_from(a), cr_f64_from(b));
 }
 
 /* One carry pass: d[0 .. nd-2] in [0, 2^32), d[nd-1] signed; the value is unchanged. */

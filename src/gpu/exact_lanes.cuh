@@ -20,21 +20,21 @@
  *     (inf + -inf = NaN), classified at the flush; finite bins stay far below overflow.
  *
  *   Digits (float64 SUM, float32 DOT's exact products): 66 int64 digits of radix 2^32 at lsb
- *     2^-1074 (the SUM layout's first 66 of 70; the split and the normalising pass are
- *     superacc.h's, shared with the CPU). A finite double m * 2^(max(E, 1) - 1075), m < 2^53, sits at bit
- *     p = max(E, 1) - 1 <= 2045 above the lsb: its m << (p & 31) (below 2^85) is added as its low
- *     32 bits to digit p >> 5 and its high part to the next digit (<= 64); for a negative value,
- *     of the negated significand in two's complement: low 32 bits in [0, 2^32), high part
- *     floor(m * 2^s / 2^32) in [-2^53, 0]. A digit gains at most 2^53 per element, so a lane
- *     normalises its digits (one pass: each digit keeps its low 32 bits plus the carry of the
- *     one below, the top digit, which no element reaches, takes the last carry) every 2^9
- *     elements at most: before it,
- *     |digit| <= 2^32 + 2^31 + (2^9 + 16) * 2^53 < 2^63. Infinities and NaNs are screened into
- *     the flags (exponent field 2047 adds nothing).
+ *     2^-1074 (the SUM layout's first 66 of 70; the normalising pass is superacc.h's). A finite
+ *     double m * 2^(max(E, 1) - 1075), m < 2^53, sits at bit p = max(E, 1) - 1 <= 2045 above the
+ *     lsb: m * 2^s (s = p & 31, below 2^85) goes as its low 32 bits to digit p >> 5 and its
+ *     high part to the next digit (<= 64), both negated for a negative value (digits_add). A
+ *     digit gains at most 2^53 in magnitude per element, so a lane normalises its digits (one
+ *     pass: each digit keeps its low 32 bits plus the carry of the one below, the top digit,
+ *     which no element reaches, takes the last carry) every 2^9 elements at most: before it,
+ *     |digit| <= 2^32 + 2^31 + (2^9 + 16) * 2^53 < 2^63.
  *   The float64 dot's digits: the DOT64 layout (lsb 2^-2148), its first 132 digits: each exact
- *     106-bit product as two halves below 2^53 with the sign folded in (cr_sa_split_product),
- *     four additions, at most 2^53 + 2^32 to one digit: the same normalisation interval holds.
- *     33 KiB a warp, so its blocks are one warp.
+ *     106-bit product in four pieces below 2^53 to four consecutive digits (digits_add_product):
+ *     the same normalisation interval holds. 33 KiB a warp, so its blocks are one warp.
+ *   Neither tests its elements: an infinity or a NaN adds bounded garbage, and the largest
+ *     exponent field of a batch tells the caller to take the batch's flags (special_flags,
+ *     product_special_flags); a flag of an infinity or a NaN decides the result whatever the
+ *     digits hold.
  *
  * Part of exact.cu; included there only. */
 #ifndef COOPREDUCE_GPU_EXACT_LANES_CUH
@@ -107,6 +107,110 @@ constexpr uint64_t kDigitLaneElems = 1ull << 9;
 /* The float64 dot's lanes: the DOT64 layout's first 132 digits (a product reaches digit 130;
  * the top one takes carries only, as above). */
 constexpr int kLaneDigitsDot64 = 132;
+
+/* digits_add: the double of bits b (a float64 value, or a float32 product, exact in binary64)
+ * into the lane's digits (column `col`, stride 32), in 32-bit instructions: about 33 an element,
+ * where 64-bit shifts and a test per element took 55 (1.2x the float64 sum's speed on an H200).
+ * The magnitude's significand m (< 2^53, words mh:ml) sits at bit p = max(E, 1) - 1 above
+ * 2^-1074; m * 2^s (s = p & 31) is the 85-bit w2:w1:w0 (two funnel shifts and a shift); w0 goes
+ * to digit p >> 5 and w2:w1 to the next one, both negated for a negative value (x + (v ^ -1) +
+ * 1 = x - v: the sign costs no fold of m): at most 2^53 to a digit, so the normalisation
+ * interval holds. digits_parts computes the two parts, lo to digit idx and hi to the next.
+ *
+ * Nothing is tested per element. An infinity or a NaN (E = 2047) adds garbage to digits 63 and
+ * 64, within the same bounds as any value (nothing wraps), and shows in `emax` (the largest E
+ * seen), from which the caller takes its flags (special_flags). The garbage never matters: a
+ * flag of an infinity or a NaN travels with the digits through every fold and exchange, and
+ * makes the result NaN or an infinity whatever the digits hold (cr_sa_round). */
+__device__ __forceinline__ void digits_parts(uint64_t b, uint32_t &emax, uint32_t &idx, long long &lo,
+                                             long long &hi)
+{
+    const uint32_t wl = (uint32_t)b, wh = (uint32_t)(b >> 32);
+    const uint32_t ex = (wh >> 20) & 0x7ffu;
+    emax = max(emax, ex);
+    const uint32_t p = max(ex, 1u) - 1u, sh = p & 31u;
+    const uint32_t mh = (wh & 0xfffffu) | (ex ? 0x100000u : 0u);
+    const uint32_t w0 = wl << sh, w1 = __funnelshift_l(wl, mh, sh), w2 = __funnelshift_l(mh, 0u, sh);
+    const uint64_t sx = (uint64_t)(long long)((int32_t)wh >> 31); /* 0 or all ones */
+    idx = p >> 5;
+    lo = (long long)(((uint64_t)w0 ^ sx) - sx);
+    hi = (long long)(((((uint64_t)w2 << 32) | w1) ^ sx) - sx);
+}
+
+__device__ __forceinline__ void digits_add(long long *col, uint64_t b, uint32_t &emax)
+{
+    uint32_t i;
+    long long lo, hi;
+    digits_parts(b, emax, i, lo, hi);
+    long long *d = col + i * 32u;
+    d[0] += lo;
+    d[32] += hi;
+}
+
+/* The exact product of the float64 factors of bits a and b into the lane's DOT64 digits (lsb
+ * 2^-2148, stride 32), in 32-bit instructions: about 72 a product, where a 64 x 64 -> 128-bit
+ * product split into 53-bit halves took 130. The significands' product P = ma * mb < 2^106
+ * (four 32 x 32 -> 64-bit multiplies, words p3..p0) sits at bit p = max(Ea, 1) + max(Eb, 1) -
+ * 2; P * 2^s (s = p & 31) is the 137-bit x4..x0 (funnel shifts), which goes to four digits from
+ * p >> 5 in pieces of at most 53 bits: x0; x1 with x2's low 21 bits; x2's high 11 bits (in
+ * place); x4:x3 (below 2^41). Each is negated for a negative product. `nonneg` becomes nonzero
+ * unless the product is -0.0 (negative, P = 0). As in digits_add, a factor with E = 2047 adds
+ * garbage (at most to digit 130, within the bounds) and shows in `emax`; its flags are
+ * product_special_flags'. */
+__device__ __forceinline__ void digits_add_product(long long *col, uint64_t a, uint64_t b,
+                                                   uint32_t &emax, uint64_t &nonneg)
+{
+    const uint32_t ah = (uint32_t)(a >> 32), bh = (uint32_t)(b >> 32);
+    const uint32_t ea = (ah >> 20) & 0x7ffu, eb = (bh >> 20) & 0x7ffu;
+    emax = max(emax, max(ea, eb));
+    const uint32_t p = max(ea, 1u) + max(eb, 1u) - 2u, sh = p & 31u;
+    const uint32_t mah = (ah & 0xfffffu) | (ea ? 0x100000u : 0u);
+    const uint32_t mbh = (bh & 0xfffffu) | (eb ? 0x100000u : 0u);
+    const uint32_t mal = (uint32_t)a, mbl = (uint32_t)b;
+    const uint64_t t0 = (uint64_t)mal * mbl;
+    const uint64_t mid = (uint64_t)mal * mbh + (uint64_t)mah * mbl + (t0 >> 32);
+    const uint64_t top = (uint64_t)mah * mbh + (mid >> 32);
+    const uint32_t p0 = (uint32_t)t0, p1 = (uint32_t)mid, p2 = (uint32_t)top,
+                   p3 = (uint32_t)(top >> 32);
+    const uint32_t x0 = p0 << sh, x1 = __funnelshift_l(p0, p1, sh),
+                   x2 = __funnelshift_l(p1, p2, sh), x3 = __funnelshift_l(p2, p3, sh),
+                   x4 = __funnelshift_l(p3, 0u, sh);
+    const uint32_t sgn = ah ^ bh;
+    nonneg |= ((uint64_t)(~sgn & 0x80000000u) << 32) | (p0 | p1 | p2 | p3);
+    const uint64_t sx = (uint64_t)(long long)((int32_t)sgn >> 31); /* 0 or all ones */
+    long long *d = col + (p >> 5) * 32u;
+    d[0] += (long long)(((uint64_t)x0 ^ sx) - sx);
+    d[32] += (long long)(((((uint64_t)(x2 & 0x1fffffu) << 32) | x1) ^ sx) - sx);
+    d[64] += (long long)(((uint64_t)(x2 & 0xffe00000u) ^ sx) - sx);
+    d[96] += (long long)(((((uint64_t)x4 << 32) | x3) ^ sx) - sx);
+}
+
+/* Rare (a batch whose emax is 2047): the flags of the NB values of bits b[], or of the NB
+ * products a[k] * b[k] (a product with a non-finite factor is not -0.0: `nonneg` set). */
+template <int NB> __device__ __forceinline__ unsigned special_flags(const uint64_t (&b)[NB])
+{
+    unsigned flags = 0;
+#pragma unroll
+    for (int k = 0; k < NB; k++)
+        if (((b[k] >> 52) & 0x7ffu) == 0x7ffu)
+            flags |= cr_sa_special_flags(__longlong_as_double((long long)b[k]));
+    return flags;
+}
+
+template <int NB>
+__device__ __forceinline__ unsigned product_special_flags(const uint64_t (&a)[NB],
+                                                          const uint64_t (&b)[NB], uint64_t &nonneg)
+{
+    unsigned flags = 0;
+#pragma unroll
+    for (int k = 0; k < NB; k++)
+        if (((a[k] >> 52) & 0x7ffu) == 0x7ffu || ((b[k] >> 52) & 0x7ffu) == 0x7ffu) {
+            flags |= cr_sa_product_special(__longlong_as_double((long long)a[k]),
+                                           __longlong_as_double((long long)b[k]));
+            nonneg = 1;
+        }
+    return flags;
+}
 
 /* One normalising pass over the lane's LD digits (its own column only: no synchronisation). */
 template <int LD> __device__ __forceinline__ void digits_normalise(long long *col)
