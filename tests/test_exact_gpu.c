@@ -311,6 +311,26 @@ int main(int argc, char **argv)
             check_case("dot, -inf * -1", COOPREDUCE_OP_DOT, dt, x, y, n);
         }
     }
+    /* The largest finite magnitude in the first half, minus the one below it in the second:
+     * each lane's bin of the top exponents fills with hundreds of one sign (grids of 1 and 3
+     * blocks), and only a small exact sum remains (bfloat16's float bins overflow without their
+     * 2^-16 scale). */
+    {
+        const uint64_t n = quick ? 5000 : 300007;
+        for (int d = 0; d < ndts; d++) {
+            const coopreduce_dtype dt = dts[d];
+            const double top = dt == COOPREDUCE_FLOAT64    ? 0x1.fffffffffffffp1023
+                               : dt == COOPREDUCE_FLOAT16  ? 65504.0
+                               : dt == COOPREDUCE_BFLOAT16 ? 0x1.fep127
+                                                           : 0x1.fffffep127;
+            const double below = dt == COOPREDUCE_FLOAT64    ? 0x1.ffffffffffffep1023
+                                 : dt == COOPREDUCE_FLOAT16  ? 65472.0
+                                 : dt == COOPREDUCE_BFLOAT16 ? 0x1.fcp127
+                                                             : 0x1.fffffcp127;
+            for (uint64_t i = 0; i < n; i++) store(dt, x, i, i >= n / 2 ? -below : top);
+            check_case("top, then -below", COOPREDUCE_OP_SUM, dt, x, NULL, n);
+        }
+    }
     if (!quick) big_case();
     if (argc > 1 && strcmp(argv[argc - 1], "--timing") == 0) timing();
     free(x);

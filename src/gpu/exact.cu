@@ -4,10 +4,11 @@
  * Each thread runs a grid-stride loop of 16-byte loads (element loads for a dot whose arrays sit
  * differently within 16 bytes), U units per iteration. How the elements are added depends on the
  * type; every step is exact, and each costs the same whatever the data:
- *   float32 and bfloat16 SUM: per-lane binary64 bins in shared memory, one per 16 or 8 exponents
+ *   float32 and bfloat16 SUM: per-lane binary64 bins in shared memory, one per 16 exponents
  *     (exact_lanes.cuh: Bins); a bfloat16 unit whose 8 elements pass a range check goes in as
- *     its exact float32 tree, one addition. The warp's bins are flushed to the block's
- *     superaccumulator at most every 2^17 elements per lane.
+ *     its exact float32 tree, one addition, other bfloat16 elements to per-lane float bins
+ *     (FBinShape). The warp's bins are flushed to the block's superaccumulator at most every
+ *     2^9 float32 values or bfloat16 elements per lane.
  *   float64 SUM, float32 DOT (products exact in binary64), float64 DOT (each exact 106-bit
  *     product in four pieces): per-lane integer digits in shared memory (exact_lanes.cuh:
  *     Digits), normalised every 2^9 elements, added to the block's superaccumulator at the end;
@@ -99,7 +100,7 @@ union Unit {
     uint16_t h[8];
 };
 
-enum { P_F16, P_BINS, P_DIGITS };
+enum { P_F16, P_BINS, P_BF16, P_DIGITS };
 
 constexpr coopreduce_dtype kF32 = COOPREDUCE_FLOAT32, kF64 = COOPREDUCE_FLOAT64,
                            kF16 = COOPREDUCE_FLOAT16, kBF16 = COOPREDUCE_BFLOAT16;
@@ -109,7 +110,7 @@ constexpr coopreduce_dtype kF32 = COOPREDUCE_FLOAT32, kF64 = COOPREDUCE_FLOAT64,
  * per-lane digits (exact_lanes.cuh), the float16 sum through its exact accumulators. */
 constexpr int path_of(coopreduce_dtype dt, int dot)
 {
-    return dot || dt == kF64 ? P_DIGITS : dt == kF16 ? P_F16 : P_BINS;
+    return dot || dt == kF64 ? P_DIGITS : dt == kF16 ? P_F16 : dt == kBF16 ? P_BF16 : P_BINS;
 }
 /* Digits of a lane: the DOT64 layout's first 132 (the float64 dot), or the SUM layout's first 66. */
 constexpr int lane_digits_of(coopreduce_dtype dt, int dot)
@@ -121,10 +122,10 @@ constexpr int lane_digits_of(coopreduce_dtype dt, int dot)
  * 6 (CR_TUNE_EXACT_*_UNITS above). */
 constexpr int units_per_iter(coopreduce_dtype dt, int dot, int vec)
 {
-    return (dt == kF64 && !dot)           ? CR_TUNE_EXACT_F64_UNITS
-           : (dt == kF64 && dot && vec)   ? CR_TUNE_EXACT_DOT64_UNITS
-           : (dt == kF32 && dot && vec)   ? CR_TUNE_EXACT_DOT_UNITS
-                                          : 4;
+    return (dt == kF64 && !dot)         ? CR_TUNE_EXACT_F64_UNITS
+           : (dt == kF64 && dot && vec) ? CR_TUNE_EXACT_DOT64_UNITS
+           : (dt == kF32 && dot && vec) ? CR_TUNE_EXACT_DOT_UNITS
+                                        : 4;
 }
 /* Threads per block: the per-lane accumulators live in shared memory (4 or 8 KiB a warp for
  * bins, 16.5 KiB for digits, 33 KiB for the float64 dot's), so their blocks are small and
@@ -132,14 +133,17 @@ constexpr int units_per_iter(coopreduce_dtype dt, int dot, int vec)
  * of 64 or 128 bytes a thread in flight). */
 constexpr int threads_of(int path, int lane_digits)
 {
-    return path == P_BINS ? 128 : path == P_DIGITS ? (lane_digits > kLaneDigits ? 32 : 64) : 512;
+    return path == P_BINS || path == P_BF16 ? 128
+           : path == P_DIGITS               ? (lane_digits > kLaneDigits ? 32 : 64)
+                                            : 512;
 }
-/* float32 bins: 16 of 16 exponents (4 KiB a warp, 8 blocks of 128 per SM); bfloat16: 32 of 8
- * (its units that pass the range check go in as one float32: fewer flushes matter more) */
-constexpr int bin_shift_of(coopreduce_dtype dt) { return dt == COOPREDUCE_FLOAT32 ? 27 : 26; }
+/* Binary64 bins: 16 of 16 exponents (4 KiB a warp), for float32 values: float32 elements, and
+ * bfloat16 units' exact float32 trees. bfloat16's single elements go to float bins (4 KiB
+ * more a warp, exact_lanes.cuh: FBinShape). */
+constexpr int kBinShift = 27;
 constexpr int min_blocks_of(int path, coopreduce_dtype dt)
 {
-    return path == P_BINS ? (dt == COOPREDUCE_FLOAT32 ? 8 : 6) : path == P_DIGITS ? 6 : 2;
+    return path == P_BINS ? 8 : path == P_BF16 || path == P_DIGITS ? 6 : 2;
 }
 
 template <coopreduce_dtype DT, int DOT, int VEC> struct Cfg {
@@ -152,17 +156,19 @@ template <coopreduce_dtype DT, int DOT, int VEC> struct Cfg {
     static constexpr int U = units_per_iter(DT, DOT, VEC); /* units per thread and iteration */
     static constexpr int LANE_DIGITS = lane_digits_of(DT, DOT);
     static constexpr int THREADS = threads_of(PATH, LANE_DIGITS);
-    static constexpr int BIN_SHIFT = bin_shift_of(DT);
-    typedef BinShape<BIN_SHIFT> Bins;
+    typedef BinShape<kBinShift> Bins;
     static constexpr int WARPS = THREADS / 32;
     /* Iterations between flushes: float16, of its accumulators (each takes 8 * U / kF16Acc
      * elements per iteration); bins, at most kBinLaneElems elements per lane; digits, a
      * normalisation every kDigitLaneElems. */
     static constexpr uint64_t CHUNK = PATH == P_F16    ? kF16Leaves * kF16Acc / (8 * U)
                                       : PATH == P_BINS ? Bins::kLaneElems / (EPU * U)
+                                      : PATH == P_BF16 ? FBinShape::kLaneElems / (EPU * U)
                                                        : kDigitLaneElems / (EPU * U);
     /* 64-bit words of per-lane accumulators in shared memory (1: none, float16) */
-    static constexpr int LANE_WORDS = PATH == P_BINS     ? WARPS * Bins::kBins * 32
+    static constexpr int LANE_WORDS = PATH == P_BINS ? WARPS * Bins::kBins * 32
+                                      : PATH == P_BF16
+                                          ? WARPS * (Bins::kBins + FBinShape::kBins / 2) * 32
                                       : PATH == P_DIGITS ? WARPS * LANE_DIGITS * 32
                                                          : 1;
 };
@@ -299,7 +305,8 @@ template <int ND> __device__ void carry_step(long long *acc)
 #pragma unroll
     for (int k = 0; k < kPer; k++) {
         const int i = threadIdx.x + k * blockDim.x;
-        if (i < ND - 1 && c[k]) atomicAdd((unsigned long long *)&acc[i + 1], (unsigned long long)c[k]);
+        if (i < ND - 1 && c[k])
+            atomicAdd((unsigned long long *)&acc[i + 1], (unsigned long long)c[k]);
     }
     __syncthreads();
 }
@@ -434,7 +441,8 @@ template <coopreduce_dtype DT, int DOT, int VEC>
 __device__ __forceinline__ void
 consume(const Unit (&ux)[Cfg<DT, DOT, VEC>::U], const Unit (&uy)[Cfg<DT, DOT, VEC>::U],
         const bool (&ok)[Cfg<DT, DOT, VEC>::U], double (&t)[2][Cfg<DT, DOT, VEC>::K],
-        double (&fx)[kF16Acc], unsigned &flags, long long *acc, double *col, uint64_t &nonneg)
+        double (&fx)[kF16Acc], unsigned &flags, long long *acc, double *col, float *fcol,
+        bool &fslow, uint64_t &nonneg)
 {
     typedef Cfg<DT, DOT, VEC> C;
     const int U = C::U;
@@ -453,24 +461,25 @@ consume(const Unit (&ux)[Cfg<DT, DOT, VEC>::U], const Unit (&uy)[Cfg<DT, DOT, VE
 #pragma unroll
         for (int u = 0; u < U; u++)
 #pragma unroll
-            for (int j = 0; j < 4; j++) bin_add<C::BIN_SHIFT>(col, ux[u].w[j]);
-    } else if (C::PATH == P_BINS) {
+            for (int j = 0; j < 4; j++) bin_add<kBinShift>(col, ux[u].w[j]);
+    } else if (C::PATH == P_BF16) {
         /* bfloat16: when the U units pass one joint check, each unit's float32 tree (exact:
-         * see the header) is a float32 and goes to its bin, 8 elements in one addition; else
-         * every element (a float32 too) to its own bin */
+         * see the header) goes to its binary64 bin, 8 elements in one addition; else every
+         * element to its float bin (fslow: this thread's float bins need a flush) */
         int spread, top;
         bf16_range<U>(ux, spread, top);
         if (spread <= 13 && top <= 251) {
 #pragma unroll
-            for (int u = 0; u < U; u++) bin_add<C::BIN_SHIFT>(col, __float_as_uint(bf16_tree(ux[u])));
+            for (int u = 0; u < U; u++) bin_add<kBinShift>(col, __float_as_uint(bf16_tree(ux[u])));
         } else {
 #pragma unroll
             for (int u = 0; u < U; u++)
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
-                    bin_add<C::BIN_SHIFT>(col, ux[u].w[j] << 16);
-                    bin_add<C::BIN_SHIFT>(col, ux[u].w[j] & 0xffff0000u);
+                    fbin_add(fcol, ux[u].w[j] << 16);
+                    fbin_add(fcol, ux[u].w[j] & 0xffff0000u);
                 }
+            fslow = true;
         }
     } else if (C::PATH == P_DIGITS && DOT && DT == kF64) {
         /* every float64 product, exact, to the lane's digits; an infinity or a NaN among the
@@ -498,7 +507,8 @@ consume(const Unit (&ux)[Cfg<DT, DOT, VEC>::U], const Unit (&uy)[Cfg<DT, DOT, VE
         for (int u = 0; u < U; u++)
 #pragma unroll
             for (int e = 0; e < C::EPU; e++) {
-                b[u * C::EPU + e] = ok[u] ? digit_bits<DT, DOT>(ux[u], uy[u], e) : 0x8000000000000000ull;
+                b[u * C::EPU + e] =
+                    ok[u] ? digit_bits<DT, DOT>(ux[u], uy[u], e) : 0x8000000000000000ull;
                 if (!ok[u]) continue;
                 digits_add(dcol, b[u * C::EPU + e], emax);
                 nonneg |= b[u * C::EPU + e] ^ 0x8000000000000000ull;
@@ -516,7 +526,7 @@ __device__ __forceinline__ long long *fold_of(unsigned int *ticket)
 
 template <coopreduce_dtype DT, int DOT, int VEC>
 __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
-                                 min_blocks_of(Cfg<DT, DOT, VEC>::PATH, DT))
+                                  min_blocks_of(Cfg<DT, DOT, VEC>::PATH, DT))
     exact_kernel(const void *xv, const void *yv, uint64_t n, unsigned int *ticket, void *out,
                  int fmt)
 {
@@ -529,7 +539,12 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
     __shared__ unsigned long long lanes[C::LANE_WORDS];
     for (int i = threadIdx.x; i < ND; i += blockDim.x) acc[i] = 0;
     for (int i = threadIdx.x; i < C::LANE_WORDS; i += blockDim.x)
-        lanes[i] = C::PATH == P_BINS ? 0x8000000000000000ull : 0ull;
+        lanes[i] =
+            C::PATH == P_BINS ? 0x8000000000000000ull
+            : C::PATH == P_BF16 /* binary64 bins, then float bins: -0.0 */
+                ? (i % (C::LANE_WORDS / C::WARPS) < C::Bins::kBins * 32 ? 0x8000000000000000ull
+                                                                        : 0x8000000080000000ull)
+                : 0ull;
     if (threadIdx.x == 0) sflags = 0;
     __syncthreads();
     CR_TRACE(unsigned int tr_tag = 0; if (threadIdx.x == 0) {
@@ -540,6 +555,10 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
     double *wbins = reinterpret_cast<double *>(lanes) + warp * (C::LANE_WORDS / C::WARPS);
     double *col = wbins + lane; /* this lane's column (bins, or digits as long long) */
     long long *wdig = reinterpret_cast<long long *>(wbins), *dcol = wdig + lane;
+    /* bfloat16's float bins, after its binary64 bins */
+    float *wfbins = reinterpret_cast<float *>(wbins + C::Bins::kBins * 32), *fcol = wfbins + lane;
+    bool fslow = false;   /* bfloat16: this thread added to its float bins since their flush */
+    unsigned dchunks = 0; /* bfloat16: chunks since the binary64 bins' flush */
 
     const unsigned char *x = (const unsigned char *)xv, *y = (const unsigned char *)yv;
     /* Elements before the first 16-byte boundary, the units, the ragged tail. */
@@ -577,7 +596,7 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
                 ux[u].v = make_uint4(nz, nz, nz, nz);
             }
         }
-        consume<DT, DOT, VEC>(ux, uy, ok, t, fx, flags, acc, col, nonneg);
+        consume<DT, DOT, VEC>(ux, uy, ok, t, fx, flags, acc, col, fcol, fslow, nonneg);
     };
     /* After each chunk: float16's accumulators become leaves and restart; the lane's digits are
      * normalised. Every thread of the warp calls it (bins: the warp's rows go to acc). */
@@ -588,6 +607,17 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
             for (int j = 0; j < kF16Acc; j++) fx[j] = -0.0;
         } else if (C::PATH == P_BINS) {
             flags |= bins_flush<C::Bins::kBins>(wbins, acc, LSB);
+        } else if (C::PATH == P_BF16) {
+            /* float bins after every chunk in which some lane used them (at most 2^9 elements a
+             * lane); binary64 bins after every kDChunks chunks (at most 2^9 trees a lane) */
+            if (__any_sync(0xffffffffu, fslow)) flags |= fbins_flush(wfbins, acc, LSB);
+            fslow = false;
+            constexpr unsigned kDChunks = (unsigned)(C::Bins::kLaneElems / (C::U * C::CHUNK));
+            static_assert(C::PATH != P_BF16 || kDChunks >= 1, "a chunk's trees fit the bins");
+            if (++dchunks == kDChunks) {
+                flags |= bins_flush<C::Bins::kBins>(wbins, acc, LSB);
+                dchunks = 0;
+            }
         } else if (C::PATH == P_DIGITS) {
             digits_normalise<C::LANE_DIGITS>(dcol);
         }
@@ -609,7 +639,7 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
         while (round) {
             const uint32_t chunk = (uint32_t)(round < C::CHUNK ? round : C::CHUNK);
             round -= chunk;
-            if (C::PATH == P_BINS || C::PATH == P_DIGITS) {
+            if (C::PATH == P_BINS || C::PATH == P_BF16 || C::PATH == P_DIGITS) {
                 /* the next iteration's units are loaded before this one's are added: with few
                  * warps per SM, one iteration's loads overlap the previous one's shared-memory
                  * work */
@@ -633,13 +663,16 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
                     uint32_t k = chunk;
                     for (; k >= 2; k -= 2) {
                         load(p + pstep, bx, by);
-                        consume<DT, DOT, VEC>(ax, DOT ? ay : ax, all, t, fx, flags, acc, col, nonneg);
+                        consume<DT, DOT, VEC>(ax, DOT ? ay : ax, all, t, fx, flags, acc, col, fcol,
+                                              fslow, nonneg);
                         if (k > 2) load(p + 2 * pstep, ax, ay);
-                        consume<DT, DOT, VEC>(bx, DOT ? by : bx, all, t, fx, flags, acc, col, nonneg);
+                        consume<DT, DOT, VEC>(bx, DOT ? by : bx, all, t, fx, flags, acc, col, fcol,
+                                              fslow, nonneg);
                         p += 2 * pstep;
                     }
                     if (k) {
-                        consume<DT, DOT, VEC>(ax, DOT ? ay : ax, all, t, fx, flags, acc, col, nonneg);
+                        consume<DT, DOT, VEC>(ax, DOT ? ay : ax, all, t, fx, flags, acc, col, fcol,
+                                              fslow, nonneg);
                         p += pstep;
                     }
                 } else {
@@ -654,7 +687,8 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
                         }
                         p += pstep;
                         if (k > 1) load(p, nx, ny);
-                        consume<DT, DOT, VEC>(cx, cy, all, t, fx, flags, acc, col, nonneg);
+                        consume<DT, DOT, VEC>(cx, cy, all, t, fx, flags, acc, col, fcol, fslow,
+                                              nonneg);
                     }
                 }
             } else {
@@ -673,7 +707,9 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
             L::element(x, first + gid, ux);
             if (DOT) L::element(y, first + gid, uy);
             if (C::PATH == P_BINS) {
-                bin_add<C::BIN_SHIFT>(col, DT == kF32 ? ux.w[0] : (uint32_t)ux.h[0] << 16);
+                bin_add<kBinShift>(col, ux.w[0]);
+            } else if (C::PATH == P_BF16) {
+                fbin_add(fcol, (uint32_t)ux.h[0] << 16);
             } else if (C::PATH == P_DIGITS && DOT && DT == kF64) {
                 const uint64_t a = (uint64_t)__double_as_longlong(ux.d[0]),
                                b = (uint64_t)__double_as_longlong(uy.d[0]);
@@ -697,6 +733,9 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
 #endif
     if (C::PATH == P_BINS) {
         flags |= bins_flush<C::Bins::kBins, false>(wbins, acc, LSB);
+    } else if (C::PATH == P_BF16) {
+        flags |= bins_flush<C::Bins::kBins, false>(wbins, acc, LSB);
+        flags |= fbins_flush<false>(wfbins, acc, LSB);
     } else if (C::PATH == P_DIGITS) {
         static_assert(C::ND > C::LANE_DIGITS, "digits_fold adds to the digit above the lanes'");
         digits_fold<C::LANE_DIGITS>(wdig, acc);
@@ -743,7 +782,7 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
     }
     flags = __reduce_or_sync(0xffffffffu, flags);
     if (lane == 0 && flags) atomicOr(&sflags, flags);
-    carry_step<ND>(acc); /* |digits| < 2^33: the fold adds at most kMaxGrid blocks' */
+    carry_step<ND>(acc);   /* |digits| < 2^33: the fold adds at most kMaxGrid blocks' */
 #if CR_TUNE_EXACT_CUT == 1 /* measurement only: no fold, no last block (wrong results) */
     return;
 #endif
@@ -755,7 +794,8 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
     long long *fold = fold_of(ticket);
     for (int i = threadIdx.x; i < ND; i += blockDim.x)
         if (acc[i]) atomicAdd((unsigned long long *)&fold[i], (unsigned long long)acc[i]);
-    if (threadIdx.x == 0 && sflags) atomicOr((unsigned long long *)&fold[ND], (unsigned long long)sflags);
+    if (threadIdx.x == 0 && sflags)
+        atomicOr((unsigned long long *)&fold[ND], (unsigned long long)sflags);
     if (!last_block_arrive<true>(ticket)) return;
     CR_TRACE(if (threadIdx.x == 0) trace_at(kTrFold);)
     for (int i = threadIdx.x; i < ND; i += blockDim.x)
@@ -825,9 +865,8 @@ template <coopreduce_dtype DT, int DOT, int VEC> struct Grid {
         const uint64_t units = VEC ? c->n / (16 / es) + 1 : c->n + 1;
         const int threads = Cfg<DT, DOT, VEC>::THREADS;
         const uint64_t per_block = (uint64_t)units_per_iter(DT, DOT, VEC) * threads;
-        return slotted_grid<exact_kernel<DT, DOT, VEC>>(c, threads,
-                                                        (units + per_block - 1) / per_block,
-                                                        kMaxGrid, 0, 0, g);
+        return slotted_grid<exact_kernel<DT, DOT, VEC>>(
+            c, threads, (units + per_block - 1) / per_block, kMaxGrid, 0, 0, g);
     }
 };
 

@@ -7,17 +7,19 @@
  * whatever words they pick (a 64-bit access is served per half-warp; lane L of the half uses
  * banks 2L, 2L + 1). No atomics, no conflicts, no order: integer and exact binary64 additions.
  *
- *   Bins (float32 and bfloat16 SUM): binary64 bins of W consecutive exponents (BinShape: 32
- *     bins of W = 8 for bfloat16, 16 of W = 16 for float32). A float32 f (a bfloat16 is one)
- *     with exponent field E goes to bin b = E / W, read off bits 30..SHIFT. With q_b =
+ *   Bins (float32 SUM, bfloat16 units' exact float32 trees): binary64 bins of W consecutive
+ *     exponents (BinShape: 16 of W = 16). A float32 f with exponent field E goes to bin
+ *     b = E / W, read off bits 30..SHIFT. With q_b =
  *     2^(W b - 150) (b >= 1) or 2^-149 (b = 0), every float32 whose exponent field lies in bin b,
  *     of any origin, is an integer multiple of q_b below 2^24 * 2^(W b + W - 1 - 150) =
- *     2^(23 + W) q_b. A lane adds at most 2^(25 - W) elements between two flushes (2^17 or 2^9:
- *     the kernel's chunks), so its bin stays below 2^48 q_b: representable, every DADD exact;
+ *     2^(23 + W) q_b. A lane adds at most 2^(25 - W) = 2^9 of them between two flushes, so
+ *     its bin stays below 2^48 q_b: representable, every DADD exact;
  *     and a flush may add the 32 lanes' bins of one row exactly (below 2^53 q_b) before the one
  *     conversion to superaccumulator digits. Bins start at -0.0: a bin still -0.0 received only
  *     -0.0s. An infinity or a NaN (exponent field 255: the last bin) makes its bin +-inf or NaN
  *     (inf + -inf = NaN), classified at the flush; finite bins stay far below overflow.
+ *   Float bins (bfloat16 elements that fail the units' range check): binary32 bins of 8
+ *     exponents, the elements scaled by 2^-16 (FBinShape below).
  *
  *   Digits (float64 SUM, float32 DOT's exact products): 66 int64 digits of radix 2^32 at lsb
  *     2^-1074 (the SUM layout's first 66 of 70; the normalising pass is superacc.h's). A finite
@@ -83,7 +85,62 @@ __device__ __noinline__ unsigned bins_flush(double *warp, long long *acc, int ls
         }
     }
     __syncwarp();
-    unsigned flags = __double_as_longlong(s) != (long long)0x8000000000000000ull ? CR_X_NONNEGZ : 0u;
+    unsigned flags =
+        __double_as_longlong(s) != (long long)0x8000000000000000ull ? CR_X_NONNEGZ : 0u;
+    if (isfinite(s)) {
+        int idx;
+        int64_t c[3];
+        if (cr_sa_split_f64(s, lsb, &idx, c))
+            for (int k = 0; k < 3; k++)
+                if (c[k]) atomicAdd((unsigned long long *)&acc[idx + k], (unsigned long long)c[k]);
+    } else {
+        flags |= cr_sa_special_flags(s);
+    }
+    return flags;
+}
+
+/* ---- Float bins ---------------------------------------------------------------------------- */
+/* bfloat16 SUM: binary32 bins of 8 exponents (bits 30..26 of the float32 a bfloat16 is), 32 a
+ * lane (4 KiB a warp). A bfloat16 with exponent field E in bin b = E / 8 is an integer multiple
+ * of q_b = 2^(8 b - 134) (b >= 1; 2^-133, its smallest subnormal, for b = 0) below 2^8 *
+ * 2^(8 b + 7 - 134) = 2^15 q_b. It goes in scaled by 2^-16 (exact: the smallest bfloat16
+ * subnormal becomes 2^-149, float32's, and 8 significant bits fit anywhere), so a bin holds
+ * multiples of u_b = q_b 2^-16 >= 2^-149; after at most 2^9 elements a lane (FBinShape::
+ * kLaneElems) it stays below 2^24 u_b, where every multiple of u_b is a float32: each FADD is
+ * exact, and the top bin stays below 2^24 2^(248 - 134 - 16) = 2^122, clear of overflow. A
+ * flush adds a row of the warp's bins in binary64 (below 2^29 u_b: exact) and scales it back by
+ * 2^16. Bins start at -0.0f; an infinity or a NaN makes its bin +-inf or NaN, classified at the
+ * flush. Half the shared memory traffic of binary64 bins and no conversion an element. */
+struct FBinShape {
+    static constexpr int kBins = 32;
+    static constexpr uint64_t kLaneElems = 1ull << 9;
+};
+
+/* w: the float32 bits of a bfloat16 (its 16 bits in the high half). */
+__device__ __forceinline__ void fbin_add(float *col, uint32_t w)
+{
+    col[((w >> 26) & 31u) * 32] += __uint_as_float(w) * 0x1p-16f;
+}
+
+/* bins_flush for float bins: row `lane` of the warp's 32 x 32 float bins, in binary64, scaled
+ * back by 2^16, to `acc` or the flags; reset to -0.0f unless RESET is false. */
+template <bool RESET = true>
+__device__ __noinline__ unsigned fbins_flush(float *warp, long long *acc, int lsb)
+{
+    const unsigned lane = threadIdx.x % 32;
+    float *row = warp + lane * 32;
+    __syncwarp();
+    double s = -0.0;
+#pragma unroll 8
+    for (unsigned j = 0; j < 32; j++) {
+        const unsigned k = (j + lane) & 31u; /* rotated: the lanes' banks distinct */
+        s += (double)row[k];
+        if (RESET) row[k] = -0.0f;
+    }
+    __syncwarp();
+    s *= 0x1p16;
+    unsigned flags =
+        __double_as_longlong(s) != (long long)0x8000000000000000ull ? CR_X_NONNEGZ : 0u;
     if (isfinite(s)) {
         int idx;
         int64_t c[3];
@@ -122,15 +179,16 @@ constexpr int kLaneDigitsDot64 = 132;
  * seen), from which the caller takes its flags (special_flags). The garbage never matters: a
  * flag of an infinity or a NaN travels with the digits through every fold and exchange, and
  * makes the result NaN or an infinity whatever the digits hold (cr_sa_round). */
-__device__ __forceinline__ void digits_parts(uint64_t b, uint32_t &emax, uint32_t &idx, long long &lo,
-                                             long long &hi)
+__device__ __forceinline__ void digits_parts(uint64_t b, uint32_t &emax, uint32_t &idx,
+                                             long long &lo, long long &hi)
 {
     const uint32_t wl = (uint32_t)b, wh = (uint32_t)(b >> 32);
     const uint32_t ex = (wh >> 20) & 0x7ffu;
     emax = max(emax, ex);
     const uint32_t p = max(ex, 1u) - 1u, sh = p & 31u;
     const uint32_t mh = (wh & 0xfffffu) | (ex ? 0x100000u : 0u);
-    const uint32_t w0 = wl << sh, w1 = __funnelshift_l(wl, mh, sh), w2 = __funnelshift_l(mh, 0u, sh);
+    const uint32_t w0 = wl << sh, w1 = __funnelshift_l(wl, mh, sh),
+                   w2 = __funnelshift_l(mh, 0u, sh);
     const uint64_t sx = (uint64_t)(long long)((int32_t)wh >> 31); /* 0 or all ones */
     idx = p >> 5;
     lo = (long long)(((uint64_t)w0 ^ sx) - sx);
@@ -236,7 +294,8 @@ template <int LD> __device__ __noinline__ void digits_fold(const long long *warp
         long long lo = 0, hi = 0;
 #pragma unroll 8
         for (unsigned j = 0; j < 32; j++) {
-            const long long v = row[(j + i) & 31u]; /* rotated: a half-warp's lanes, distinct banks */
+            const long long v =
+                row[(j + i) & 31u]; /* rotated: a half-warp's lanes, distinct banks */
             lo += v & 0xffffffffll;
             hi += v >> 32;
         }
