@@ -65,6 +65,25 @@ template <int SHIFT> __device__ __forceinline__ void bin_add(double *col, uint32
     col[((w >> SHIFT) & (BinShape<SHIFT>::kBins - 1u)) * 32] += (double)__uint_as_float(w);
 }
 
+/* A flush's row sum s (exact in binary64) to the block's superaccumulator `acc` with 64-bit
+ * shared atomics, or to the flags when it is not finite; CR_X_NONNEGZ unless s is -0.0 (every
+ * bin of the row received only -0.0s). */
+__device__ __forceinline__ unsigned row_to_acc(double s, long long *acc, int lsb)
+{
+    unsigned flags =
+        __double_as_longlong(s) != (long long)0x8000000000000000ull ? CR_X_NONNEGZ : 0u;
+    if (isfinite(s)) {
+        int idx;
+        int64_t c[3];
+        if (cr_sa_split_f64(s, lsb, &idx, c))
+            for (int k = 0; k < 3; k++)
+                if (c[k]) atomicAdd((unsigned long long *)&acc[idx + k], (unsigned long long)c[k]);
+    } else {
+        flags |= cr_sa_special_flags(s);
+    }
+    return flags;
+}
+
 /* Every lane of the warp (converged: __syncwarp inside): adds row `lane` (< NB) of the warp's bins
  * (bin `lane` of the 32 lanes, exactly) to the block's superaccumulator `acc` with 64-bit
  * shared atomics, or to the flags when it is not finite, and resets the row to -0.0 (not in
@@ -85,18 +104,7 @@ __device__ __noinline__ unsigned bins_flush(double *warp, long long *acc, int ls
         }
     }
     __syncwarp();
-    unsigned flags =
-        __double_as_longlong(s) != (long long)0x8000000000000000ull ? CR_X_NONNEGZ : 0u;
-    if (isfinite(s)) {
-        int idx;
-        int64_t c[3];
-        if (cr_sa_split_f64(s, lsb, &idx, c))
-            for (int k = 0; k < 3; k++)
-                if (c[k]) atomicAdd((unsigned long long *)&acc[idx + k], (unsigned long long)c[k]);
-    } else {
-        flags |= cr_sa_special_flags(s);
-    }
-    return flags;
+    return row_to_acc(s, acc, lsb);
 }
 
 /* ---- Float bins ---------------------------------------------------------------------------- */
@@ -139,18 +147,7 @@ __device__ __noinline__ unsigned fbins_flush(float *warp, long long *acc, int ls
     }
     __syncwarp();
     s *= 0x1p16;
-    unsigned flags =
-        __double_as_longlong(s) != (long long)0x8000000000000000ull ? CR_X_NONNEGZ : 0u;
-    if (isfinite(s)) {
-        int idx;
-        int64_t c[3];
-        if (cr_sa_split_f64(s, lsb, &idx, c))
-            for (int k = 0; k < 3; k++)
-                if (c[k]) atomicAdd((unsigned long long *)&acc[idx + k], (unsigned long long)c[k]);
-    } else {
-        flags |= cr_sa_special_flags(s);
-    }
-    return flags;
+    return row_to_acc(s, acc, lsb);
 }
 
 /* ---- Digits ------------------------------------------------------------------------------- */
