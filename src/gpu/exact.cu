@@ -82,10 +82,11 @@ namespace {
  * ticket area (CR_GPU_TICKET_BYTES). */
 const size_t kFoldOffset = 256;
 /* Grid-stride iterations per round. A thread handles at most 32 elements per iteration (4 units
- * of <= 8; float64 products: 2 units of 2), each adding at most one contribution |c| < 2^32 to
- * any digit (a float64 product: two): with 512 threads a round of 2^14 iterations (the first
- * also has the partial one) adds at most 2^28 + 2^14 per digit: the digits stay below 2^61.
- * Bins and digits add far less to the block's digits: at a flush, or once at the end. */
+ * of <= 8, 8 float64 units of 2, 6 of 2 products); were each to add one contribution
+ * |c| < 2^32 to a block digit, with 512 threads a round of 2^14 iterations (the first also has
+ * the partial one) would add at most 2^28 + 2^14 per digit: the digits stay below 2^61. float16's
+ * residues add far less, and bins and digits reach the block's digits only at a flush, or once at
+ * the end. */
 const uint64_t kRound = 1ull << 14;
 /* float16: elements per accumulator between two flushes (the bound in the header), and
  * accumulators per thread. */
