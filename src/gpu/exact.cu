@@ -192,15 +192,7 @@ template <int HI> __device__ __forceinline__ float bf16_to_f32(uint32_t w)
 }
 
 /* ---- the superaccumulator (rare; out of line so the loop stays lean) ------------------------ */
-/* v (finite) added to the block's digits acc with 64-bit shared atomics. */
-__device__ __noinline__ void sa_atomic(long long *acc, int lsb, double v)
-{
-    int idx;
-    int64_t c[3];
-    if (!cr_sa_split_f64(v, lsb, &idx, c)) return;
-    for (int k = 0; k < 3; k++)
-        if (c[k]) atomicAdd((unsigned long long *)&acc[idx + k], (unsigned long long)c[k]);
-}
+__device__ __noinline__ void sa_atomic(long long *acc, int lsb, double v) { sa_add(acc, lsb, v); }
 
 /* bfloat16: g_max - g_min (spread) and the largest exponent field (top) of the NU units a: the
  * same min / max as for float32, on both 16-bit halves at once (the magnitude bits, exponent
@@ -611,7 +603,8 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
         } else if (C::PATH == P_BF16) {
             /* float bins after every chunk in which some lane used them (at most 2^9 elements a
              * lane); binary64 bins after every kDChunks chunks (at most 2^9 trees a lane) */
-            if (__any_sync(0xffffffffu, fslow)) flags |= fbins_flush(wfbins, acc, LSB);
+            if (__any_sync(0xffffffffu, fslow))
+                flags |= bins_flush<FBinShape::kBins>(wfbins, acc, LSB);
             fslow = false;
             constexpr unsigned kDChunks = (unsigned)(C::Bins::kLaneElems / (C::U * C::CHUNK));
             static_assert(C::PATH != P_BF16 || kDChunks >= 1, "a chunk's trees fit the bins");
@@ -736,7 +729,7 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
         flags |= bins_flush<C::Bins::kBins, false>(wbins, acc, LSB);
     } else if (C::PATH == P_BF16) {
         flags |= bins_flush<C::Bins::kBins, false>(wbins, acc, LSB);
-        flags |= fbins_flush<false>(wfbins, acc, LSB);
+        flags |= bins_flush<FBinShape::kBins, false>(wfbins, acc, LSB);
     } else if (C::PATH == P_DIGITS) {
         static_assert(C::ND > C::LANE_DIGITS, "digits_fold adds to the digit above the lanes'");
         digits_fold<C::LANE_DIGITS>(wdig, acc);

@@ -65,46 +65,47 @@ template <int SHIFT> __device__ __forceinline__ void bin_add(double *col, uint32
     col[((w >> SHIFT) & (BinShape<SHIFT>::kBins - 1u)) * 32] += (double)__uint_as_float(w);
 }
 
-/* A flush's row sum s (exact in binary64) to the block's superaccumulator `acc` with 64-bit
- * shared atomics, or to the flags when it is not finite; CR_X_NONNEGZ unless s is -0.0 (every
- * bin of the row received only -0.0s). */
-__device__ __forceinline__ unsigned row_to_acc(double s, long long *acc, int lsb)
+/* v (finite) added to the block's digits acc (lsb its layout's) with 64-bit shared atomics
+ * (inline in the flushes; exact.cu's sa_atomic is its out-of-line form for rare callers). */
+__device__ __forceinline__ void sa_add(long long *acc, int lsb, double v)
 {
-    unsigned flags =
-        __double_as_longlong(s) != (long long)0x8000000000000000ull ? CR_X_NONNEGZ : 0u;
-    if (isfinite(s)) {
-        int idx;
-        int64_t c[3];
-        if (cr_sa_split_f64(s, lsb, &idx, c))
-            for (int k = 0; k < 3; k++)
-                if (c[k]) atomicAdd((unsigned long long *)&acc[idx + k], (unsigned long long)c[k]);
-    } else {
-        flags |= cr_sa_special_flags(s);
-    }
-    return flags;
+    int idx;
+    int64_t c[3];
+    if (!cr_sa_split_f64(v, lsb, &idx, c)) return;
+    for (int k = 0; k < 3; k++)
+        if (c[k]) atomicAdd((unsigned long long *)&acc[idx + k], (unsigned long long)c[k]);
 }
 
 /* Every lane of the warp (converged: __syncwarp inside): adds row `lane` (< NB) of the warp's bins
- * (bin `lane` of the 32 lanes, exactly) to the block's superaccumulator `acc` with 64-bit
- * shared atomics, or to the flags when it is not finite, and resets the row to -0.0 (not in
- * the kernel's last flush: RESET false). `warp`: the warp's region (NB * 32 doubles). */
-template <int NB, bool RESET = true>
-__device__ __noinline__ unsigned bins_flush(double *warp, long long *acc, int lsb)
+ * (bin `lane` of the 32 lanes, exactly, in binary64) to the block's superaccumulator `acc` with
+ * 64-bit shared atomics, or to the flags when it is not finite, and resets the row to -0.0 (not
+ * in the kernel's last flush: RESET false). `warp`: the warp's region (NB * 32 bins). T = double:
+ * the binary64 bins; T = float: the float bins (FBinShape below), whose row sum is scaled back
+ * by 2^16. CR_X_NONNEGZ unless the row sum is -0.0 (every bin received only -0.0s). */
+template <int NB, bool RESET = true, class T>
+__device__ __noinline__ unsigned bins_flush(T *warp, long long *acc, int lsb)
 {
     const unsigned lane = threadIdx.x % 32;
-    double *row = warp + lane * 32;
+    T *row = warp + lane * 32;
     __syncwarp();
     double s = -0.0;
     if (lane < (unsigned)NB) {
 #pragma unroll 8
         for (unsigned j = 0; j < 32; j++) {
-            const unsigned k = (j + lane) & 31u; /* rotated: a half-warp's lanes, distinct banks */
-            s += row[k];
-            if (RESET) row[k] = -0.0; /* the kernel's last flush leaves them */
+            const unsigned k = (j + lane) & 31u; /* rotated: the lanes' banks distinct */
+            s += (double)row[k];
+            if (RESET) row[k] = (T)-0.0; /* the kernel's last flush leaves them */
         }
     }
     __syncwarp();
-    return row_to_acc(s, acc, lsb);
+    if (sizeof(T) == 4) s *= 0x1p16; /* float bins: exact */
+    unsigned flags =
+        __double_as_longlong(s) != (long long)0x8000000000000000ull ? CR_X_NONNEGZ : 0u;
+    if (isfinite(s))
+        sa_add(acc, lsb, s);
+    else
+        flags |= cr_sa_special_flags(s);
+    return flags;
 }
 
 /* ---- Float bins ---------------------------------------------------------------------------- */
@@ -118,7 +119,8 @@ __device__ __noinline__ unsigned bins_flush(double *warp, long long *acc, int ls
  * exact, and the top bin stays below 2^24 2^(248 - 134 - 16) = 2^122, clear of overflow. A
  * flush adds a row of the warp's bins in binary64 (below 2^29 u_b: exact) and scales it back by
  * 2^16. Bins start at -0.0f; an infinity or a NaN makes its bin +-inf or NaN, classified at the
- * flush. Half the shared memory traffic of binary64 bins and no conversion an element. */
+ * flush (bins_flush with T = float). Half the shared memory traffic of binary64 bins and no
+ * conversion an element. */
 struct FBinShape {
     static constexpr int kBins = 32;
     static constexpr uint64_t kLaneElems = 1ull << 9;
@@ -128,26 +130,6 @@ struct FBinShape {
 __device__ __forceinline__ void fbin_add(float *col, uint32_t w)
 {
     col[((w >> 26) & 31u) * 32] += __uint_as_float(w) * 0x1p-16f;
-}
-
-/* bins_flush for float bins: row `lane` of the warp's 32 x 32 float bins, in binary64, scaled
- * back by 2^16, to `acc` or the flags; reset to -0.0f unless RESET is false. */
-template <bool RESET = true>
-__device__ __noinline__ unsigned fbins_flush(float *warp, long long *acc, int lsb)
-{
-    const unsigned lane = threadIdx.x % 32;
-    float *row = warp + lane * 32;
-    __syncwarp();
-    double s = -0.0;
-#pragma unroll 8
-    for (unsigned j = 0; j < 32; j++) {
-        const unsigned k = (j + lane) & 31u; /* rotated: the lanes' banks distinct */
-        s += (double)row[k];
-        if (RESET) row[k] = -0.0f;
-    }
-    __syncwarp();
-    s *= 0x1p16;
-    return row_to_acc(s, acc, lsb);
 }
 
 /* ---- Digits ------------------------------------------------------------------------------- */
@@ -162,6 +144,12 @@ constexpr uint64_t kDigitLaneElems = 1ull << 9;
  * the top one takes carries only, as above). */
 constexpr int kLaneDigitsDot64 = 132;
 
+/* v, or -v where sx (0 or all ones) is all ones: (v ^ -1) + 1 = -v. */
+__device__ __forceinline__ long long negated_if(uint64_t v, uint64_t sx)
+{
+    return (long long)((v ^ sx) - sx);
+}
+
 /* digits_add: the double of bits b (a float64 value, or a float32 product, exact in binary64)
  * into the lane's digits (column `col`, stride 32), in 32-bit instructions: about 33 an element,
  * where 64-bit shifts and a test per element took 55 (1.2x the float64 sum's speed on an H200).
@@ -169,15 +157,14 @@ constexpr int kLaneDigitsDot64 = 132;
  * 2^-1074; m * 2^s (s = p & 31) is the 85-bit w2:w1:w0 (two funnel shifts and a shift); w0 goes
  * to digit p >> 5 and w2:w1 to the next one, both negated for a negative value (x + (v ^ -1) +
  * 1 = x - v: the sign costs no fold of m): at most 2^53 to a digit, so the normalisation
- * interval holds. digits_parts computes the two parts, lo to digit idx and hi to the next.
+ * interval holds.
  *
  * Nothing is tested per element. An infinity or a NaN (E = 2047) adds garbage to digits 63 and
  * 64, within the same bounds as any value (nothing wraps), and shows in `emax` (the largest E
  * seen), from which the caller takes its flags (special_flags). The garbage never matters: a
  * flag of an infinity or a NaN travels with the digits through every fold and exchange, and
  * makes the result NaN or an infinity whatever the digits hold (cr_sa_round). */
-__device__ __forceinline__ void digits_parts(uint64_t b, uint32_t &emax, uint32_t &idx,
-                                             long long &lo, long long &hi)
+__device__ __forceinline__ void digits_add(long long *col, uint64_t b, uint32_t &emax)
 {
     const uint32_t wl = (uint32_t)b, wh = (uint32_t)(b >> 32);
     const uint32_t ex = (wh >> 20) & 0x7ffu;
@@ -187,19 +174,9 @@ __device__ __forceinline__ void digits_parts(uint64_t b, uint32_t &emax, uint32_
     const uint32_t w0 = wl << sh, w1 = __funnelshift_l(wl, mh, sh),
                    w2 = __funnelshift_l(mh, 0u, sh);
     const uint64_t sx = (uint64_t)(long long)((int32_t)wh >> 31); /* 0 or all ones */
-    idx = p >> 5;
-    lo = (long long)(((uint64_t)w0 ^ sx) - sx);
-    hi = (long long)(((((uint64_t)w2 << 32) | w1) ^ sx) - sx);
-}
-
-__device__ __forceinline__ void digits_add(long long *col, uint64_t b, uint32_t &emax)
-{
-    uint32_t i;
-    long long lo, hi;
-    digits_parts(b, emax, i, lo, hi);
-    long long *d = col + i * 32u;
-    d[0] += lo;
-    d[32] += hi;
+    long long *d = col + (p >> 5) * 32u;
+    d[0] += negated_if(w0, sx);
+    d[32] += negated_if(((uint64_t)w2 << 32) | w1, sx);
 }
 
 /* The exact product of the float64 factors of bits a and b into the lane's DOT64 digits (lsb
@@ -234,10 +211,10 @@ __device__ __forceinline__ void digits_add_product(long long *col, uint64_t a, u
     nonneg |= ((uint64_t)(~sgn & 0x80000000u) << 32) | (p0 | p1 | p2 | p3);
     const uint64_t sx = (uint64_t)(long long)((int32_t)sgn >> 31); /* 0 or all ones */
     long long *d = col + (p >> 5) * 32u;
-    d[0] += (long long)(((uint64_t)x0 ^ sx) - sx);
-    d[32] += (long long)(((((uint64_t)(x2 & 0x1fffffu) << 32) | x1) ^ sx) - sx);
-    d[64] += (long long)(((uint64_t)(x2 & 0xffe00000u) ^ sx) - sx);
-    d[96] += (long long)(((((uint64_t)x4 << 32) | x3) ^ sx) - sx);
+    d[0] += negated_if(x0, sx);
+    d[32] += negated_if(((uint64_t)(x2 & 0x1fffffu) << 32) | x1, sx);
+    d[64] += negated_if(x2 & 0xffe00000u, sx);
+    d[96] += negated_if(((uint64_t)x4 << 32) | x3, sx);
 }
 
 /* Rare (a batch whose emax is 2047): the flags of the NB values of bits b[], or of the NB
