@@ -14,6 +14,7 @@
  * still poisoned; host results. Not --quick: n = 2^31 + 5 float32 against the CPU and a formula,
  * on the automatic grid and on forced grids of 1 and 3 blocks.
  * COOPREDUCE_TEST_SEED=S replays a run. */
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,6 +240,21 @@ int main(int argc, char **argv)
         const double yd[] = {1e300, 1e300, 0x1p-1000, 0x1p-1074, 0x1p-600, 5, 0.0};
         check_case("huge and tiny products", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT64, xd, yd, 6);
         check_case("inf * 0", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT64, xd, yd, 7);
+        /* The float32 dot's window of digits at both ends: the smallest product 2^-298 breaks
+         * the tie of 2^-148 + 2^-150 (to 3 * 2^-149, not 2^-148), beside the largest products
+         * (near 2^256) cancelling, zeros of both signs and an element past the units. */
+        const float xf[] = {0x1p-149f, 0x1p-149f, 0x1p-149f, FLT_MAX,  -FLT_MAX,
+                            -0.0f,     0.0f,      FLT_MAX,   -FLT_MAX, 0x1p-149f};
+        const float yf[] = {2.0f, 0.5f,  0x1p-149f, FLT_MAX, FLT_MAX,
+                            5.0f, -0.0f, FLT_MAX,   FLT_MAX, 0.0f};
+        check_case("float32 products at the window's ends", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT32,
+                   xf, yf, 10);
+        check_case("float32 products at the window's ends", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT32,
+                   xf, yf, 3);
+        check_case("float32 largest products", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT32, xf + 3,
+                   yf + 3, 2);
+        check_case("float32 largest product", COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT32, xf + 3, yf + 3,
+                   1);
     }
     static const uint64_t sizes[] = {1,    2,    5,     31,    33,      97,
                                      1009, 4097, 65537, 70001, 1048577, (1u << 24) + 1};

@@ -7,10 +7,13 @@
  *   float32 and bfloat16 SUM: per-lane binary64 bins in shared memory, one per 16 exponents
  *     (exact_lanes.cuh: Bins); a bfloat16 unit whose 8 elements pass a range check goes in as
  *     its exact float32 tree, one addition, other bfloat16 elements to per-lane float bins
- *     (FBinShape). The warp's bins are flushed to the block's superaccumulator at most every
- *     2^9 float32 values or bfloat16 elements per lane.
- *   float64 SUM, float32 DOT (products exact in binary64), float64 DOT (each exact 106-bit
- *     product in four pieces): per-lane integer digits in shared memory (exact_lanes.cuh:
+ *     (FBinShape); a warp whose lanes mostly fail the check on a chunk's first iteration skips
+ *     it for the rest of the chunk (every element to the float bins). The warp's bins are
+ *     flushed to the block's superaccumulator at most every 2^9 float32 values or bfloat16
+ *     elements per lane.
+ *   float64 SUM, float32 DOT (products exact in binary64, in a window of 20 digits), float64
+ *     DOT (each exact 106-bit product in four pieces): per-lane integer digits in shared
+ *     memory (exact_lanes.cuh:
  *     Digits), normalised every 2^9 elements, added to the block's superaccumulator at the end;
  *     an infinity or a NaN is seen once per iteration (the largest exponent field), not per
  *     element. The next iteration's units are loaded before this one's are added (bins too:
@@ -34,11 +37,12 @@
  * shuffle tree (residues to the block accumulator again), and lane 0 adds the warp's terms.
  *
  * Every block then adds its digits (after one carry step) and flags to the fold, words after the
- * ticket, with 64-bit atomics, and takes a ticket; the last block takes the fold back to zero,
- * brings the digits to their normal form in parallel (two carry steps, then a warp scan of the
- * carries that may still ripple), and one thread rounds once (cr_sa_round, the CPU's own code)
- * over the window of nonzero digits. Integer addition is associative: nothing depends on the
- * grid, the schedule or the atomics' order, and the bits are those of the CPU path.
+ * ticket, with 64-bit atomics, and takes a ticket; the last block's warp 0 takes the fold back
+ * to zero into registers, brings the digits to their normal form (two carry steps, then a
+ * shuffle scan of the carries that may still ripple) and to a magnitude, and one thread rounds
+ * once (cr_sa_round, the CPU's own code) the top three nonzero digits and a sticky one.
+ * Integer addition is associative: nothing depends on the grid, the schedule or the atomics'
+ * order, and the bits are those of the CPU path.
  *
  * The block's digits receive contributions |c| < 2^32 from the flushes, the residues and the
  * lanes' digits at the end; a block that would handle more than about 2^28 elements between
@@ -65,12 +69,24 @@
 #endif
 /* Units per iteration of the digits' loops (the float64 sum, the float32 and float64 dots of
  * 16-byte units), measured on an H200 (docs/perf-log, runs 198-201): the float64 sum 8 (10 and
- * 12 slower), the float64 dot 6 (4 and 8 slower), the float32 dot 4 (6 and 8 spill). */
+ * 12 slower), the float64 dot 6 (4 and 8 slower). */
 #ifndef CR_TUNE_EXACT_F64_UNITS
 #define CR_TUNE_EXACT_F64_UNITS 8
 #endif
+/* The float32 dot: 2 units, with 80 registers a thread for 24 warps an SM (4 units took 160 and
+ * ran 12 warps: 0.85x against 0.89-0.95x at 2^28, run 210). */
 #ifndef CR_TUNE_EXACT_DOT_UNITS
-#define CR_TUNE_EXACT_DOT_UNITS 4
+#define CR_TUNE_EXACT_DOT_UNITS 2
+#endif
+/* The float32 sum's blocks of W times 128 threads, W times fewer an SM (the same warps): 2
+ * level with 1 at 2^28, slower on wide data at 2^24 (run 211). */
+#ifndef CR_TUNE_EXACT_WIDEN
+#define CR_TUNE_EXACT_WIDEN 1
+#endif
+/* bfloat16: lanes of a warp that must fail the range check on a chunk's first iteration for the
+ * warp to skip it for the rest of the chunk (8, 16 and 24 alike on an H200: run 212). */
+#ifndef CR_TUNE_EXACT_BF16_VOTE
+#define CR_TUNE_EXACT_BF16_VOTE 16
 #endif
 #ifndef CR_TUNE_EXACT_DOT64_UNITS
 #define CR_TUNE_EXACT_DOT64_UNITS 6
@@ -113,10 +129,16 @@ constexpr int path_of(coopreduce_dtype dt, int dot)
 {
     return dot || dt == kF64 ? P_DIGITS : dt == kF16 ? P_F16 : dt == kBF16 ? P_BF16 : P_BINS;
 }
-/* Digits of a lane: the DOT64 layout's first 132 (the float64 dot), or the SUM layout's first 66. */
+/* Digits of a lane: the DOT64 layout's first 132 (the float64 dot), the SUM layout's 20 from
+ * digit kDot32Base (the float32 dot), or its first 66 (the float64 sum); and the SUM layout's
+ * digit that a lane's digit 0 is. */
 constexpr int lane_digits_of(coopreduce_dtype dt, int dot)
 {
-    return dot && dt == kF64 ? kLaneDigitsDot64 : kLaneDigits;
+    return dot && dt == kF64 ? kLaneDigitsDot64 : dot ? kLaneDigitsDot32 : kLaneDigits;
+}
+constexpr int lane_base_of(coopreduce_dtype dt, int dot)
+{
+    return dot && dt == kF32 ? kDot32Base : 0;
 }
 /* Units (16-byte loads, or elements) per thread and iteration: the float64 sum takes 8 (128
  * bytes in flight a thread, twice with the prefetch: its blocks are few per SM), the float64 dot
@@ -129,22 +151,31 @@ constexpr int units_per_iter(coopreduce_dtype dt, int dot, int vec)
                                         : 4;
 }
 /* Threads per block: the per-lane accumulators live in shared memory (4 or 8 KiB a warp for
- * bins, 16.5 KiB for digits, 33 KiB for the float64 dot's), so their blocks are small and
- * several share an SM (8 or 6 of 128 threads, 6 of 64, 6 of 32: 32, 24, 12 and 6 warps, loads
- * of 64 or 128 bytes a thread in flight). */
+ * bins, 5 KiB for the float32 dot's digits, 16.5 KiB for the float64 sum's, 33 KiB for the
+ * float64 dot's), so their blocks are small and several share an SM (8 or 6 of 128 threads, 3
+ * of 256, 6 of 64, 6 of 32: 32, 24, 24, 12 and 6 warps, loads of 64 or 128 bytes a thread in
+ * flight; static shared memory allows 48 KiB a block). The float32 dot's 24 warps are bounded
+ * by their registers (80 a thread, with 2 units an iteration); 3 blocks of 256 threads ran
+ * 3-5% faster than 6 of 128 on an H200 (docs/perf-log, run 210). */
 constexpr int threads_of(int path, int lane_digits)
 {
-    return path == P_BINS || path == P_BF16 ? 128
-           : path == P_DIGITS               ? (lane_digits > kLaneDigits ? 32 : 64)
-                                            : 512;
+    return path == P_BINS              ? 128 * CR_TUNE_EXACT_WIDEN
+           : path == P_BF16            ? 128
+           : path == P_F16             ? 512
+           : lane_digits > kLaneDigits ? 32
+           : lane_digits < kLaneDigits ? 256
+                                       : 64;
 }
 /* Binary64 bins: 16 of 16 exponents (4 KiB a warp), for float32 values: float32 elements, and
  * bfloat16 units' exact float32 trees. bfloat16's single elements go to float bins (4 KiB
  * more a warp, exact_lanes.cuh: FBinShape). */
 constexpr int kBinShift = 27;
-constexpr int min_blocks_of(int path, coopreduce_dtype dt)
+constexpr int min_blocks_of(int path, int lane_digits)
 {
-    return path == P_BINS ? 8 : path == P_BF16 || path == P_DIGITS ? 6 : 2;
+    return path == P_BINS                                  ? 8 / CR_TUNE_EXACT_WIDEN
+           : path == P_F16                                 ? 2
+           : path == P_DIGITS && lane_digits < kLaneDigits ? 3
+                                                           : 6;
 }
 
 template <coopreduce_dtype DT, int DOT, int VEC> struct Cfg {
@@ -156,6 +187,7 @@ template <coopreduce_dtype DT, int DOT, int VEC> struct Cfg {
     static constexpr int PATH = path_of(DT, DOT);
     static constexpr int U = units_per_iter(DT, DOT, VEC); /* units per thread and iteration */
     static constexpr int LANE_DIGITS = lane_digits_of(DT, DOT);
+    static constexpr int LANE_BASE = lane_base_of(DT, DOT);
     static constexpr int THREADS = threads_of(PATH, LANE_DIGITS);
     typedef BinShape<kBinShift> Bins;
     static constexpr int WARPS = THREADS / 32;
@@ -304,22 +336,50 @@ template <int ND> __device__ void carry_step(long long *acc)
     __syncthreads();
 }
 
-/* Warp 0 only, digits below the top one in [-1, 2^32] (two carry steps leave them so): the
- * carries that may still ripple, resolved at once. Lane L holds digits L * PER .. L * PER + PER
- * - 1; the carry out of a run of digits is a function of the carry in (-1, 0 or 1 to -1, 0 or
- * 1: a digit plus its carry lies in [-2, 2^32 + 1]), kept as a table of three; a shuffle scan
- * composes the lanes' tables, and each lane then adds its carry in along its digits. */
-template <int ND> __device__ void resolve_carries(long long *acc)
+/* The last block's end runs in its warp 0 alone, the ND digits in registers: lane L holds
+ * digits L * PER .. L * PER + PER - 1 (slots past ND hold 0), the top digit M = ND - 1 among
+ * them: no shared memory, block barrier or atomic on the way, where the end in shared memory
+ * with the whole block took 2.3-4 us after the fold at 2^24 on an H200 (docs/perf-log, run
+ * 209's trace). */
+template <int ND> struct WarpDigits {
+    static constexpr int M = ND - 1, PER = (ND + 31) / 32;
+};
+
+/* One carry step: every digit below the top one keeps its low 32 bits, its carry (v >> 32)
+ * goes to the digit above, across lanes by one shuffle; the top one only takes. */
+template <int ND>
+__device__ __forceinline__ void warp_carry_step(long long (&v)[WarpDigits<ND>::PER])
 {
-    constexpr int M = ND - 1, PER = (M + 31) / 32;
-    const int lane = threadIdx.x, first = lane * PER;
+    constexpr int M = WarpDigits<ND>::M, PER = WarpDigits<ND>::PER;
+    const int lane = threadIdx.x % 32, first = lane * PER;
+    long long c[PER];
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        c[k] = first + k < M ? v[k] >> 32 : 0;
+        v[k] -= (long long)((unsigned long long)c[k] << 32);
+    }
+    const long long in = __shfl_up_sync(0xffffffffu, c[PER - 1], 1);
+#pragma unroll
+    for (int k = 0; k < PER; k++) v[k] += k ? c[k - 1] : (lane ? in : 0);
+}
+
+/* Digits below the top one in [-1, 2^32] (two carry steps leave them so from below 2^62): the
+ * carries that may still ripple, resolved at once. The carry out of a lane's digits is a
+ * function of the carry in (-1, 0 or 1 to -1, 0 or 1: a digit plus its carry lies in [-2, 2^32
+ * + 1]), kept as a table of three; a shuffle scan composes the lanes' tables, and each lane
+ * then adds its carry in along its digits (into the top one where it holds it). */
+template <int ND>
+__device__ __forceinline__ void warp_resolve_carries(long long (&v)[WarpDigits<ND>::PER])
+{
+    constexpr int M = WarpDigits<ND>::M, PER = WarpDigits<ND>::PER;
+    const int lane = threadIdx.x % 32, first = lane * PER;
     int f[3]; /* f[c + 1]: the carry out of the lane's digits for a carry in c */
 #pragma unroll
     for (int c = -1; c <= 1; c++) {
         long long cc = c;
 #pragma unroll
         for (int k = 0; k < PER; k++)
-            if (first + k < M) cc = (acc[first + k] + cc) >> 32;
+            if (first + k < M) cc = (v[k] + cc) >> 32;
         f[c + 1] = (int)cc;
     }
     /* inclusive scan: g = the lane's table composed after those of the lanes before it */
@@ -340,61 +400,101 @@ template <int ND> __device__ void resolve_carries(long long *acc)
     const int before = __shfl_up_sync(0xffffffffu, g[1], 1); /* lanes 0 .. L-1 from carry 0 */
     long long cc = lane ? before : 0;
 #pragma unroll
-    for (int k = 0; k < PER; k++)
+    for (int k = 0; k < PER; k++) {
         if (first + k < M) {
-            const long long v = acc[first + k] + cc;
-            cc = v >> 32;
-            acc[first + k] = v - (long long)((unsigned long long)cc << 32);
+            const long long t = v[k] + cc;
+            cc = t >> 32;
+            v[k] = t - (long long)((unsigned long long)cc << 32);
+        } else if (first + k == M) {
+            v[k] += cc;
         }
-    if (lane == 31) acc[M] += cc;
+    }
 }
 
-/* Warp 0 only: carry_step twice, on the digits in registers (lane L holds digits L * PER ..
- * L * PER + PER - 1, as in resolve_carries; each step: every digit below the top one keeps its
- * low 32 bits, its carry, v >> 32, goes to the digit above, across lanes by one shuffle, into
- * the top one from digit M - 1). The same arithmetic as two carry_steps, without the block's
- * barriers: the last block's normalisation was 0.8-1.1 us of exact mode's end (docs/perf-log,
- * run 191), most of it barriers. */
-template <int ND> __device__ void carry_steps_warp(long long *acc)
+/* The digits (each below 2^62 in magnitude) to their normal form: digits 0 .. ND-2 in [0,
+ * 2^32), the top one signed. The normal form of a number is unique, so no way of carrying
+ * changes a digit of it. */
+template <int ND>
+__device__ __forceinline__ void warp_normalise(long long (&v)[WarpDigits<ND>::PER])
 {
-    constexpr int M = ND - 1, PER = (M + 31) / 32;
-    const int lane = threadIdx.x, first = lane * PER;
-    const bool holds_top_carry = first <= M - 1 && M - 1 < first + PER; /* holds digit M - 1 */
-    long long v[PER], to_top = 0;
+    warp_carry_step<ND>(v);
+    warp_carry_step<ND>(v);
+    warp_resolve_carries<ND>(v);
+}
+
+/* Warp 0 of the last block, after the ticket: the fold (ND digits and the flags after them)
+ * back to zero into registers, to its normal form (written out as it is for a raw result), to
+ * a magnitude, rounded once to `fmt`. Out of line: its registers stay apart from the data
+ * loops' (inline, it spilled the float16 loop's). */
+template <int ND, int LSB>
+__device__ __noinline__ void last_block_end(long long *fold, unsigned int *ticket, uint64_t n,
+                                            void *out, int fmt, unsigned tr_tag)
+{
+    constexpr int M = WarpDigits<ND>::M, PER = WarpDigits<ND>::PER;
+    const int lane = threadIdx.x % 32;
+    (void)tr_tag;
+    CR_TRACE(if (lane == 0) trace_at(kTrFold);)
+    const int first = lane * PER;
+    long long v[PER];
 #pragma unroll
-    for (int k = 0; k < PER; k++) v[k] = first + k < M ? acc[first + k] : 0;
-#pragma unroll
-    for (int step = 0; step < 2; step++) {
-        long long c[PER];
-#pragma unroll
-        for (int k = 0; k < PER; k++) {
-            c[k] = v[k] >> 32; /* 0 for the slots past digit M - 1, which stay 0 */
-            v[k] -= (long long)((unsigned long long)c[k] << 32);
-            if (first + k == M - 1) to_top += c[k];
-        }
-        const long long in = __shfl_up_sync(0xffffffffu, c[PER - 1], 1);
+    for (int k = 0; k < PER; k++)
+        v[k] = first + k < ND ? (long long)atomicExch((unsigned long long *)&fold[first + k], 0ull)
+                              : 0;
+    unsigned fl = 0;
+    if (lane == 0) {
+        fl = (unsigned)atomicExch((unsigned long long *)&fold[ND], 0ull) | (n ? CR_X_ANY : 0u);
+        last_block_release(ticket);
+    }
+    CR_TRACE(__syncwarp(); if (lane == 0) trace_at(kTrRead);)
+    /* The digits to their normal form (a raw result: these digits, unrounded, and the flags, for
+     * a sharded reduction to merge), then to a magnitude. */
+    warp_normalise<ND>(v);
+    CR_TRACE(__syncwarp(); if (lane == 0) trace_at(kTrNormal);)
+    if (fmt == CR_FMT_RAW) {
+        long long *o = static_cast<long long *>(out);
 #pragma unroll
         for (int k = 0; k < PER; k++)
-            if (first + k < M) v[k] += k ? c[k - 1] : (lane ? in : 0);
+            if (first + k < ND) o[first + k] = v[k];
+        if (lane == 0) o[ND] = (long long)fl;
+        return;
     }
+    const bool neg = __shfl_sync(0xffffffffu, v[M % PER], M / PER) < 0;
+    if (neg) {
+#pragma unroll
+        for (int k = 0; k < PER; k++) v[k] = -v[k];
+        warp_normalise<ND>(v);
+    }
+    CR_TRACE(__syncwarp(); if (lane == 0) trace_at(kTrSign);)
+    /* The rounding reads the top digit h, the two below it and whether any bit below those is
+     * set: its result's lsb and the bit under it lie at bit 32 h - 53 or above (53 bits of
+     * precision at most below the top bit, which is in digit h), within digits h - 2 .. h. So
+     * one thread rounds (cr_sa_round, the CPU's own code) four digits: h - 3 .. h, with digit
+     * h - 3's lowest bit set when a digit below it is nonzero, which changes no bit that the
+     * rounding reads but the sticky one. */
+    int top = -1;
 #pragma unroll
     for (int k = 0; k < PER; k++)
-        if (first + k < M) acc[first + k] = v[k];
-    if (holds_top_carry) acc[M] += to_top;
+        if (first + k < ND && v[k]) top = first + k;
+    const int h = __reduce_max_sync(0xffffffffu, top);
+    const int l = h > 3 ? h - 3 : 0, cnt = h < 0 ? 1 : h - l + 1;
+    __shared__ long long win[4];
+    bool below = false;
+    if (lane == 0) win[0] = 0; /* a zero sum: one zero digit */
     __syncwarp();
-}
-
-/* Every thread: the block's digits (each below 2^62 in magnitude) to their normal form: digits
- * 0 .. ND-2 in [0, 2^32), the top one signed. Warp 0 does it all; the normal form of a number is
- * unique, so no way of carrying changes a digit of it. */
-template <int ND> __device__ void normalise_block(long long *acc)
-{
-    __syncthreads();
-    if (threadIdx.x < 32) {
-        carry_steps_warp<ND>(acc);
-        resolve_carries<ND>(acc);
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        const int i = first + k;
+        if (i >= l && i <= h) win[i - l] = v[k];
+        if (i < l && v[k]) below = true;
     }
-    __syncthreads();
+    below = __any_sync(0xffffffffu, below);
+    __syncwarp();
+    if (lane == 0) {
+        if (below) win[0] |= 1;
+        CR_TRACE(trace_at(kTrWindow); trace_at(kTrRound);)
+        cr_sa_round(reinterpret_cast<const int64_t *>(win), cnt, neg, LSB + 32 * l, fl, fmt, out);
+        CR_TRACE(atomicAdd(&tr_launches_exact, 1u); trace_report(n, 0, tr_tag, true);)
+    }
 }
 
 template <coopreduce_dtype DT, int DOT, int VEC> struct Loader {
@@ -435,7 +535,7 @@ __device__ __forceinline__ void
 consume(const Unit (&ux)[Cfg<DT, DOT, VEC>::U], const Unit (&uy)[Cfg<DT, DOT, VEC>::U],
         const bool (&ok)[Cfg<DT, DOT, VEC>::U], double (&t)[2][Cfg<DT, DOT, VEC>::K],
         double (&fx)[kF16Acc], unsigned &flags, long long *acc, double *col, float *fcol,
-        bool &fslow, uint64_t &nonneg)
+        bool &fslow, uint64_t &nonneg, int vote = 0, bool *wslow = nullptr)
 {
     typedef Cfg<DT, DOT, VEC> C;
     const int U = C::U;
@@ -458,10 +558,21 @@ consume(const Unit (&ux)[Cfg<DT, DOT, VEC>::U], const Unit (&uy)[Cfg<DT, DOT, VE
     } else if (C::PATH == P_BF16) {
         /* bfloat16: when the U units pass one joint check, each unit's float32 tree (exact:
          * see the header) goes to its binary64 bin, 8 elements in one addition; else every
-         * element to its float bin (fslow: this thread's float bins need a flush) */
-        int spread, top;
-        bf16_range<U>(ux, spread, top);
-        if (spread <= 13 && top <= 251) {
+         * element to its float bin (fslow: this thread's float bins need a flush). `vote`: 0,
+         * the check; 1 (a chunk's first full iteration, the warp converged), the check, and
+         * *wslow set when more than CR_TUNE_EXACT_BF16_VOTE lanes fail it; 2 (the rest of
+         * that chunk), no check: every element to its float bin. Per lane, the skipped check
+         * diverged the warp and cost normal data 20% (docs/perf-log, run 207); per warp,
+         * wide and cancelling data 0.72-0.74x to 0.78-0.80x at 2^28, the others level (run
+         * 212). */
+        bool pass = false;
+        if (vote != 2) {
+            int spread, top;
+            bf16_range<U>(ux, spread, top);
+            pass = spread <= 13 && top <= 251;
+        }
+        if (vote == 1) *wslow = __popc(__ballot_sync(0xffffffffu, !pass)) > CR_TUNE_EXACT_BF16_VOTE;
+        if (pass) {
 #pragma unroll
             for (int u = 0; u < U; u++) bin_add<kBinShift>(col, __float_as_uint(bf16_tree(ux[u])));
         } else {
@@ -503,7 +614,7 @@ consume(const Unit (&ux)[Cfg<DT, DOT, VEC>::U], const Unit (&uy)[Cfg<DT, DOT, VE
                 b[u * C::EPU + e] =
                     ok[u] ? digit_bits<DT, DOT>(ux[u], uy[u], e) : 0x8000000000000000ull;
                 if (!ok[u]) continue;
-                digits_add(dcol, b[u * C::EPU + e], emax);
+                digits_add<C::LANE_BASE>(dcol, b[u * C::EPU + e], emax);
                 nonneg |= b[u * C::EPU + e] ^ 0x8000000000000000ull;
             }
         if (emax == 0x7ffu) flags |= special_flags(b);
@@ -519,7 +630,8 @@ __device__ __forceinline__ long long *fold_of(unsigned int *ticket)
 
 template <coopreduce_dtype DT, int DOT, int VEC>
 __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
-                                  min_blocks_of(Cfg<DT, DOT, VEC>::PATH, DT))
+                                  min_blocks_of(Cfg<DT, DOT, VEC>::PATH,
+                                                Cfg<DT, DOT, VEC>::LANE_DIGITS))
     exact_kernel(const void *xv, const void *yv, uint64_t n, unsigned int *ticket, void *out,
                  int fmt)
 {
@@ -671,6 +783,7 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
                     }
                 } else {
                     Unit nx[U], ny[U];
+                    bool wslow = false;
                     load(p, nx, ny);
                     for (uint32_t k = chunk; k; --k) {
                         Unit cx[U], cy[U];
@@ -682,7 +795,11 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
                         p += pstep;
                         if (k > 1) load(p, nx, ny);
                         consume<DT, DOT, VEC>(cx, cy, all, t, fx, flags, acc, col, fcol, fslow,
-                                              nonneg);
+                                              nonneg,
+                                              k == chunk ? 1
+                                              : wslow    ? 2
+                                                         : 0,
+                                              &wslow);
                     }
                 }
             } else {
@@ -713,7 +830,7 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
             } else if (C::PATH == P_DIGITS) {
                 const uint64_t b = digit_bits<DT, DOT>(ux, uy, 0);
                 uint32_t emax = 0;
-                digits_add(dcol, b, emax);
+                digits_add<C::LANE_BASE>(dcol, b, emax);
                 if (emax == 0x7ffu) flags |= special_flags<1>({b});
                 nonneg |= b ^ 0x8000000000000000ull;
             } else { /* float16: a leaf of its own */
@@ -731,8 +848,9 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
         flags |= bins_flush<C::Bins::kBins, false>(wbins, acc, LSB);
         flags |= bins_flush<FBinShape::kBins, false>(wfbins, acc, LSB);
     } else if (C::PATH == P_DIGITS) {
-        static_assert(C::ND > C::LANE_DIGITS, "digits_fold adds to the digit above the lanes'");
-        digits_fold<C::LANE_DIGITS>(wdig, acc);
+        static_assert(C::ND > C::LANE_BASE + C::LANE_DIGITS,
+                      "digits_fold adds to the digit above the lanes'");
+        digits_fold<C::LANE_DIGITS>(wdig, acc + C::LANE_BASE);
         if (nonneg) flags |= CR_X_NONNEGZ;
     } else {
         /* float16: the lead terms are the plain sums of their leaves from -0.0: still -0.0 only
@@ -783,59 +901,18 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
 
     /* The block's digits and flags folded into the words after the ticket by 64-bit atomics
      * (integer addition: the order does not matter; below 2^33 * kMaxGrid = 2^45), then the
-     * ticket; the last block takes the words (back to zero) and rounds once. */
+     * ticket. The last block's warp 0 takes the words (back to zero), brings them to their
+     * normal form and to a magnitude in registers, and one thread rounds once. (Warp 0 alone
+     * folding, with its own fence and ticket, was slower for the float64 dot and no faster
+     * elsewhere: docs/perf-log, run 212.) */
     CR_TRACE(__syncthreads(); if (threadIdx.x == 0) trace_level1(tr_tag);)
     long long *fold = fold_of(ticket);
     for (int i = threadIdx.x; i < ND; i += blockDim.x)
         if (acc[i]) atomicAdd((unsigned long long *)&fold[i], (unsigned long long)acc[i]);
     if (threadIdx.x == 0 && sflags)
         atomicOr((unsigned long long *)&fold[ND], (unsigned long long)sflags);
-    if (!last_block_arrive<true>(ticket)) return;
-    CR_TRACE(if (threadIdx.x == 0) trace_at(kTrFold);)
-    for (int i = threadIdx.x; i < ND; i += blockDim.x)
-        acc[i] = (long long)atomicExch((unsigned long long *)&fold[i], 0ull);
-    if (threadIdx.x == 0) {
-        sflags = (unsigned)atomicExch((unsigned long long *)&fold[ND], 0ull) | (n ? CR_X_ANY : 0u);
-        last_block_release(ticket);
-    }
-    CR_TRACE(__syncthreads(); if (threadIdx.x == 0) trace_at(kTrRead);)
-    /* The digits to their normal form in parallel (a raw result: these digits, unrounded, and
-     * the flags, for a sharded reduction to merge); then to a magnitude, the window of its
-     * nonzero digits found, and one thread rounds once (cr_sa_round, the CPU's own code, on the
-     * window: the zero digits around it change nothing). */
-    normalise_block<ND>(acc);
-    CR_TRACE(__syncthreads(); if (threadIdx.x == 0) trace_at(kTrNormal);)
-    if (fmt == CR_FMT_RAW) {
-        long long *o = static_cast<long long *>(out);
-        for (int i = threadIdx.x; i < ND; i += blockDim.x) o[i] = acc[i];
-        if (threadIdx.x == 0) o[ND] = (long long)sflags;
-        return;
-    }
-    __shared__ int neg, lo, hi;
-    if (threadIdx.x == 0) {
-        neg = acc[ND - 1] < 0;
-        lo = ND;
-        hi = -1;
-    }
-    __syncthreads();
-    if (neg) {
-        for (int i = threadIdx.x; i < ND; i += blockDim.x) acc[i] = -acc[i];
-        normalise_block<ND>(acc);
-    }
-    CR_TRACE(__syncthreads(); if (threadIdx.x == 0) trace_at(kTrSign);)
-    for (int i = threadIdx.x; i < ND; i += blockDim.x)
-        if (acc[i]) {
-            atomicMin(&lo, i);
-            atomicMax(&hi, i);
-        }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        CR_TRACE(trace_at(kTrWindow); trace_at(kTrRound);)
-        const int l = hi < 0 ? 0 : lo, cnt = hi < 0 ? 1 : hi - lo + 1;
-        cr_sa_round(reinterpret_cast<const int64_t *>(acc) + l, cnt, neg, LSB + 32 * l, sflags, fmt,
-                    out);
-        CR_TRACE(atomicAdd(&tr_launches_exact, 1u); trace_report(n, 0, tr_tag, true);)
-    }
+    if (!last_block_arrive<true>(ticket) || warp != 0) return;
+    last_block_end<ND, LSB>(fold, ticket, n, out, fmt, CR_TRACE(tr_tag +) 0u);
 }
 
 /* A forced grid is clamped to this many blocks (any grid gives the same bits); it bounds the

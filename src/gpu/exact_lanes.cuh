@@ -21,8 +21,9 @@
  *   Float bins (bfloat16 elements that fail the units' range check): binary32 bins of 8
  *     exponents, the elements scaled by 2^-16 (FBinShape below).
  *
- *   Digits (float64 SUM, float32 DOT's exact products): 66 int64 digits of radix 2^32 at lsb
- *     2^-1074 (the SUM layout's first 66 of 70; the normalising pass is superacc.h's). A finite
+ *   Digits (float64 SUM; float32 DOT's exact products in a window of 20 of them, below): 66
+ *     int64 digits of radix 2^32 at lsb 2^-1074 (the SUM layout's first 66 of 70; the
+ *     normalising pass is superacc.h's). A finite
  *     double m * 2^(max(E, 1) - 1075), m < 2^53, sits at bit p = max(E, 1) - 1 <= 2045 above the
  *     lsb: m * 2^s (s = p & 31, below 2^85) goes as its low 32 bits to digit p >> 5 and its
  *     high part to the next digit (<= 64), both negated for a negative value (digits_add). A
@@ -144,6 +145,16 @@ constexpr uint64_t kDigitLaneElems = 1ull << 9;
  * the top one takes carries only, as above). */
 constexpr int kLaneDigitsDot64 = 132;
 
+/* The float32 dot's lanes: a window of the SUM layout, its 20 digits from digit 22 (lsb 2^-370).
+ * A nonzero float32 product, exact in binary64, is a multiple of 2^-298 below 2^256: exponent
+ * field E in [725, 1278], its significand's lsb at bit E - 705 in [20, 573] of the window, so it
+ * reaches digit 18 at most and digit 19 takes carries only. A zero product (E = 0) and an
+ * infinity or a NaN (E = 2047) are clamped to bit 575: a zero adds nothing, the garbage stays
+ * within the bounds. 5 KiB a warp where the 66 digits took 16.5: more warps an SM. */
+constexpr int kDot32Base = 22;
+constexpr int kLaneDigitsDot32 = 20;
+constexpr uint32_t kDot32Clamp = 575;
+
 /* v, or -v where sx (0 or all ones) is all ones: (v ^ -1) + 1 = -v. */
 __device__ __forceinline__ long long negated_if(uint64_t v, uint64_t sx)
 {
@@ -154,7 +165,8 @@ __device__ __forceinline__ long long negated_if(uint64_t v, uint64_t sx)
  * into the lane's digits (column `col`, stride 32), in 32-bit instructions: about 33 an element,
  * where 64-bit shifts and a test per element took 55 (1.2x the float64 sum's speed on an H200).
  * The magnitude's significand m (< 2^53, words mh:ml) sits at bit p = max(E, 1) - 1 above
- * 2^-1074; m * 2^s (s = p & 31) is the 85-bit w2:w1:w0 (two funnel shifts and a shift); w0 goes
+ * 2^-1074 (or, BASE = kDot32Base, at bit E - 705 of the float32 dot's window); m * 2^s (s =
+ * p & 31) is the 85-bit w2:w1:w0 (two funnel shifts and a shift); w0 goes
  * to digit p >> 5 and w2:w1 to the next one, both negated for a negative value (x + (v ^ -1) +
  * 1 = x - v: the sign costs no fold of m): at most 2^53 to a digit, so the normalisation
  * interval holds.
@@ -164,12 +176,15 @@ __device__ __forceinline__ long long negated_if(uint64_t v, uint64_t sx)
  * seen), from which the caller takes its flags (special_flags). The garbage never matters: a
  * flag of an infinity or a NaN travels with the digits through every fold and exchange, and
  * makes the result NaN or an infinity whatever the digits hold (cr_sa_round). */
+template <int BASE = 0>
 __device__ __forceinline__ void digits_add(long long *col, uint64_t b, uint32_t &emax)
 {
     const uint32_t wl = (uint32_t)b, wh = (uint32_t)(b >> 32);
     const uint32_t ex = (wh >> 20) & 0x7ffu;
     emax = max(emax, ex);
-    const uint32_t p = max(ex, 1u) - 1u, sh = p & 31u;
+    /* the float32 dot's window (BASE = kDot32Base): the same two instructions */
+    const uint32_t p = BASE ? min(ex - (32u * BASE + 1u), kDot32Clamp) : max(ex, 1u) - 1u;
+    const uint32_t sh = p & 31u;
     const uint32_t mh = (wh & 0xfffffu) | (ex ? 0x100000u : 0u);
     const uint32_t w0 = wl << sh, w1 = __funnelshift_l(wl, mh, sh),
                    w2 = __funnelshift_l(mh, 0u, sh);
