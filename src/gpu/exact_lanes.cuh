@@ -89,15 +89,18 @@ __device__ __noinline__ unsigned bins_flush(T *warp, long long *acc, int lsb)
     const unsigned lane = threadIdx.x % 32;
     T *row = warp + lane * 32;
     __syncwarp();
-    double s = -0.0;
+    /* four chains of additions, not one: every partial sum is exact (below), so any order
+     * gives the same row sum; -0.0 only when every bin is */
+    double s4[4] = {-0.0, -0.0, -0.0, -0.0};
     if (lane < (unsigned)NB) {
 #pragma unroll 8
         for (unsigned j = 0; j < 32; j++) {
             const unsigned k = (j + lane) & 31u; /* rotated: the lanes' banks distinct */
-            s += (double)row[k];
+            s4[j & 3] += (double)row[k];
             if (RESET) row[k] = (T)-0.0; /* the kernel's last flush leaves them */
         }
     }
+    double s = (s4[0] + s4[1]) + (s4[2] + s4[3]);
     __syncwarp();
     if (sizeof(T) == 4) s *= 0x1p16; /* float bins: exact */
     unsigned flags =
