@@ -208,6 +208,14 @@ run gen normal --n 262144 --raw-out "$DIR/g.raw" --force
 run sum --raw "$DIR/g.raw" --dtype f32 --shape 1024,256 --axis 1
 if cmp -s "$OUT" "$DIR/gen-rows"; then pass; else fail "--raw --shape gives the same results as --gen --shape"; fi
 expect_error "--raw --shape of another size" 1 sum --raw "$DIR/g.raw" --dtype f32 --shape 1000,256 --axis 1
+run gen normal --shape 1024,256 --out "$DIR/g2.npy" --force
+run sum "$DIR/g2.npy" --axis 1
+if cmp -s "$OUT" "$DIR/gen-rows"; then pass; else fail "gen --shape writes the array that sum --gen --shape reduces"; fi
+run sum "$DIR/g2.npy" --axis 0
+if [ "$RC" -eq 0 ] && [ "$(wc -l <"$OUT")" -eq 256 ]; then pass; else fail "gen --shape 1024,256: 256 columns, exit $RC, $(wc -l <"$OUT") lines"; fi
+expect_error "gen with --shape and --n" 2 gen ones --n 6 --shape 2,3 --out "$DIR/g3.npy"
+expect_error "gen --shape 2,,3" 2 gen ones --shape 2,,3 --out "$DIR/g3.npy"
+expect_error "gen without --n or --shape" 2 gen ones --out "$DIR/g3.npy"
 expect_error "--shape with --n" 2 sum --gen ones --n 10 --shape 2,5 --axis 0
 expect_error "--shape with a .npy" 2 sum "$DIR/a23.npy" --shape 2,3 --axis 0
 expect_error "--shape 2,,3" 2 sum --gen ones --shape 2,,3 --axis 0

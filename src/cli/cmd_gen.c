@@ -10,16 +10,19 @@
 #include "input.h"
 #include "messages.h"
 #include "outfile.h"
+#include "shape.h"
 
 int cmd_gen(int argc, char **argv)
 {
     static const cli_option specs[] = {
-        {"n", 1}, {"seed", 1}, {"dtype", 1}, {"out", 1}, {"raw-out", 1}, {"force", 0}, {NULL, 0},
+        {"n", 1},   {"shape", 1},   {"seed", 1},  {"dtype", 1},
+        {"out", 1}, {"raw-out", 1}, {"force", 0}, {NULL, 0},
     };
     if (cli_wants_help(argc, argv)) return cli_print_help("gen");
     const char *kind_name = NULL, *out_path = NULL, *raw_out_path = NULL;
     uint64_t n = 0, seed = 1;
-    int have_n = 0, force = 0;
+    int have_n = 0, have_shape = 0, force = 0;
+    cli_shape shape = {0};
     coopreduce_dtype dtype = COOPREDUCE_FLOAT32;
 
     cli_args args;
@@ -38,6 +41,12 @@ int cmd_gen(int argc, char **argv)
                 return cli_usage_error("--n '%s': not an element count (" CLI_COUNT_EXAMPLES ")",
                                        value);
             have_n = 1;
+        } else if (strcmp(spec->name, "shape") == 0) {
+            if (cli_parse_shape(value, &shape, &n) != 0)
+                return cli_usage_error("--shape '%s': expected extents separated by ',' or 'x' "
+                                       "(at most %d, their product below 2^64), such as 1024,256",
+                                       value, CLI_MAX_DIMS);
+            have_shape = 1;
         } else if (strcmp(spec->name, "seed") == 0) {
             if (cli_parse_seed(value, &seed) != 0)
                 return cli_usage_error("--seed '%s': not an unsigned 64-bit integer", value);
@@ -53,11 +62,16 @@ int cmd_gen(int argc, char **argv)
         }
     }
     cr_gen_kind gen_kind;
-    if (kind_name == NULL)
-        return cli_usage_error("gen needs a KIND: " CR_GEN_KINDS);
+    if (kind_name == NULL) return cli_usage_error("gen needs a KIND: " CR_GEN_KINDS);
     if (cr_gen_parse(kind_name, &gen_kind) != 0)
         return cli_usage_error("gen '%s': unknown kind (" CR_GEN_KINDS ")", kind_name);
-    if (!have_n) return cli_usage_error("gen needs --n N");
+    if (have_n && have_shape)
+        return cli_usage_error("--n and --shape both give the element count: give one");
+    if (!have_n && !have_shape) return cli_usage_error("gen needs --n N (or --shape R,C,...)");
+    if (!have_shape) { /* a 1-D array */
+        shape.ndim = 1;
+        shape.extent[0] = n;
+    }
     if (!cr_gen_supports(gen_kind, dtype))
         return cli_usage_error("gen %s: float dtypes only (f16, bf16, f32, f64)", kind_name);
     if ((out_path != NULL) == (raw_out_path != NULL))
@@ -83,7 +97,8 @@ int cmd_gen(int argc, char **argv)
         return EXIT_ERROR;
     }
     int wrc = out_path != NULL
-                  ? cr_npy_write_stream(out.f, path, a.data, n, dtype, err, sizeof err)
+                  ? cr_npy_write_stream_shape(out.f, path, a.data, shape.ndim, shape.extent, 0,
+                                              dtype, err, sizeof err)
                   : cr_raw_write_stream(out.f, path, a.data, n, dtype, err, sizeof err);
     cr_npy_free(&a);
     /* Standard output carries the data: the closing line goes to stderr. */
@@ -97,8 +112,14 @@ int cmd_gen(int argc, char **argv)
         cli_error("%s", err);
         return EXIT_ERROR;
     }
-    fprintf(report, "wrote %llu %s elements (%s, seed %llu) to %s%s\n", (unsigned long long)n,
-            coopreduce_dtype_name(dtype), cr_gen_name(gen_kind), (unsigned long long)seed, path,
-            out_path != NULL ? "" : " (raw)");
+    char shape_text[700] = "";
+    if (have_shape) {
+        char s[680];
+        cli_format_shape(&shape, s, sizeof s);
+        snprintf(shape_text, sizeof shape_text, "shape %s, ", s);
+    }
+    fprintf(report, "wrote %llu %s elements (%s%s, seed %llu) to %s%s\n", (unsigned long long)n,
+            coopreduce_dtype_name(dtype), shape_text, cr_gen_name(gen_kind),
+            (unsigned long long)seed, path, out_path != NULL ? "" : " (raw)");
     return cli_finish_stdout();
 }

@@ -158,7 +158,7 @@ static const char *const SUM_HELP =
     "A fallback taken by the GPU is reported as one 'coopreduce: notice: ...' line on stderr.\n";
 
 static const char *const GEN_HELP =
-    "usage: coopreduce gen KIND --n N [--seed S] [--dtype T]\n"
+    "usage: coopreduce gen KIND (--n N | --shape R,C,...) [--seed S] [--dtype T]\n"
     "                      (--out FILE.npy | --raw-out FILE) [--force]\n"
     "\n"
     "Writes generated data. Element i depends only on (KIND, seed, i), so the data is identical\n"
@@ -186,6 +186,10 @@ static const char *const GEN_HELP =
     "\n"
     "options:\n"
     "  --n N              element count: 1000000, 2^24, 1<<24, 16M (= 16*2^20), 1e6\n"
+    "  --shape R,C,...    the shape of the .npy array (C order) instead of --n: element i of\n"
+    "                     the flattened array is generated element i, the values that\n"
+    "                     `coopreduce sum --gen KIND --shape R,C,...` reduces (1024,256 or\n"
+    "                     1024x256; a raw file is flat)\n"
     "  --seed S           seed (default 1)\n"
     "  --dtype T          element type: f16, bf16, f32 (float32, the default), f64, i32, i64,\n"
     "                     u32, u64\n"
