@@ -156,7 +156,7 @@ constexpr int units_per_iter(coopreduce_dtype dt, int dot, int vec)
  * of 256, 6 of 64, 6 of 32: 32, 24, 24, 12 and 6 warps, loads of 64 or 128 bytes a thread in
  * flight; static shared memory allows 48 KiB a block). The float32 dot's 24 warps are bounded
  * by their registers (80 a thread, with 2 units an iteration); 3 blocks of 256 threads ran
- * 3-5% faster than 6 of 128 on an H200 (docs/perf-log, run 210). */
+ * 2-4% faster than 6 of 128 on an H200 (docs/perf-log, run 210). */
 constexpr int threads_of(int path, int lane_digits)
 {
     return path == P_BINS              ? 128 * CR_TUNE_EXACT_WIDEN
