@@ -13,8 +13,7 @@
  *     elements per lane.
  *   float64 SUM, float32 DOT (products exact in binary64, in a window of 20 digits), float64
  *     DOT (each exact 106-bit product in four pieces): per-lane integer digits in shared
- *     memory (exact_lanes.cuh:
- *     Digits), normalised every 2^9 elements, added to the block's superaccumulator at the end;
+ *     memory (exact_lanes.cuh: Digits), normalised every 2^9 elements, added to the block's superaccumulator at the end;
  *     an infinity or a NaN is seen once per iteration (the largest exponent field), not per
  *     element. The next iteration's units are loaded before this one's are added (bins too:
  *     these blocks are small and few per SM), into two register sets in turn for the digits.
@@ -260,11 +259,11 @@ __device__ __forceinline__ float bf16_tree(const Unit &a)
     return ((f[0] + f[1]) + (f[2] + f[3])) + ((f[4] + f[5]) + (f[6] + f[7]));
 }
 
-/* The leaf c through the first KU terms of t; returns the residue. */
-template <int K, int KU> __device__ __forceinline__ double add_leaf(double (&t)[K], double c)
+/* The leaf c through the K terms of t; returns the residue. */
+template <int K> __device__ __forceinline__ double add_leaf(double (&t)[K], double c)
 {
 #pragma unroll
-    for (int k = 0; k < KU; k++) t[k] = cr_two_sum(t[k], c, &c);
+    for (int k = 0; k < K; k++) t[k] = cr_two_sum(t[k], c, &c);
     return c;
 }
 
@@ -287,7 +286,7 @@ __device__ __forceinline__ void add_leaves(double (&t)[2][K], const double *lv, 
     unsigned long long any = 0;
 #pragma unroll
     for (int l = 0; l < NL; l++) {
-        r[l] = add_leaf<K, K>(t[l & 1], lv[l]);
+        r[l] = add_leaf<K>(t[l & 1], lv[l]);
         any |= (unsigned long long)__double_as_longlong(r[l]) << 1;
     }
     if (any) {
@@ -342,9 +341,9 @@ template <int ND> __device__ void carry_step(long long *acc)
 
 /* The last block's end runs in its warp 0 alone, the ND digits in registers: lane L holds
  * digits L * PER .. L * PER + PER - 1 (slots past ND hold 0), the top digit M = ND - 1 among
- * them: no shared memory, block barrier or atomic on the way, where the end in shared memory
- * with the whole block took 2.3-4 us after the fold at 2^24 on an H200 (docs/perf-log, run
- * 209's trace). */
+ * them: no block barrier, and shared memory only for the four digits handed to the rounding
+ * thread, where the end in shared memory with the whole block took 2.3-4 us after the fold at
+ * 2^24 on an H200 (docs/perf-log, run 209's trace). */
 template <int ND> struct WarpDigits {
     static constexpr int M = ND - 1, PER = (ND + 31) / 32;
 };
@@ -537,9 +536,8 @@ __device__ __forceinline__ uint64_t digit_bits(const Unit &ux, const Unit &uy, i
 template <coopreduce_dtype DT, int DOT, int VEC>
 __device__ __forceinline__ void
 consume(const Unit (&ux)[Cfg<DT, DOT, VEC>::U], const Unit (&uy)[Cfg<DT, DOT, VEC>::U],
-        const bool (&ok)[Cfg<DT, DOT, VEC>::U], double (&t)[2][Cfg<DT, DOT, VEC>::K],
-        double (&fx)[kF16Acc], unsigned &flags, long long *acc, double *col, float *fcol,
-        bool &fslow, uint64_t &nonneg, int vote = 0, bool *wslow = nullptr)
+        const bool (&ok)[Cfg<DT, DOT, VEC>::U], double (&fx)[kF16Acc], unsigned &flags, double *col,
+        float *fcol, bool &fslow, uint64_t &nonneg, int vote = 0, bool *wslow = nullptr)
 {
     typedef Cfg<DT, DOT, VEC> C;
     const int U = C::U;
@@ -705,7 +703,7 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
                 ux[u].v = make_uint4(nz, nz, nz, nz);
             }
         }
-        consume<DT, DOT, VEC>(ux, uy, ok, t, fx, flags, acc, col, fcol, fslow, nonneg);
+        consume<DT, DOT, VEC>(ux, uy, ok, fx, flags, col, fcol, fslow, nonneg);
     };
     /* After each chunk: float16's accumulators become leaves and restart; the lane's digits are
      * normalised. Every thread of the warp calls it (bins: the warp's rows go to acc). */
@@ -773,16 +771,16 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
                     uint32_t k = chunk;
                     for (; k >= 2; k -= 2) {
                         load(p + pstep, bx, by);
-                        consume<DT, DOT, VEC>(ax, DOT ? ay : ax, all, t, fx, flags, acc, col, fcol,
-                                              fslow, nonneg);
+                        consume<DT, DOT, VEC>(ax, DOT ? ay : ax, all, fx, flags, col, fcol, fslow,
+                                              nonneg);
                         if (k > 2) load(p + 2 * pstep, ax, ay);
-                        consume<DT, DOT, VEC>(bx, DOT ? by : bx, all, t, fx, flags, acc, col, fcol,
-                                              fslow, nonneg);
+                        consume<DT, DOT, VEC>(bx, DOT ? by : bx, all, fx, flags, col, fcol, fslow,
+                                              nonneg);
                         p += 2 * pstep;
                     }
                     if (k) {
-                        consume<DT, DOT, VEC>(ax, DOT ? ay : ax, all, t, fx, flags, acc, col, fcol,
-                                              fslow, nonneg);
+                        consume<DT, DOT, VEC>(ax, DOT ? ay : ax, all, fx, flags, col, fcol, fslow,
+                                              nonneg);
                         p += pstep;
                     }
                 } else {
@@ -798,8 +796,7 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
                         }
                         p += pstep;
                         if (k > 1) load(p, nx, ny);
-                        consume<DT, DOT, VEC>(cx, cy, all, t, fx, flags, acc, col, fcol, fslow,
-                                              nonneg,
+                        consume<DT, DOT, VEC>(cx, cy, all, fx, flags, col, fcol, fslow, nonneg,
                                               k == chunk ? 1
                                               : wslow    ? 2
                                                          : 0,
