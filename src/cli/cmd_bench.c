@@ -16,11 +16,11 @@ static int parse_bench_options(int argc, char **argv, bench_options *o, cli_devi
                                int *ordinal, const char **json, const char **csv)
 {
     static const cli_option specs[] = {
-        {"device", 1},    {"quick", 0}, {"cold", 0},   {"no-host-latency", 0},
-        {"no-extras", 0}, {"n", 1},     {"method", 1}, {"stages", 1},
-        {"dtype", 1},     {"op", 1},    {"mode", 1},   {"batches", 1},
-        {"threads", 1},   {"json", 1},  {"csv", 1},    {"shape", 1},
-        {"axis", 1},      {"segments", 1}, {"data", 1}, {NULL, 0},
+        {"device", 1},    {"quick", 0},    {"cold", 0},   {"no-host-latency", 0},
+        {"no-extras", 0}, {"n", 1},        {"method", 1}, {"stages", 1},
+        {"dtype", 1},     {"op", 1},       {"mode", 1},   {"batches", 1},
+        {"threads", 1},   {"json", 1},     {"csv", 1},    {"shape", 1},
+        {"axis", 1},      {"segments", 1}, {"data", 1},   {NULL, 0},
     };
     memset(o, 0, sizeof *o);
     o->host_latency = 1;
@@ -60,16 +60,12 @@ static int parse_bench_options(int argc, char **argv, bench_options *o, cli_devi
         else if (strcmp(name, "n") == 0) {
             bad = cli_parse_count_list(name, v, o->ns, BENCH_MAX_N, &o->nn);
             have_n = 1;
-        }
-        else if (strcmp(name, "method") == 0) {
+        } else if (strcmp(name, "method") == 0) {
             bad = cli_parse_method_list(name, v, o->methods, BENCH_MAX_LIST, &o->nm);
             have_method = 1;
         } else if (strcmp(name, "shape") == 0) {
             uint64_t n;
-            if (cli_parse_shape(v, &o->shape, &n) != 0 || n == 0)
-                return cli_usage_error("--shape '%s': expected positive extents separated by 'x' "
-                                       "or ',' (1024x256; at most %d, product below 2^64)",
-                                       v, CLI_MAX_DIMS);
+            if (cli_shape_option(v, 1, &o->shape, &n) != 0) return EXIT_USAGE;
             o->have_shape = 1;
         } else if (strcmp(name, "axis") == 0) {
             if (cli_parse_axis(v, &o->axis) != 0)
@@ -82,8 +78,7 @@ static int parse_bench_options(int argc, char **argv, bench_options *o, cli_devi
                                        "from MIN to MAX elements (0 <= MIN <= MAX, MAX >= 1)",
                                        v);
             o->have_segments = 1;
-        }
-        else if (strcmp(name, "stages") == 0)
+        } else if (strcmp(name, "stages") == 0)
             bad = cli_parse_int_list(name, v, 1, 8, o->stages, BENCH_MAX_STAGES, &o->nstages);
         else if (strcmp(name, "dtype") == 0) {
             bad = cli_parse_dtype_list(name, v, o->dtypes, BENCH_MAX_LIST, &o->nd);
@@ -95,8 +90,7 @@ static int parse_bench_options(int argc, char **argv, bench_options *o, cli_devi
         else if (strcmp(name, "data") == 0) {
             bad = cli_parse_data_list(name, v, o->data, BENCH_MAX_LIST, &o->ndata);
             o->have_data = 1;
-        }
-        else if (strcmp(name, "batches") == 0) {
+        } else if (strcmp(name, "batches") == 0) {
             if (cli_parse_int(v, 3, 64, &o->batches) != 0)
                 return cli_usage_error("--batches '%s': expected 3 .. 64", v);
         } else if (strcmp(name, "threads") == 0) {
@@ -121,7 +115,8 @@ static int parse_bench_options(int argc, char **argv, bench_options *o, cli_devi
             return cli_usage_error("--shape and --axis go together: --shape 1024x256 --axis 1");
         if (o->have_shape && have_n)
             return cli_usage_error("--shape gives the element count: drop --n");
-        if (have_method) return cli_usage_error("%s times the canonical method: drop --method", what);
+        if (have_method)
+            return cli_usage_error("%s times the canonical method: drop --method", what);
         if (o->cold || o->nstages > 0)
             return cli_usage_error("%s does not take --%s", what, o->cold ? "cold" : "stages");
         if (o->have_shape) {
@@ -215,7 +210,7 @@ int cmd_bench(int argc, char **argv)
         }
         snprintf(device_id, sizeof device_id, "gpu:%d", ordinal);
         int batch = o.have_shape || o.have_segments;
-        rc = batch      ? bench_batch_gpu(ordinal, &o)
+        rc = batch    ? bench_batch_gpu(ordinal, &o)
              : o.nops ? bench_ops_gpu(ordinal, &o)
                       : bench_gpu(ordinal, &o);
     }

@@ -42,10 +42,7 @@ int cmd_gen(int argc, char **argv)
                                        value);
             have_n = 1;
         } else if (strcmp(spec->name, "shape") == 0) {
-            if (cli_parse_shape(value, &shape, &n) != 0)
-                return cli_usage_error("--shape '%s': expected extents separated by ',' or 'x' "
-                                       "(at most %d, their product below 2^64), such as 1024,256",
-                                       value, CLI_MAX_DIMS);
+            if (cli_shape_option(value, 0, &shape, &n) != 0) return EXIT_USAGE;
             have_shape = 1;
         } else if (strcmp(spec->name, "seed") == 0) {
             if (cli_parse_seed(value, &seed) != 0)

@@ -53,8 +53,8 @@ static int load_input(const sum_options *o, int which, sum_input *in)
         if (o->have_shape && n != in->array.n) {
             char shape[700];
             cli_format_shape(&o->shape, shape, sizeof shape);
-            cli_error("--shape %s has %llu elements, %s holds %llu", shape,
-                      (unsigned long long)n, name, (unsigned long long)in->array.n);
+            cli_error("--shape %s has %llu elements, %s holds %llu", shape, (unsigned long long)n,
+                      name, (unsigned long long)in->array.n);
             cr_npy_free(&in->array);
             return EXIT_ERROR;
         }
@@ -169,8 +169,7 @@ static int parse_sum_options(int argc, char **argv, sum_options *o, int *positio
             o->raw_path = value;
         } else if (strcmp(name, "gen") == 0) {
             if (cr_gen_parse(value, &o->gen_kind) != 0)
-                return cli_usage_error("--gen '%s': unknown kind (" CR_GEN_KINDS ")",
-                                       value);
+                return cli_usage_error("--gen '%s': unknown kind (" CR_GEN_KINDS ")", value);
             o->have_gen = 1;
         } else if (strcmp(name, "n") == 0) {
             if (cli_parse_count(value, &o->n) != 0)
@@ -239,10 +238,7 @@ static int parse_sum_options(int argc, char **argv, sum_options *o, int *positio
             o->segments_path = value;
         } else if (strcmp(name, "shape") == 0) {
             uint64_t n;
-            if (cli_parse_shape(value, &o->shape, &n) != 0)
-                return cli_usage_error("--shape '%s': expected extents separated by ',' or 'x' "
-                                       "(1024,256 or 1024x256; at most %d, product below 2^64)",
-                                       value, CLI_MAX_DIMS);
+            if (cli_shape_option(value, 0, &o->shape, &n) != 0) return EXIT_USAGE;
             o->have_shape = 1;
             o->n = n;
         } else if (strcmp(name, "out") == 0) {
@@ -431,8 +427,10 @@ int cmd_sum(int argc, char **argv)
     int may_fall_back = o.device == CLI_DEVICE_AUTO && o.method == COOPREDUCE_METHOD_CANONICAL &&
                         gpu_option == NULL;
     if (batch) {
-        if (rc == EXIT_OK) rc = sum_batch_run(&dev, &o, &rk, &b, &in.array, y, may_fall_back, &out);
-        else if (o.out_path != NULL) cr_outfile_abort(&out);
+        if (rc == EXIT_OK)
+            rc = sum_batch_run(&dev, &o, &rk, &b, &in.array, y, may_fall_back, &out);
+        else if (o.out_path != NULL)
+            cr_outfile_abort(&out);
         sum_batch_free(&b);
         cr_npy_free(&in.array);
         cr_npy_free(&yin.array);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "messages.h"
 
 int cli_parse_shape(const char *text, cli_shape *shape, uint64_t *n)
 {
@@ -36,6 +37,14 @@ int cli_parse_shape(const char *text, cli_shape *shape, uint64_t *n)
         return -1;
     }
     return 0;
+}
+
+int cli_shape_option(const char *value, int positive, cli_shape *shape, uint64_t *n)
+{
+    if (cli_parse_shape(value, shape, n) == 0 && (!positive || *n != 0)) return 0;
+    return cli_usage_error("--shape '%s': expected %sextents separated by ',' or 'x' (1024,256 "
+                           "or 1024x256; at most %d, product below 2^64)",
+                           value, positive ? "positive " : "", CLI_MAX_DIMS);
 }
 
 int cli_parse_axis(const char *text, int *axis)

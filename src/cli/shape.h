@@ -18,6 +18,10 @@ typedef struct {
  * then -1). Returns 0 or -1; the caller words the usage error. */
 int cli_parse_shape(const char *text, cli_shape *shape, uint64_t *n);
 
+/* The value of a --shape option, parsed as cli_parse_shape does (and, with `positive`, no
+ * extent zero); a usage error otherwise. Returns 0, or EXIT_USAGE after the message. */
+int cli_shape_option(const char *value, int positive, cli_shape *shape, uint64_t *n);
+
 /* "-1", "0", "2": an integer axis, negative counting from the end as numpy does. */
 int cli_parse_axis(const char *text, int *axis);
 
