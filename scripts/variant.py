@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""variant.py BUILD NAME SOURCE [-DFLAG=VALUE ...] — a variant of the library for measuring:
+"""variant.py BUILD NAME SOURCE [--from REV] [-DFLAG=VALUE ...] — a variant of the library for measuring:
 SOURCE (a file of the library, such as src/gpu/rows.cu) compiled again with the extra flags, as
 BUILD compiled it, and the library relinked with that object to /tmp/v_NAME/libcoopreduce.so.0.
+--from REV compiles SOURCE as it is at git revision REV (the headers it includes as they are
+now): the committed code as a baseline beside the working tree's.
 Run any program of BUILD against it with LD_PRELOAD=/tmp/v_NAME/libcoopreduce.so.0 (the same
 soname: the preloaded copy serves the program), so that builds differing by a tuning macro are
 compared on one machine in one call, interleaved. BUILD must be configured with
@@ -15,6 +17,9 @@ import sys
 if len(sys.argv) < 4:
     sys.exit(__doc__)
 build, name, source, flags = os.path.abspath(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4:]
+rev = None
+if flags[:1] == ["--from"] and len(flags) >= 2:
+    rev, flags = flags[1], flags[2:]
 out = f"/tmp/v_{name}"
 os.makedirs(out, exist_ok=True)
 entries = json.load(open(f"{build}/compile_commands.json"))
@@ -27,6 +32,15 @@ obj_old = args[args.index("-o") + 1]
 obj = f"{out}/{os.path.basename(obj_old)}"
 args[args.index("-o") + 1] = obj
 args[1:1] = flags
+if rev:
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    old_text = subprocess.run(["git", "show", f"{rev}:{source}"], cwd=repo, check=True,
+                              capture_output=True).stdout
+    old_src = f"{out}/{os.path.basename(source)}"
+    open(old_src, "wb").write(old_text)
+    args = [old_src if a == entry["file"] else a for a in args]
+    if old_src not in args:
+        sys.exit(f"variant.py: {entry['file']} is not on its compile line")
 subprocess.run(args, cwd=entry["directory"], check=True)
 # The link line: the objects in a response file (@...objects...) or on the line itself,
 # whichever this CMake writes.
