@@ -87,6 +87,14 @@
 #ifndef CR_TUNE_EXACT_BF16_VOTE
 #define CR_TUNE_EXACT_BF16_VOTE 16
 #endif
+/* The digits' normalisations after the partial iteration and the last chunk, shared with the
+ * first chunk's and the kernel's end (as the bins' flushes are): 2, when a thread's loop has at
+ * most two chunks; 1, always; 0, never. On an H200 (docs/perf-log, run 220), 2 against 0: the
+ * float64 sum 4% and the float32 dot 3% faster at 2^24, both 0-0.7% at 2^28; 1 was as fast at
+ * 2^24 but the float64 sum 0.7% slower at 2^28 (its loop compiled 8 instructions longer). */
+#ifndef CR_TUNE_EXACT_DIGITS_SHARED
+#define CR_TUNE_EXACT_DIGITS_SHARED 2
+#endif
 #ifndef CR_TUNE_EXACT_DOT64_UNITS
 #define CR_TUNE_EXACT_DOT64_UNITS 6
 #endif
@@ -94,7 +102,9 @@
 namespace {
 
 /* The fold of every block's digits and flags: bytes kFoldOffset .. + 137 * 8 of the zeroed
- * ticket area (CR_GPU_TICKET_BYTES). */
+ * ticket area (CR_GPU_TICKET_BYTES). (Eight copies of it, block b adding to copy b mod 8 and
+ * the last block adding the copies, were slower: reading the copies back took 8.5 us at 2^24
+ * on an H200, where one took 0.4-0.5; docs/perf-log, run 219.) */
 const size_t kFoldOffset = 256;
 /* Grid-stride iterations per round. A thread handles at most 32 elements per iteration (4 units
  * of <= 8, 8 float64 units of 2, 6 of 2 products); were each to add one contribution
@@ -195,8 +205,12 @@ template <coopreduce_dtype DT, int DOT, int VEC> struct Cfg {
      * of it (SHARED_FLUSH: the partial iteration joins the first chunk and the head and tail
      * elements the last, so that neither needs a flush of its own: at 2^24 on an H200, 3 us of
      * the float32 sum's 28, docs/perf-log, run 215); digits, a normalisation every
-     * kDigitLaneElems. */
-    static constexpr bool SHARED_FLUSH = PATH == P_BINS || PATH == P_BF16;
+     * kDigitLaneElems, the partial iteration's and the last chunk's shared too in short loops
+     * (CR_TUNE_EXACT_DIGITS_SHARED, decided at run time: `shared` in the kernel), with chunks
+     * of full length: the digits' bound holds for kDigitLaneElems plus an iteration and the
+     * head and tail elements (exact_lanes.cuh). */
+    static constexpr bool SHARED_FLUSH =
+        PATH == P_BINS || PATH == P_BF16 || (PATH == P_DIGITS && CR_TUNE_EXACT_DIGITS_SHARED == 1);
     static constexpr uint64_t CHUNK = PATH == P_F16    ? kF16Leaves * kF16Acc / (8 * U)
                                       : PATH == P_BINS ? Bins::kLaneElems / (EPU * U) - 2
                                       : PATH == P_BF16 ? FBinShape::kLaneElems / (EPU * U) - 2
@@ -604,8 +618,11 @@ consume(const Unit (&ux)[Cfg<DT, DOT, VEC>::U], const Unit (&uy)[Cfg<DT, DOT, VE
             }
         if (emax == 0x7ffu) flags |= product_special_flags(a, b, nonneg);
     } else if (C::PATH == P_DIGITS) {
-        /* every float64 element, or float32 product, to the lane's digits; -0.0 is told apart
-         * by its bits; an infinity or a NaN among them is seen once for the whole batch */
+        /* every float64 element, or float32 product, to the lane's digits; an infinity or a
+         * NaN among them is seen once for the whole batch, and so is -0.0: a nonzero largest
+         * exponent field means a value that is not -0.0, and only a batch of zeros and
+         * subnormals (emax = 0) has its bits looked at (two ORs an element less in the float64
+         * sum's loop, of about 25) */
         long long *dcol = reinterpret_cast<long long *>(col);
         uint64_t b[U * C::EPU];
         uint32_t emax = 0;
@@ -617,8 +634,12 @@ consume(const Unit (&ux)[Cfg<DT, DOT, VEC>::U], const Unit (&uy)[Cfg<DT, DOT, VE
                     ok[u] ? digit_bits<DT, DOT>(ux[u], uy[u], e) : 0x8000000000000000ull;
                 if (!ok[u]) continue;
                 digits_add<C::LANE_BASE>(dcol, b[u * C::EPU + e], emax);
-                nonneg |= b[u * C::EPU + e] ^ 0x8000000000000000ull;
             }
+        nonneg |= emax;
+        if (emax == 0) {
+#pragma unroll
+            for (int k = 0; k < U * C::EPU; k++) nonneg |= b[k] ^ 0x8000000000000000ull;
+        }
         if (emax == 0x7ffu) flags |= special_flags(b);
     }
 }
@@ -734,11 +755,15 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
      * i0 + u * stride >= nunits missing; none at all in some threads), which runs first. The
      * full ones run in rounds of kRound with a carry step between (the first round also has
      * the partial one), each in chunks of at most CHUNK iterations; a flush after each chunk
-     * and after the partial iteration (bins: shared with the first and the last chunk's). A
-     * pointer, not an index, runs through the loop: fewer registers. */
+     * and after the partial iteration (`shared`: the bins', and the digits' in loops of at
+     * most two chunks, join the first and the last chunk's). A pointer, not an index, runs
+     * through the loop: fewer registers. */
     const uint64_t full = nunits / step, ip = full * step + gid;
+    const bool shared =
+        C::SHARED_FLUSH ||
+        (C::PATH == P_DIGITS && CR_TUNE_EXACT_DIGITS_SHARED == 2 && full <= 2 * C::CHUNK);
     if (ip < nunits) iteration(bx + ip * L::USZ, ip, std::true_type());
-    if (!C::SHARED_FLUSH) flush();
+    if (!shared) flush();
     const unsigned char *p = bx + gid * L::USZ;
     const uint64_t pstep = U * ustride;
     for (uint64_t left = full; left;) {
@@ -807,7 +832,7 @@ __global__ void __launch_bounds__(Cfg<DT, DOT, VEC>::THREADS,
                 for (uint32_t k = chunk; k; --k, p += pstep) iteration(p, 0, std::false_type());
             }
             /* the last chunk's flush is the kernel's last (after the head and the tail) */
-            if (!C::SHARED_FLUSH || round || left) flush();
+            if (!shared || round || left) flush();
         }
         if (left) carry_step<ND>(acc);
     }

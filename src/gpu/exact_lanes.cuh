@@ -29,8 +29,10 @@
  *     high part to the next digit (<= 64), both negated for a negative value (digits_add). A
  *     digit gains at most 2^53 in magnitude per element, so a lane normalises its digits (one
  *     pass: each digit keeps its low 32 bits plus the carry of the one below, the top digit,
- *     which no element reaches, takes the last carry) every 2^9 elements at most: before it,
- *     |digit| <= 2^32 + 2^31 + (2^9 + 16) * 2^53 < 2^63.
+ *     which no element reaches, takes the last carry) after at most 2^9 elements and an
+ *     iteration's 16 more (the partial iteration joins the first chunk) and the head and tail
+ *     elements (2, with the last chunk): before it, |digit| <= 2^32 + 2^31 + (2^9 + 18) * 2^53
+ *     < 2^63 (any count up to about 2^10 would do).
  *   The float64 dot's digits: the DOT64 layout (lsb 2^-2148), its first 132 digits: each exact
  *     106-bit product in four pieces below 2^53 to four consecutive digits (digits_add_product):
  *     the same normalisation interval holds. 33 KiB a warp, so its blocks are one warp.
@@ -164,6 +166,15 @@ __device__ __forceinline__ long long negated_if(uint64_t v, uint64_t sx)
     return (long long)((v ^ sx) - sx);
 }
 
+/* The 64-bit mask of the sign bit of w (0 or all ones), built from one 32-bit shift: both
+ * halves are the same register, where a sign extension of the 32-bit mask cost a second shift
+ * per element. */
+__device__ __forceinline__ uint64_t sign_mask(uint32_t w)
+{
+    const uint32_t s = (uint32_t)((int32_t)w >> 31);
+    return ((uint64_t)s << 32) | s;
+}
+
 /* digits_add: the double of bits b (a float64 value, or a float32 product, exact in binary64)
  * into the lane's digits (column `col`, stride 32), in 32-bit instructions: about 33 an element,
  * where 64-bit shifts and a test per element took 55 (1.2x the float64 sum's speed on an H200).
@@ -191,7 +202,7 @@ __device__ __forceinline__ void digits_add(long long *col, uint64_t b, uint32_t 
     const uint32_t mh = (wh & 0xfffffu) | (ex ? 0x100000u : 0u);
     const uint32_t w0 = wl << sh, w1 = __funnelshift_l(wl, mh, sh),
                    w2 = __funnelshift_l(mh, 0u, sh);
-    const uint64_t sx = (uint64_t)(long long)((int32_t)wh >> 31); /* 0 or all ones */
+    const uint64_t sx = sign_mask(wh);
     long long *d = col + (p >> 5) * 32u;
     d[0] += negated_if(w0, sx);
     d[32] += negated_if(((uint64_t)w2 << 32) | w1, sx);
@@ -227,7 +238,7 @@ __device__ __forceinline__ void digits_add_product(long long *col, uint64_t a, u
                    x4 = __funnelshift_l(p3, 0u, sh);
     const uint32_t sgn = ah ^ bh;
     nonneg |= ((uint64_t)(~sgn & 0x80000000u) << 32) | (p0 | p1 | p2 | p3);
-    const uint64_t sx = (uint64_t)(long long)((int32_t)sgn >> 31); /* 0 or all ones */
+    const uint64_t sx = sign_mask(sgn);
     long long *d = col + (p >> 5) * 32u;
     d[0] += negated_if(x0, sx);
     d[32] += negated_if(((uint64_t)(x2 & 0x1fffffu) << 32) | x1, sx);
