@@ -95,6 +95,11 @@
 #ifndef CR_TUNE_EXACT_DIGITS_SHARED
 #define CR_TUNE_EXACT_DIGITS_SHARED 2
 #endif
+/* bfloat16: a lane that fails the joint range check of its U units checks each unit alone (1)
+ * or sends all of them to the float bins (0). */
+#ifndef CR_TUNE_EXACT_BF16_UNIT_CHECK
+#define CR_TUNE_EXACT_BF16_UNIT_CHECK 1
+#endif
 #ifndef CR_TUNE_EXACT_DOT64_UNITS
 #define CR_TUNE_EXACT_DOT64_UNITS 6
 #endif
@@ -591,6 +596,26 @@ consume(const Unit (&ux)[Cfg<DT, DOT, VEC>::U], const Unit (&uy)[Cfg<DT, DOT, VE
         if (pass) {
 #pragma unroll
             for (int u = 0; u < U; u++) bin_add<kBinShift>(col, __float_as_uint(bf16_tree(ux[u])));
+        } else if (vote != 2 && CR_TUNE_EXACT_BF16_UNIT_CHECK) {
+            /* the joint check failed: each unit checked alone, its tree to the bins when it
+             * passes, its elements to the float bins when not. On normal data a lane fails the
+             * joint check now and then (one small element suffices), and the lanes that pass
+             * wait for it: 8 elements through the float bins instead of 32. */
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                int spread, top;
+                bf16_range<1>(&ux[u], spread, top);
+                if (spread <= 13 && top <= 251) {
+                    bin_add<kBinShift>(col, __float_as_uint(bf16_tree(ux[u])));
+                } else {
+#pragma unroll
+                    for (int j = 0; j < 4; j++) {
+                        fbin_add(fcol, ux[u].w[j] << 16);
+                        fbin_add(fcol, ux[u].w[j] & 0xffff0000u);
+                    }
+                    fslow = true;
+                }
+            }
         } else {
 #pragma unroll
             for (int u = 0; u < U; u++)

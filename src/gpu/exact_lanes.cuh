@@ -132,10 +132,13 @@ struct FBinShape {
     static constexpr uint64_t kLaneElems = 1ull << 9;
 };
 
-/* w: the float32 bits of a bfloat16 (its 16 bits in the high half). */
+/* w: the float32 bits of a bfloat16 (its 16 bits in the high half). The scaling and the
+ * addition in one FFMA (the kernels are compiled with --fmad=false, so it is asked for): the
+ * product w * 2^-16 is exact, so the fused result is the rounded sum of the two steps. */
 __device__ __forceinline__ void fbin_add(float *col, uint32_t w)
 {
-    col[((w >> 26) & 31u) * 32] += __uint_as_float(w) * 0x1p-16f;
+    float *bin = col + ((w >> 26) & 31u) * 32;
+    *bin = __fmaf_rn(__uint_as_float(w), 0x1p-16f, *bin);
 }
 
 /* ---- Digits ------------------------------------------------------------------------------- */
