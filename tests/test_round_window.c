@@ -12,8 +12,10 @@
  *     the window clear), with and without one nonzero digit far below: round to even against
  *     round up, which only the sticky digit tells apart,
  *   - magnitudes at the subnormal and overflow ends of each format.
- * The window is built here as the kernel builds it. Planted bugs: the window without its
- * sticky bit fails about 37000 comparisons, a window of two digits about 64000.
+ * The window is built here as the kernel builds it, and rounded both by cr_sa_round and by
+ * cr_sa_round4 (the kernel's straight-line rounding of four digits in registers). Planted bugs:
+ * the window without its sticky bit fails about 37000 comparisons, a window of two digits
+ * about 64000.
  *
  * COOPREDUCE_TEST_SEED=S replays a run (the seed is printed). */
 #include <stdint.h>
@@ -60,10 +62,22 @@ static void compare(const char *what, const int64_t *d, int nd, int lsb)
     const unsigned flags = CR_X_ANY | CR_X_NONNEGZ;
     for (int f = 0; f < 4; f++)
         for (int neg = 0; neg <= 1; neg++) {
-            unsigned char full[8] = {0}, part[8] = {0};
+            unsigned char full[8] = {0}, part[8] = {0}, four[8] = {0};
             cr_sa_round(d, nd, neg, lsb, flags, kFmts[f], full);
             cr_sa_round(win, cnt, neg, lsb + 32 * l, flags, kFmts[f], part);
+            /* the GPU's straight-line rounding of the same four digits (zeros above the top) */
+            uint64_t w[4] = {0, 0, 0, 0};
+            for (int i = 0; i < cnt; i++) w[i] = (uint64_t)win[i];
+            cr_sa_round4(w[0], w[1], w[2], w[3], neg, lsb + 32 * l, flags, kFmts[f], four);
             checks_run++;
+            if (!CHECK(memcmp(full, four, (size_t)kResultBytes[f]) == 0,
+                       "%s: %s, %d digits above 2^%d, neg %d, four digits from digit %d: "
+                       "whole %02x%02x%02x%02x%02x%02x%02x%02x, cr_sa_round4 "
+                       "%02x%02x%02x%02x%02x%02x%02x%02x",
+                       what, kFmtNames[f], nd, lsb, neg, l, full[7], full[6], full[5], full[4],
+                       full[3], full[2], full[1], full[0], four[7], four[6], four[5], four[4],
+                       four[3], four[2], four[1], four[0]))
+                return;
             if (!CHECK(memcmp(full, part, (size_t)kResultBytes[f]) == 0,
                        "%s: %s, %d digits above 2^%d, neg %d, window from digit %d of %d: "
                        "whole %02x%02x%02x%02x%02x%02x%02x%02x, window "

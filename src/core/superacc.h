@@ -203,56 +203,58 @@ static inline CR_HD int cr_sa_normalise(int64_t *d, int nd)
     return neg;
 }
 
-/* The value (-1)^neg * d, d a normalised magnitude (cr_sa_normalise) of nd digits above 2^lsb,
- * with the flags, rounded once to `fmt` (round to nearest, ties to even; subnormals at their
- * own position; beyond the largest finite value: +-inf) and written to result (8, 4 or 2
- * bytes). The rules of coopreduce_mode for NaN, infinities and zeros. Digits that are zero may
- * be left out at either end (d + l, nd - l, lsb + 32 l): the result is the same. */
-static inline CR_HD void cr_sa_round(const int64_t *d, int nd, int neg, int lsb, unsigned flags,
-                                     int fmt, void *result)
+/* The formats' precision (bits of the significand), smallest normal exponent and largest. */
+static inline CR_HD int cr_sa_prec(int fmt)
 {
-    const int prec = fmt == CR_FMT_F64 ? 53 : fmt == CR_FMT_F32 ? 24 : fmt == CR_FMT_F16 ? 11 : 8;
-    const int emin = fmt == CR_FMT_F64 ? -1022 : fmt == CR_FMT_F16 ? -14 : -126;
-    const int emax = 1 - emin;
-    double v;
+    return fmt == CR_FMT_F64 ? 53 : fmt == CR_FMT_F32 ? 24 : fmt == CR_FMT_F16 ? 11 : 8;
+}
+static inline CR_HD int cr_sa_emin(int fmt)
+{
+    return fmt == CR_FMT_F64 ? -1022 : fmt == CR_FMT_F16 ? -14 : -126;
+}
+
+/* The result when the flags decide it (a NaN, an infinity): 1 and *v, else 0. */
+static inline CR_HD int cr_sa_special_result(unsigned flags, double *v)
+{
     if ((flags & CR_X_NAN) || ((flags & CR_X_PINF) && (flags & CR_X_NINF))) {
-        v = cr_f64_from(CR_NAN_F64);
-    } else if (flags & (CR_X_PINF | CR_X_NINF)) {
-        v = (flags & CR_X_PINF) ? (double)INFINITY : -(double)INFINITY;
-    } else {
-        int h = nd - 1;
-        while (h >= 0 && d[h] == 0) h--;
-        if (h < 0) {
-            /* exactly zero: -0.0 only when every element was -0.0 */
-            v = (flags & CR_X_ANY) && !(flags & CR_X_NONNEGZ) ? -0.0 : 0.0;
-        } else {
-            /* top digit < 2^32 here: the bounds keep |sum| far below the top of the range */
-            const int t = 32 * h + cr_bitlen64((uint64_t)d[h]) - 1; /* MSB position */
-            const int E = t + lsb;
-            const int ue = (E >= emin ? E : emin) - prec + 1; /* exponent of the result's ulp */
-            /* q >= 0 over the whole layout (ue >= emin - prec + 1 >= -1074 >= its lsb; q == 0: a
-             * float64 subnormal, exact); q < 0 only when zero digits were left out below, whose
-             * bits read as zero */
-            const int q = ue - lsb;
-            uint64_t kept;
-            {
-                const int cnt = t - q + 1; /* kept bits, <= prec, may be <= 0 */
-                kept = cnt > 0 ? cr_sa_bits(d, nd, q, cnt) : 0;
-                const int rb = (int)cr_sa_bits(d, nd, q - 1, 1);
-                const int sticky = cr_sa_any_below(d, q - 1);
-                if (rb && (sticky || (kept & 1u))) kept++;
-                if (kept && cr_bitlen64(kept) + ue - 1 > emax) {
-                    v = (double)INFINITY;
-                } else {
-                    /* kept * 2^ue is a value of the format: exact as a double */
-                    const double p2 = ue >= -1022 ? cr_f64_from((uint64_t)(ue + 1023) << 52)
-                                                  : cr_f64_from(1ull << (ue + 1074));
-                    v = (double)kept * p2;
-                }
-            }
-            if (neg) v = -v;
-        }
+        *v = cr_f64_from(CR_NAN_F64);
+        return 1;
     }
+    if (flags & (CR_X_PINF | CR_X_NINF)) {
+        *v = (flags & CR_X_PINF) ? (double)INFINITY : -(double)INFINITY;
+        return 1;
+    }
+    return 0;
+}
+
+/* The zero result: -0.0 only when every element was -0.0. */
+static inline CR_HD double cr_sa_zero_result(unsigned flags)
+{
+    return (flags & CR_X_ANY) && !(flags & CR_X_NONNEGZ) ? -0.0 : 0.0;
+}
+
+/* The kept bits (at most the precision) with the round bit and the sticky bit, rounded to
+ * nearest, ties to even, times 2^ue: exact as a double; +-inf beyond the format's largest
+ * finite value (exponent emax). */
+static inline CR_HD double cr_sa_rounded(uint64_t kept, int rb, int sticky, int ue, int emax,
+                                         int neg)
+{
+    double v;
+    if (rb && (sticky || (kept & 1u))) kept++;
+    if (kept && cr_bitlen64(kept) + ue - 1 > emax) {
+        v = (double)INFINITY;
+    } else {
+        /* kept * 2^ue is a value of the format: exact as a double */
+        const double p2 = ue >= -1022 ? cr_f64_from((uint64_t)(ue + 1023) << 52)
+                                      : cr_f64_from(1ull << (ue + 1074));
+        v = (double)kept * p2;
+    }
+    return neg ? -v : v;
+}
+
+/* v (a value of the format, or inf / NaN) written to result as `fmt` (8, 4 or 2 bytes). */
+static inline CR_HD void cr_sa_store(double v, int fmt, void *result)
+{
     if (fmt == CR_FMT_F64) {
         memcpy(result, &v, 8);
         return;
@@ -265,6 +267,70 @@ static inline CR_HD void cr_sa_round(const int64_t *d, int nd, int neg, int lsb,
         const uint16_t b = fmt == CR_FMT_F16 ? cr_f32_to_f16(f) : cr_f32_to_bf16(f);
         memcpy(result, &b, 2);
     }
+}
+
+/* The value (-1)^neg * d, d a normalised magnitude (cr_sa_normalise) of nd digits above 2^lsb,
+ * with the flags, rounded once to `fmt` (round to nearest, ties to even; subnormals at their
+ * own position; beyond the largest finite value: +-inf) and written to result (8, 4 or 2
+ * bytes). The rules of coopreduce_mode for NaN, infinities and zeros. Digits that are zero may
+ * be left out at either end (d + l, nd - l, lsb + 32 l): the result is the same. */
+static inline CR_HD void cr_sa_round(const int64_t *d, int nd, int neg, int lsb, unsigned flags,
+                                     int fmt, void *result)
+{
+    const int prec = cr_sa_prec(fmt), emin = cr_sa_emin(fmt), emax = 1 - emin;
+    double v;
+    if (!cr_sa_special_result(flags, &v)) {
+        int h = nd - 1;
+        while (h >= 0 && d[h] == 0) h--;
+        if (h < 0) {
+            v = cr_sa_zero_result(flags);
+        } else {
+            /* top digit < 2^32 here: the bounds keep |sum| far below the top of the range */
+            const int t = 32 * h + cr_bitlen64((uint64_t)d[h]) - 1; /* MSB position */
+            const int E = t + lsb;
+            const int ue = (E >= emin ? E : emin) - prec + 1; /* exponent of the result's ulp */
+            /* q >= 0 over the whole layout (ue >= emin - prec + 1 >= -1074 >= its lsb; q == 0: a
+             * float64 subnormal, exact); q < 0 only when zero digits were left out below, whose
+             * bits read as zero */
+            const int q = ue - lsb;
+            const int cnt = t - q + 1; /* kept bits, <= prec, may be <= 0 */
+            const uint64_t kept = cnt > 0 ? cr_sa_bits(d, nd, q, cnt) : 0;
+            v = cr_sa_rounded(kept, (int)cr_sa_bits(d, nd, q - 1, 1), cr_sa_any_below(d, q - 1), ue,
+                              emax, neg);
+        }
+    }
+    cr_sa_store(v, fmt, result);
+}
+
+/* cr_sa_round of a magnitude of four digits w0 + 2^32 w1 + 2^64 w2 + 2^96 w3 (each in [0,
+ * 2^32)) above 2^lsb, in straight-line 128-bit arithmetic: no loop and no memory, for the GPU's
+ * one rounding thread (exact.cu, last_block_end), which holds the digits in registers. The same
+ * result as cr_sa_round of those four digits (test_round_window holds both against the whole
+ * magnitude). */
+static inline CR_HD void cr_sa_round4(uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3, int neg,
+                                      int lsb, unsigned flags, int fmt, void *result)
+{
+    const int prec = cr_sa_prec(fmt), emin = cr_sa_emin(fmt), emax = 1 - emin;
+    double v;
+    if (!cr_sa_special_result(flags, &v)) {
+        const uint64_t hi = w3 << 32 | w2, lo = w1 << 32 | w0;
+        if (!(hi | lo)) {
+            v = cr_sa_zero_result(flags);
+        } else {
+            const cr_u128 m = (cr_u128)hi << 64 | lo;
+            const int t = hi ? 63 + cr_bitlen64(hi) : cr_bitlen64(lo) - 1; /* MSB position */
+            const int E = t + lsb;
+            const int ue = (E >= emin ? E : emin) - prec + 1;
+            const int q = ue - lsb, cnt = t - q + 1; /* q <= t + 1 <= 128 when cnt >= 0 */
+            uint64_t kept = 0;
+            if (cnt > 0) kept = (uint64_t)(q >= 0 ? m >> q : m << -q) & (((uint64_t)1 << cnt) - 1u);
+            const int r = q - 1; /* the round bit's position */
+            const int rb = r >= 0 && r < 128 && (int)((uint64_t)(m >> r) & 1u);
+            const int sticky = r >= 128 ? 1 : r > 0 && (m & (((cr_u128)1 << r) - 1u)) != 0;
+            v = cr_sa_rounded(kept, rb, sticky, ue, emax, neg);
+        }
+    }
+    cr_sa_store(v, fmt, result);
 }
 
 /* The exact sum in d (nd digits, destroyed), with the flags, rounded once to `fmt` and written
