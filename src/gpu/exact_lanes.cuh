@@ -63,9 +63,13 @@ template <int SHIFT> struct BinShape {
 };
 
 /* f (bits w) into its bin: `col` is the lane's column (bin 0 of this lane). */
+/* The bin's byte offset from the column, bin * 32 lanes * 8 bytes, is taken off w by one shift
+ * and one mask; with an element index the compiler formed the address in four instructions. */
 template <int SHIFT> __device__ __forceinline__ void bin_add(double *col, uint32_t w)
 {
-    col[((w >> SHIFT) & (BinShape<SHIFT>::kBins - 1u)) * 32] += (double)__uint_as_float(w);
+    const uint32_t off = (w >> (SHIFT - 8)) & ((BinShape<SHIFT>::kBins - 1u) << 8);
+    double *bin = reinterpret_cast<double *>(reinterpret_cast<char *>(col) + off);
+    *bin += (double)__uint_as_float(w);
 }
 
 /* v (finite) added to the block's digits acc (lsb its layout's) with 64-bit shared atomics
@@ -137,7 +141,8 @@ struct FBinShape {
  * product w * 2^-16 is exact, so the fused result is the rounded sum of the two steps. */
 __device__ __forceinline__ void fbin_add(float *col, uint32_t w)
 {
-    float *bin = col + ((w >> 26) & 31u) * 32;
+    /* the byte offset bin * 32 lanes * 4 bytes by one shift and one mask, as in bin_add */
+    float *bin = reinterpret_cast<float *>(reinterpret_cast<char *>(col) + ((w >> 19) & 0xf80u));
     *bin = __fmaf_rn(__uint_as_float(w), 0x1p-16f, *bin);
 }
 
