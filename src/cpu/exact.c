@@ -346,15 +346,18 @@ static void buckets_run(job *j)
  * superaccumulator 128 bits up. Every BSPAN leaves each group's bins, summed over the BSETS sets
  * (every partial sum a sum of at most 2^19 leaves: exact), go to the superaccumulator and
  * restart. BSETS sets, leaf i in set i % BSETS, so that consecutive leaves of one group (all of
- * narrow data) do not wait on each other's store; sets side by side in a group's 64 bytes (4 KiB
- * apart, a set's loads would wait on the other sets' stores: 4K aliasing), and four of them, as
- * the 16 KiB of bins then stay in the level-1 cache (eight measured slower on wide data). H bins
+ * narrow data) do not wait on each other's store; sets side by side in a group's 128 bytes (4
+ * KiB apart, a set's loads would wait on the other sets' stores: 4K aliasing), and eight of them:
+ * on narrow data each set's bin waits on its previous store and addition, so four sets held a
+ * float64 sum of uniform data to 7.1-8.0 ms at 2^24 against 5.3-5.5 ms with eight, wide data
+ * level at 5.4-6.1 ms, cancelling data 3% faster (a 2-core AMD EPYC, 2026-11-28; an older
+ * measurement on another machine had eight slower on wide data; docs/perf-log/2026-11-24-cpu-exact.md). H bins
  * start at -0.0 and stay -0.0 only if every leaf of the group was -0.0 (the sign rule of zeros).
  * Infinities and NaNs (group 255) are found by a vector test of each BCHUNK leaves after the bins
  * took them (from the level-1 cache: ahead of the bins, the test waited for memory, 40% slower on
  * wide data), and set their flags; in the bins they become finite values below 2^897 (128 off their
  * exponent field), as harmless as the group's others: the result is an infinity or a NaN. */
-#define BSETS  4
+#define BSETS  8
 #define BSPAN  (1u << 19)
 #define BGROUP 256
 #define BTOP   248                   /* the first scaled group: biased exponents from 1984 */
