@@ -361,8 +361,8 @@ template <int ND> __device__ void carry_step(long long *acc)
 
 /* The last block's end runs in its warp 0 alone, the ND digits in registers: lane L holds
  * digits L * PER .. L * PER + PER - 1 (slots past ND hold 0), the top digit M = ND - 1 among
- * them: no block barrier, and shared memory only for the four digits handed to the rounding
- * thread, where the end in shared memory with the whole block took 2.3-4 us after the fold at
+ * them: no block barrier and no shared memory (the rounding thread gets its four digits by
+ * shuffles), where the end in shared memory with the whole block took 2.3-4 us after the fold at
  * 2^24 on an H200 (docs/perf-log, run 209's trace). */
 template <int ND> struct WarpDigits {
     static constexpr int M = ND - 1, PER = (ND + 31) / 32;
