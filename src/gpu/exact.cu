@@ -279,6 +279,16 @@ __device__ __forceinline__ float bf16_tree(const Unit &a)
     return ((f[0] + f[1]) + (f[2] + f[3])) + ((f[4] + f[5]) + (f[6] + f[7]));
 }
 
+/* bfloat16: the 8 elements of unit a, each to its float bin (fcol: the lane's column). */
+__device__ __forceinline__ void bf16_to_fbins(float *fcol, const Unit &a)
+{
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        fbin_add(fcol, a.w[j] << 16);
+        fbin_add(fcol, a.w[j] & 0xffff0000u);
+    }
+}
+
 /* The leaf c through the K terms of t; returns the residue. */
 template <int K> __device__ __forceinline__ double add_leaf(double (&t)[K], double c)
 {
@@ -615,22 +625,13 @@ consume(const Unit (&ux)[Cfg<DT, DOT, VEC>::U], const Unit (&uy)[Cfg<DT, DOT, VE
                 if (spread <= 13 && top <= 251) {
                     bin_add<kBinShift>(col, __float_as_uint(bf16_tree(ux[u])));
                 } else {
-#pragma unroll
-                    for (int j = 0; j < 4; j++) {
-                        fbin_add(fcol, ux[u].w[j] << 16);
-                        fbin_add(fcol, ux[u].w[j] & 0xffff0000u);
-                    }
+                    bf16_to_fbins(fcol, ux[u]);
                     fslow = true;
                 }
             }
         } else {
 #pragma unroll
-            for (int u = 0; u < U; u++)
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    fbin_add(fcol, ux[u].w[j] << 16);
-                    fbin_add(fcol, ux[u].w[j] & 0xffff0000u);
-                }
+            for (int u = 0; u < U; u++) bf16_to_fbins(fcol, ux[u]);
             fslow = true;
         }
     } else if (C::PATH == P_DIGITS && DOT && DT == kF64) {

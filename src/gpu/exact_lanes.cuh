@@ -62,9 +62,9 @@ template <int SHIFT> struct BinShape {
     static constexpr uint64_t kLaneElems = 1ull << (25 - kWidth);
 };
 
-/* f (bits w) into its bin: `col` is the lane's column (bin 0 of this lane). */
-/* The bin's byte offset from the column, bin * 32 lanes * 8 bytes, is taken off w by one shift
- * and one mask; with an element index the compiler formed the address in four instructions. */
+/* f (bits w) into its bin: `col` is the lane's column (bin 0 of this lane). The bin's byte
+ * offset from the column, bin * 32 lanes * 8 bytes, is taken off w by one shift and one mask;
+ * with an element index the compiler formed the address in four instructions. */
 template <int SHIFT> __device__ __forceinline__ void bin_add(double *col, uint32_t w)
 {
     const uint32_t off = (w >> (SHIFT - 8)) & ((BinShape<SHIFT>::kBins - 1u) << 8);
