@@ -53,6 +53,26 @@ static int window_of(const int64_t *d, int nd, int64_t win[4], int *l)
 
 static int checks_run;
 
+/* The result bytes as hex, most significant first (8 bytes: the widest format). */
+static void hex_of(const unsigned char r[8], char out[17])
+{
+    for (int i = 0; i < 8; i++) snprintf(out + 2 * i, 3, "%02x", r[7 - i]);
+}
+
+/* Whether `got` (a rounding from the window) equals `full` (from the whole magnitude); a
+ * failure names the case and both results. */
+static int same_result(const unsigned char full[8], const unsigned char got[8], const char *how,
+                       const char *what, int f, int nd, int lsb, int neg, int l, int cnt)
+{
+    char a[17], b[17];
+    hex_of(full, a);
+    hex_of(got, b);
+    return CHECK(memcmp(full, got, (size_t)kResultBytes[f]) == 0,
+                 "%s: %s, %d digits above 2^%d, neg %d, window from digit %d of %d: whole %s, "
+                 "%s %s",
+                 what, kFmtNames[f], nd, lsb, neg, l, cnt, a, how, b);
+}
+
 /* d against its window, every format, both signs. */
 static void compare(const char *what, const int64_t *d, int nd, int lsb)
 {
@@ -70,21 +90,8 @@ static void compare(const char *what, const int64_t *d, int nd, int lsb)
             for (int i = 0; i < cnt; i++) w[i] = (uint64_t)win[i];
             cr_sa_round4(w[0], w[1], w[2], w[3], neg, lsb + 32 * l, flags, kFmts[f], four);
             checks_run++;
-            if (!CHECK(memcmp(full, four, (size_t)kResultBytes[f]) == 0,
-                       "%s: %s, %d digits above 2^%d, neg %d, four digits from digit %d: "
-                       "whole %02x%02x%02x%02x%02x%02x%02x%02x, cr_sa_round4 "
-                       "%02x%02x%02x%02x%02x%02x%02x%02x",
-                       what, kFmtNames[f], nd, lsb, neg, l, full[7], full[6], full[5], full[4],
-                       full[3], full[2], full[1], full[0], four[7], four[6], four[5], four[4],
-                       four[3], four[2], four[1], four[0]))
-                return;
-            if (!CHECK(memcmp(full, part, (size_t)kResultBytes[f]) == 0,
-                       "%s: %s, %d digits above 2^%d, neg %d, window from digit %d of %d: "
-                       "whole %02x%02x%02x%02x%02x%02x%02x%02x, window "
-                       "%02x%02x%02x%02x%02x%02x%02x%02x",
-                       what, kFmtNames[f], nd, lsb, neg, l, cnt, full[7], full[6], full[5], full[4],
-                       full[3], full[2], full[1], full[0], part[7], part[6], part[5], part[4],
-                       part[3], part[2], part[1], part[0]))
+            if (!same_result(full, four, "cr_sa_round4", what, f, nd, lsb, neg, l, cnt) ||
+                !same_result(full, part, "window", what, f, nd, lsb, neg, l, cnt))
                 return;
         }
 }

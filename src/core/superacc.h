@@ -180,14 +180,15 @@ static inline CR_HD uint64_t cr_sa_bits(const int64_t *d, int nd, int lo, int co
     return (uint64_t)w & ((1ull << count) - 1u);
 }
 
-/* Any bit below position b (exclusive) set. */
-static inline CR_HD int cr_sa_any_below(const int64_t *d, int b)
+/* Any bit below position b (exclusive) set among the nd digits (those above read as zero, as
+ * in cr_sa_bits: b may lie past the last digit when zero digits were left out at the top). */
+static inline CR_HD int cr_sa_any_below(const int64_t *d, int nd, int b)
 {
     if (b <= 0) return 0;
     const int i = b >> 5;
-    for (int j = 0; j < i; j++)
+    for (int j = 0; j < i && j < nd; j++)
         if (d[j]) return 1;
-    return (b & 31) && ((uint64_t)d[i] & ((1ull << (b & 31)) - 1u)) != 0;
+    return i < nd && (b & 31) && ((uint64_t)d[i] & ((1ull << (b & 31)) - 1u)) != 0;
 }
 
 /* d (nd digits) to its normal form as a magnitude: digits 0 .. nd-2 in [0, 2^32), the top one
@@ -295,8 +296,8 @@ static inline CR_HD void cr_sa_round(const int64_t *d, int nd, int neg, int lsb,
             const int q = ue - lsb;
             const int cnt = t - q + 1; /* kept bits, <= prec, may be <= 0 */
             const uint64_t kept = cnt > 0 ? cr_sa_bits(d, nd, q, cnt) : 0;
-            v = cr_sa_rounded(kept, (int)cr_sa_bits(d, nd, q - 1, 1), cr_sa_any_below(d, q - 1), ue,
-                              emax, neg);
+            v = cr_sa_rounded(kept, (int)cr_sa_bits(d, nd, q - 1, 1), cr_sa_any_below(d, nd, q - 1),
+                              ue, emax, neg);
         }
     }
     cr_sa_store(v, fmt, result);
