@@ -363,14 +363,14 @@ __global__ void __launch_bounds__(kThreads, Layout<T>::kMinBlocks * 8 / kWarpsPe
     balanced_range(P.count[1], gridDim.x, blockIdx.x, &b0, &b1);
     __shared__ EarlyTickets early; /* tree.cuh: the level-2 tickets, posted near the start */
     auto post = [&] {
-        if (early_poster()) early_tickets<1>(&P, b0, b1, &early);
+        if (early_poster()) early_tickets(P, b0, b1, &early);
     };
     if (P.quad)
         quad_chunks<T, L>(block, warp, P, b0, b1, quarter, tag, post);
     else
         level1_chunks<T, L>(warp, P, b0, b1, w, tag, post);
     if (b0 == b1) return; /* uniform across the block */
-    post_tickets(block, warp, Ps, b0, b1, quarter, tag, &early);
+    post_tickets<1>(block, warp, &Ps, b0, b1, &quarter[0][0][0], tag, &early);
 }
 
 /* Small N (at most kSmallChunks chunks): one block, one warp per chunk, the partials in shared
@@ -440,7 +440,7 @@ cudaError_t launch(const cr_gpu_call *c, const cr_gpu_work *w, const cr_gpu_grid
 {
     const coopreduce_op op = c->plan->op;
     if (c->n == 0) { /* the final rule on the sum of nothing: SUM +0.0, MEAN NaN */
-        const Final F = {1, (int)op, (int)c->plan->dtype, 0, 0, nullptr, nullptr};
+        const Final F = {1, (int)op, (int)c->plan->dtype, 0};
         empty_kernel<<<1, 1, 0, c->stream>>>(F, c->out);
         return cudaGetLastError();
     }
@@ -450,7 +450,7 @@ cudaError_t launch(const cr_gpu_call *c, const cr_gpu_work *w, const cr_gpu_grid
     P.host = static_cast<Word *>(c->host_tagged);
     P.seq = c->seq;
     /* SUM: the value itself; MEAN: values.h's rule, applied by the top warp. */
-    P.fin = Final{op != COOPREDUCE_OP_SUM, (int)op, (int)c->plan->dtype, 0, 0, nullptr, nullptr};
+    P.fin = Final{op != COOPREDUCE_OP_SUM, (int)op, (int)c->plan->dtype, 0};
     tree_setup(P, c->n, w->tree_partials, w->tree_counters);
     P.x_aligned = ((uintptr_t)c->x % 16) == 0;
     P.quad = g->quad;

@@ -23,14 +23,13 @@
 extern "C" {
 #endif
 
-/* NORM2's three canonical trees (ordered.cu): each with the partials and counters of a
- * canonical sum's workspace, one shared epoch word (at the start of tree 0's counters), the
- * three sums' tagged slots and the join count. All zero when allocated; every launch leaves the
- * counters and the join count zero. */
+/* NORM2's three canonical trees (ordered.cu): each with the tagged partials of a canonical
+ * sum's workspace; one set of counters for the three, its first word the epoch. All zero when
+ * allocated; every launch leaves the counters zero. */
 struct cr_norm2_work {
-    void *partials[3], *counters[3];
-    unsigned int *epoch, *join;
-    void *slots;
+    void *partials[3]; /* tree k's tagged partials (k: big, medium, small) */
+    void *counters;    /* the counters the three trees share, the epoch first */
+    unsigned int *epoch;
 };
 
 /* Bytes of the zeroed ticket area: the ticket, scan.cu's and rows.cu's words in the first 64,

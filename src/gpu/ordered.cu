@@ -12,8 +12,8 @@
  * code the canonical sum uses above its own level 1), and the warp that completes the top node
  * applies the operation's final rule: one launch instead of three (level 1, the canonical sum
  * of the partials, a final step), which matters at mid sizes (docs/perf-log).
- * NORM2 (three leaf classes): one launch too, norm2_kernel, whose three trees climb side by side
- * and meet at the top (tree.cuh's join_three).
+ * NORM2 (three leaf classes): one launch too, norm2_kernel, whose three trees climb together,
+ * on one ticket a group (tree.cuh's post_tickets and climb with K = 3).
  *
  * Who computes what in level 1: one warp reduces one chunk, as in canonical.cu. Every load is
  * 16 bytes: 4 float32, 2 float64 or 8 half-precision elements. A float32 or float64 row (128 or
@@ -83,7 +83,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
     };
     __shared__ EarlyTickets early; /* tree.cuh: the level-2 tickets, posted near the start */
     auto post = [&] {
-        if (P.levels > 1 && early_poster()) early_tickets<1>(&P, b0, b1, &early);
+        if (P.levels > 1 && early_poster()) early_tickets(P, b0, b1, &early);
     };
     uint64_t c = b0 + warp.meta_group_rank();
     /* [0, full): streamed (not a single chunk: its emit calls the final rule, and the stream
@@ -102,7 +102,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
         emit(c, v);
     }
     if (P.levels == 1 || b0 == b1) return; /* uniform across the block */
-    post_tickets(block, warp, Ps, b0, b1, quarter, tag, &early);
+    post_tickets<1>(block, warp, &Ps, b0, b1, &quarter[0][0][0], tag, &early);
 }
 
 /* NORM2's three trees (big, medium, small), one launch. Level 1 tries the medium class alone
@@ -116,7 +116,11 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
  * otherwise send most chunks down the slow path). A NaN or an inf has bits above the big threshold, so its chunk takes the
  * three-class path too, which applies values.h's rules to it (a NaN is medium there).
  * Each chunk posts its three partials into three trees (T.p[k], one shared epoch), which climb
- * side by side; their top warps meet in tree.cuh's join_three, and the third combines them. */
+ * together: they are trees over the same chunks, so one ticket (tree 0's counters) tells a
+ * block that it completes a group in all three, it reduces the three groups at once, and the
+ * warp that completes the top nodes holds the three classes' sums and applies the final rule.
+ * (Three trees each with its tickets, climbs and a join at the top made NORM2's end three
+ * chains of round trips to L2 one after the other: docs/perf-log.) */
 template <typename Acc> struct Trees3 {
     Params<Acc> p[3];
 };
@@ -127,7 +131,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
                  const __grid_constant__ Trees3<typename In::Acc> T, int aligned)
 {
     using Acc = typename In::Acc;
-    __shared__ Lanes<Acc> quarter[2][4][32]; /* post_tickets' batch trees */
+    __shared__ Lanes<Acc> quarter[3][8][32]; /* post_tickets' row trees, a set per class */
     cg::thread_block block = cg::this_thread_block();
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
     const Params<Acc> &P = T.p[1];
@@ -158,12 +162,11 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
         }
         j++;
     };
-    /* tree.cuh's early tickets, posted after the first segment's first loads. Only where the
-     * partials make two levels (N <= C^2): with more, NORM2's three trees waiting for their
-     * groups beside the blocks still streaming cost 1-2% at 2^28 (docs/perf-log, run 189). */
-    __shared__ EarlyTickets early[3];
+    /* tree.cuh's early tickets (one set for the three trees), posted after the first segment's
+     * first loads. */
+    __shared__ EarlyTickets early;
     auto post = [&] {
-        if (P.levels == 2 && early_poster()) early_tickets<3>(T.p, b0, b1, early);
+        if (P.levels > 1 && early_poster()) early_tickets(T.p[0], b0, b1, &early);
     };
     const uint64_t c_first = b0 + warp.meta_group_rank();
     uint64_t c = c_first;
@@ -193,10 +196,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
         emit3(c, v);
     }
     if (P.levels == 1 || b0 == b1) return; /* uniform across the block */
-#pragma unroll 1
-    for (int k = 0; k < 3; k++)
-        post_tickets(block, warp, Ts.p[k], b0, b1, quarter, tag,
-                     P.levels == 2 ? &early[k] : nullptr);
+    post_tickets<3>(block, warp, Ts.p, b0, b1, &quarter[0][0][0], tag, &early);
 }
 
 template <typename In, Leaf LF>
@@ -234,18 +234,15 @@ cudaError_t fused_for_leaf(int leaf, const void *x, const void *y, uint64_t n, v
     case 2: return launch_fused<In, Leaf::kProduct>(A, P, *blocks, stream_once, s);
     default: break;
     }
-    /* NORM2: three trees in three workspaces, one epoch (tree 0's), the join in slots. */
+    /* NORM2: three trees' partials in three workspaces, one epoch and tree 0's counters
+     * (their tickets are one: climb). */
     Trees3<typename In::Acc> T = {};
     for (int k = 0; k < 3; k++) {
         Params<typename In::Acc> &Q = T.p[k];
         Q.out = out;
         Q.fin = fin;
-        Q.fin.ordered = 2;
-        Q.fin.cls = k;
-        tree_setup(Q, n, w3->partials[k], w3->counters[k]);
+        tree_setup(Q, n, w3->partials[k], w3->counters);
         Q.epoch = w3->epoch;
-        Q.fin.slots = static_cast<Word *>(w3->slots);
-        Q.fin.join = w3->join;
     }
     const int aligned = (uintptr_t)x % 16 == 0;
     if (stream_once)
@@ -289,7 +286,7 @@ template <typename In>
 cudaError_t launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g)
 {
     const cr_plan *p = c->plan;
-    const Final fin = {1, (int)p->op, (int)p->dtype, p->narrow, 0, nullptr, nullptr};
+    const Final fin = {1, (int)p->op, (int)p->dtype, p->narrow};
     if (c->n == 0) {
         empty_kernel<<<1, 1, 0, c->stream>>>(fin, c->out);
         return cudaGetLastError();

@@ -276,7 +276,7 @@ cudaError_t launch_columns(const cr_plan *p, const BlockRows &B, int R, void *ou
     const uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) * 16;
     if (blocks > wave) blocks = wave;
     if (blocks < 1) blocks = 1;
-    const Final F = {1, (int)p->op, (int)p->dtype, p->narrow, 0, nullptr, nullptr};
+    const Final F = {1, (int)p->op, (int)p->dtype, p->narrow};
     columns_tree_kernel<In, LF><<<(unsigned)blocks, kPartThreads, 0, stream>>>(
         B, R, F, static_cast<char *>(out), p->result_size, G);
     return cudaGetLastError();

@@ -1498,7 +1498,7 @@ int blocks_for(const cr_gpu_call *c, uint64_t warps)
 
 Final final_of(const cr_plan *p)
 {
-    return Final{1, (int)p->op, (int)p->dtype, p->narrow, 0, nullptr, nullptr};
+    return Final{1, (int)p->op, (int)p->dtype, p->narrow};
 }
 
 /* Rows of at most W elements: G threads per row, the fewest whose kVec lanes each cover it.

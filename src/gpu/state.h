@@ -27,7 +27,7 @@ struct cr_gpu_state {
     size_t tree_partials_bytes;
     void *tree_counters; /* its group counters and epoch, all zero between launches */
     size_t tree_counters_bytes;
-    void *norm2;        /* NORM2's join slots, then its three trees; zeroed */
+    void *norm2;        /* NORM2's three trees' partials and their counters; zeroed */
     uint64_t norm2_cap; /*   the elements it is laid out for */
     void *slots;        /* per-block slots (scan, the methods' partials) */
     size_t slots_bytes;

@@ -4,11 +4,11 @@
  *
  *  - a canonical tree: the tagged partials of levels 1 .. L-1 and the group counters (with the
  *    epoch word), for the canonical and ordered families' one tree;
- *  - NORM2's three trees and their join slots (ordered.cu);
+ *  - NORM2's three trees (ordered.cu);
  *  - per-block slots, a ticket and a device result slot (scan.cu, exact.cu, the methods);
  *  - a ticket per row or segment (rows.cu) and axis.c's scratch (partials, gathered rows);
  *  - the pinned, mapped host-result slot, and the pinned host scratch (the `block` method's partials, the segments' offsets).
- * Kernels leave counters, epochs' neighbours, join counts and tickets as they found them (zero),
+ * Kernels leave counters, epochs' neighbours and tickets as they found them (zero),
  * so nothing is cleared between calls. Growing allocates the new buffer before freeing the old:
  * if it cannot be had, the handle keeps what it had. Allocation synchronises the device, which
  * is why coopreduce_reserve exists. */
@@ -75,10 +75,10 @@ static coopreduce_status tree_ensure(coopreduce_handle *h, uint64_t n, coopreduc
 
 /* NORM2's workspace, laid out for a capacity of `cap` elements whatever the call's n and type
  * (the counters must stay where zeros were left: a layout that moved with n would put one
- * call's counters on another's stale partials): 256 bytes of join slots (three sums of two
- * tagged words, then the join count), then per tree the partials and the counters of a
- * canonical tree of cap elements of the larger of the two accumulation types' needs, each
- * region 256-byte aligned. Fills *w when base is not NULL; returns the bytes. */
+ * call's counters on another's stale partials): the partials of three canonical trees of cap
+ * elements, then the counters (and epoch) they share, of the larger of the two accumulation
+ * types' needs, each region 256-byte aligned. Fills *w when base is not NULL; returns the
+ * bytes. */
 static size_t norm2_layout(uint64_t cap, char *base, struct cr_norm2_work *w)
 {
     size_t pb, cb, p32, c32;
@@ -89,15 +89,11 @@ static size_t norm2_layout(uint64_t cap, char *base, struct cr_norm2_work *w)
     pb = (pb + 255) / 256 * 256;
     cb = (cb + 255) / 256 * 256;
     if (base) {
-        w->slots = base;
-        w->join = (unsigned int *)(base + 64);
-        for (int k = 0; k < 3; k++) {
-            w->partials[k] = base + 256 + (size_t)k * (pb + cb);
-            w->counters[k] = base + 256 + (size_t)k * (pb + cb) + pb;
-        }
-        w->epoch = (unsigned int *)w->counters[0];
+        for (int k = 0; k < 3; k++) w->partials[k] = base + (size_t)k * pb;
+        w->counters = base + 3 * pb;
+        w->epoch = (unsigned int *)w->counters;
     }
-    return 256 + 3 * (pb + cb);
+    return 3 * pb + cb;
 }
 
 static coopreduce_status norm2_ensure(coopreduce_handle *h, uint64_t n)

@@ -142,15 +142,12 @@ __device__ __forceinline__ void store_tagged(Word *w, double v, unsigned int tag
 
 /* The rule the top warp applies to the top node (write_result). ordered == 0: the plain
  * canonical sum, the value itself (NaN made canonical) in the accumulation type. ordered == 1:
- * a canonical-order operation of ordered.cu with a single leaf class: values.h's final rule for
- * `op` on input `dtype` (MEAN's one division, narrowing), exactly as src/cpu/ops.c applies it.
- * ordered == 2: class `cls` of NORM2's three trees, joined in one launch (join_three). */
+ * a canonical-order operation of ordered.cu: values.h's final rule for `op` on input `dtype`
+ * (MEAN's one division, NORM2's combination of its three classes' sums, narrowing), exactly as
+ * src/cpu/ops.c applies it. */
 struct Final {
     int ordered;
     int op, dtype, narrow;
-    int cls;            /* NORM2: 0 big, 1 medium, 2 small */
-    Word *slots;        /* NORM2: each class's sum, tagged, two words apart */
-    unsigned int *join; /* NORM2: trees completed; zero between launches */
 };
 
 template <typename T> struct Params {
@@ -226,58 +223,47 @@ __global__ void empty_kernel(const __grid_constant__ Final F, void *out)
     write_final(F, 0, 0.0, 0.0, 0.0, out);
 }
 
-/* A tagged value at w once every word carries `tag` (stored by another block of this launch). */
-template <typename T> __device__ __forceinline__ T poll_tagged(const Word *w, unsigned int tag)
+/* One tree's top node v, by one thread: canonical NaN, or the operation's rule. */
+template <typename T> __device__ __forceinline__ void write_result_one(const Params<T> &P, T v)
 {
-    for (;;) {
-        Word x[2];
-        bool ok = true;
-#pragma unroll
-        for (int j = 0; j < Tagged<T>::kWords; j++) {
-            x[j] = ld_relaxed(w + j);
-            ok &= (unsigned int)(x[j] >> 32) == tag;
-        }
-        if (ok) return Tagged<T>::unpack(x);
+    v = v != v ? Layout<T>::nan() : v;
+    if (P.fin.ordered)
+        write_final(P.fin, P.count[0], (double)v, 0.0, 0.0, P.out);
+    else if (P.host)
+        store_tagged(P.host, v, P.seq, true);
+    else
+        *static_cast<T *>(P.out) = v;
+}
+
+/* The top node of K trees over the same chunks (K == 3: NORM2's classes, big, medium, small),
+ * P[k] tree k's parameters: canonical NaN (or an operation's final rule, P[0].fin, of the K
+ * values), into device memory or (host-result path of the plain sum) tagged into the host slot.
+ * A multi-block launch (tag != 0) then stores its tag as the workspace's epoch. */
+template <int K, typename T>
+__device__ __forceinline__ void write_result(const cg::thread_block_tile<32> &warp,
+                                             const Params<T> *P, const T (&v)[K],
+                                             unsigned int tag)
+{
+    static_assert(K == 1 || K == 3, "one tree, or NORM2's three");
+    if (warp.thread_rank() == 0) {
+        CR_TRACE(trace_at(kTrResult);)
+        if constexpr (K == 3)
+            write_final(P[0].fin, P[0].count[0], (double)v[0], (double)v[1], (double)v[2],
+                        P[0].out);
+        else
+            write_result_one(P[0], v[0]);
+        if (tag)
+            asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(P[0].epoch), "r"(tag)
+                         : "memory");
+        CR_TRACE(if (tag) trace_report(P[0].count[0], P[0].levels, tag);)
     }
 }
-
-/* NORM2's three trees (big, medium, small) climb in one launch; the top warp of each stores its
- * class's sum tagged into F.slots and counts itself in F.join; the third waits for the other two
- * sums (tags, as for partials), resets the count for the next launch and writes the result. */
-template <typename T>
-__device__ __noinline__ void join_three(const Final &F, uint64_t n, T v, unsigned int tag,
-                                        void *out)
-{
-    store_tagged(F.slots + 2 * F.cls, v, tag, false);
-    if (atomicAdd(F.join, 1u) != 2) return;
-    *F.join = 0; /* stream order makes it the next launch's zero */
-    T a[3];
-    for (int k = 0; k < 3; k++) a[k] = k == F.cls ? v : poll_tagged<T>(F.slots + 2 * k, tag);
-    write_final(F, n, (double)a[0], (double)a[1], (double)a[2], out);
-}
-
-/* The top node: canonical NaN (or an operation's final rule, P.fin), into device memory or
- * (host-result path of the plain sum) tagged into the host slot. A multi-block launch (tag !=
- * 0) then stores its tag as the workspace's epoch. */
 template <typename T>
 __device__ __forceinline__ void write_result(const cg::thread_block_tile<32> &warp,
                                              const Params<T> &P, T v, unsigned int tag)
 {
-    if (warp.thread_rank() == 0) {
-        CR_TRACE(trace_at(kTrResult);)
-        v = v != v ? Layout<T>::nan() : v;
-        if (P.fin.ordered == 2)
-            join_three(P.fin, P.count[0], v, tag, P.out);
-        else if (P.fin.ordered)
-            write_final(P.fin, P.count[0], (double)v, 0.0, 0.0, P.out);
-        else if (P.host)
-            store_tagged(P.host, v, P.seq, true);
-        else
-            *static_cast<T *>(P.out) = v;
-        if (tag)
-            asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(P.epoch), "r"(tag) : "memory");
-        CR_TRACE(if (tag) trace_report(P.count[0], P.levels, tag);)
-    }
+    const T one[1] = {v};
+    write_result<1>(warp, &P, one, tag);
 }
 
 /* The number of level-k nodes in the group (C of them, fewer in the last group). */
@@ -369,15 +355,17 @@ __device__ __noinline__ T reduce_group_warp(const cg::thread_block_tile<32> &war
     return lane_tree(warp, rows_from_quarters(h));
 }
 
-/* A warp holds node `idx` of level k >= 2: store it, post a ticket for its group, and while this
- * warp is the one completing a group, reduce the group and climb. The warp that completes the
- * top node writes the result. Only the few nodes above level 1 come here. With `ahead`, the
- * first ticket was posted before the node was computed (post_tickets): `got`, in lane 0, is
+/* A warp holds node `idx` of level k >= 2 of K trees over the same chunks (v[j]: tree j's,
+ * P[j] its parameters): store them, post one ticket for their group (the trees share P[0]'s
+ * counters: a group's nodes of every tree are stored before its ticket), and while this warp is
+ * the one completing a group, reduce the group in every tree and climb. The warp that completes
+ * the top nodes writes the result. Only the few nodes above level 1 come here. With `ahead`,
+ * the first ticket was posted before the node was computed (post_tickets): `got`, in lane 0, is
  * what that atomic returned, waited for only here, so that its round trip to L2 overlapped the
  * node's reduction. */
-template <typename T>
-__device__ __noinline__ void climb(const cg::thread_block_tile<32> &warp, const Params<T> &P, int k,
-                                   uint64_t idx, T v, bool ahead, unsigned int got,
+template <int K, typename T>
+__device__ __noinline__ void climb(const cg::thread_block_tile<32> &warp, const Params<T> *P,
+                                   int k, uint64_t idx, T (&v)[K], bool ahead, unsigned int got,
                                    unsigned int tag)
 {
     constexpr uint64_t C = Layout<T>::kChunk;
@@ -387,22 +375,24 @@ __device__ __noinline__ void climb(const cg::thread_block_tile<32> &warp, const 
         trace_at(kTrLoaded3);
     })
     for (;;) {
-        if (k == P.levels) {
-            write_result(warp, P, v, tag);
+        if (k == P[0].levels) {
+            write_result<K>(warp, P, v, tag);
             return;
         }
         const uint64_t group = idx / C;
-        const unsigned int size = (unsigned int)group_size(P, k, group);
+        const unsigned int size = (unsigned int)group_size(P[0], k, group);
         unsigned int done = 0;
         if (warp.thread_rank() == 0) {
-            store_partial(P, k, idx, v, tag);
-            done = (ahead ? got : atomicAdd(&P.counters[k + 1][group], 1u)) + 1;
-            if (done == size) P.counters[k + 1][group] = 0; /* ready for the next launch */
+#pragma unroll
+            for (int j = 0; j < K; j++) store_partial(P[j], k, idx, v[j], tag);
+            done = (ahead ? got : atomicAdd(&P[0].counters[k + 1][group], 1u)) + 1;
+            if (done == size) P[0].counters[k + 1][group] = 0; /* ready for the next launch */
         }
         ahead = false;
         if (warp.shfl(done, 0) != size) return;
         CR_TRACE(if (warp.thread_rank() == 0) trace_at(kTrTicket3);)
-        v = reduce_group_warp(warp, P, k, group, tag);
+#pragma unroll 1
+        for (int j = 0; j < K; j++) v[j] = reduce_group_warp(warp, P[j], k, group, tag);
         CR_TRACE(if (warp.thread_rank() == 0) trace_at(kTrLoaded3);)
         k += 1;
         idx = group;
@@ -439,58 +429,53 @@ __device__ __forceinline__ bool early_poster()
     return threadIdx.x == 32 * (kWarpsPerBlock - 1);
 }
 
-/* Posts the early tickets of K trees side by side (NORM2's three: the same chunks, each tree its
- * own counters), all atomics in flight before any count is looked at. */
-template <int K, typename T>
-__device__ __forceinline__ void early_tickets(const Params<T> *P, uint64_t b0, uint64_t b1,
+/* Posts the block's early tickets on P's counters (both atomics in flight before either count
+ * is looked at). Trees over the same chunks share one ticket (climb). */
+template <typename T>
+__device__ __forceinline__ void early_tickets(const Params<T> &P, uint64_t b0, uint64_t b1,
                                               EarlyTickets *E)
 {
     constexpr uint64_t C = Layout<T>::kChunk;
     const uint64_t g0 = b0 / C, g1 = (b1 - 1) / C;
     if (b0 == b1 || g1 - g0 > 1) {
-#pragma unroll
-        for (int k = 0; k < K; k++) E[k].n = -1;
+        E->n = -1;
         return;
     }
     const uint64_t split = g1 * C > b0 ? g1 * C : b0; /* the second group's first chunk */
     const unsigned int mine0 = (unsigned int)(split - b0), mine1 = (unsigned int)(b1 - split);
-    unsigned int got0[K], got1[K];
-#pragma unroll
-    for (int k = 0; k < K; k++) {
-        got0[k] = mine0 ? atomicAdd(&P[k].counters[2][g0], mine0) + mine0 : 0;
-        got1[k] = mine1 ? atomicAdd(&P[k].counters[2][g1], mine1) + mine1 : 0;
+    const unsigned int got0 = mine0 ? atomicAdd(&P.counters[2][g0], mine0) + mine0 : 0;
+    const unsigned int got1 = mine1 ? atomicAdd(&P.counters[2][g1], mine1) + mine1 : 0;
+    int nd = 0;
+    if (mine0 && got0 == (unsigned int)group_size(P, 1, g0)) {
+        P.counters[2][g0] = 0; /* ready for the next launch */
+        E->done[nd++] = g0;
     }
-#pragma unroll
-    for (int k = 0; k < K; k++) {
-        int nd = 0;
-        if (mine0 && got0[k] == (unsigned int)group_size(P[k], 1, g0)) {
-            P[k].counters[2][g0] = 0; /* ready for the next launch */
-            E[k].done[nd++] = g0;
-        }
-        if (mine1 && got1[k] == (unsigned int)group_size(P[k], 1, g1)) {
-            P[k].counters[2][g1] = 0;
-            E[k].done[nd++] = g1;
-        }
-        E[k].n = nd;
+    if (mine1 && got1 == (unsigned int)group_size(P, 1, g1)) {
+        P.counters[2][g1] = 0;
+        E->done[nd++] = g1;
     }
+    E->n = nd;
 }
 
-/* After level 1: thread 0 posts the block's tickets, one per group its chunks [b0, b1) touch
- * (unless they were posted early: `early`); the block reduces each group it completed with all
- * 8 warps, 4 rows each (one round trip to L2 for a full group), the row trees meeting in shared
- * memory; warp 0 climbs. Out of line, so that its registers do not weigh on the level-1 loop's;
- * P is the block's copy in shared memory (params_to_shared). */
-template <typename T>
+/* After level 1: thread 0 posts the block's tickets on P[0]'s counters, one per group its chunks
+ * [b0, b1) touch (unless they were posted early: `early`); the block reduces each group it
+ * completed, in each of the K trees over these chunks (P[j]: tree j's parameters; NORM2 has
+ * three, one per class), with all 8 warps, 4 rows each (one round trip to L2 per tree for a
+ * full group), the row trees meeting in shared memory (h: K x 8 x 32 of them); warp 0 climbs
+ * with the K values. Out of line, so that its registers do not weigh on the level-1 loop's; P
+ * is the block's copy in shared memory (params_to_shared). */
+template <int K, typename T>
 __device__ __noinline__ void post_tickets(const cg::thread_block &block,
-                                          const cg::thread_block_tile<32> &warp, const Params<T> &P,
-                                          uint64_t b0, uint64_t b1, Lanes<T> (&quarter)[2][4][32],
-                                          unsigned int tag, const EarlyTickets *early = nullptr)
+                                          const cg::thread_block_tile<32> &warp, const Params<T> *P,
+                                          uint64_t b0, uint64_t b1, Lanes<T> *h, unsigned int tag,
+                                          const EarlyTickets *early = nullptr)
 {
     constexpr uint64_t C = Layout<T>::kChunk;
     constexpr int kBatch = 64; /* completed groups handled per round (one round is typical) */
     __shared__ uint64_t done_groups[kBatch];
     __shared__ int n_done;
     const int w = warp.meta_group_rank(), t = warp.thread_rank();
+    const Params<T> &P0 = P[0];
     /* Groups touched by [b0, b1), in rounds of at most kBatch. */
     const uint64_t g_first = b0 / C, g_last = (b1 - 1) / C;
     for (uint64_t g0 = g_first; g0 <= g_last; g0 += kBatch) {
@@ -505,7 +490,7 @@ __device__ __noinline__ void post_tickets(const cg::thread_block &block,
              * completed its group, waiting on nothing but nodes below, so the one that
              * completes it waits for their tags only briefly. */
             auto completed = [&](uint64_t g) {
-                if (nd == 0 && P.levels > 2) got = atomicAdd(&P.counters[3][g / C], 1u);
+                if (nd == 0 && P0.levels > 2) got = atomicAdd(&P0.counters[3][g / C], 1u);
                 done_groups[nd++] = g;
                 CR_TRACE(trace_at(kTrTicket);)
             };
@@ -515,28 +500,34 @@ __device__ __noinline__ void post_tickets(const cg::thread_block &block,
                 const uint64_t lo = g * C > b0 ? g * C : b0;
                 const uint64_t hi = (g + 1) * C < b1 ? (g + 1) * C : b1;
                 const unsigned int mine = (unsigned int)(hi - lo);
-                const unsigned int size = (unsigned int)group_size(P, 1, g);
-                if (atomicAdd(&P.counters[2][g], mine) + mine == size) {
-                    P.counters[2][g] = 0; /* ready for the next launch */
+                const unsigned int size = (unsigned int)group_size(P0, 1, g);
+                if (atomicAdd(&P0.counters[2][g], mine) + mine == size) {
+                    P0.counters[2][g] = 0; /* ready for the next launch */
                     completed(g);
                 }
             }
             n_done = nd;
         }
         block.sync(); /* hands the completed groups to the block's warps */
-        Lanes<T>(&h)[8][32] = reinterpret_cast<Lanes<T>(&)[8][32]>(quarter);
         for (int i = 0; i < n_done; i++) {
             const uint64_t g = done_groups[i];
-            h[w][t] = tagged_rows4<T>(P.partials[1] + g * C * Tagged<T>::kWords, 4 * w, t,
-                                      group_size(P, 1, g), tag);
+            const int m = group_size(P0, 1, g);
+#pragma unroll
+            for (int j = 0; j < K; j++)
+                h[(j * 8 + w) * 32 + t] =
+                    tagged_rows4<T>(P[j].partials[1] + g * C * Tagged<T>::kWords, 4 * w, t, m, tag);
             block.sync();
             CR_TRACE(if (block.thread_rank() == 0) trace_at(kTrLoaded);)
             if (w == 0) {
-                Lanes<T> hs[8];
+                T v[K];
 #pragma unroll
-                for (int j = 0; j < 8; j++) hs[j] = h[j][t];
-                climb(warp, P, 2, g, lane_tree(warp, rows_from_quarters(hs)),
-                      i == 0 && P.levels > 2, got, tag);
+                for (int j = 0; j < K; j++) {
+                    Lanes<T> hs[8];
+#pragma unroll
+                    for (int q = 0; q < 8; q++) hs[q] = h[(j * 8 + q) * 32 + t];
+                    v[j] = lane_tree(warp, rows_from_quarters(hs));
+                }
+                climb<K>(warp, P, 2, g, v, i == 0 && P0.levels > 2, got, tag);
             }
             block.sync(); /* h is read before the next group overwrites it */
         }
