@@ -115,12 +115,13 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
  * keeps data with zeros on the fast path (random 16-bit data holds many zeros, which would
  * otherwise send most chunks down the slow path). A NaN or an inf has bits above the big threshold, so its chunk takes the
  * three-class path too, which applies values.h's rules to it (a NaN is medium there).
- * Each chunk posts its three partials into three trees (T.p[k], one shared epoch), which climb
+ * Each chunk posts its partials into three trees (T.p[k], one shared epoch), which climb
  * together: they are trees over the same chunks, so one ticket (tree 0's counters) tells a
  * block that it completes a group in all three, it reduces the three groups at once, and the
  * warp that completes the top nodes holds the three classes' sums and applies the final rule.
  * (Three trees each with its tickets, climbs and a join at the top made NORM2's end three
- * chains of round trips to L2 one after the other: docs/perf-log.) */
+ * chains of round trips to L2 one after the other: docs/perf-log.) A chunk whose big and small
+ * partials are +0.0, a medium chunk, stores its medium partial alone (tree.cuh, kOtherFlag). */
 template <typename Acc> struct Trees3 {
     Params<Acc> p[3];
 };
@@ -142,11 +143,18 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
     block_chunks(P.count[1], &b0, &b1);
     auto emit3 = [&](uint64_t c, const Acc(&v)[3]) {
         if (warp.thread_rank() != 0) return;
-        if (P.levels == 1)
+        if (P.levels == 1) {
             write_final(P.fin, P.count[0], (double)v[0], (double)v[1], (double)v[2], P.out);
-        else
-#pragma unroll
-            for (int k = 0; k < 3; k++) store_partial(T.p[k], 1, c, v[k], tag);
+            return;
+        }
+        /* the big and small partials only where one is not +0.0, the medium one flagged then
+         * (tree.cuh, kOtherFlag) */
+        const bool other = !is_plus_zero(v[0]) || !is_plus_zero(v[2]);
+        if (other) {
+            store_partial(T.p[0], 1, c, v[0], tag);
+            store_partial(T.p[2], 1, c, v[2], tag);
+        }
+        store_partial(T.p[1], 1, c, v[1], other ? tag ^ kOtherFlag : tag);
     };
     /* The stream keeps no call in its loop (a call would save the in-flight loads' registers,
      * waiting for them): a chunk with another class is marked in `redo` (bit j: the j-th chunk
@@ -155,10 +163,8 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
     auto emit_medium = [&](uint64_t c, const Acc(&m)[kOut<Leaf::kMedium>]) {
         if (m[1] != 0) { /* another class: uniform across the warp */
             redo |= 1ull << j;
-        } else if (warp.thread_rank() == 0) {
-            store_partial(T.p[0], 1, c, (Acc)0, tag);
+        } else if (warp.thread_rank() == 0) { /* big and small +0.0: not stored (kOtherFlag) */
             store_partial(T.p[1], 1, c, m[0], tag);
-            store_partial(T.p[2], 1, c, (Acc)0, tag);
         }
         j++;
     };
@@ -171,7 +177,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
     const uint64_t c_first = b0 + warp.meta_group_rank();
     uint64_t c = c_first;
     auto post_first = [&] { /* once: in the first segment */
-        if (c == c_first) post();
+                            if (c == c_first) post();
     };
     const uint64_t full = aligned && P.levels > 1 ? A.n / Shape<In>::kChunk : 0; /* streamed */
     if (!(c < b1 && c < full)) post();
@@ -180,8 +186,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
         const uint64_t end = span > 64 * (uint64_t)kWarps ? c + 64 * (uint64_t)kWarps : stop;
         redo = 0;
         j = 0;
-        stream_chunks<In, Leaf::kMedium, kStream>(warp, A, c, end, kWarps, emit_medium,
-                                                  post_first);
+        stream_chunks<In, Leaf::kMedium, kStream>(warp, A, c, end, kWarps, emit_medium, post_first);
         for (uint64_t r = redo; r; r &= r - 1) {
             const uint64_t cr = c + (uint64_t)(__ffsll((long long)r) - 1) * kWarps;
             Acc v[3];

@@ -188,6 +188,26 @@ template <typename T> __device__ __forceinline__ unsigned int launch_tag(const P
     return last + 1 ? last + 1 : 1;
 }
 
+/* NORM2's sparse classes. Most chunks hold only medium-class elements: their big and small
+ * partials are +0.0, and a tree's sum does not change when +0.0 leaves it (x + +0.0 == x for
+ * every partial x, none being -0.0: the padding -0.0 only ever meets elements' +0.0 leaves).
+ * A chunk therefore stores its big and small partials only where one is not +0.0, and says so
+ * by the tag words of its medium partial, which then carry the tag with its top bit flipped
+ * (tag ^ kOtherFlag: a stale word could pass for it only if written 2^31 launches before, where
+ * an unflagged one needs 2^32, see "Tagged partials"); the block that reduces a group of
+ * level-1 partials reads the flags with the medium ones and loads the big and small partials
+ * of the flagged positions only, taking +0.0 for the others (post_tickets). The same sums,
+ * one store a chunk instead of three, and no load of the two trees where no chunk of a group
+ * is flagged. Above level 1 every tree's nodes are stored. */
+constexpr unsigned int kOtherFlag = 0x80000000u;
+template <typename T> __device__ __forceinline__ bool is_plus_zero(T v)
+{
+    if constexpr (sizeof(T) == 4)
+        return __float_as_uint(v) == 0u;
+    else
+        return __double_as_longlong(v) == 0ll;
+}
+
 /* Node idx of level k, stored for the block that will complete its group. */
 template <typename T>
 __device__ __forceinline__ void store_partial(const Params<T> &P, int k, uint64_t idx, T v,
@@ -241,8 +261,7 @@ template <typename T> __device__ __forceinline__ void write_result_one(const Par
  * A multi-block launch (tag != 0) then stores its tag as the workspace's epoch. */
 template <int K, typename T>
 __device__ __forceinline__ void write_result(const cg::thread_block_tile<32> &warp,
-                                             const Params<T> *P, const T (&v)[K],
-                                             unsigned int tag)
+                                             const Params<T> *P, const T (&v)[K], unsigned int tag)
 {
     static_assert(K == 1 || K == 3, "one tree, or NORM2's three");
     if (warp.thread_rank() == 0) {
@@ -309,6 +328,35 @@ __device__ __forceinline__ Lanes<T> load_tagged_row(const Word *g, int r, int t,
     return out;
 }
 
+/* load_tagged_row for NORM2's level-1 medium partials, whose tag words may be flagged (tag ^
+ * kOtherFlag): also their flags, lane e at bit e of `flags`. */
+template <typename T>
+__device__ __forceinline__ Lanes<T> load_medium_row(const Word *g, int r, int t, int m,
+                                                    unsigned int tag, bool &ok, unsigned int &flags)
+{
+    using Lay = Layout<T>;
+    constexpr int kW = Tagged<T>::kWords;
+    const int first = r * Lay::kLanes + t * Lay::kVec;
+    const Word *p = g + (uint64_t)first * kW;
+    Word w[4];
+#pragma unroll
+    for (int j = 0; j < 4; j++) w[j] = first + j / kW < m ? ld_relaxed(p + j) : 0;
+    Lanes<T> out;
+#pragma unroll
+    for (int e = 0; e < Lay::kVec; e++) {
+        const bool valid = first + e < m;
+#pragma unroll
+        for (int j = 0; j < kW; j++) {
+            const unsigned int wt = (unsigned int)(w[e * kW + j] >> 32);
+            const bool flagged = wt == (tag ^ kOtherFlag);
+            if (valid && wt != tag && !flagged) ok = false;
+            if (valid && flagged) flags |= 1u << e;
+        }
+        out.v[e] = valid ? Tagged<T>::unpack(w + e * kW) : T(-0.0);
+    }
+    return out;
+}
+
 /* The tree of rows r0 .. r0+3 of a group of m tagged partials (thread t's lanes),
  * ((r0 + r1) + (r2 + r3)), once every word has arrived: the 4 rows are loaded at once, and
  * reloaded while any word is stale. Rows wholly past m are padding: -0.0, nothing loaded.
@@ -330,6 +378,73 @@ __device__ __forceinline__ Lanes<T> tagged_rows4(const Word *g, int r0, int t, i
         for (int i = 0; i < 4; i++) r[i] = load_tagged_row<T>(g, r0 + i, t, m, tag, ok);
         if (ok) break;
     }
+    return add(add(r[0], r[1]), add(r[2], r[3]));
+}
+
+/* tagged_rows4 of NORM2's medium partials at level 1, whose tags may carry kOtherFlag: also
+ * their flags, row i's lane e at bit 4i + e of *flags. (A copy, with load_medium_row, of
+ * tagged_rows4 and load_tagged_row: one template for both made ptxas spill in the canonical
+ * sum's end, 0.5 us at 2^24: docs/perf-log.) */
+template <typename T>
+__device__ __forceinline__ Lanes<T> medium_rows4(const Word *g, int r0, int t, int m,
+                                                 unsigned int tag, unsigned int *flags)
+{
+    Lanes<T> r[4];
+    *flags = 0;
+    if (r0 * Layout<T>::kLanes >= m) {
+#pragma unroll
+        for (int j = 0; j < Layout<T>::kVec; j++) r[0].v[j] = T(-0.0);
+        return r[0];
+    }
+    for (;;) {
+        bool ok = true;
+        unsigned int f = 0;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            unsigned int fr = 0;
+            r[i] = load_medium_row<T>(g, r0 + i, t, m, tag, ok, fr);
+            f |= fr << (4 * i);
+        }
+        if (ok) {
+            *flags = f;
+            break;
+        }
+    }
+    return add(add(r[0], r[1]), add(r[2], r[3]));
+}
+
+/* The same tree of a big or small class's rows r0 .. r0+3, where only the positions flagged in
+ * `flags` (tagged_rows4 of the medium partials: row i, lane e at bit 4i + e) were stored: those
+ * loaded (and waited for), the others +0.0, positions past m the padding -0.0. */
+template <typename T>
+__device__ __forceinline__ Lanes<T> sparse_rows4(const Word *g, int r0, int t, int m,
+                                                 unsigned int tag, unsigned int flags)
+{
+    using Lay = Layout<T>;
+    constexpr int kW = Tagged<T>::kWords;
+    Lanes<T> r[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int e = 0; e < Lay::kVec; e++) {
+            const int pos = (r0 + i) * Lay::kLanes + t * Lay::kVec + e;
+            if (pos >= m) {
+                r[i].v[e] = T(-0.0);
+            } else if (flags >> (4 * i + e) & 1u) {
+                Word w[kW];
+                for (bool ok = false; !ok;) {
+                    ok = true;
+#pragma unroll
+                    for (int j = 0; j < kW; j++) {
+                        w[j] = ld_relaxed(g + (uint64_t)pos * kW + j);
+                        ok &= (unsigned int)(w[j] >> 32) == tag;
+                    }
+                }
+                r[i].v[e] = Tagged<T>::unpack(w);
+            } else {
+                r[i].v[e] = T(0.0);
+            }
+        }
     return add(add(r[0], r[1]), add(r[2], r[3]));
 }
 
@@ -364,8 +479,8 @@ __device__ __noinline__ T reduce_group_warp(const cg::thread_block_tile<32> &war
  * what that atomic returned, waited for only here, so that its round trip to L2 overlapped the
  * node's reduction. */
 template <int K, typename T>
-__device__ __noinline__ void climb(const cg::thread_block_tile<32> &warp, const Params<T> *P,
-                                   int k, uint64_t idx, T (&v)[K], bool ahead, unsigned int got,
+__device__ __noinline__ void climb(const cg::thread_block_tile<32> &warp, const Params<T> *P, int k,
+                                   uint64_t idx, T (&v)[K], bool ahead, unsigned int got,
                                    unsigned int tag)
 {
     constexpr uint64_t C = Layout<T>::kChunk;
@@ -424,10 +539,7 @@ struct EarlyTickets {
 
 /* The poster of a block's early tickets: one thread, of the block's last warp (round-robin, the
  * warp with the fewest chunks). */
-__device__ __forceinline__ bool early_poster()
-{
-    return threadIdx.x == 32 * (kWarpsPerBlock - 1);
-}
+__device__ __forceinline__ bool early_poster() { return threadIdx.x == 32 * (kWarpsPerBlock - 1); }
 
 /* Posts the block's early tickets on P's counters (both atomics in flight before either count
  * is looked at). Trees over the same chunks share one ticket (climb). */
@@ -457,6 +569,26 @@ __device__ __forceinline__ void early_tickets(const Params<T> &P, uint64_t b0, u
     E->n = nd;
 }
 
+/* NORM2's group g of level-1 partials (m of them) in its three trees, into h (tree j's row trees
+ * at h[(j * 8 + warp) * 32 + thread]), by the whole block: the medium partials with their
+ * flags, then, only if one is flagged, the big and small partials of the flagged positions
+ * (kOtherFlag); returns whether one was (else the big and small trees of the group hold only
+ * +0.0). Ends with a barrier, after which h is complete. */
+template <typename T>
+__device__ __noinline__ bool norm2_group_rows(const cg::thread_block &block, const Params<T> *P,
+                                              uint64_t g, int m, unsigned int tag, Lanes<T> *h)
+{
+    const int w = (int)(threadIdx.x / 32), t = (int)(threadIdx.x % 32);
+    const uint64_t off = g * Layout<T>::kChunk * Tagged<T>::kWords;
+    unsigned int flags = 0;
+    h[(8 + w) * 32 + t] = medium_rows4<T>(P[1].partials[1] + off, 4 * w, t, m, tag, &flags);
+    if (!__syncthreads_or(flags != 0)) return false;
+    for (int j = 0; j < 3; j += 2)
+        h[(j * 8 + w) * 32 + t] = sparse_rows4<T>(P[j].partials[1] + off, 4 * w, t, m, tag, flags);
+    block.sync();
+    return true;
+}
+
 /* After level 1: thread 0 posts the block's tickets on P[0]'s counters, one per group its chunks
  * [b0, b1) touch (unless they were posted early: `early`); the block reduces each group it
  * completed, in each of the K trees over these chunks (P[j]: tree j's parameters; NORM2 has
@@ -479,7 +611,7 @@ __device__ __noinline__ void post_tickets(const cg::thread_block &block,
     /* Groups touched by [b0, b1), in rounds of at most kBatch. */
     const uint64_t g_first = b0 / C, g_last = (b1 - 1) / C;
     for (uint64_t g0 = g_first; g0 <= g_last; g0 += kBatch) {
-        block.sync(); /* the warps' partial stores are issued; shared memory is free */
+        block.sync();         /* the warps' partial stores are issued; shared memory is free */
         unsigned int got = 0; /* thread 0: the ahead ticket's count (see climb) */
         if (block.thread_rank() == 0) {
             CR_TRACE(if (g0 == g_first) trace_level1(tag);)
@@ -512,16 +644,26 @@ __device__ __noinline__ void post_tickets(const cg::thread_block &block,
         for (int i = 0; i < n_done; i++) {
             const uint64_t g = done_groups[i];
             const int m = group_size(P0, 1, g);
+            bool sparse = false; /* K == 3: a flagged position in the group (see kOtherFlag) */
+            if constexpr (K == 3) {
+                sparse = norm2_group_rows(block, P, g, m, tag, h);
+            } else {
 #pragma unroll
-            for (int j = 0; j < K; j++)
-                h[(j * 8 + w) * 32 + t] =
-                    tagged_rows4<T>(P[j].partials[1] + g * C * Tagged<T>::kWords, 4 * w, t, m, tag);
-            block.sync();
+                for (int j = 0; j < K; j++)
+                    h[(j * 8 + w) * 32 + t] = tagged_rows4<T>(
+                        P[j].partials[1] + g * C * Tagged<T>::kWords, 4 * w, t, m, tag);
+                block.sync();
+            }
             CR_TRACE(if (block.thread_rank() == 0) trace_at(kTrLoaded);)
             if (w == 0) {
                 T v[K];
 #pragma unroll
                 for (int j = 0; j < K; j++) {
+                    if constexpr (K == 3)
+                        if (j != 1 && !sparse) { /* every partial +0.0: so is their sum */
+                            v[j] = T(0.0);
+                            continue;
+                        }
                     Lanes<T> hs[8];
 #pragma unroll
                     for (int q = 0; q < 8; q++) hs[q] = h[(j * 8 + q) * 32 + t];
