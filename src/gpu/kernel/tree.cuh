@@ -648,10 +648,8 @@ __device__ __noinline__ void post_tickets(const cg::thread_block &block,
             if constexpr (K == 3) {
                 sparse = norm2_group_rows(block, P, g, m, tag, h);
             } else {
-#pragma unroll
-                for (int j = 0; j < K; j++)
-                    h[(j * 8 + w) * 32 + t] = tagged_rows4<T>(
-                        P[j].partials[1] + g * C * Tagged<T>::kWords, 4 * w, t, m, tag);
+                h[w * 32 + t] =
+                    tagged_rows4<T>(P0.partials[1] + g * C * Tagged<T>::kWords, 4 * w, t, m, tag);
                 block.sync();
             }
             CR_TRACE(if (block.thread_rank() == 0) trace_at(kTrLoaded);)
