@@ -355,6 +355,54 @@ static void norm2_classes(void)
     }
 }
 
+/* NORM2 over runs of chunks of different kinds (medium, wide range, all subnormal, one outlier in
+ * a medium chunk, zeros), the runs 1 to 300 chunks long, over 2^22 elements and more, on grids
+ * small enough that each warp meets many chunks: the GPU's medium pass, its fallback per chunk
+ * and its three-class stream take turns within a warp's range (ordered.cu's norm2_kernel
+ * switches between them by the share of chunks it finds with another class), and every chunk
+ * and every switch must give the CPU's bits. */
+static void norm2_streams(void)
+{
+    static const int grid_pick[] = {1, 2, 3, 0};
+    for (int di = 0; di < nfloats; di++) {
+        const coopreduce_dtype dt = floats[di];
+        const size_t es = coopreduce_dtype_size(dt);
+        const uint64_t chunk = es == 8 ? 2048 : 4096;
+        int eb, mb;
+        float_layout(dt, &eb, &mb);
+        for (int rep = 0; rep < (quick ? 2 : 4); rep++) {
+            const uint64_t n = (1ull << 22) + rnd() % (3 * chunk);
+            int kind = 0;
+            for (uint64_t i = 0, left = 0; i < n; i++) {
+                if (i % chunk == 0 && left-- == 0) { /* a new run of chunks */
+                    left = 1 + rnd() % 300;
+                    kind = (int)(rnd() % 5);
+                }
+                uint64_t b;
+                if (kind == 1) /* wide range */
+                    b = value_bits(dt, K_WIDE);
+                else if (kind == 2) /* all subnormal */
+                    b = (rnd() >> 1) & ((1ull << mb) - 1) | (rnd() & 1) << (eb + mb);
+                else if (kind == 4) /* zeros, now and then a medium value */
+                    b = rnd() % 16 ? 0 : value_bits(dt, K_MODERATE);
+                else /* medium; kind 3: one wide-range element per chunk */
+                    b = kind == 3 && i % chunk == 17 ? value_bits(dt, K_WIDE)
+                                                     : value_bits(dt, K_MODERATE);
+                store_bits(hx, i, es, b);
+            }
+            void *px, *py;
+            if (!upload(dt, n, 0, 0, &px, &py)) return;
+            for (int g = 0; g < 4; g++) {
+                set_grid(grid_pick[g]);
+                char ctx[64];
+                snprintf(ctx, sizeof ctx, "runs of kinds, grid=%d", grid_pick[g]);
+                check_one(COOPREDUCE_OP_NORM2, dt, px, py, hx, hy, n, ctx);
+            }
+            set_grid(0);
+        }
+    }
+}
+
 /* 50 calls on one input: one result. Errors: host and NULL pointers. */
 static void repeats_and_errors(void)
 {
@@ -436,9 +484,13 @@ int main(int argc, char **argv)
         !cuda_ok(cudaMalloc(&dy, cap_bytes + 16), "cudaMalloc y") ||
         !cuda_ok(cudaMalloc(&dout, 32), "cudaMalloc result"))
         return check_summary("test_ordered_gpu");
-    static const test_section sections[] = {
-        {"edges", edges}, {"norm2 classes", norm2_classes},        {"sweep", sweep},
-        {"grids", grids}, {"repeats, errors", repeats_and_errors}, {"huge", huge}};
+    static const test_section sections[] = {{"edges", edges},
+                                            {"norm2 classes", norm2_classes},
+                                            {"norm2 streams", norm2_streams},
+                                            {"sweep", sweep},
+                                            {"grids", grids},
+                                            {"repeats, errors", repeats_and_errors},
+                                            {"huge", huge}};
     run_sections(sections, sizeof sections / sizeof sections[0], quick ? huge : NULL);
     cudaFree(dx);
     cudaFree(dy);

@@ -48,6 +48,13 @@ namespace {
 
 constexpr int kWarps = kWarpsPerBlock; /* tree.cuh's post_tickets reduces a group with 8 warps */
 
+/* NORM2: the chunks of a warp's first segment, after which it may turn to the three-class stream
+ * (norm2_kernel). 1 against 2 on an H200: 2^24 float32 of wide range 34 us against 43, no change
+ * on uniform data (docs/perf-log). */
+#ifndef CR_TUNE_NORM2_FIRST
+#define CR_TUNE_NORM2_FIRST 1
+#endif
+
 /* Block b owns a balanced contiguous range of chunks; its warps take them round-robin. */
 __device__ __forceinline__ void block_chunks(uint64_t chunks, uint64_t *c0, uint64_t *c1)
 {
@@ -108,13 +115,19 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
 /* NORM2's three trees (big, medium, small), one launch. Level 1 tries the medium class alone
  * (one tree of squares instead of three, streamed like fused_kernel), noting beside the tree
  * the chunk's largest |x| and smallest nonzero |x| (the input type's Ext, on bits): if either
- * lies outside the medium class, the chunk is done again with all three classes (from L2, by
- * element loads: rare for most data). Otherwise every element is medium or zero: the medium leaves are the squares, and the
- * big and small values are trees of +0.0 leaves, which are +0.0 and need no computing. A zero
- * is a small-class element whose leaves are all +0.0, so taking it as medium changes no bit and
- * keeps data with zeros on the fast path (random 16-bit data holds many zeros, which would
- * otherwise send most chunks down the slow path). A NaN or an inf has bits above the big threshold, so its chunk takes the
- * three-class path too, which applies values.h's rules to it (a NaN is medium there).
+ * lies outside the medium class, the chunk is done again with all three classes (from L2 or
+ * memory, by 16-byte loads: norm2_full_classes). Otherwise every element is medium or zero: the
+ * medium leaves are the squares, and the big and small values are trees of +0.0 leaves, which
+ * are +0.0 and need no computing. A zero is a small-class element whose leaves are all +0.0,
+ * so taking it as medium changes no bit and keeps data with zeros on the fast path (random
+ * 16-bit data holds many zeros, which would otherwise send most chunks down the slow path). A
+ * NaN or an inf has bits above the big threshold, so its chunk takes the three-class path too,
+ * which applies values.h's rules to it (a NaN is medium there).
+ * Data where most chunks hold an element of another class (magnitudes spread wider than the
+ * medium class, subnormals) would be read twice so: a warp whose segment of chunks found a
+ * quarter or more of them so streams its next segment with the three classes at once
+ * (norm2_stream_classes), and goes back to the medium pass after a segment with fewer. Its first
+ * segment is one chunk, so that the choice comes early.
  * Each chunk posts its partials into three trees (T.p[k], one shared epoch), which climb
  * together: they are trees over the same chunks, so one ticket (tree 0's counters) tells a
  * block that it completes a group in all three, it reduces the three groups at once, and the
@@ -125,6 +138,49 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
 template <typename Acc> struct Trees3 {
     Params<Acc> p[3];
 };
+
+/* Chunk c's three partials into T's trees: the big and small ones only where one is not +0.0,
+ * the medium one flagged then (tree.cuh, kOtherFlag). Returns whether it was flagged. */
+template <typename Acc>
+__device__ __forceinline__ bool store_three(const Trees3<Acc> &T, uint64_t c, const Acc (&v)[3],
+                                            unsigned int tag)
+{
+    const bool other = !is_plus_zero(v[0]) || !is_plus_zero(v[2]);
+    if (other) {
+        store_partial(T.p[0], 1, c, v[0], tag);
+        store_partial(T.p[2], 1, c, v[2], tag);
+    }
+    store_partial(T.p[1], 1, c, v[1], other ? tag ^ kOtherFlag : tag);
+    return other;
+}
+
+/* The three-class stream: the warp's full, aligned chunks c0, c0 + kWarps, .. below c1 with
+ * every element split into Blue's three classes as it is loaded (stream_chunks with the kNorm2
+ * leaves), their partials stored. For data where most chunks have an element outside the medium
+ * class (a range of magnitudes wider than the medium class's, subnormals): there the medium pass
+ * and a second read of nearly every chunk cost twice the read and more. Returns how many of the
+ * chunks had an element of another class (the warp's count). Out of line, so that the medium
+ * stream keeps its registers. The same trees and bits as the medium pass with its fallback: a
+ * chunk of medium elements has the squares' tree in the medium class and trees of +0.0 leaves,
+ * +0.0, in the other two. */
+template <typename In, bool kStream>
+__device__ __noinline__ int
+norm2_stream_classes(const cg::thread_block_tile<32> &warp, const Args<In> &A,
+                     const Trees3<typename In::Acc> &T, unsigned int tag, uint64_t c0, uint64_t c1)
+{
+    using Acc = typename In::Acc;
+    int others = 0;
+    auto emit = [&](uint64_t c, const Acc(&v)[3]) {
+        if (warp.thread_rank() == 0) others += store_three(T, c, v, tag);
+    };
+    stream_chunks<In, Leaf::kNorm2, kStream>(warp, A, c0, c1, kWarps, emit);
+    return warp.shfl(others, 0);
+}
+
+/* Every finite float16 is medium (values.h's class bounds are its extremes): only an inf or a
+ * NaN sends a float16 chunk to the three classes, and its kernel has no three-class stream. */
+template <typename In> constexpr bool kThreeStream = true;
+template <> constexpr bool kThreeStream<Half<false>> = false;
 
 template <typename In, bool kStream>
 __global__ void __launch_bounds__(32 * kWarps, 2)
@@ -147,14 +203,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
             write_final(P.fin, P.count[0], (double)v[0], (double)v[1], (double)v[2], P.out);
             return;
         }
-        /* the big and small partials only where one is not +0.0, the medium one flagged then
-         * (tree.cuh, kOtherFlag) */
-        const bool other = !is_plus_zero(v[0]) || !is_plus_zero(v[2]);
-        if (other) {
-            store_partial(T.p[0], 1, c, v[0], tag);
-            store_partial(T.p[2], 1, c, v[2], tag);
-        }
-        store_partial(T.p[1], 1, c, v[1], other ? tag ^ kOtherFlag : tag);
+        store_three(T, c, v, tag);
     };
     /* The stream keeps no call in its loop (a call would save the in-flight loads' registers,
      * waiting for them): a chunk with another class is marked in `redo` (bit j: the j-th chunk
@@ -181,19 +230,34 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
     };
     const uint64_t full = aligned && P.levels > 1 ? A.n / Shape<In>::kChunk : 0; /* streamed */
     if (!(c < b1 && c < full)) post();
+    /* The warp's first segment is short (CR_TUNE_NORM2_FIRST chunks), so that data of wide
+     * range is found early; a segment in which at least a quarter of the chunks had an element
+     * of another class makes the next one a three-class stream (norm2_stream_classes), and a
+     * three-class segment in which fewer did makes the next one a medium pass again. */
+    bool three = false;
     for (; c < b1 && c < full; c = seg) {
         const uint64_t stop = b1 < full ? b1 : full, span = stop - c;
-        const uint64_t end = span > 64 * (uint64_t)kWarps ? c + 64 * (uint64_t)kWarps : stop;
-        redo = 0;
-        j = 0;
-        stream_chunks<In, Leaf::kMedium, kStream>(warp, A, c, end, kWarps, emit_medium, post_first);
-        for (uint64_t r = redo; r; r &= r - 1) {
-            const uint64_t cr = c + (uint64_t)(__ffsll((long long)r) - 1) * kWarps;
-            Acc v[3];
-            norm2_all_classes(warp, A, cr, v);
-            emit3(cr, v);
+        const uint64_t len = c == c_first ? CR_TUNE_NORM2_FIRST : 64;
+        const uint64_t end = span > len * kWarps ? c + len * kWarps : stop;
+        const int chunks = (int)((end - c + kWarps - 1) / kWarps);
+        int others;
+        if (kThreeStream<In> && three) {
+            others = norm2_stream_classes<In, kStream>(warp, A, T, tag, c, end);
+        } else {
+            redo = 0;
+            j = 0;
+            stream_chunks<In, Leaf::kMedium, kStream>(warp, A, c, end, kWarps, emit_medium,
+                                                      post_first);
+            others = __popcll((long long)redo);
+            for (uint64_t r = redo; r; r &= r - 1) {
+                const uint64_t cr = c + (uint64_t)(__ffsll((long long)r) - 1) * kWarps;
+                Acc v[3];
+                norm2_full_classes(warp, A, cr, v);
+                emit3(cr, v);
+            }
         }
-        seg = c + (end - c + kWarps - 1) / kWarps * kWarps; /* first chunk at or past end */
+        three = 4 * others >= chunks;
+        seg = c + (uint64_t)chunks * kWarps; /* first chunk at or past end */
     }
     for (; c < b1; c += kWarps) { /* misaligned input, or the ragged last chunk */
         Acc v[3];

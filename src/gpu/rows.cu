@@ -1041,7 +1041,7 @@ __global__ void __launch_bounds__(kThreads, Layout<typename In::Acc>::kMinBlocks
                 const uint64_t cr =
                     c + (uint64_t)(__ffsll((long long)r) - 1) * kWarpsPerBlock;
                 Acc v[3];
-                norm2_all_classes(warp, A, cr, v);
+                norm2_full_classes(warp, A, cr, v);
                 emit(cr, v);
             }
             c += (end - c + kWarpsPerBlock - 1) / kWarpsPerBlock * kWarpsPerBlock;
@@ -1114,7 +1114,7 @@ __global__ void __launch_bounds__(kThreads, kRowBlocks)
                     v[0] = v[2] = Acc(0);
                     v[1] = m[0];
                 } else {
-                    norm2_all_classes(warp, A, c, v);
+                    norm2_full_classes(warp, A, c, v);
                 }
             } else {
                 v[0] = m[0];

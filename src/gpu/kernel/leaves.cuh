@@ -186,6 +186,21 @@ template <bool kBrain> struct Half : Elem<kBrain ? COOPREDUCE_BFLOAT16 : COOPRED
  * medium pass (kMedium) has one tree, the squares, and its Ext beside it. */
 template <Leaf LF> constexpr int kLeaves = LF == Leaf::kNorm2 ? 3 : 1;
 
+/* values.h's cr_norm2_leaf without its branches (its if-else chain compiled to a divergent
+ * path per element in the three-class stream): |x| times its class's scale (1 for the medium
+ * class: |x| * 1 is |x|), squared, goes to its class, +0.0 to the others. The same products of
+ * the same values, so the same bits; a NaN fails both tests and is medium, as there. */
+template <typename A>
+__device__ __forceinline__ void norm2_leaf(A x, A tbig, A sbig, A tsml, A ssml, A *out)
+{
+    const A ax = fabs(x), zero = 0;
+    const bool big = ax > tbig, sml = ax < tsml;
+    const A y = ax * (big ? sbig : sml ? ssml : A(1)), q = y * y;
+    out[0] = big ? q : zero;
+    out[1] = big || sml ? zero : q;
+    out[2] = sml ? q : zero;
+}
+
 template <Leaf LF, typename A> __device__ __forceinline__ void make_leaf(A a, A b, A *out)
 {
     if constexpr (LF == Leaf::kWiden) {
@@ -195,9 +210,9 @@ template <Leaf LF, typename A> __device__ __forceinline__ void make_leaf(A a, A 
     } else if constexpr (LF == Leaf::kProduct) {
         out[0] = a * b;
     } else if constexpr (sizeof(A) == 4) {
-        cr_norm2_leaf_F32(a, &out[0], &out[1], &out[2]);
+        norm2_leaf(a, CR_TBIG_F32, CR_SBIG_F32, CR_TSML_F32, CR_SSML_F32, out);
     } else {
-        cr_norm2_leaf_F64(a, &out[0], &out[1], &out[2]);
+        norm2_leaf(a, CR_TBIG_F64, CR_SBIG_F64, CR_TSML_F64, CR_SSML_F64, out);
     }
 }
 
@@ -415,25 +430,31 @@ __device__ __forceinline__ RowVals<In, LF> full_chunk_rows(const Args<In> &A, ui
  * that loads stay in flight while a batch's tree, the lane tree and the shuffles run, also
  * across chunks. A batch is 8 16-byte loads per thread (4 rows of two loads for DOT): two
  * batches are 64 registers. The batch trees combine pairwise — the same perfect row tree as
- * full_chunk_rows, whatever the batch size. */
-template <Leaf LF> constexpr int kStreamRows = LF == Leaf::kProduct ? 4 : 8;
+ * full_chunk_rows, whatever the batch size. NORM2's three-class stream (ordered.cu): 2 rows a
+ * batch where the leaves are float (bfloat16, float32), 4 for float64, the fastest of 2, 4
+ * and 8 on an H200 (docs/perf-log): its three trees' nodes take the registers that loads in
+ * flight would. */
+template <typename In, Leaf LF>
+constexpr int kStreamRows = LF == Leaf::kProduct ? 4
+                            : LF == Leaf::kNorm2 ? (sizeof(typename In::Acc) == 8 ? 4 : 2)
+                                                 : 8;
 /* DOT of float32 and float64 stays on the one-chunk-at-a-time path: its eight batches of two
  * arrays spill, and that path runs at the read ceiling already (docs/PERF.md). */
 template <typename In, Leaf LF>
 constexpr bool kStreamed = !(LF == Leaf::kProduct && In::kBytes >= 4);
 
-template <Leaf LF> struct RowLoads {
-    uint4 x[kStreamRows<LF>];
-    uint4 y[LF == Leaf::kProduct ? kStreamRows<LF> : 1];
+template <typename In, Leaf LF> struct RowLoads {
+    uint4 x[kStreamRows<In, LF>];
+    uint4 y[LF == Leaf::kProduct ? kStreamRows<In, LF> : 1];
 };
 
 /* Issues the loads of rows r0 .. r0 + kStreamRows - 1 of the chunk at element `base`. */
 template <typename In, Leaf LF, bool kStream>
-__device__ __forceinline__ void load_rows(RowLoads<LF> &b, const Args<In> &A, uint64_t base, int r0,
-                                          int lane0)
+__device__ __forceinline__ void load_rows(RowLoads<In, LF> &b, const Args<In> &A, uint64_t base,
+                                          int r0, int lane0)
 {
 #pragma unroll
-    for (int i = 0; i < kStreamRows<LF>; i++) {
+    for (int i = 0; i < kStreamRows<In, LF>; i++) {
         const uint64_t e = base + (uint64_t)(r0 + i) * Shape<In>::kLanes + lane0;
         b.x[i] = load16<kStream>(static_cast<const char *>(A.x) + e * In::kBytes);
         if constexpr (LF == Leaf::kProduct)
@@ -451,9 +472,9 @@ struct Next {
  * + R*k ..). Batch k sits in buf[k & 1]; the step of batch k first issues the loads of batch
  * k + 1 (or of the next chunk's batch 0) into the other buffer, then computes batch k's tree. */
 template <typename In, Leaf LF, bool kStream, int K0, int CNT> struct BatchStream {
-    static __device__ __forceinline__ RowVals<In, LF> run(RowLoads<LF> (&buf)[2], const Args<In> &A,
-                                                          uint64_t base, int r0, int lane0,
-                                                          const Next &nx, Ext &ext)
+    static __device__ __forceinline__ RowVals<In, LF> run(RowLoads<In, LF> (&buf)[2],
+                                                          const Args<In> &A, uint64_t base, int r0,
+                                                          int lane0, const Next &nx, Ext &ext)
     {
         const RowVals<In, LF> l =
             BatchStream<In, LF, kStream, K0, CNT / 2>::run(buf, A, base, r0, lane0, nx, ext);
@@ -463,18 +484,18 @@ template <typename In, Leaf LF, bool kStream, int K0, int CNT> struct BatchStrea
     }
 };
 template <typename In, Leaf LF, bool kStream, int K0> struct BatchStream<In, LF, kStream, K0, 1> {
-    static __device__ __forceinline__ RowVals<In, LF> run(RowLoads<LF> (&buf)[2], const Args<In> &A,
-                                                          uint64_t base, int r0, int lane0,
-                                                          const Next &nx, Ext &ext)
+    static __device__ __forceinline__ RowVals<In, LF> run(RowLoads<In, LF> (&buf)[2],
+                                                          const Args<In> &A, uint64_t base, int r0,
+                                                          int lane0, const Next &nx, Ext &ext)
     {
-        constexpr int R = kStreamRows<LF>, NB = Shape<In>::kRows / R;
+        constexpr int R = kStreamRows<In, LF>, NB = Shape<In>::kRows / R;
         static_assert(NB % 2 == 0,
                       "an even number of batches: the next chunk's first lands in buf[0]");
         if constexpr (K0 + 1 < NB)
             load_rows<In, LF, kStream>(buf[(K0 + 1) & 1], A, base, r0 + (K0 + 1) * R, lane0);
         else if (nx.has)
             load_rows<In, LF, kStream>(buf[0], A, nx.base, r0, lane0);
-        const RowLoads<LF> &b = buf[K0 & 1];
+        const RowLoads<In, LF> &b = buf[K0 & 1];
         return BatchTree<In, LF, R>::run(b.x, LF == Leaf::kProduct ? b.y : b.x, 0, ext);
     }
 };
@@ -494,10 +515,10 @@ __device__ __forceinline__ void stream_chunks(const cg::thread_block_tile<32> &w
                                               Hook after_first_loads = Hook())
 {
     using S = Shape<In>;
-    constexpr int NB = S::kRows / kStreamRows<LF>;
+    constexpr int NB = S::kRows / kStreamRows<In, LF>;
     const int t = warp.thread_rank(), half = t / S::kThreadsPerRow;
     const int lane0 = (t % S::kThreadsPerRow) * In::kVec, r0 = half * S::kRows;
-    RowLoads<LF> buf[2];
+    RowLoads<In, LF> buf[2];
     load_rows<In, LF, kStream>(buf[0], A, c0 * S::kChunk, r0, lane0);
     after_first_loads();
     for (uint64_t c = c0; c < c1; c += stride) {
@@ -511,8 +532,26 @@ __device__ __forceinline__ void stream_chunks(const cg::thread_block_tile<32> &w
     }
 }
 
-/* NORM2's three classes of chunk c by element loads (from L2, the medium pass having just read
- * the chunk): for a chunk with an element outside the medium class, and the ragged chunk. */
+/* NORM2's three classes of a full, aligned chunk c: the batches of 16-byte loads of the
+ * streamed passes (kBatchRows rows at once) and their pairwise tree. For a chunk whose medium
+ * pass found an element of another class. Out of line, so the stream loops keep their
+ * registers. (It took element loads once, as norm2_all_classes below: the 32 rows' three
+ * leaves each went to a stack array in local memory, and data of wide range, where every chunk
+ * comes here, ran at a tenth of the read: docs/perf-log.) */
+template <typename In>
+__device__ __noinline__ void norm2_full_classes(const cg::thread_block_tile<32> &warp,
+                                                const Args<In> &A, uint64_t c,
+                                                typename In::Acc (&v)[3])
+{
+    using S = Shape<In>;
+    const int t = warp.thread_rank(), half = t / S::kThreadsPerRow;
+    const int lane0 = (t % S::kThreadsPerRow) * In::kVec;
+    Ext ext; /* unused: three classes */
+    finish_chunk<In, Leaf::kNorm2>(
+        warp, full_chunk_rows<In, Leaf::kNorm2, false>(A, c * S::kChunk, half, lane0, ext), ext, v);
+}
+
+/* NORM2's three classes of chunk c by element loads: the ragged chunk, or a misaligned one. */
 template <typename In>
 __device__ __noinline__ void norm2_all_classes(const cg::thread_block_tile<32> &warp,
                                                const Args<In> &A, uint64_t c,
@@ -1085,7 +1124,11 @@ __device__ __forceinline__ void chunk_values(const cg::thread_block_tile<32> &wa
             }
         }
         if (done) return;
-        if (full || !kUsed) {
+        if (full) {
+            norm2_full_classes(warp, A, c, v);
+            return;
+        }
+        if (!kUsed) {
             norm2_all_classes(warp, A, c, v);
             return;
         }
