@@ -721,6 +721,12 @@ if [ "$RC" -eq 0 ] && grep -q '| 5003 | .* | float32 | canonical | ' "$OUT" &&
 else
     fail "bench --device cpu: canonical against the streaming read (exit $RC)"
 fi
+run bench --device cpu --op sum,dot --dtype f32,bf16 --offset 1 --n 4099 --quick
+if [ "$RC" -eq 0 ] && grep -q '| float32 +1 | sum |' "$OUT" && grep -q '| bfloat16 +1 | dot |' "$OUT"; then
+    pass
+else
+    fail "bench --offset 1: rows of arrays one element past the boundary (exit $RC)"
+fi
 run bench --device cpu --op nosuchop --n 10
 if [ "$RC" -eq 2 ]; then pass; else fail "bench --op nosuchop: usage error, exit 2 (exit $RC)"; fi
 
@@ -752,7 +758,8 @@ if ! grep -q 'done' "$ERR"; then pass; else fail "bench --json into a missing di
 expect_error "gen --out ''" gen ones --n 1 --out ''
 for args in "--n 0" "--n 1,,2" "--n ten" "--n=" "--dtype f128" "--op ''" "--mode fast --op sum" \
     "--stages 0" "--stages 1,9" "--batches 2" "--batches x" "--threads -1" "--device tpu" \
-    "--method fastest" "--dtype f16" "--mode exact" "extra"; do
+    "--method fastest" "--dtype f16" "--mode exact" "extra" "--offset 1" "--offset 8 --op sum" \
+    "--offset 2 --op sum --dtype f64" "--offset x --op sum"; do
     eval "expect_error \"bench $args\" bench --device cpu $args"
     if [ "$RC" -eq 2 ]; then pass; else fail "bench $args: usage error, exit 2 (exit $RC)"; fi
 done

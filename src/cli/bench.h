@@ -50,6 +50,9 @@ typedef struct {
     cli_shape shape;
     int have_segments;
     uint64_t seg_min, seg_max;
+    /* --offset E (with --op): the arrays start E elements past a 16-byte boundary, as a view
+     * such as x[1:] does; dtype column 'float32 +1'. */
+    int offset;
 } bench_options;
 
 /* One timed library call: coopreduce_reduce over n elements, or along an axis (outer, len,

@@ -189,7 +189,7 @@ int bench_ops_cpu(const bench_options *o)
     uint64_t nmax = largest(o->ns, o->nn);
     const int nthreads = o->threads > 0 ? o->threads : cli_online_cpus();
     const int reps = o->quick ? 5 : 9;
-    unsigned char *x = alloc_data(2 * nmax, 8); /* x, then y for DOT */
+    unsigned char *x = alloc_data(2 * nmax + 2, 8); /* x, then y for DOT; 16 bytes for --offset */
     if (x == NULL) return 1;
     coopreduce_handle *h = NULL;
     if (coopreduce_create_cpu(&h, o->threads)) {
@@ -214,13 +214,14 @@ int bench_ops_cpu(const bench_options *o)
                 const coopreduce_op op = o->ops[k];
                 if (!coopreduce_op_result_size(op, dt, 0, NULL)) continue; /* sumsq of ints */
                 const int dot = op == COOPREDUCE_OP_DOT;
-                const void *y = x + n * es;
+                const unsigned char *xo = x + (size_t)o->offset * es, *y = xo + n * es;
                 /* the modes that take this call (a mode that refuses it has no row) */
                 coopreduce_mode modes[BENCH_MAX_LIST];
                 int nm = 0;
                 for (int m = 0; m < o->nmodes; m++) {
                     if (coopreduce_set_mode(h, o->modes[m])) goto out;
-                    if (coopreduce_reduce(op, x, y, result, n, dt, h, NULL) != COOPREDUCE_SUCCESS) {
+                    if (coopreduce_reduce(op, xo, y, result, n, dt, h, NULL) !=
+                        COOPREDUCE_SUCCESS) {
                         fprintf(stderr, "bench: %s %s (%s): %s\n", coopreduce_op_name(op), dname,
                                 coopreduce_mode_name(o->modes[m]), coopreduce_last_error(h));
                         continue;
@@ -233,7 +234,7 @@ int bench_ops_cpu(const bench_options *o)
                 bench_call c = {.kind = BENCH_CALL_REDUCE,
                                 .op = op,
                                 .dtype = dt,
-                                .x = x,
+                                .x = xo,
                                 .y = y,
                                 .result = result,
                                 .n = n};

@@ -503,8 +503,11 @@ int bench_ops_gpu(int ordinal, const bench_options *o)
             gpu_ctx c = {h, dt, x, out, NULL, NULL, 0, read_out, read_blocks, n, 0};
             double read1, read2;
             if (time_reads(&c, batches, dname, es, &read1, &read2)) goto fail;
-            bench_call call = {.kind = BENCH_CALL_REDUCE, .dtype = dt, .x = x,
-                               .y = (const char *)x + n * es, .result = out, .n = n};
+            /* --offset: x and y start E elements past the boundary (the allocation's 32 spare
+             * bytes hold the shift); the read ceiling reads the aligned bytes */
+            const char *xo = (const char *)x + (size_t)o->offset * es;
+            bench_call call = {.kind = BENCH_CALL_REDUCE, .dtype = dt, .x = xo,
+                               .y = xo + n * es, .result = out, .n = n};
             if (time_ops(&c, o, &call, batches, dname, es, read1, read2, 0, 1)) goto fail;
             fprintf(stderr, "  %s n=%llu done\n", dname, (unsigned long long)n);
         }

@@ -109,11 +109,13 @@ void bench_median_noise(double *v, int k, double *med, double *noise)
 
 const char *bench_data_label(const bench_options *o, coopreduce_dtype dt, cr_gen_kind kind)
 {
-    static char labels[16][8][32];
-    if (!o->have_data || (unsigned)dt >= 16 || (unsigned)kind >= 8)
+    static char labels[16][8][40];
+    if ((!o->have_data && !o->offset) || (unsigned)dt >= 16 || (unsigned)kind >= 8)
         return coopreduce_dtype_name(dt);
-    char *label = labels[dt][kind];
-    snprintf(label, sizeof labels[0][0], "%s %s", coopreduce_dtype_name(dt), cr_gen_name(kind));
+    char *label = labels[dt][kind], off[8] = "";
+    if (o->offset) snprintf(off, sizeof off, " +%d", o->offset);
+    snprintf(label, sizeof labels[0][0], "%s%s%s%s", coopreduce_dtype_name(dt),
+             o->have_data ? " " : "", o->have_data ? cr_gen_name(kind) : "", off);
     return label;
 }
 

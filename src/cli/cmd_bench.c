@@ -1,5 +1,6 @@
 /* cmd_bench.c — `coopreduce bench`: its options, the device, the tables (bench.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "args.h"
@@ -20,7 +21,7 @@ static int parse_bench_options(int argc, char **argv, bench_options *o, cli_devi
         {"no-extras", 0}, {"n", 1},        {"method", 1}, {"stages", 1},
         {"dtype", 1},     {"op", 1},       {"mode", 1},   {"batches", 1},
         {"threads", 1},   {"json", 1},     {"csv", 1},    {"shape", 1},
-        {"axis", 1},      {"segments", 1}, {"data", 1},   {NULL, 0},
+        {"axis", 1},      {"segments", 1}, {"data", 1},   {"offset", 1}, {NULL, 0},
     };
     memset(o, 0, sizeof *o);
     o->host_latency = 1;
@@ -87,7 +88,14 @@ static int parse_bench_options(int argc, char **argv, bench_options *o, cli_devi
             bad = cli_parse_op_list(name, v, o->ops, BENCH_MAX_LIST, &o->nops);
         else if (strcmp(name, "mode") == 0)
             bad = cli_parse_mode_list(name, v, o->modes, BENCH_MAX_LIST, &o->nmodes);
-        else if (strcmp(name, "data") == 0) {
+        else if (strcmp(name, "offset") == 0) {
+            char *end;
+            const long e = strtol(v, &end, 10);
+            if (*v < '0' || *v > '9' || *end || e < 0 || e > 7)
+                return cli_usage_error("--offset '%s': expected 0 .. 7 elements (below 16 bytes)",
+                                       v);
+            o->offset = (int)e;
+        } else if (strcmp(name, "data") == 0) {
             bad = cli_parse_data_list(name, v, o->data, BENCH_MAX_LIST, &o->ndata);
             o->have_data = 1;
         } else if (strcmp(name, "batches") == 0) {
@@ -147,6 +155,15 @@ static int parse_bench_options(int argc, char **argv, bench_options *o, cli_devi
     }
     if (o->nmodes > 1 || o->modes[0] != COOPREDUCE_MODE_DETERMINISTIC) {
         if (o->nops == 0) return cli_usage_error("--mode applies to --op only");
+    }
+    if (o->offset) {
+        if (o->nops == 0 || batch) return cli_usage_error("--offset applies to --op only");
+        for (int d = 0; d < o->nd; d++)
+            if ((size_t)o->offset * coopreduce_dtype_size(o->dtypes[d]) >= 16)
+                return cli_usage_error("--offset %d with --dtype %s: %d bytes, not below 16 (a "
+                                       "16-byte boundary further is aligned again)",
+                                       o->offset, coopreduce_dtype_name(o->dtypes[d]),
+                                       o->offset * (int)coopreduce_dtype_size(o->dtypes[d]));
     }
     if (o->have_data) {
         if (o->nops == 0 || batch) return cli_usage_error("--data applies to --op only");

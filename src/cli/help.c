@@ -249,6 +249,8 @@ static const char *const BENCH_HELP =
     "  generated distributions (kinds of coopreduce gen; default uniform), dtype column\n"
     "  'float32 wide'; with exact and deterministic both in --mode, a second table gives\n"
     "  exact/canonical (deterministic time over exact time) for each op, n, dtype and data.\n"
+    "  --offset E: with --op, the arrays start E elements (below 16 bytes) past a 16-byte\n"
+    "  boundary, as a view such as x[1:] does; dtype column 'float32 +1'.\n"
     "  --json FILE, --csv FILE: the rows, also as files (replaced if they exist).\n"
     "  --shape RxC[x...] --axis K: each --op (default sum) over each --dtype (default f32)\n"
     "  through coopreduce_reduce_axis on uniform data of that shape (C order), in each --mode,\n"
