@@ -103,10 +103,22 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
     } else {
         post();
     }
-    for (; c < b1; c += kWarps) { /* misaligned input, or the ragged last chunk */
-        Acc v[1];
-        chunk_values<In, LF, kStream>(warp, A, c, aligned != 0, v);
-        emit(c, v);
+    /* The chunks not streamed: aligned, the ragged last one (and every chunk of DOT of 4- and
+     * 8-byte types); or misaligned input. Two loops, so that the aligned one's code has no call
+     * of the misaligned path (leaves.cuh's chunk_used): one in the loop made ptxas spill there
+     * and cost aligned DOT of float32 4% at 2^28 (docs/perf-log). */
+    if (aligned) {
+        for (; c < b1; c += kWarps) {
+            Acc v[1];
+            chunk_values<In, LF, kStream>(warp, A, c, true, v);
+            emit(c, v);
+        }
+    } else {
+        for (; c < b1; c += kWarps) {
+            Acc v[1];
+            chunk_values<In, LF, kStream>(warp, A, c, false, v);
+            emit(c, v);
+        }
     }
     if (P.levels == 1 || b0 == b1) return; /* uniform across the block */
     post_tickets<1>(block, warp, &Ps, b0, b1, &quarter[0][0][0], tag, &early);
@@ -259,10 +271,19 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
         three = 4 * others >= chunks;
         seg = c + (uint64_t)chunks * kWarps; /* first chunk at or past end */
     }
-    for (; c < b1; c += kWarps) { /* misaligned input, or the ragged last chunk */
-        Acc v[3];
-        chunk_values<In, Leaf::kNorm2, kStream>(warp, A, c, aligned != 0, v);
-        emit3(c, v);
+    /* the ragged last chunk, or misaligned input: two loops, as fused_kernel's */
+    if (aligned) {
+        for (; c < b1; c += kWarps) {
+            Acc v[3];
+            chunk_values<In, Leaf::kNorm2, kStream>(warp, A, c, true, v);
+            emit3(c, v);
+        }
+    } else {
+        for (; c < b1; c += kWarps) {
+            Acc v[3];
+            chunk_values<In, Leaf::kNorm2, kStream>(warp, A, c, false, v);
+            emit3(c, v);
+        }
     }
     if (P.levels == 1 || b0 == b1) return; /* uniform across the block */
     post_tickets<3>(block, warp, Ts.p, b0, b1, &quarter[0][0][0], tag, &early);

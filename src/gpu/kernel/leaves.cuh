@@ -551,7 +551,7 @@ __device__ __noinline__ void norm2_full_classes(const cg::thread_block_tile<32> 
         warp, full_chunk_rows<In, Leaf::kNorm2, false>(A, c * S::kChunk, half, lane0, ext), ext, v);
 }
 
-/* NORM2's three classes of chunk c by element loads: the ragged chunk, or a misaligned one. */
+/* NORM2's three classes of chunk c by element loads: the ragged chunk of the 1-D kernels. */
 template <typename In>
 __device__ __noinline__ void norm2_all_classes(const cg::thread_block_tile<32> &warp,
                                                const Args<In> &A, uint64_t c,
@@ -599,8 +599,10 @@ constexpr int kUsedRows = In::kVec * kLeaves<LF> <= 8 ? 8 : In::kVec * kLeaves<L
  * kLoadVector, one 16-byte load (the chunk starts on a 16-byte boundary); kLoadShifted, the two
  * aligned 16-byte loads around the group, shifted into place (the chunk starts anywhere, but
  * the array it lies in starts on a 16-byte boundary, so that the bytes before the group down to
- * a boundary are the array's). */
-enum { kLoadScalar = 0, kLoadVector = 1, kLoadShifted = 2 };
+ * a boundary are the array's); kLoadWithin, the same where both 16-byte blocks lie within the
+ * array A.x .. A.x + A.n (the array itself starts anywhere: a view such as x[1:]), element loads
+ * for the groups at its two ends. */
+enum { kLoadScalar = 0, kLoadVector = 1, kLoadShifted = 2, kLoadWithin = 3 };
 
 /* The 16 bytes at byte offset d (a multiple of the element size, below 16) of the 32 in q0, q1. */
 __device__ __forceinline__ uint4 shift16(const uint4 &q0, const uint4 &q1, unsigned int d)
@@ -630,7 +632,8 @@ __device__ __forceinline__ RowVals<In, LF> batch_used(const Args<In> &A, uint64_
         for (int i = 0; i < R; i++)
             t[i] = lanes_guarded<In, LF>(A, base, (r0 + i) * S::kLanes + lane0, m);
     } else {
-        constexpr int N = kLoad == kLoadShifted ? 2 : 1, NY = LF == Leaf::kProduct ? N : 0;
+        constexpr bool kShift = kLoad == kLoadShifted || kLoad == kLoadWithin;
+        constexpr int N = kShift ? 2 : 1, NY = LF == Leaf::kProduct ? N : 0;
         uint4 qx[R][N], qy[R][NY ? NY : 1];
         bool ok[R];
         const char *xe = static_cast<const char *>(A.x) + A.n * In::kBytes;
@@ -644,9 +647,14 @@ __device__ __forceinline__ RowVals<In, LF> batch_used(const Args<In> &A, uint64_
             const char *ax = reinterpret_cast<const char *>((uintptr_t)px & ~(uintptr_t)15);
             const char *ay = reinterpret_cast<const char *>((uintptr_t)py & ~(uintptr_t)15);
             ok[i] = first + In::kVec <= m;
-            if constexpr (kLoad == kLoadShifted) {
+            if constexpr (kShift) {
                 ok[i] = ok[i] && ax + 32 <= xe;
                 if constexpr (LF == Leaf::kProduct) ok[i] = ok[i] && ay + 32 <= ye;
+            }
+            if constexpr (kLoad == kLoadWithin) {
+                ok[i] = ok[i] && ax >= static_cast<const char *>(A.x);
+                if constexpr (LF == Leaf::kProduct)
+                    ok[i] = ok[i] && ay >= static_cast<const char *>(A.y);
             }
 #pragma unroll
             for (int k = 0; k < N; k++) {
@@ -666,7 +674,7 @@ __device__ __forceinline__ RowVals<In, LF> batch_used(const Args<In> &A, uint64_
             const int first = (r0 + i) * S::kLanes + lane0;
             if (ok[i]) {
                 uint4 x = qx[i][0], y = x;
-                if constexpr (kLoad == kLoadShifted) {
+                if constexpr (kShift) {
                     const uint64_t off = (base + (uint64_t)first) * In::kBytes;
                     x = shift16(qx[i][0], qx[i][1],
                                 (unsigned int)(((uintptr_t)A.x + off) & 15));
@@ -716,7 +724,8 @@ __device__ __forceinline__ RowVals<In, LF> rows_used(const Args<In> &A, uint64_t
 }
 
 /* chunk_values' chunks of m < C elements, or misaligned ones: out of line, so that the kernels
- * that stream full chunks keep their registers for those. `load`: how (kLoadScalar, ...). */
+ * that stream full chunks keep their registers for those. `load`: kLoadVector, kLoadShifted,
+ * or (any other value) kLoadWithin. */
 template <typename In, Leaf LF>
 __device__ __noinline__ void chunk_used(const cg::thread_block_tile<32> &warp, const Args<In> &A,
                                         uint64_t base, int m, int load,
@@ -732,7 +741,7 @@ __device__ __noinline__ void chunk_used(const cg::thread_block_tile<32> &warp, c
         finish_chunk<In, LF>(warp, rows_used<In, LF, kLoadShifted>(A, base, half, lane0, m), Ext(),
                              v);
     else
-        finish_chunk<In, LF>(warp, rows_used<In, LF, kLoadScalar>(A, base, half, lane0, m), Ext(),
+        finish_chunk<In, LF>(warp, rows_used<In, LF, kLoadWithin>(A, base, half, lane0, m), Ext(),
                              v);
 }
 
@@ -1091,12 +1100,14 @@ __device__ __forceinline__ void staged_chunks(const cg::thread_block_tile<32> &w
 
 /* Level 1 off the stream: chunk c of the input (misaligned, ragged, or the only chunk) to its
  * K partials. NORM2 tries the medium pass first on a full, aligned chunk, as norm2_kernel does,
- * and falls back to the three classes by element loads. `aligned`: the input (both inputs of
+ * and falls back to the three classes (norm2_full_classes). `aligned`: the input (both inputs of
  * DOT) starts on a 16-byte boundary; `shift_ok`: the arrays the chunk lies in do (misaligned
- * chunks may take shifted 16-byte loads). The other chunks: kUsed (rows.cu, where short rows and
- * ragged chunks are most of the work) by chunk_used's batched loads; otherwise (the 1-D
- * kernels, which meet one such chunk per call, or only misaligned ones) by rows_guarded's
- * compact loop, which keeps the streaming kernels' registers as they are. */
+ * chunks may take shifted 16-byte loads reaching before the input). Misaligned chunks, and with
+ * kUsed (rows.cu, where short rows and ragged chunks are most of the work) every other one, go
+ * through chunk_used's batched loads: kLoadWithin where the input is misaligned and nothing
+ * says more, 16-byte loads shifted into place (element loads for a misaligned array, a view
+ * such as x[1:], ran at 5-30% of the read: docs/perf-log). The ragged chunk of the 1-D
+ * kernels, one a call, takes rows_guarded's compact loop. */
 template <typename In, Leaf LF, bool kStream, bool kUsed = false>
 __device__ __forceinline__ void chunk_values(const cg::thread_block_tile<32> &warp,
                                              const Args<In> &A, uint64_t c, bool aligned,
@@ -1128,7 +1139,7 @@ __device__ __forceinline__ void chunk_values(const cg::thread_block_tile<32> &wa
             norm2_full_classes(warp, A, c, v);
             return;
         }
-        if (!kUsed) {
+        if (!kUsed && aligned) { /* the ragged chunk */
             norm2_all_classes(warp, A, c, v);
             return;
         }
@@ -1140,9 +1151,9 @@ __device__ __forceinline__ void chunk_values(const cg::thread_block_tile<32> &wa
     }
     const uint64_t rest = A.n - base;
     const int m = rest < S::kChunk ? (int)rest : (int)S::kChunk;
-    if constexpr (kUsed)
+    if (kUsed || !aligned)
         chunk_used<In, LF>(warp, A, base, m,
-                           aligned ? kLoadVector : shift_ok ? kLoadShifted : kLoadScalar, v);
+                           aligned ? kLoadVector : shift_ok ? kLoadShifted : kLoadWithin, v);
     else if constexpr (LF != Leaf::kNorm2)
         finish_chunk<In, LF>(warp, rows_guarded<In, LF>(A, base, half, lane0, m), Ext(), v);
 }
