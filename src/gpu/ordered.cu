@@ -65,11 +65,15 @@ __device__ __forceinline__ void block_chunks(uint64_t chunks, uint64_t *c0, uint
  * level 1 here, then tree.cuh's tagged hand-off climbs the canonical tree of the partials and
  * the warp that completes it applies the operation's final rule (P.fin). The same tree as the
  * canonical sum of the level-1 partials, so the same bits as the multi-launch path and the CPU.
- * A single chunk (P.levels == 1) is the result itself: no partial, no ticket. */
-template <typename In, Leaf LF, bool kStream>
+ * A single chunk (P.levels == 1) is the result itself: no partial, no ticket.
+ * kAligned: the input (both arrays of DOT) starts on a 16-byte boundary. A misaligned input has
+ * a kernel of its own, whose every chunk takes chunk_values' misaligned path (16-byte loads
+ * shifted into place): a call of that path in the aligned kernel's loops made ptxas spill there
+ * (aligned DOT of float32 4% slower at 2^28, NORM2 0.2-0.9%: docs/perf-log). */
+template <typename In, Leaf LF, bool kStream, bool kAligned>
 __global__ void __launch_bounds__(32 * kWarps, 2)
     fused_kernel(const __grid_constant__ Args<In> A,
-                 const __grid_constant__ Params<typename In::Acc> P, int aligned)
+                 const __grid_constant__ Params<typename In::Acc> P)
 {
     using Acc = typename In::Acc;
     static_assert(kLeaves<LF> == 1, "one leaf class: one tree");
@@ -95,7 +99,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
     uint64_t c = b0 + warp.meta_group_rank();
     /* [0, full): streamed (not a single chunk: its emit calls the final rule, and the stream
      * loop keeps no call) */
-    const uint64_t full = aligned && P.levels > 1 ? A.n / Shape<In>::kChunk : 0;
+    const uint64_t full = kAligned && P.levels > 1 ? A.n / Shape<In>::kChunk : 0;
     if (kStreamed<In, LF> && c < b1 && c < full) {
         const uint64_t stop = b1 < full ? b1 : full;
         stream_chunks<In, LF, kStream>(warp, A, c, stop, kWarps, emit, post);
@@ -104,21 +108,11 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
         post();
     }
     /* The chunks not streamed: aligned, the ragged last one (and every chunk of DOT of 4- and
-     * 8-byte types); or misaligned input. Two loops, so that the aligned one's code has no call
-     * of the misaligned path (leaves.cuh's chunk_used): one in the loop made ptxas spill there
-     * and cost aligned DOT of float32 4% at 2^28 (docs/perf-log). */
-    if (aligned) {
-        for (; c < b1; c += kWarps) {
-            Acc v[1];
-            chunk_values<In, LF, kStream>(warp, A, c, true, v);
-            emit(c, v);
-        }
-    } else {
-        for (; c < b1; c += kWarps) {
-            Acc v[1];
-            chunk_values<In, LF, kStream>(warp, A, c, false, v);
-            emit(c, v);
-        }
+     * 8-byte types); misaligned input, every chunk. */
+    for (; c < b1; c += kWarps) {
+        Acc v[1];
+        chunk_values<In, LF, kStream>(warp, A, c, kAligned, v);
+        emit(c, v);
     }
     if (P.levels == 1 || b0 == b1) return; /* uniform across the block */
     post_tickets<1>(block, warp, &Ps, b0, b1, &quarter[0][0][0], tag, &early);
@@ -146,7 +140,8 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
  * warp that completes the top nodes holds the three classes' sums and applies the final rule.
  * (Three trees each with its tickets, climbs and a join at the top made NORM2's end three
  * chains of round trips to L2 one after the other: docs/perf-log.) A chunk whose big and small
- * partials are +0.0, a medium chunk, stores its medium partial alone (tree.cuh, kOtherFlag). */
+ * partials are +0.0, a medium chunk, stores its medium partial alone (tree.cuh, kOtherFlag).
+ * kAligned: as fused_kernel's. */
 template <typename Acc> struct Trees3 {
     Params<Acc> p[3];
 };
@@ -194,10 +189,10 @@ norm2_stream_classes(const cg::thread_block_tile<32> &warp, const Args<In> &A,
 template <typename In> constexpr bool kThreeStream = true;
 template <> constexpr bool kThreeStream<Half<false>> = false;
 
-template <typename In, bool kStream>
+template <typename In, bool kStream, bool kAligned>
 __global__ void __launch_bounds__(32 * kWarps, 2)
     norm2_kernel(const __grid_constant__ Args<In> A,
-                 const __grid_constant__ Trees3<typename In::Acc> T, int aligned)
+                 const __grid_constant__ Trees3<typename In::Acc> T)
 {
     using Acc = typename In::Acc;
     __shared__ Lanes<Acc> quarter[3][8][32]; /* post_tickets' row trees, a set per class */
@@ -240,7 +235,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
     auto post_first = [&] { /* once: in the first segment */
                             if (c == c_first) post();
     };
-    const uint64_t full = aligned && P.levels > 1 ? A.n / Shape<In>::kChunk : 0; /* streamed */
+    const uint64_t full = kAligned && P.levels > 1 ? A.n / Shape<In>::kChunk : 0; /* streamed */
     if (!(c < b1 && c < full)) post();
     /* The warp's first segment is short (CR_TUNE_NORM2_FIRST chunks), so that data of wide
      * range is found early; a segment in which at least a quarter of the chunks had an element
@@ -271,19 +266,10 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
         three = 4 * others >= chunks;
         seg = c + (uint64_t)chunks * kWarps; /* first chunk at or past end */
     }
-    /* the ragged last chunk, or misaligned input: two loops, as fused_kernel's */
-    if (aligned) {
-        for (; c < b1; c += kWarps) {
-            Acc v[3];
-            chunk_values<In, Leaf::kNorm2, kStream>(warp, A, c, true, v);
-            emit3(c, v);
-        }
-    } else {
-        for (; c < b1; c += kWarps) {
-            Acc v[3];
-            chunk_values<In, Leaf::kNorm2, kStream>(warp, A, c, false, v);
-            emit3(c, v);
-        }
+    for (; c < b1; c += kWarps) { /* the ragged last chunk; misaligned input, every chunk */
+        Acc v[3];
+        chunk_values<In, Leaf::kNorm2, kStream>(warp, A, c, kAligned, v);
+        emit3(c, v);
     }
     if (P.levels == 1 || b0 == b1) return; /* uniform across the block */
     post_tickets<3>(block, warp, Ts.p, b0, b1, &quarter[0][0][0], tag, &early);
@@ -295,10 +281,12 @@ cudaError_t launch_fused(const Args<In> &A, const Params<typename In::Acc> &P, i
 {
     const int aligned =
         (uintptr_t)A.x % 16 == 0 && (LF != Leaf::kProduct || (uintptr_t)A.y % 16 == 0);
-    if (stream_once)
-        fused_kernel<In, LF, true><<<blocks, 32 * kWarps, 0, stream>>>(A, P, aligned);
+    if (!aligned) /* its chunks by element and shifted loads (leaves.cuh's chunk_used) */
+        fused_kernel<In, LF, false, false><<<blocks, 32 * kWarps, 0, stream>>>(A, P);
+    else if (stream_once)
+        fused_kernel<In, LF, true, true><<<blocks, 32 * kWarps, 0, stream>>>(A, P);
     else
-        fused_kernel<In, LF, false><<<blocks, 32 * kWarps, 0, stream>>>(A, P, aligned);
+        fused_kernel<In, LF, false, true><<<blocks, 32 * kWarps, 0, stream>>>(A, P);
     return cudaGetLastError();
 }
 
@@ -335,10 +323,12 @@ cudaError_t fused_for_leaf(int leaf, const void *x, const void *y, uint64_t n, v
         Q.epoch = w3->epoch;
     }
     const int aligned = (uintptr_t)x % 16 == 0;
-    if (stream_once)
-        norm2_kernel<In, true><<<*blocks, 32 * kWarps, 0, s>>>(A, T, aligned);
+    if (!aligned)
+        norm2_kernel<In, false, false><<<*blocks, 32 * kWarps, 0, s>>>(A, T);
+    else if (stream_once)
+        norm2_kernel<In, true, true><<<*blocks, 32 * kWarps, 0, s>>>(A, T);
     else
-        norm2_kernel<In, false><<<*blocks, 32 * kWarps, 0, s>>>(A, T, aligned);
+        norm2_kernel<In, false, true><<<*blocks, 32 * kWarps, 0, s>>>(A, T);
     return cudaGetLastError();
 }
 
@@ -346,9 +336,9 @@ cudaError_t fused_for_leaf(int leaf, const void *x, const void *y, uint64_t n, v
 template <typename In> cudaError_t per_sm_of(int device, int *per_sm)
 {
     if constexpr (In::kBytes == 2)
-        return occupancy<fused_kernel<In, Leaf::kWiden, true>>(32 * kWarps, device, per_sm);
+        return occupancy<fused_kernel<In, Leaf::kWiden, true, true>>(32 * kWarps, device, per_sm);
     else
-        return occupancy<fused_kernel<In, Leaf::kSquare, true>>(32 * kWarps, device, per_sm);
+        return occupancy<fused_kernel<In, Leaf::kSquare, true, true>>(32 * kWarps, device, per_sm);
 }
 
 /* The grid: one block per kWarps chunks, at most one full wave (or the handle's forced grid),
