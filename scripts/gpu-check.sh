@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpu-check.sh — everything a GPU machine should confirm, in one call:
 #   configure + build (Release, sm_80 + sm_90 + PTX), every test (GPU ones included),
-#   the GPU tests under compute-sanitizer (memcheck, racecheck, synccheck), the quick benchmark,
+#   the GPU tests under compute-sanitizer (memcheck, racecheck, synccheck), the quick benchmark
+#   (and NORM2 of data of wide range, and the operations on a misaligned array),
 #   the example programs (validated with the tests, timed with the benchmark: examples/), and a
 #   short summary printed last.
 # usage: scripts/gpu-check.sh [--no-sanitizer] [--no-bench] [--bench "ARGS"] [--golden]
@@ -120,6 +121,12 @@ fi
 if [ $BENCH = 1 ]; then
   step bench "$BUILD/coopreduce" bench $BENCH_ARGS --json "$LOG/bench.json" --csv "$LOG/bench.csv"
   cp "$LOG/bench.log" "$LOG/bench.md"
+  # the inputs that once fell off the memory wall: NORM2 of data of wide range or all
+  # subnormal, and every one-launch operation on an array one element past a 16-byte boundary
+  step bench-data "$BUILD/coopreduce" bench --op norm2 --dtype bf16,f32,f64 --n 2^24,2^28 \
+    --data uniform,wide,subnormal --quick
+  step bench-offset "$BUILD/coopreduce" bench --op sum,sumsq,norm2,dot,mean \
+    --dtype f16,bf16,f32,f64 --n 2^24,2^28 --offset 1 --quick
   step examples-bench scripts/examples-bench.sh --build "$BUILD" -o "$LOG/examples.md"
 fi
 {
@@ -132,7 +139,7 @@ if [ -n "${OUT:-}" ]; then
   cat "$LOG"/san-*.log > "$LOG/sanitizers.log" 2>/dev/null
   cat "$LOG"/test_*.log "$LOG"/example_*.log > "$LOG/gpu_tests.log" 2>/dev/null
   cp "$LOG/gpu_tests.log" "$OUT/" 2>/dev/null
-  for f in summary.txt python.log python-bench.log bench.md bench.json bench.csv golden_bits.txt ctest.log sanitizers.log examples.md; do
+  for f in summary.txt python.log python-bench.log bench.md bench-data.log bench-offset.log bench.json bench.csv golden_bits.txt ctest.log sanitizers.log examples.md; do
     [ -f "$LOG/$f" ] && cp "$LOG/$f" "$OUT/"
   done
 fi
