@@ -166,6 +166,55 @@ CR_SIMD_CLONES static int medium_f64(const double *a, uint64_t m, double *out)
            mn < ((uint64_t)CR_NORM2_SML_HI_F64 << 32) - 1u;
 }
 
+/* NORM2's three leaves of each of x[0..m): values.h's cr_norm2_leaf in a form the compiler
+ * vectorises (a branch per element's class, in a scalar loop, made NORM2 of data of wide range
+ * or all subnormal 50x slower than of uniform data: docs/perf-log). The class tests on the bits
+ * of |x| (values.h's BIG / SML bits; inf is big, a NaN neither, as the float tests say), the
+ * class's scale (1 for the medium class: |x| * 1 is |x|) and the outputs chosen by integer masks
+ * (+0.0 is all zero bits): the same products of the same values, so the same leaves. Selects of
+ * floats on float compares stay branches under -ftrapping-math (GCC's if-conversion). */
+static inline uint32_t f32_bits(float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    return u;
+}
+static inline uint64_t f64_bits(double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, 8);
+    return u;
+}
+#define DEFINE_CLASSES(NAME, T, U, BITS, BIG, SML, INF, SBIG, SSML)                                \
+    CR_SIMD_CLONES static void NAME(const T *restrict x, uint64_t m, T *restrict big,              \
+                                    T *restrict med, T *restrict sml)                              \
+    {                                                                                              \
+        const U sign = (U)1 << (8 * sizeof(U) - 1), kb = BITS(SBIG), ks = BITS(SSML),             \
+                one = BITS((T)1);                                                                  \
+        for (uint64_t i = 0; i < m; i++) {                                                         \
+            U a;                                                                                   \
+            memcpy(&a, &x[i], sizeof a);                                                           \
+            a &= ~sign;                                                                            \
+            const U b = (U)0 - (U)((a > (BIG)) & (a <= (INF))), s = (U)0 - (U)(a < (SML));         \
+            const U scale = (b & kb) | (s & ks) | (~(b | s) & one);                                \
+            T ax, f;                                                                               \
+            memcpy(&ax, &a, sizeof ax);                                                            \
+            memcpy(&f, &scale, sizeof f);                                                          \
+            const T y = ax * f, q = y * y;                                                         \
+            U qb;                                                                                  \
+            memcpy(&qb, &q, sizeof qb);                                                            \
+            const U vb = qb & b, vm = qb & ~(b | s), vs = qb & s;                                  \
+            memcpy(&big[i], &vb, sizeof vb);                                                       \
+            memcpy(&med[i], &vm, sizeof vm);                                                       \
+            memcpy(&sml[i], &vs, sizeof vs);                                                       \
+        }                                                                                          \
+    }
+DEFINE_CLASSES(classes_f32, float, uint32_t, f32_bits, CR_NORM2_BIG_BITS_F32,
+               CR_NORM2_SML_BITS_F32, 0x7f800000u, CR_SBIG_F32, CR_SSML_F32)
+DEFINE_CLASSES(classes_f64, double, uint64_t, f64_bits, (uint64_t)CR_NORM2_BIG_HI_F64 << 32,
+               (uint64_t)CR_NORM2_SML_HI_F64 << 32, 0x7ff0000000000000ull, CR_SBIG_F64,
+               CR_SSML_F64)
+
 /* Level 1 for chunks [g0, g1): the leaves of each chunk into buf, then the chunk tree. */
 /* y is NULL unless the op is DOT: no arithmetic on it then (undefined behaviour on NULL). */
 static void *ordered_worker(void *arg)
@@ -180,6 +229,7 @@ static void *ordered_worker(void *arg)
         float f[3][CR_CHUNK_F32];
         double d[3][CR_CHUNK_F64];
     } buf;
+    float wide[CR_CHUNK_F32]; /* NORM2 of 16-bit input: the widened values */
     for (uint64_t g = j->g0; g < j->g1; g++) {
         const uint64_t first = g * C, m = j->n - first < C ? j->n - first : C;
         int sums = 1;
@@ -194,8 +244,7 @@ static void *ordered_worker(void *arg)
             } else if (op == COOPREDUCE_OP_NORM2) {
                 sums = 3;
                 if (medium_f64(x, m, buf.d[1])) {
-                    for (uint64_t i = 0; i < m; i++)
-                        cr_norm2_leaf_F64(x[i], &buf.d[0][i], &buf.d[1][i], &buf.d[2][i]);
+                    classes_f64(x, m, buf.d[0], buf.d[1], buf.d[2]);
                 } else { /* medium alone: the big and small trees are +0.0 */
                     ((double *)j->part[0])[g] = ((double *)j->part[2])[g] = 0.0;
                     ((double *)j->part[1])[g] = cr_cpu_chunk_f64(buf.d[1], m);
@@ -236,13 +285,10 @@ static void *ordered_worker(void *arg)
                     half ? medium_half(hx, m, brain, buf.f[1]) : medium_f32(x, m, 0, buf.f[1]);
                 if (other) {
                     if (half) { /* the three classes need the widened values */
-                        widen_any(hx, m, brain, j->f16c, buf.f[2]);
-                        x = buf.f[2];
+                        widen_any(hx, m, brain, j->f16c, wide);
+                        x = wide;
                     }
-                    for (uint64_t i = 0; i < m; i++) {
-                        const float v = x[i]; /* x may be buf.f[2], overwritten below */
-                        cr_norm2_leaf_F32(v, &buf.f[0][i], &buf.f[1][i], &buf.f[2][i]);
-                    }
+                    classes_f32(x, m, buf.f[0], buf.f[1], buf.f[2]);
                 } else { /* medium alone: the big and small trees are +0.0 */
                     ((float *)j->part[0])[g] = ((float *)j->part[2])[g] = 0.0f;
                     ((float *)j->part[1])[g] = cr_cpu_chunk_f32(buf.f[1], m);

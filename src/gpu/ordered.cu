@@ -99,8 +99,8 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
     uint64_t c = b0 + warp.meta_group_rank();
     /* [0, full): streamed (not a single chunk: its emit calls the final rule, and the stream
      * loop keeps no call) */
-    const uint64_t full = kAligned && P.levels > 1 ? A.n / Shape<In>::kChunk : 0;
-    if (kStreamed<In, LF> && c < b1 && c < full) {
+    const uint64_t full = P.levels > 1 ? A.n / Shape<In>::kChunk : 0;
+    if (kAligned && kStreamed<In, LF> && c < b1 && c < full) {
         const uint64_t stop = b1 < full ? b1 : full;
         stream_chunks<In, LF, kStream>(warp, A, c, stop, kWarps, emit, post);
         c += (stop - c + kWarps - 1) / kWarps * kWarps; /* first chunk at or past stop */
@@ -235,14 +235,14 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
     auto post_first = [&] { /* once: in the first segment */
                             if (c == c_first) post();
     };
-    const uint64_t full = kAligned && P.levels > 1 ? A.n / Shape<In>::kChunk : 0; /* streamed */
-    if (!(c < b1 && c < full)) post();
+    const uint64_t full = P.levels > 1 ? A.n / Shape<In>::kChunk : 0; /* streamed if aligned */
+    if (!(kAligned && c < b1 && c < full)) post();
     /* The warp's first segment is short (CR_TUNE_NORM2_FIRST chunks), so that data of wide
      * range is found early; a segment in which at least a quarter of the chunks had an element
      * of another class makes the next one a three-class stream (norm2_stream_classes), and a
      * three-class segment in which fewer did makes the next one a medium pass again. */
     bool three = false;
-    for (; c < b1 && c < full; c = seg) {
+    for (; kAligned && c < b1 && c < full; c = seg) {
         const uint64_t stop = b1 < full ? b1 : full, span = stop - c;
         const uint64_t len = c == c_first ? CR_TUNE_NORM2_FIRST : 64;
         const uint64_t end = span > len * kWarps ? c + len * kWarps : stop;
