@@ -337,6 +337,13 @@ else
 fi
 run bench --device cpu --shape 64x300 --axis 0 --quick
 if [ "$RC" -eq 0 ] && grep -q '| 19200 | 76800 | float32 | sum/axis0 (64x300) | yes | host_us |' "$OUT"; then pass; else fail "bench --axis 0: $(cat "$OUT")"; fi
+run bench --device cpu --shape 64x300 --axis 1 --op norm2 --dtype f32,bf16 --data uniform,wide --quick
+if [ "$RC" -eq 0 ] && grep -q '| float32 uniform | norm2/axis1 (64x300) |' "$OUT" &&
+    grep -q '| bfloat16 wide | norm2/axis1 (64x300) |' "$OUT"; then
+    pass
+else
+    fail "bench --shape --data: a row per dtype and distribution: exit $RC, $(cat "$OUT")"
+fi
 run bench --device cpu --segments random:1:1000 --n 2^16 --op sum,max --quick
 if [ "$RC" -eq 0 ] && [ "$(grep -c '/segments (' "$OUT")" -eq 2 ]; then pass; else fail "bench --segments: exit $RC, $(cat "$OUT")"; fi
 expect_error "bench --axis without --shape" 2 bench --device cpu --axis 1

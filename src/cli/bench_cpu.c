@@ -294,11 +294,11 @@ int bench_batch_cpu(const bench_options *o)
         free(result);
         if ((result = alloc_data(count + 1, 16)) == NULL) goto out;
         c.result = result;
-        for (int d = 0; d < o->nd; d++) {
-            const coopreduce_dtype dt = o->dtypes[d];
+        for (int g = 0; g < o->nd * o->ndata; g++) {
+            const coopreduce_dtype dt = o->dtypes[g / o->ndata];
             const size_t es = coopreduce_dtype_size(dt);
-            const char *dname = coopreduce_dtype_name(dt);
-            if (cr_gen_fill(x, 0, 2 * n, dt, CR_GEN_UNIFORM, 1, nthreads)) {
+            const char *dname = bench_data_label(o, dt, o->data[g % o->ndata]);
+            if (cr_gen_fill(x, 0, 2 * n, dt, o->data[g % o->ndata], 1, nthreads)) {
                 cli_error("bench: cannot generate %s data", dname);
                 goto out;
             }

@@ -599,11 +599,11 @@ int bench_batch_gpu(int ordinal, const bench_options *o)
                     "bench: no cub_segmented row along axis %d: CUB's segmented sum "
                     "takes contiguous segments, not columns\n",
                     o->axis);
-        for (int d = 0; d < o->nd; d++) {
-            const coopreduce_dtype dt = o->dtypes[d];
+        for (int g = 0; g < o->nd * o->ndata; g++) {
+            const coopreduce_dtype dt = o->dtypes[g / o->ndata];
             const size_t es = elem_size(dt);
-            const char *dname = coopreduce_dtype_name(dt);
-            if (cr_gen_fill(hx, 0, 2 * n, dt, CR_GEN_UNIFORM, 1, cli_online_cpus())) {
+            const char *dname = bench_data_label(o, dt, o->data[g % o->ndata]);
+            if (cr_gen_fill(hx, 0, 2 * n, dt, o->data[g % o->ndata], 1, cli_online_cpus())) {
                 fprintf(stderr, "coopreduce: bench: cannot generate %s data\n", dname);
                 reported = 1;
                 goto fail;

@@ -166,7 +166,8 @@ static int parse_bench_options(int argc, char **argv, bench_options *o, cli_devi
                                        o->offset * (int)coopreduce_dtype_size(o->dtypes[d]));
     }
     if (o->have_data) {
-        if (o->nops == 0 || batch) return cli_usage_error("--data applies to --op only");
+        if (o->nops == 0 && !batch)
+            return cli_usage_error("--data applies to --op, --shape and --segments only");
         for (int g = 0; g < o->ndata; g++)
             for (int d = 0; d < o->nd; d++)
                 if (!cr_gen_supports(o->data[g], o->dtypes[d]))
