@@ -230,6 +230,12 @@ static void *ordered_worker(void *arg)
         double d[3][CR_CHUNK_F64];
     } buf;
     float wide[CR_CHUNK_F32]; /* NORM2 of 16-bit input: the widened values */
+    /* NORM2: the chunk before had a big or small partial other than +0.0, so this one takes the
+     * three classes at once, without the medium pass (whose squares of tiny values underflow,
+     * slow on the CPU, and are thrown away when the chunk needs the three classes): on data of
+     * wide range nearly every chunk does. The same partials either way (the medium pass is a
+     * shortcut for chunks whose big and small partials are +0.0). */
+    int three = 0;
     for (uint64_t g = j->g0; g < j->g1; g++) {
         const uint64_t first = g * C, m = j->n - first < C ? j->n - first : C;
         int sums = 1;
@@ -243,7 +249,7 @@ static void *ordered_worker(void *arg)
                 square_f64(x, m, l);
             } else if (op == COOPREDUCE_OP_NORM2) {
                 sums = 3;
-                if (medium_f64(x, m, buf.d[1])) {
+                if (three || medium_f64(x, m, buf.d[1])) {
                     classes_f64(x, m, buf.d[0], buf.d[1], buf.d[2]);
                 } else { /* medium alone: the big and small trees are +0.0 */
                     ((double *)j->part[0])[g] = ((double *)j->part[2])[g] = 0.0;
@@ -255,6 +261,11 @@ static void *ordered_worker(void *arg)
             }
             for (int k = 0; k < sums; k++)
                 ((double *)j->part[k])[g] = cr_cpu_chunk_f64(buf.d[k], m);
+            if (sums == 3) {
+                const double big = ((const double *)j->part[0])[g];
+                const double sml = ((const double *)j->part[2])[g];
+                three = (f64_bits(big) | f64_bits(sml)) != 0;
+            }
         } else {
             const float *x = (const float *)j->x + first,
                         *y = j->y ? (const float *)j->y + first : NULL;
@@ -281,8 +292,8 @@ static void *ordered_worker(void *arg)
             } else if (op == COOPREDUCE_OP_NORM2) {
                 sums = 3;
                 /* 16-bit input widened on the fly (as fast here as F16C then a second pass) */
-                const int other =
-                    half ? medium_half(hx, m, brain, buf.f[1]) : medium_f32(x, m, 0, buf.f[1]);
+                const int other = three || (half ? medium_half(hx, m, brain, buf.f[1])
+                                                 : medium_f32(x, m, 0, buf.f[1]));
                 if (other) {
                     if (half) { /* the three classes need the widened values */
                         widen_any(hx, m, brain, j->f16c, wide);
@@ -300,6 +311,11 @@ static void *ordered_worker(void *arg)
                 memcpy(l, x, m * 4); /* not reached: float32 sums take the canonical sum */
             }
             for (int k = 0; k < sums; k++) ((float *)j->part[k])[g] = cr_cpu_chunk_f32(buf.f[k], m);
+            if (sums == 3) {
+                const float big = ((const float *)j->part[0])[g];
+                const float sml = ((const float *)j->part[2])[g];
+                three = (f32_bits(big) | f32_bits(sml)) != 0;
+            }
         }
     }
     return NULL;
