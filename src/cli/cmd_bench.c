@@ -1,6 +1,5 @@
 /* cmd_bench.c — `coopreduce bench`: its options, the device, the tables (bench.h). */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "args.h"
@@ -89,12 +88,9 @@ static int parse_bench_options(int argc, char **argv, bench_options *o, cli_devi
         else if (strcmp(name, "mode") == 0)
             bad = cli_parse_mode_list(name, v, o->modes, BENCH_MAX_LIST, &o->nmodes);
         else if (strcmp(name, "offset") == 0) {
-            char *end;
-            const long e = strtol(v, &end, 10);
-            if (*v < '0' || *v > '9' || *end || e < 0 || e > 7)
+            if (cli_parse_int(v, 0, 7, &o->offset) != 0)
                 return cli_usage_error("--offset '%s': expected 0 .. 7 elements (below 16 bytes)",
                                        v);
-            o->offset = (int)e;
         } else if (strcmp(name, "data") == 0) {
             bad = cli_parse_data_list(name, v, o->data, BENCH_MAX_LIST, &o->ndata);
             o->have_data = 1;

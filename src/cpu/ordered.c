@@ -173,47 +173,28 @@ CR_SIMD_CLONES static int medium_f64(const double *a, uint64_t m, double *out)
  * class's scale (1 for the medium class: |x| * 1 is |x|) and the outputs chosen by integer masks
  * (+0.0 is all zero bits): the same products of the same values, so the same leaves. Selects of
  * floats on float compares stay branches under -ftrapping-math (GCC's if-conversion). */
-static inline uint32_t f32_bits(float v)
-{
-    uint32_t u;
-    memcpy(&u, &v, 4);
-    return u;
-}
-static inline uint64_t f64_bits(double v)
-{
-    uint64_t u;
-    memcpy(&u, &v, 8);
-    return u;
-}
-#define DEFINE_CLASSES(NAME, T, U, BITS, BIG, SML, INF, SBIG, SSML)                                \
+#define DEFINE_CLASSES(NAME, T, U, BITS, FROM, BIG, SML, INF, SBIG, SSML)                          \
     CR_SIMD_CLONES static void NAME(const T *restrict x, uint64_t m, T *restrict big,              \
                                     T *restrict med, T *restrict sml)                              \
     {                                                                                              \
         const U sign = (U)1 << (8 * sizeof(U) - 1), kb = BITS(SBIG), ks = BITS(SSML),             \
                 one = BITS((T)1);                                                                  \
         for (uint64_t i = 0; i < m; i++) {                                                         \
-            U a;                                                                                   \
-            memcpy(&a, &x[i], sizeof a);                                                           \
-            a &= ~sign;                                                                            \
+            const U a = BITS(x[i]) & ~sign;                                                        \
             const U b = (U)0 - (U)((a > (BIG)) & (a <= (INF))), s = (U)0 - (U)(a < (SML));         \
             const U scale = (b & kb) | (s & ks) | (~(b | s) & one);                                \
-            T ax, f;                                                                               \
-            memcpy(&ax, &a, sizeof ax);                                                            \
-            memcpy(&f, &scale, sizeof f);                                                          \
-            const T y = ax * f, q = y * y;                                                         \
-            U qb;                                                                                  \
-            memcpy(&qb, &q, sizeof qb);                                                            \
-            const U vb = qb & b, vm = qb & ~(b | s), vs = qb & s;                                  \
-            memcpy(&big[i], &vb, sizeof vb);                                                       \
-            memcpy(&med[i], &vm, sizeof vm);                                                       \
-            memcpy(&sml[i], &vs, sizeof vs);                                                       \
+            const T y = FROM(a) * FROM(scale), q = y * y;                                          \
+            const U qb = BITS(q);                                                                  \
+            big[i] = FROM(qb & b);                                                                 \
+            med[i] = FROM(qb & ~(b | s));                                                          \
+            sml[i] = FROM(qb & s);                                                                 \
         }                                                                                          \
     }
-DEFINE_CLASSES(classes_f32, float, uint32_t, f32_bits, CR_NORM2_BIG_BITS_F32,
+DEFINE_CLASSES(classes_f32, float, uint32_t, cr_f32_bits, cr_f32_from, CR_NORM2_BIG_BITS_F32,
                CR_NORM2_SML_BITS_F32, 0x7f800000u, CR_SBIG_F32, CR_SSML_F32)
-DEFINE_CLASSES(classes_f64, double, uint64_t, f64_bits, (uint64_t)CR_NORM2_BIG_HI_F64 << 32,
-               (uint64_t)CR_NORM2_SML_HI_F64 << 32, 0x7ff0000000000000ull, CR_SBIG_F64,
-               CR_SSML_F64)
+DEFINE_CLASSES(classes_f64, double, uint64_t, cr_f64_bits, cr_f64_from,
+               (uint64_t)CR_NORM2_BIG_HI_F64 << 32, (uint64_t)CR_NORM2_SML_HI_F64 << 32,
+               0x7ff0000000000000ull, CR_SBIG_F64, CR_SSML_F64)
 
 /* Level 1 for chunks [g0, g1): the leaves of each chunk into buf, then the chunk tree. */
 /* y is NULL unless the op is DOT: no arithmetic on it then (undefined behaviour on NULL). */
@@ -264,7 +245,7 @@ static void *ordered_worker(void *arg)
             if (sums == 3) {
                 const double big = ((const double *)j->part[0])[g];
                 const double sml = ((const double *)j->part[2])[g];
-                three = (f64_bits(big) | f64_bits(sml)) != 0;
+                three = (cr_f64_bits(big) | cr_f64_bits(sml)) != 0;
             }
         } else {
             const float *x = (const float *)j->x + first,
@@ -314,7 +295,7 @@ static void *ordered_worker(void *arg)
             if (sums == 3) {
                 const float big = ((const float *)j->part[0])[g];
                 const float sml = ((const float *)j->part[2])[g];
-                three = (f32_bits(big) | f32_bits(sml)) != 0;
+                three = (cr_f32_bits(big) | cr_f32_bits(sml)) != 0;
             }
         }
     }
