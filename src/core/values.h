@@ -169,24 +169,19 @@ static inline CR_HD int cr_less_f64(double a, double b)
 #define CR_NORM2_BIG_HI_F64 0x5e500000u
 #define CR_NORM2_SML_HI_F64 0x20000000u
 
-#define CR_DEFINE_NORM2(S, T, SQRT)                                                                \
-    /* The three leaves of |x| (class member squared and scaled, +0.0 otherwise). */               \
+#define CR_DEFINE_NORM2(S, T, SQRT, ABS)                                                           \
+    /* The three leaves of |x| (class member squared and scaled, +0.0 otherwise), without        \
+     * branches: |x| times its class's scale (1 for the medium class: |x| * 1 is |x|), squared,    \
+     * goes to its class (a NaN fails both tests and is medium). A branch per class made the      \
+     * GPU's three-class stream diverge on every element (docs/perf-log). */                      \
     static inline CR_HD void cr_norm2_leaf_##S(T x, T *big, T *med, T *sml)                        \
     {                                                                                              \
-        const T ax = x < 0 ? -x : x; /* NaN stays NaN (either sign) */                             \
-        const T zero = 0;                                                                          \
-        *big = zero;                                                                               \
-        *med = zero;                                                                               \
-        *sml = zero;                                                                               \
-        if (ax > CR_TBIG_##S) {                                                                    \
-            const T y = ax * CR_SBIG_##S;                                                          \
-            *big = y * y;                                                                          \
-        } else if (ax < CR_TSML_##S) {                                                             \
-            const T y = ax * CR_SSML_##S;                                                          \
-            *sml = y * y;                                                                          \
-        } else {                                                                                   \
-            *med = ax * ax;                                                                        \
-        }                                                                                          \
+        const T ax = ABS(x), zero = 0;                                                             \
+        const int b = ax > CR_TBIG_##S, s = ax < CR_TSML_##S;                                      \
+        const T y = ax * (b ? CR_SBIG_##S : s ? CR_SSML_##S : (T)1), q = y * y;                    \
+        *big = b ? q : zero;                                                                       \
+        *med = b || s ? zero : q;                                                                  \
+        *sml = s ? q : zero;                                                                       \
     }                                                                                              \
     /* LAPACK's combination of the three sums. */                                                  \
     static inline CR_HD T cr_norm2_combine_##S(T abig, T amed, T asml)                             \
@@ -213,8 +208,8 @@ static inline CR_HD int cr_less_f64(double a, double b)
         }                                                                                          \
         return scl * SQRT(sumsq);                                                                  \
     }
-CR_DEFINE_NORM2(F32, float, sqrtf)
-CR_DEFINE_NORM2(F64, double, sqrt)
+CR_DEFINE_NORM2(F32, float, sqrtf, fabsf)
+CR_DEFINE_NORM2(F64, double, sqrt, fabs)
 
 /* ---- The mean: a correctly rounded quotient ---------------------------------------------
  * Bit lengths and a small-quotient division, exact in integers. */

@@ -186,21 +186,6 @@ template <bool kBrain> struct Half : Elem<kBrain ? COOPREDUCE_BFLOAT16 : COOPRED
  * medium pass (kMedium) has one tree, the squares, and its Ext beside it. */
 template <Leaf LF> constexpr int kLeaves = LF == Leaf::kNorm2 ? 3 : 1;
 
-/* values.h's cr_norm2_leaf without its branches (its if-else chain compiled to a divergent
- * path per element in the three-class stream): |x| times its class's scale (1 for the medium
- * class: |x| * 1 is |x|), squared, goes to its class, +0.0 to the others. The same products of
- * the same values, so the same bits; a NaN fails both tests and is medium, as there. */
-template <typename A>
-__device__ __forceinline__ void norm2_leaf(A x, A tbig, A sbig, A tsml, A ssml, A *out)
-{
-    const A ax = fabs(x), zero = 0;
-    const bool big = ax > tbig, sml = ax < tsml;
-    const A y = ax * (big ? sbig : sml ? ssml : A(1)), q = y * y;
-    out[0] = big ? q : zero;
-    out[1] = big || sml ? zero : q;
-    out[2] = sml ? q : zero;
-}
-
 template <Leaf LF, typename A> __device__ __forceinline__ void make_leaf(A a, A b, A *out)
 {
     if constexpr (LF == Leaf::kWiden) {
@@ -210,9 +195,9 @@ template <Leaf LF, typename A> __device__ __forceinline__ void make_leaf(A a, A 
     } else if constexpr (LF == Leaf::kProduct) {
         out[0] = a * b;
     } else if constexpr (sizeof(A) == 4) {
-        norm2_leaf(a, CR_TBIG_F32, CR_SBIG_F32, CR_TSML_F32, CR_SSML_F32, out);
+        cr_norm2_leaf_F32(a, &out[0], &out[1], &out[2]);
     } else {
-        norm2_leaf(a, CR_TBIG_F64, CR_SBIG_F64, CR_TSML_F64, CR_SSML_F64, out);
+        cr_norm2_leaf_F64(a, &out[0], &out[1], &out[2]);
     }
 }
 
