@@ -209,9 +209,14 @@ static void sweep(void)
                 if (!small && kind != (int)(rnd() % K_COUNT)) continue;
                 fill(hx, n, dt, kind);
                 fill(hy, n, dt, kind);
-                /* aligned; x one element off; y a random element off (DOT) */
-                const uint64_t offs[3][2] = {{0, 0}, {1, 0}, {0, 1 + rnd() % (lanes - 1)}};
-                for (int oi = 0; oi < (small ? 3 : 1); oi++) {
+                /* aligned; x one element off; y a random element off (DOT); both a random
+                 * element off (large sizes: aligned and one of the others) */
+                const uint64_t offs[4][2] = {{0, 0},
+                                             {1, 0},
+                                             {0, 1 + rnd() % (lanes - 1)},
+                                             {1 + rnd() % (lanes - 1), 1 + rnd() % (lanes - 1)}};
+                for (int oi = 0; oi < (small ? 4 : 2); oi++) {
+                    if (!small && oi == 1) oi = 1 + (int)(rnd() % 3);
                     void *px, *py;
                     if (!upload(dt, n, offs[oi][0], offs[oi][1], &px, &py)) return;
                     const int forced = rnd() % 3 == 0 ? grids[rnd() % 6] : 0;
@@ -390,15 +395,57 @@ static void norm2_streams(void)
                                                      : value_bits(dt, K_MODERATE);
                 store_bits(hx, i, es, b);
             }
+            /* every other array misaligned: the shifted stream (leaves.cuh, Shifted) */
+            const uint64_t off = rep % 2 ? 1 + rnd() % (16 / es - 1) : 0;
             void *px, *py;
-            if (!upload(dt, n, 0, 0, &px, &py)) return;
+            if (!upload(dt, n, off, 0, &px, &py)) return;
             for (int g = 0; g < 4; g++) {
                 set_grid(grid_pick[g]);
                 char ctx[64];
-                snprintf(ctx, sizeof ctx, "runs of kinds, grid=%d", grid_pick[g]);
+                snprintf(ctx, sizeof ctx, "runs of kinds, offset %llu, grid=%d",
+                         (unsigned long long)off, grid_pick[g]);
                 check_one(COOPREDUCE_OP_NORM2, dt, px, py, hx, hy, n, ctx);
             }
             set_grid(0);
+        }
+    }
+}
+
+/* Misaligned arrays that end where their allocation ends, so that a read past the end is an
+ * error under compute-sanitizer's memcheck (scripts/gpu-check.sh): every operation and type,
+ * offsets 1 .. 16 / size - 1, lengths around whole chunks and 16-byte blocks. */
+static void tight_ends(void)
+{
+    static const uint64_t extra[] = {0, 1, 3, 5, 7, 8, 9, 4095};
+    for (int di = 0; di < nfloats; di++) {
+        const coopreduce_dtype dt = floats[di];
+        const size_t es = coopreduce_dtype_size(dt);
+        const uint64_t chunk = es == 8 ? 2048 : 4096, lanes = 16 / es;
+        for (int rep = 0; rep < (quick ? 3 : 8); rep++) {
+            const uint64_t n = chunk * (1 + rnd() % 40) + extra[rnd() % 8];
+            const uint64_t ox = 1 + rnd() % (lanes - 1), oy = rnd() % lanes;
+            fill(hx, n, dt, (int)(rnd() % 3));
+            fill(hy, n, dt, (int)(rnd() % 3));
+            char *bx = NULL, *by = NULL;
+            if (!cuda_ok(cudaMalloc((void **)&bx, (n + ox) * es), "cudaMalloc x") ||
+                !cuda_ok(cudaMalloc((void **)&by, (n + oy) * es), "cudaMalloc y")) {
+                cudaFree(bx);
+                return;
+            }
+            if (cuda_ok(cudaMemcpy(bx + ox * es, hx, n * es, cudaMemcpyHostToDevice), "x") &&
+                cuda_ok(cudaMemcpy(by + oy * es, hy, n * es, cudaMemcpyHostToDevice), "y")) {
+                const int forced = rep % 2 ? 1 + (int)(rnd() % 4) : 0;
+                set_grid(forced);
+                char ctx[96];
+                snprintf(ctx, sizeof ctx, "at its allocation's end, offx=%llu offy=%llu grid=%d",
+                         (unsigned long long)ox, (unsigned long long)oy, forced);
+                for (int k = 0; k < 5; k++)
+                    if (in_scope(ops[k], dt))
+                        check_one(ops[k], dt, bx + ox * es, by + oy * es, hx, hy, n, ctx);
+                set_grid(0);
+            }
+            cudaFree(bx);
+            cudaFree(by);
         }
     }
 }
@@ -488,6 +535,7 @@ int main(int argc, char **argv)
                                             {"norm2 classes", norm2_classes},
                                             {"norm2 streams", norm2_streams},
                                             {"sweep", sweep},
+                                            {"misaligned at the end", tight_ends},
                                             {"grids", grids},
                                             {"repeats, errors", repeats_and_errors},
                                             {"huge", huge}};

@@ -27,8 +27,10 @@
  * Each block owns a contiguous range of chunks, its warps taking them round-robin (the same
  * balanced ranges as canonical.cu), so a block streams one region of memory; fused_kernel
  * double-buffers a warp's full chunks in 8-load batches (stream_chunks). Misaligned input
- * (not 16-byte aligned, for either operand of DOT) and the ragged last chunk use element loads
- * with the same mapping; lanes past the end are -0.0 leaves, the padding of the contract.
+ * (not 16-byte aligned, either operand of DOT) is streamed the same way by its own kernels
+ * (Shifted, leaves.cuh: one aligned load a lane group, the next block by a shuffle); their first
+ * and last chunks, and the ragged last chunk of any input, use guarded loads with the same
+ * mapping; lanes past the end are -0.0 leaves, the padding of the contract.
  *
  * Compiled with --fmad=false (CMakeLists.txt): a product and the addition that follows are two
  * roundings, as on the CPU. */
@@ -66,11 +68,13 @@ __device__ __forceinline__ void block_chunks(uint64_t chunks, uint64_t *c0, uint
  * the warp that completes it applies the operation's final rule (P.fin). The same tree as the
  * canonical sum of the level-1 partials, so the same bits as the multi-launch path and the CPU.
  * A single chunk (P.levels == 1) is the result itself: no partial, no ticket.
- * kAligned: the input (both arrays of DOT) starts on a 16-byte boundary. A misaligned input has
- * a kernel of its own, whose every chunk takes chunk_values' misaligned path (16-byte loads
- * shifted into place): a call of that path in the aligned kernel's loops made ptxas spill there
- * (aligned DOT of float32 4% slower at 2^28, NORM2 0.2-0.9%: docs/perf-log). */
-template <typename In, Leaf LF, bool kStream, bool kAligned>
+ * Misaligned input (either array of DOT past a 16-byte boundary) has a kernel of its own, In =
+ * Shifted<..> (leaves.cuh): the same stream, each lane group's 16 bytes shifted into place from
+ * the aligned blocks, for the chunks whose blocks lie within the arrays (read_range); its first
+ * chunk and the last ones take chunk_values' misaligned path (chunk_used). A call of that path in
+ * the aligned kernel's loops made ptxas spill there (aligned DOT of float32 4% slower at 2^28,
+ * NORM2 0.2-0.9%: docs/perf-log). */
+template <typename In, Leaf LF, bool kStream>
 __global__ void __launch_bounds__(32 * kWarps, 2)
     fused_kernel(const __grid_constant__ Args<In> A,
                  const __grid_constant__ Params<typename In::Acc> P)
@@ -97,21 +101,30 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
         if (P.levels > 1 && early_poster()) early_tickets(P, b0, b1, &early);
     };
     uint64_t c = b0 + warp.meta_group_rank();
-    /* [0, full): streamed (not a single chunk: its emit calls the final rule, and the stream
+    uint64_t lo, hi; /* the chunks read by whole 16-byte blocks */
+    read_range(A, LF == Leaf::kProduct, &lo, &hi);
+    /* Misaligned input: chunk 0, whose first block lies before the array, by chunk_used. */
+    if (kShifted<In> && c < lo && c < b1) {
+        Acc v[1];
+        chunk_values<In, LF, kStream>(warp, A, c, false, v);
+        emit(c, v);
+        c += kWarps;
+    }
+    /* [c, full): streamed (not a single chunk: its emit calls the final rule, and the stream
      * loop keeps no call) */
-    const uint64_t full = P.levels > 1 ? A.n / Shape<In>::kChunk : 0;
-    if (kAligned && kStreamed<In, LF> && c < b1 && c < full) {
+    const uint64_t full = P.levels > 1 ? hi : 0;
+    if (kStreamed<In, LF> && c < b1 && c < full) {
         const uint64_t stop = b1 < full ? b1 : full;
         stream_chunks<In, LF, kStream>(warp, A, c, stop, kWarps, emit, post);
         c += (stop - c + kWarps - 1) / kWarps * kWarps; /* first chunk at or past stop */
     } else {
         post();
     }
-    /* The chunks not streamed: aligned, the ragged last one (and every chunk of DOT of 4- and
-     * 8-byte types); misaligned input, every chunk. */
+    /* The chunks not streamed: the ragged last one (and every chunk of DOT of 4- and 8-byte
+     * types); misaligned input, the last ones, whose blocks reach past the array's end. */
     for (; c < b1; c += kWarps) {
         Acc v[1];
-        chunk_values<In, LF, kStream>(warp, A, c, kAligned, v);
+        chunk_values<In, LF, kStream>(warp, A, c, !kShifted<In> || (c >= lo && c < hi), v);
         emit(c, v);
     }
     if (P.levels == 1 || b0 == b1) return; /* uniform across the block */
@@ -141,7 +154,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
  * (Three trees each with its tickets, climbs and a join at the top made NORM2's end three
  * chains of round trips to L2 one after the other: docs/perf-log.) A chunk whose big and small
  * partials are +0.0, a medium chunk, stores its medium partial alone (tree.cuh, kOtherFlag).
- * kAligned: as fused_kernel's. */
+ * Misaligned input: In = Shifted<..>, as for fused_kernel. */
 template <typename Acc> struct Trees3 {
     Params<Acc> p[3];
 };
@@ -186,10 +199,10 @@ norm2_stream_classes(const cg::thread_block_tile<32> &warp, const Args<In> &A,
 
 /* Every finite float16 is medium (values.h's class bounds are its extremes): only an inf or a
  * NaN sends a float16 chunk to the three classes, and its kernel has no three-class stream. */
-template <typename In> constexpr bool kThreeStream = true;
-template <> constexpr bool kThreeStream<Half<false>> = false;
+template <typename In>
+constexpr bool kThreeStream = !(In::kBytes == 2 && In::kInf == Half<false>::kInf);
 
-template <typename In, bool kStream, bool kAligned>
+template <typename In, bool kStream>
 __global__ void __launch_bounds__(32 * kWarps, 2)
     norm2_kernel(const __grid_constant__ Args<In> A,
                  const __grid_constant__ Trees3<typename In::Acc> T)
@@ -230,19 +243,27 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
     auto post = [&] {
         if (P.levels > 1 && early_poster()) early_tickets(T.p[0], b0, b1, &early);
     };
-    const uint64_t c_first = b0 + warp.meta_group_rank();
-    uint64_t c = c_first;
+    uint64_t c = b0 + warp.meta_group_rank();
+    uint64_t lo, hi; /* the chunks read by whole 16-byte blocks */
+    read_range(A, false, &lo, &hi);
+    if (kShifted<In> && c < lo && c < b1) { /* misaligned input: chunk 0, by chunk_used */
+        Acc v[3];
+        chunk_values<In, Leaf::kNorm2, kStream>(warp, A, c, false, v);
+        emit3(c, v);
+        c += kWarps;
+    }
+    const uint64_t c_first = c;
     auto post_first = [&] { /* once: in the first segment */
                             if (c == c_first) post();
     };
-    const uint64_t full = P.levels > 1 ? A.n / Shape<In>::kChunk : 0; /* streamed if aligned */
-    if (!(kAligned && c < b1 && c < full)) post();
+    const uint64_t full = P.levels > 1 ? hi : 0; /* [c, full): streamed */
+    if (!(c < b1 && c < full)) post();
     /* The warp's first segment is short (CR_TUNE_NORM2_FIRST chunks), so that data of wide
      * range is found early; a segment in which at least a quarter of the chunks had an element
      * of another class makes the next one a three-class stream (norm2_stream_classes), and a
      * three-class segment in which fewer did makes the next one a medium pass again. */
     bool three = false;
-    for (; kAligned && c < b1 && c < full; c = seg) {
+    for (; c < b1 && c < full; c = seg) {
         const uint64_t stop = b1 < full ? b1 : full, span = stop - c;
         const uint64_t len = c == c_first ? CR_TUNE_NORM2_FIRST : 64;
         const uint64_t end = span > len * kWarps ? c + len * kWarps : stop;
@@ -266,9 +287,10 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
         three = 4 * others >= chunks;
         seg = c + (uint64_t)chunks * kWarps; /* first chunk at or past end */
     }
-    for (; c < b1; c += kWarps) { /* the ragged last chunk; misaligned input, every chunk */
+    for (; c < b1; c += kWarps) { /* the ragged last chunk; misaligned input, the last ones */
         Acc v[3];
-        chunk_values<In, Leaf::kNorm2, kStream>(warp, A, c, kAligned, v);
+        chunk_values<In, Leaf::kNorm2, kStream>(warp, A, c, !kShifted<In> || (c >= lo && c < hi),
+                                                v);
         emit3(c, v);
     }
     if (P.levels == 1 || b0 == b1) return; /* uniform across the block */
@@ -281,12 +303,15 @@ cudaError_t launch_fused(const Args<In> &A, const Params<typename In::Acc> &P, i
 {
     const int aligned =
         (uintptr_t)A.x % 16 == 0 && (LF != Leaf::kProduct || (uintptr_t)A.y % 16 == 0);
-    if (!aligned) /* its chunks by element and shifted loads (leaves.cuh's chunk_used) */
-        fused_kernel<In, LF, false, false><<<blocks, 32 * kWarps, 0, stream>>>(A, P);
+    const Args<Shifted<In>> S = {A.x, A.y, A.n};
+    if (!aligned && stream_once)
+        fused_kernel<Shifted<In>, LF, true><<<blocks, 32 * kWarps, 0, stream>>>(S, P);
+    else if (!aligned)
+        fused_kernel<Shifted<In>, LF, false><<<blocks, 32 * kWarps, 0, stream>>>(S, P);
     else if (stream_once)
-        fused_kernel<In, LF, true, true><<<blocks, 32 * kWarps, 0, stream>>>(A, P);
+        fused_kernel<In, LF, true><<<blocks, 32 * kWarps, 0, stream>>>(A, P);
     else
-        fused_kernel<In, LF, false, true><<<blocks, 32 * kWarps, 0, stream>>>(A, P);
+        fused_kernel<In, LF, false><<<blocks, 32 * kWarps, 0, stream>>>(A, P);
     return cudaGetLastError();
 }
 
@@ -323,12 +348,15 @@ cudaError_t fused_for_leaf(int leaf, const void *x, const void *y, uint64_t n, v
         Q.epoch = w3->epoch;
     }
     const int aligned = (uintptr_t)x % 16 == 0;
-    if (!aligned)
-        norm2_kernel<In, false, false><<<*blocks, 32 * kWarps, 0, s>>>(A, T);
+    const Args<Shifted<In>> S = {A.x, A.y, A.n};
+    if (!aligned && stream_once)
+        norm2_kernel<Shifted<In>, true><<<*blocks, 32 * kWarps, 0, s>>>(S, T);
+    else if (!aligned)
+        norm2_kernel<Shifted<In>, false><<<*blocks, 32 * kWarps, 0, s>>>(S, T);
     else if (stream_once)
-        norm2_kernel<In, true, true><<<*blocks, 32 * kWarps, 0, s>>>(A, T);
+        norm2_kernel<In, true><<<*blocks, 32 * kWarps, 0, s>>>(A, T);
     else
-        norm2_kernel<In, false, true><<<*blocks, 32 * kWarps, 0, s>>>(A, T);
+        norm2_kernel<In, false><<<*blocks, 32 * kWarps, 0, s>>>(A, T);
     return cudaGetLastError();
 }
 
@@ -336,9 +364,9 @@ cudaError_t fused_for_leaf(int leaf, const void *x, const void *y, uint64_t n, v
 template <typename In> cudaError_t per_sm_of(int device, int *per_sm)
 {
     if constexpr (In::kBytes == 2)
-        return occupancy<fused_kernel<In, Leaf::kWiden, true, true>>(32 * kWarps, device, per_sm);
+        return occupancy<fused_kernel<In, Leaf::kWiden, true>>(32 * kWarps, device, per_sm);
     else
-        return occupancy<fused_kernel<In, Leaf::kSquare, true, true>>(32 * kWarps, device, per_sm);
+        return occupancy<fused_kernel<In, Leaf::kSquare, true>>(32 * kWarps, device, per_sm);
 }
 
 /* The grid: one block per kWarps chunks, at most one full wave (or the handle's forced grid),

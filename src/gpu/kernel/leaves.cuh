@@ -5,7 +5,8 @@
  * Half), the leaves each operation makes of an element (Leaf, make_leaf), how a chunk's rows and
  * lanes map onto the threads of a warp (Shape), and the chunk tree built from them, for full,
  * aligned chunks (full_chunk_rows; stream_chunks, a warp's chunks one after another with the
- * loads of the next batch in flight) and for ragged or misaligned ones (rows_guarded, rows_used),
+ * loads of the next batch in flight; both also for misaligned arrays, Shifted) and for ragged
+ * or misaligned ones (rows_guarded, rows_used),
  * then across the warp (chunk_tree, finish_chunk). ordered.cu streams a 1-D array's chunks
  * through it; rows.cu gives each row, segment or column its own chunks.
  *
@@ -262,6 +263,132 @@ template <typename In> struct Args {
     uint64_t n;
 };
 
+/* The 16 bytes at byte offset d (a multiple of the element size, below 16) of the 32 in q0, q1:
+ * batch_used's (chunk_used's and rows.cu's loads). ptxas keeps w[] in local memory, indexed by
+ * d / 4; shift16_perm below does not, but these callers were measured with this one. */
+__device__ __forceinline__ uint4 shift16(const uint4 &q0, const uint4 &q1, unsigned int d)
+{
+    const unsigned int w[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+    const unsigned int k = d >> 2, sh = 8 * (d & 3);
+    unsigned int u[5];
+#pragma unroll
+    for (int i = 0; i < 5; i++)
+        u[i] = k == 0 ? w[i] : k == 1 ? w[i + 1] : k == 2 ? w[i + 2] : w[i + 3];
+    return make_uint4(__funnelshift_r(u[0], u[1], sh), __funnelshift_r(u[1], u[2], sh),
+                      __funnelshift_r(u[2], u[3], sh), __funnelshift_r(u[3], u[4], sh));
+}
+
+/* The same for shift_rows, in registers. kWords: d is a multiple of 4 (4- and 8-byte elements),
+ * no shift within a word. */
+template <bool kWords = false>
+__device__ __forceinline__ uint4 shift16_perm(const uint4 &q0, const uint4 &q1, unsigned int d)
+{
+    /* By 8 bytes if d & 8, by 4 if d & 4, by 2 if d & 2: each a byte permute a word (prmt)
+     * whose selector says "this word" or "the next". Selects on d, written as such, ptxas turned
+     * into an array in local memory indexed by d / 4, as shift16's: the stream spilled. */
+    const unsigned int s8 = d & 8 ? 0x7654u : 0x3210u, s4 = d & 4 ? 0x7654u : 0x3210u;
+    const unsigned int b0 = __byte_perm(q0.x, q0.z, s8), b1 = __byte_perm(q0.y, q0.w, s8),
+                       b2 = __byte_perm(q0.z, q1.x, s8), b3 = __byte_perm(q0.w, q1.y, s8),
+                       b4 = __byte_perm(q1.x, q1.z, s8);
+    const unsigned int u0 = __byte_perm(b0, b1, s4), u1 = __byte_perm(b1, b2, s4),
+                       u2 = __byte_perm(b2, b3, s4), u3 = __byte_perm(b3, b4, s4);
+    if constexpr (kWords) return make_uint4(u0, u1, u2, u3);
+    const unsigned int b5 = __byte_perm(q1.y, q1.w, s8), u4 = __byte_perm(b4, b5, s4);
+    const unsigned int s2 = d & 2 ? 0x5432u : 0x3210u; /* 16-bit elements: d is even */
+    return make_uint4(__byte_perm(u0, u1, s2), __byte_perm(u1, u2, s2), __byte_perm(u2, u3, s2),
+                      __byte_perm(u3, u4, s2));
+}
+
+/* Misaligned input: Shifted<In> is input type In in an array (either array of DOT) that may
+ * start past a 16-byte boundary, a view such as x[1:], read by full_chunk_rows and
+ * stream_chunks as they read aligned input. Each thread loads the aligned 16-byte block in
+ * which its lane group starts; the block after it is the one the next lane group's thread
+ * loaded (a shuffle), the next row's first for a row's last lane group, and for the last row of
+ * a batch one more load by the thread whose group it is (load_tail); the two blocks shifted by
+ * the array's offset past a boundary are the group's 16 bytes. One load a lane group and four
+ * shuffles, the next batch's loads in flight as for aligned input. (Two loads a group outside
+ * the stream, chunk_used's kLoadWithin, ran at 31-82% of the read: docs/perf-log.) A chunk is
+ * read so where every block from the one before its first element to the one after its last
+ * lies within the arrays (read_range); the others take chunk_used's loads. */
+template <typename In> struct Shifted : In {};
+template <typename In> constexpr bool kShifted = false;
+template <typename In> constexpr bool kShifted<Shifted<In>> = true;
+
+/* The byte offset of p past a 16-byte boundary. */
+__device__ __forceinline__ unsigned int offset16(const void *p)
+{
+    return (unsigned int)(reinterpret_cast<uintptr_t>(p) & 15);
+}
+
+/* The 16 bytes of the lane group at element e of p (aligned input), or the aligned block they
+ * start in (Shifted). */
+template <typename In, bool kStream>
+__device__ __forceinline__ uint4 load_group(const void *p, uint64_t e)
+{
+    const char *q = static_cast<const char *>(p) + e * In::kBytes; /* e * kBytes: a multiple of 16 */
+    if constexpr (kShifted<In>) q -= offset16(p);
+    return load16<kStream>(q);
+}
+
+/* Shifted: the block after the one in which the lane group at element e of p starts, loaded by
+ * the last lane group of a row only (the block no thread of the warp holds); zero elsewhere.
+ * Through the read-only path: the next batch's loads read it again. */
+template <typename In>
+__device__ __forceinline__ uint4 load_tail(const void *p, uint64_t e, int lane0)
+{
+    uint4 q = make_uint4(0, 0, 0, 0);
+    if (lane0 == Shape<In>::kLanes - In::kVec) {
+        const uintptr_t a = (reinterpret_cast<uintptr_t>(p) + e * In::kBytes) & ~(uintptr_t)15;
+        q = __ldg(reinterpret_cast<const uint4 *>(a + 16));
+    }
+    return q;
+}
+
+__device__ __forceinline__ uint4 shfl16(const uint4 &q, int src)
+{
+    return make_uint4(__shfl_sync(0xffffffffu, q.x, src), __shfl_sync(0xffffffffu, q.y, src),
+                      __shfl_sync(0xffffffffu, q.z, src), __shfl_sync(0xffffffffu, q.w, src));
+}
+
+/* Shifted: q[0 .. R) (the blocks of R consecutive rows of this thread's half, loaded by
+ * load_group) and tail (load_tail of the last) into the 16 bytes of each row's lane group, for
+ * an array d bytes past a boundary. Every thread of the warp takes part (the shuffles); the
+ * kernels' blocks are one-dimensional, so the lane is threadIdx.x % 32. */
+template <typename In, int R>
+__device__ __forceinline__ void shift_rows(uint4 (&q)[R], const uint4 &tail, unsigned int d)
+{
+    constexpr int TPR = Shape<In>::kThreadsPerRow;
+    const int t = (int)(threadIdx.x & 31);
+    const int src = (t & ~(TPR - 1)) | ((t + 1) & (TPR - 1)); /* the next lane group's thread */
+    const bool last = (t & (TPR - 1)) == TPR - 1;             /* it lies in the next row */
+    uint4 s = shfl16(q[0], src);
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+        const uint4 sn = i + 1 < R ? shfl16(q[i + 1], src) : tail;
+        q[i] = shift16_perm<In::kBytes >= 4>(q[i], last ? sn : s, d);
+        s = sn;
+    }
+}
+
+/* The chunks [lo, hi) that full_chunk_rows and stream_chunks may read: every full chunk of
+ * aligned input; for Shifted input, those whose blocks from the one before the first element
+ * (chunk 0's lies before the array) to the one after the last lie within the arrays (both
+ * arrays where `two`). */
+template <typename In>
+__device__ __forceinline__ void read_range(const Args<In> &A, bool two, uint64_t *lo, uint64_t *hi)
+{
+    constexpr uint64_t C = Shape<In>::kChunk;
+    if constexpr (!kShifted<In>) {
+        *lo = 0;
+        *hi = A.n / C;
+    } else {
+        const unsigned int d = two ? min(offset16(A.x), offset16(A.y)) : offset16(A.x);
+        const uint64_t bytes = A.n * In::kBytes + d; /* from x's boundary to its end */
+        *lo = 1;
+        *hi = bytes >= 16 ? (bytes - 16) / (C * In::kBytes) : 0;
+    }
+}
+
 /* The pairwise tree of the leaves of rows i0 .. i0+R-1 of a batch of loaded rows, built in
  * tree order so that only the loads and log2(R) nodes are live at once; kMedium folds the rows
  * into ext too. */
@@ -283,6 +410,17 @@ template <typename In, Leaf LF> struct BatchTree<In, LF, 1> {
     }
 };
 
+/* Shifted input: the rows of a batch (kStreamRows, rows_span's) divided by this. The shifts
+ * take registers that loads in flight would: at full batches ptxas spilled the streams of
+ * NORM2, 16-bit DOT and float64 SUMSQ, which ran 4-30 points of the read slower, and DOT of
+ * float32 and float64 ran 8-10 points slower at 2^24 (float64 2 points faster at 2^28); SUM
+ * and SUMSQ of 16-bit and float32 input ran 1-5 points faster at full batches (an H200,
+ * docs/perf-log runs 246-247). */
+template <typename In, Leaf LF>
+constexpr int kShiftDiv = !kShifted<In>                                   ? 1
+                          : LF == Leaf::kWiden || LF == Leaf::kSquare ? (In::kBytes == 8 ? 2 : 1)
+                                                                        : 2;
+
 /* Rows loaded at once per thread: 16 (16 loads of 16 bytes in flight); 8 where each row is two
  * loads (DOT) or three leaves (NORM2), so that the batch fits in registers beside its tree. */
 template <Leaf LF>
@@ -299,10 +437,14 @@ __device__ __forceinline__ RowVals<In, LF> rows_aligned(const Args<In> &A, uint6
 #pragma unroll
     for (int i = 0; i < R; i++) {
         const uint64_t e = base + (uint64_t)(r0 + i) * Shape<In>::kLanes + lane0;
-        qx[i] = load16<kStream>(static_cast<const char *>(A.x) + e * In::kBytes);
-        qy[i] = LF == Leaf::kProduct
-                    ? load16<kStream>(static_cast<const char *>(A.y) + e * In::kBytes)
-                    : qx[i];
+        qx[i] = load_group<In, kStream>(A.x, e);
+        qy[i] = LF == Leaf::kProduct ? load_group<In, kStream>(A.y, e) : qx[i];
+    }
+    if constexpr (kShifted<In>) {
+        const uint64_t e = base + (uint64_t)(r0 + R - 1) * Shape<In>::kLanes + lane0;
+        shift_rows<In>(qx, load_tail<In>(A.x, e, lane0), offset16(A.x));
+        if constexpr (LF == Leaf::kProduct)
+            shift_rows<In>(qy, load_tail<In>(A.y, e, lane0), offset16(A.y));
     }
     return BatchTree<In, LF, R>::run(qx, qy, 0, ext);
 }
@@ -313,7 +455,7 @@ template <typename In, Leaf LF, bool kStream, int R>
 __device__ __forceinline__ RowVals<In, LF> rows_span(const Args<In> &A, uint64_t base, int r0,
                                                      int lane0, Ext &ext)
 {
-    if constexpr (R <= kBatchRows<LF>) {
+    if constexpr (R <= kBatchRows<LF> / kShiftDiv<In, LF>) {
         return rows_aligned<In, LF, kStream, R>(A, base, r0, lane0, ext);
     } else {
         const RowVals<In, LF> l = rows_span<In, LF, kStream, R / 2>(A, base, r0, lane0, ext);
@@ -420,9 +562,9 @@ __device__ __forceinline__ RowVals<In, LF> full_chunk_rows(const Args<In> &A, ui
  * and 8 on an H200 (docs/perf-log): its three trees' nodes take the registers that loads in
  * flight would. */
 template <typename In, Leaf LF>
-constexpr int kStreamRows = LF == Leaf::kProduct ? 4
-                            : LF == Leaf::kNorm2 ? (sizeof(typename In::Acc) == 8 ? 4 : 2)
-                                                 : 8;
+constexpr int kStreamRows = (LF == Leaf::kProduct ? 4
+                             : LF == Leaf::kNorm2 ? (sizeof(typename In::Acc) == 8 ? 4 : 2)
+                                                  : 8) / kShiftDiv<In, LF>;
 /* DOT of float32 and float64 stays on the one-chunk-at-a-time path: its eight batches of two
  * arrays spill, and that path runs at the read ceiling already (docs/PERF.md). */
 template <typename In, Leaf LF>
@@ -431,6 +573,7 @@ constexpr bool kStreamed = !(LF == Leaf::kProduct && In::kBytes >= 4);
 template <typename In, Leaf LF> struct RowLoads {
     uint4 x[kStreamRows<In, LF>];
     uint4 y[LF == Leaf::kProduct ? kStreamRows<In, LF> : 1];
+    uint4 tx, ty; /* Shifted: load_tail of the last row */
 };
 
 /* Issues the loads of rows r0 .. r0 + kStreamRows - 1 of the chunk at element `base`. */
@@ -438,12 +581,17 @@ template <typename In, Leaf LF, bool kStream>
 __device__ __forceinline__ void load_rows(RowLoads<In, LF> &b, const Args<In> &A, uint64_t base,
                                           int r0, int lane0)
 {
+    constexpr int R = kStreamRows<In, LF>;
 #pragma unroll
-    for (int i = 0; i < kStreamRows<In, LF>; i++) {
+    for (int i = 0; i < R; i++) {
         const uint64_t e = base + (uint64_t)(r0 + i) * Shape<In>::kLanes + lane0;
-        b.x[i] = load16<kStream>(static_cast<const char *>(A.x) + e * In::kBytes);
-        if constexpr (LF == Leaf::kProduct)
-            b.y[i] = load16<kStream>(static_cast<const char *>(A.y) + e * In::kBytes);
+        b.x[i] = load_group<In, kStream>(A.x, e);
+        if constexpr (LF == Leaf::kProduct) b.y[i] = load_group<In, kStream>(A.y, e);
+    }
+    if constexpr (kShifted<In>) {
+        const uint64_t e = base + (uint64_t)(r0 + R - 1) * Shape<In>::kLanes + lane0;
+        b.tx = load_tail<In>(A.x, e, lane0);
+        if constexpr (LF == Leaf::kProduct) b.ty = load_tail<In>(A.y, e, lane0);
     }
 }
 
@@ -481,6 +629,19 @@ template <typename In, Leaf LF, bool kStream, int K0> struct BatchStream<In, LF,
         else if (nx.has)
             load_rows<In, LF, kStream>(buf[0], A, nx.base, r0, lane0);
         const RowLoads<In, LF> &b = buf[K0 & 1];
+        if constexpr (kShifted<In>) {
+            uint4 qx[R], qy[LF == Leaf::kProduct ? R : 1];
+#pragma unroll
+            for (int i = 0; i < R; i++) qx[i] = b.x[i];
+            shift_rows<In>(qx, b.tx, offset16(A.x));
+            if constexpr (LF == Leaf::kProduct) {
+#pragma unroll
+                for (int i = 0; i < R; i++) qy[i] = b.y[i];
+                shift_rows<In>(qy, b.ty, offset16(A.y));
+                return BatchTree<In, LF, R>::run(qx, qy, 0, ext);
+            }
+            return BatchTree<In, LF, R>::run(qx, qx, 0, ext);
+        }
         return BatchTree<In, LF, R>::run(b.x, LF == Leaf::kProduct ? b.y : b.x, 0, ext);
     }
 };
@@ -591,19 +752,6 @@ constexpr int kUsedRows = In::kVec * kLeaves<LF> <= 8 ? 8 : In::kVec * kLeaves<L
  * array A.x .. A.x + A.n (the array itself starts anywhere: a view such as x[1:]), element loads
  * for the groups at its two ends. */
 enum { kLoadScalar = 0, kLoadVector = 1, kLoadShifted = 2, kLoadWithin = 3 };
-
-/* The 16 bytes at byte offset d (a multiple of the element size, below 16) of the 32 in q0, q1. */
-__device__ __forceinline__ uint4 shift16(const uint4 &q0, const uint4 &q1, unsigned int d)
-{
-    const unsigned int w[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-    const unsigned int k = d >> 2, sh = 8 * (d & 3);
-    unsigned int u[5];
-#pragma unroll
-    for (int i = 0; i < 5; i++)
-        u[i] = k == 0 ? w[i] : k == 1 ? w[i + 1] : k == 2 ? w[i + 2] : w[i + 3];
-    return make_uint4(__funnelshift_r(u[0], u[1], sh), __funnelshift_r(u[1], u[2], sh),
-                      __funnelshift_r(u[2], u[3], sh), __funnelshift_r(u[3], u[4], sh));
-}
 
 /* The tree of R rows r0 .. r0+R-1 of a chunk of m valid elements (A.n in the whole row): all the
  * rows' loads first, then the pairwise tree. A lane group wholly below m is one 16-byte load
