@@ -38,6 +38,32 @@ void axis_fill(void *x, uint64_t n, coopreduce_dtype dt, int kind)
         }
         return;
     }
+    if (kind == 7) { /* runs of chunks of uniform values and of the type's whole range */
+        if (!dt_is_float(dt)) {
+            fill_values(x, n, dt, 0);
+            return;
+        }
+        const uint64_t C = dt == COOPREDUCE_FLOAT64 ? 2048 : 4096;
+        /* exponents from the subnormals' to far above NORM2's big threshold (values.h: 2^52
+         * for float32 and bfloat16, 2^486 for float64; float16 has no big class), short of
+         * results that overflow */
+        const int lo = dt == COOPREDUCE_FLOAT64   ? -1070
+                       : dt == COOPREDUCE_FLOAT32 ? -148
+                       : dt == COOPREDUCE_FLOAT16 ? -23
+                                                  : -132;
+        const int hi = dt == COOPREDUCE_FLOAT64 ? 900 : dt == COOPREDUCE_FLOAT16 ? 8 : 100;
+        int wide = (int)rnd_below(2);
+        for (uint64_t i = 0; i < n; wide = !wide) {
+            const uint64_t len = C * (1 + rnd_below(40)), m = n - i < len ? n - i : len;
+            if (!wide) fill_values((char *)x + i * es, m, dt, 0);
+            for (uint64_t k = i; wide && k < i + m; k++) {
+                const double v = ldexp(1.0 + 0.5 * unif(), lo + (int)rnd_below(hi - lo + 1));
+                store_value(x, k, dt, rnd_below(2) ? -v : v);
+            }
+            i += m;
+        }
+        return;
+    }
     /* Cancelling pairs: v, then -v a few places later, over a wide range, and small values. */
     fill_values(x, n, dt, 1);
     for (uint64_t i = 0; i + 3 < n; i += 4) {

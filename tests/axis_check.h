@@ -27,8 +27,11 @@ typedef struct {
  * below them (about one element in 2000: NORM2's big and small classes in some rows, columns
  * and chunks, and in some parts of a chunk, not in others), and signed zeros: -0.0 but for about
  * one element in 512, +0.0 or a value (whole rows and columns of -0.0, whose sums are -0.0 only
- * if every padding of their trees adds as -0.0 does). */
-#define AXIS_KINDS 7
+ * if every padding of their trees adds as -0.0 does), and runs of 1 to 40 chunks (of the GPU's
+ * 4096 elements, 2048 for float64) of uniform values and of values over the type's whole range,
+ * subnormals included, in turn (NORM2's streams turning from the medium pass to the three
+ * classes and back). */
+#define AXIS_KINDS 8
 void axis_fill(void *x, uint64_t n, coopreduce_dtype dt, int kind);
 
 /* The axis call on a (outer, len, inner) array of dt of data kind `kind`, for op, against the

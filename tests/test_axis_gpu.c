@@ -325,6 +325,28 @@ static void row_blocks(void)
     coopreduce_set_grid_blocks(gpu, 0);
 }
 
+/* NORM2 of rows of whole chunks past a wave of blocks (rows.cu's stream_kernel) on runs of
+ * uniform and wide chunks (axis_fill's kind 7): the warps' segments turn from the medium pass to
+ * the three-class stream and back; forced grids of 1-3 blocks give a warp long runs of chunks.
+ * Every row against the CPU's 1-D call. */
+static void norm2_runs(void)
+{
+    static const coopreduce_dtype dts[] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64,
+                                           COOPREDUCE_FLOAT16, COOPREDUCE_BFLOAT16};
+    const axis_env e = env();
+    const uint64_t wave = 2 * (uint64_t)g_sm_count;
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+        const uint64_t C = dts[d] == COOPREDUCE_FLOAT64 ? 2048 : 4096;
+        for (int rep = 0; rep < (test_quick ? 2 : 4); rep++) {
+            const uint64_t cpr = 1 + rnd_below(5), rows = wave + 1 + rnd_below(3 * wave);
+            const int grid = rep % 2 ? 1 + (int)rnd_below(3) : 0;
+            coopreduce_set_grid_blocks(gpu, grid);
+            axis_case(&e, COOPREDUCE_OP_NORM2, dts[d], rows, cpr * C, 1, 7);
+        }
+    }
+    coopreduce_set_grid_blocks(gpu, 0);
+}
+
 /* More than 2^31 elements in all: 2^16 rows of 2^15 + 3 float16 values (4 GiB); a sample of
  * rows against the CPU. */
 /* Rows of whole chunks in an input of 96 MiB, more than any GPU's L2: level 1 streams them and
@@ -341,6 +363,8 @@ static void streamed(void)
         {COOPREDUCE_OP_NORM2, COOPREDUCE_FLOAT32, 4096 * 5},   /* 5 */
         {COOPREDUCE_OP_NORM2, COOPREDUCE_FLOAT64, 2048 * 64},  /* 64: every lane of a row */
         {COOPREDUCE_OP_NORM2, COOPREDUCE_FLOAT16, 4096 * 200}, /* 200 > W: a warp per row */
+        {COOPREDUCE_OP_NORM2, COOPREDUCE_BFLOAT16, 4096 * 3},  /* runs of uniform and wide */
+        {COOPREDUCE_OP_NORM2, COOPREDUCE_FLOAT32, 4096 * 2},   /* chunks (kind 7, below) */
         {COOPREDUCE_OP_SUMSQ, COOPREDUCE_BFLOAT16, 8192},      /* one class */
         {COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT32, 4096 * 3},
         {COOPREDUCE_OP_MEAN, COOPREDUCE_FLOAT64, 2048 * 300},
@@ -353,7 +377,8 @@ static void streamed(void)
     const axis_env e = env();
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const uint64_t len = cases[c].len, rows = bytes / (len * dt_size(cases[c].dt));
-        axis_case(&e, cases[c].op, cases[c].dt, rows, len, 1, (int)rnd_below(AXIS_KINDS));
+        axis_case(&e, cases[c].op, cases[c].dt, rows, len, 1,
+                  c == 4 || c == 5 ? 7 : (int)rnd_below(AXIS_KINDS));
     }
 }
 
@@ -733,6 +758,7 @@ int main(int argc, char **argv)
     static const test_section sections[] = {{"sweep", sweep},     {"segments", segments},
                                             {"paths", paths},     {"batches", batches},
                                             {"row_blocks", row_blocks},
+                                            {"norm2_runs", norm2_runs},
                                             {"misaligned", misaligned},
                                             {"misaligned_segments", misaligned_segments},
                                             {"errors", errors},   {"streamed", streamed},

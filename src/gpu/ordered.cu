@@ -197,11 +197,6 @@ norm2_stream_classes(const cg::thread_block_tile<32> &warp, const Args<In> &A,
     return warp.shfl(others, 0);
 }
 
-/* Every finite float16 is medium (values.h's class bounds are its extremes): only an inf or a
- * NaN sends a float16 chunk to the three classes, and its kernel has no three-class stream. */
-template <typename In>
-constexpr bool kThreeStream = !(In::kBytes == 2 && In::kInf == Half<false>::kInf);
-
 template <typename In, bool kStream>
 __global__ void __launch_bounds__(32 * kWarps, 2)
     norm2_kernel(const __grid_constant__ Args<In> A,
@@ -225,18 +220,6 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
         }
         store_three(T, c, v, tag);
     };
-    /* The stream keeps no call in its loop (a call would save the in-flight loads' registers,
-     * waiting for them): a chunk with another class is marked in `redo` (bit j: the j-th chunk
-     * of the segment) and done after the segment, 64 chunks a segment. */
-    uint64_t redo = 0, seg = 0, j = 0;
-    auto emit_medium = [&](uint64_t c, const Acc(&m)[kOut<Leaf::kMedium>]) {
-        if (m[1] != 0) { /* another class: uniform across the warp */
-            redo |= 1ull << j;
-        } else if (warp.thread_rank() == 0) { /* big and small +0.0: not stored (kOtherFlag) */
-            store_partial(T.p[1], 1, c, m[0], tag);
-        }
-        j++;
-    };
     /* tree.cuh's early tickets (one set for the three trees), posted after the first segment's
      * first loads. */
     __shared__ EarlyTickets early;
@@ -252,40 +235,20 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
         emit3(c, v);
         c += kWarps;
     }
-    const uint64_t c_first = c;
-    auto post_first = [&] { /* once: in the first segment */
-                            if (c == c_first) post();
-    };
     const uint64_t full = P.levels > 1 ? hi : 0; /* [c, full): streamed */
-    if (!(c < b1 && c < full)) post();
-    /* The warp's first segment is short (CR_TUNE_NORM2_FIRST chunks), so that data of wide
-     * range is found early; a segment in which at least a quarter of the chunks had an element
-     * of another class makes the next one a three-class stream (norm2_stream_classes), and a
-     * three-class segment in which fewer did makes the next one a medium pass again. */
-    bool three = false;
-    for (; c < b1 && c < full; c = seg) {
-        const uint64_t stop = b1 < full ? b1 : full, span = stop - c;
-        const uint64_t len = c == c_first ? CR_TUNE_NORM2_FIRST : 64;
-        const uint64_t end = span > len * kWarps ? c + len * kWarps : stop;
-        const int chunks = (int)((end - c + kWarps - 1) / kWarps);
-        int others;
-        if (kThreeStream<In> && three) {
-            others = norm2_stream_classes<In, kStream>(warp, A, T, tag, c, end);
-        } else {
-            redo = 0;
-            j = 0;
-            stream_chunks<In, Leaf::kMedium, kStream>(warp, A, c, end, kWarps, emit_medium,
-                                                      post_first);
-            others = __popcll((long long)redo);
-            for (uint64_t r = redo; r; r &= r - 1) {
-                const uint64_t cr = c + (uint64_t)(__ffsll((long long)r) - 1) * kWarps;
-                Acc v[3];
-                norm2_full_classes(warp, A, cr, v);
-                emit3(cr, v);
-            }
-        }
-        three = 4 * others >= chunks;
-        seg = c + (uint64_t)chunks * kWarps; /* first chunk at or past end */
+    if (c < b1 && c < full) {
+        const uint64_t stop = b1 < full ? b1 : full;
+        auto medium = [&](uint64_t cm, Acc m) { /* big and small +0.0: not stored (kOtherFlag) */
+            if (warp.thread_rank() == 0) store_partial(T.p[1], 1, cm, m, tag);
+        };
+        auto three = [&](uint64_t c0, uint64_t c1) {
+            return norm2_stream_classes<In, kStream>(warp, A, T, tag, c0, c1);
+        };
+        norm2_segments<In, kStream>(warp, A, c, stop, kWarps, CR_TUNE_NORM2_FIRST, medium, emit3,
+                                    three, post);
+        c += (stop - c + kWarps - 1) / kWarps * kWarps; /* first chunk at or past stop */
+    } else {
+        post();
     }
     for (; c < b1; c += kWarps) { /* the ragged last chunk; misaligned input, the last ones */
         Acc v[3];

@@ -988,11 +988,58 @@ __global__ void __launch_bounds__(kThreads) short_kernel(const __grid_constant__
     }
 }
 
+/* NORM2 in stream_kernel: the chunks of a warp's first segment (leaves.cuh's norm2_segments), so
+ * that data of wide range turns to the three-class stream early (as ordered.cu's). */
+#ifndef CR_TUNE_ROWS_NORM2_FIRST
+#define CR_TUNE_ROWS_NORM2_FIRST 1
+#endif
+
+/* stream_kernel's chunk c of values v: the row's result (a chunk a row) or the chunk's partials,
+ * and the row's level 2 by the hand-off where the input fits in L2. */
+template <typename In, int K, bool kStream>
+__device__ __forceinline__ void stream_emit(const cg::thread_block_tile<32> &warp, const Rows &R,
+                                            uint64_t c, const typename In::Acc (&v)[K])
+{
+    using Acc = typename In::Acc;
+    if (R.cpr == 1) {
+        if (warp.thread_rank() == 0) put_result(R.F, R.nfin, v, R.out + c * R.rsize);
+        return;
+    }
+    if (warp.thread_rank() == 0)
+#pragma unroll
+        for (int k = 0; k < K; k++) static_cast<Acc *>(R.part[k])[c] = v[k];
+    if (!kStream) { /* fits in L2: the hand-off (see the top of the file) */
+        const uint64_t r = c / R.cpr;
+        partial_stored<Acc, K>(warp, R, r, R.len, r * R.cpr, R.cpr);
+    }
+}
+
+/* NORM2's three-class stream of stream_kernel's chunks c0, c0 + kWarpsPerBlock, .. below c1
+ * (leaves.cuh's norm2_segments): returns how many had a big or small partial other than +0.0.
+ * Out of line, so that the medium stream keeps its registers. */
+template <typename In, bool kStream>
+__device__ __noinline__ int rows_stream_classes(const cg::thread_block_tile<32> &warp,
+                                                const Args<In> &A, const Rows &R, uint64_t c0,
+                                                uint64_t c1)
+{
+    using Acc = typename In::Acc;
+    int others = 0;
+    auto emit = [&](uint64_t c, const Acc(&v)[3]) {
+        others += !is_plus_zero(v[0]) || !is_plus_zero(v[2]); /* uniform across the warp */
+        stream_emit<In, 3, kStream>(warp, R, c, v);
+    };
+    stream_chunks<In, Leaf::kNorm2, kStream>(warp, A, c0, c1, kWarpsPerBlock, emit);
+    return others;
+}
+
 /* Rows of whole chunks (len a multiple of C), aligned: the rows' chunks are the flat array's,
  * so each block streams a contiguous range of them as the 1-D kernels do (leaves.cuh's
  * stream_chunks: the next batch's loads in flight while a batch's tree runs). NORM2 streams its
- * medium pass, as ordered.cu's norm2_kernel: a chunk with an element of another class is marked
- * in `redo` (no call in the stream loop) and done with the three classes after each 64 chunks. */
+ * chunks as ordered.cu's norm2_kernel does (leaves.cuh's norm2_segments): a medium pass whose
+ * chunks with an element of another class are done again with the three classes after each
+ * segment, or, after a segment where a quarter or more of the chunks had one (data of wide
+ * range), a three-class stream (a medium pass over such data read most chunks twice: rows of
+ * 8192 at 37-47% of the read, docs/perf-log). */
 template <typename In, Leaf LF, bool kStream>
 __global__ void __launch_bounds__(kThreads, Layout<typename In::Acc>::kMinBlocks * 8 / kWarpsPerBlock)
     stream_kernel(const __grid_constant__ Rows R)
@@ -1005,50 +1052,20 @@ __global__ void __launch_bounds__(kThreads, Layout<typename In::Acc>::kMinBlocks
     uint64_t b0, b1;
     balanced_range(R.slots, gridDim.x, blockIdx.x, &b0, &b1);
     const Args<In> A = {R.x, R.y, R.slots * Shape<In>::kChunk};
-    auto emit = [&](uint64_t c, const Acc(&v)[K]) {
-        if (R.cpr == 1) {
-            if (warp.thread_rank() == 0) put_result(R.F, R.nfin, v, R.out + c * R.rsize);
-            return;
-        }
-        if (warp.thread_rank() == 0)
-#pragma unroll
-            for (int k = 0; k < K; k++) static_cast<Acc *>(R.part[k])[c] = v[k];
-        if (!kStream) { /* fits in L2: the hand-off (see the top of the file) */
-            const uint64_t r = c / R.cpr;
-            partial_stored<Acc, K>(warp, R, r, R.len, r * R.cpr, R.cpr);
-        }
-    };
+    auto emit = [&](uint64_t c, const Acc(&v)[K]) { stream_emit<In, K, kStream>(warp, R, c, v); };
+    const uint64_t c = b0 + warp.meta_group_rank();
     if constexpr (LF == Leaf::kNorm2) {
-        uint64_t redo = 0, j = 0;
-        auto emit_medium = [&](uint64_t c, const Acc(&md)[kOut<Leaf::kMedium>]) {
-            if (md[1] != 0) { /* another class: uniform across the warp */
-                redo |= 1ull << j;
-            } else {
-                const Acc v[3] = {Acc(0), md[0], Acc(0)};
-                emit(c, v);
-            }
-            j++;
+        auto medium = [&](uint64_t cm, Acc m) {
+            const Acc v[3] = {Acc(0), m, Acc(0)};
+            emit(cm, v);
         };
-        for (uint64_t c = b0 + warp.meta_group_rank(); c < b1;) {
-            const uint64_t end = b1 - c > 64 * (uint64_t)kWarpsPerBlock
-                                     ? c + 64 * (uint64_t)kWarpsPerBlock
-                                     : b1;
-            redo = 0;
-            j = 0;
-            stream_chunks<In, Leaf::kMedium, kStream>(warp, A, c, end, kWarpsPerBlock,
-                                                      emit_medium);
-            for (uint64_t r = redo; r; r &= r - 1) {
-                const uint64_t cr =
-                    c + (uint64_t)(__ffsll((long long)r) - 1) * kWarpsPerBlock;
-                Acc v[3];
-                norm2_full_classes(warp, A, cr, v);
-                emit(cr, v);
-            }
-            c += (end - c + kWarpsPerBlock - 1) / kWarpsPerBlock * kWarpsPerBlock;
-        }
+        auto three = [&](uint64_t c0, uint64_t c1) {
+            return rows_stream_classes<In, kStream>(warp, A, R, c0, c1);
+        };
+        norm2_segments<In, kStream>(warp, A, c, b1, kWarpsPerBlock, CR_TUNE_ROWS_NORM2_FIRST,
+                                    medium, emit, three, NoHook());
     } else {
-        stream_chunks<In, LF, kStream>(warp, A, b0 + warp.meta_group_rank(), b1, kWarpsPerBlock,
-                                       emit);
+        stream_chunks<In, LF, kStream>(warp, A, c, b1, kWarpsPerBlock, emit);
     }
 }
 

@@ -697,6 +697,72 @@ __device__ __noinline__ void norm2_full_classes(const cg::thread_block_tile<32> 
         warp, full_chunk_rows<In, Leaf::kNorm2, false>(A, c * S::kChunk, half, lane0, ext), ext, v);
 }
 
+/* Every finite float16 is medium (values.h's class bounds are its extremes): only an inf or a
+ * NaN sends a float16 chunk to the three classes, and its kernels have no three-class stream. */
+template <typename In>
+constexpr bool kThreeStream = !(In::kBytes == 2 && In::kInf == Half<false>::kInf);
+
+/* NORM2's level 1 over a warp's full chunks c, c + stride, .. below stop (ordered.cu's
+ * norm2_kernel, rows.cu's stream_kernel), in segments of up to 64 chunks, each either
+ *  - a medium pass (stream_chunks with kMedium: one tree of squares, and the chunk's largest and
+ *    smallest |x| beside it): medium(c, square tree) for a chunk of medium elements only; a
+ *    chunk with an element of another class is marked in `redo` (the stream loop keeps no call)
+ *    and done again after the segment with the three classes (norm2_full_classes), other(c, v);
+ *  - or three(c0, c1): a three-class stream of the segment (the caller's, out of line, so that
+ *    the medium stream keeps its registers), which returns how many of its chunks had a big or
+ *    small partial other than +0.0.
+ * A segment in which a quarter or more of the chunks had an element of another class makes the
+ * next one a three-class stream; a three-class segment in which fewer did, a medium pass again.
+ * The first segment is `first` chunks, so that data of wide range is found early. The same
+ * partials either way. hook() runs once, after the first segment's first loads if it is a
+ * medium pass (early tickets: tree.cuh). */
+template <typename In, bool kStream, typename Medium, typename Other, typename Three,
+          typename Hook>
+__device__ __forceinline__ void norm2_segments(const cg::thread_block_tile<32> &warp,
+                                               const Args<In> &A, uint64_t c, uint64_t stop,
+                                               uint64_t stride, uint64_t first, Medium medium,
+                                               Other other, Three three, Hook hook)
+{
+    using Acc = typename In::Acc;
+    uint64_t redo = 0, j = 0;
+    auto emit_medium = [&](uint64_t cc, const Acc(&m)[kOut<Leaf::kMedium>]) {
+        if (m[1] != 0) /* another class: uniform across the warp */
+            redo |= 1ull << j;
+        else
+            medium(cc, m[0]);
+        j++;
+    };
+    const uint64_t c_first = c;
+    auto hook_first = [&] { /* once: in the first segment */
+                            if (c == c_first) hook();
+    };
+    bool three_on = false;
+    for (uint64_t seg; c < stop; c = seg) {
+        const uint64_t span = stop - c;
+        const uint64_t len = c == c_first ? first : 64;
+        const uint64_t end = span > len * stride ? c + len * stride : stop;
+        const int chunks = (int)((end - c + stride - 1) / stride);
+        int others;
+        if (kThreeStream<In> && three_on) {
+            others = three(c, end);
+        } else {
+            redo = 0;
+            j = 0;
+            stream_chunks<In, Leaf::kMedium, kStream>(warp, A, c, end, stride, emit_medium,
+                                                      hook_first);
+            others = __popcll((long long)redo);
+            for (uint64_t r = redo; r; r &= r - 1) {
+                const uint64_t cr = c + (uint64_t)(__ffsll((long long)r) - 1) * stride;
+                Acc v[3];
+                norm2_full_classes(warp, A, cr, v);
+                other(cr, v);
+            }
+        }
+        three_on = 4 * others >= chunks;
+        seg = c + (uint64_t)chunks * stride; /* first chunk at or past end */
+    }
+}
+
 /* NORM2's three classes of chunk c by element loads: the ragged chunk of the 1-D kernels. Apart
  * from norm2_full_classes on purpose: one function for both, a branch on the chunk's length,
  * made NORM2 1-1.5% slower on uniform 16-bit data and 7% on float32 data of wide range at 2^24
