@@ -122,9 +122,12 @@ if [ $BENCH = 1 ]; then
   step bench "$BUILD/coopreduce" bench $BENCH_ARGS --json "$LOG/bench.json" --csv "$LOG/bench.csv"
   cp "$LOG/bench.log" "$LOG/bench.md"
   # the inputs that once fell off the memory wall: NORM2 of data of wide range or all
-  # subnormal, and every one-launch operation on an array one element past a 16-byte boundary
+  # subnormal (1-D and along rows), and every one-launch operation on an array one element
+  # past a 16-byte boundary
   step bench-data "$BUILD/coopreduce" bench --op norm2 --dtype bf16,f32,f64 --n 2^24,2^28 \
     --data uniform,wide,subnormal --quick
+  step bench-rows-data "$BUILD/coopreduce" bench --shape 16384x8192 --axis 1 --op norm2 \
+    --dtype bf16,f32,f64 --data uniform,wide --quick
   step bench-offset "$BUILD/coopreduce" bench --op sum,sumsq,norm2,dot,mean \
     --dtype f16,bf16,f32,f64 --n 2^24,2^28 --offset 1 --quick
   step examples-bench scripts/examples-bench.sh --build "$BUILD" -o "$LOG/examples.md"
@@ -139,7 +142,7 @@ if [ -n "${OUT:-}" ]; then
   cat "$LOG"/san-*.log > "$LOG/sanitizers.log" 2>/dev/null
   cat "$LOG"/test_*.log "$LOG"/example_*.log > "$LOG/gpu_tests.log" 2>/dev/null
   cp "$LOG/gpu_tests.log" "$OUT/" 2>/dev/null
-  for f in summary.txt python.log python-bench.log bench.md bench-data.log bench-offset.log bench.json bench.csv golden_bits.txt ctest.log sanitizers.log examples.md; do
+  for f in summary.txt python.log python-bench.log bench.md bench-data.log bench-rows-data.log bench-offset.log bench.json bench.csv golden_bits.txt ctest.log sanitizers.log examples.md; do
     [ -f "$LOG/$f" ] && cp "$LOG/$f" "$OUT/"
   done
 fi
