@@ -328,7 +328,7 @@ static void row_blocks(void)
 /* NORM2 of rows of whole chunks past a wave of blocks (rows.cu's stream_kernel) on runs of
  * uniform and wide chunks (axis_fill's kind 7): the warps' segments turn from the medium pass to
  * the three-class stream and back; forced grids of 1-3 blocks give a warp long runs of chunks.
- * Every row against the CPU's 1-D call. */
+ * Then segments over such data. Every result against the CPU's 1-D call. */
 static void norm2_runs(void)
 {
     static const coopreduce_dtype dts[] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64,
@@ -343,6 +343,20 @@ static void norm2_runs(void)
             coopreduce_set_grid_blocks(gpu, grid);
             axis_case(&e, COOPREDUCE_OP_NORM2, dts[d], rows, cpr * C, 1, 7);
         }
+        /* segments of 1 .. 3 chunks over the same kind of data: a warp's chunk after one of
+         * another class takes the three classes at once (chunk_strided_norm2) */
+        const uint64_t n = (test_quick ? 1u << 20 : 1u << 22) + rnd_below(C);
+        int64_t *off = malloc(sizeof *off * (n + 1));
+        if (!CHECK(off != NULL, "malloc offsets")) return;
+        uint64_t nseg = 0;
+        off[0] = 0;
+        while ((uint64_t)off[nseg] < n) {
+            const uint64_t len = 1 + rnd_below(3 * C), left = n - (uint64_t)off[nseg];
+            off[nseg + 1] = off[nseg] + (int64_t)(len < left ? len : left);
+            nseg++;
+        }
+        segments_case(&e, COOPREDUCE_OP_NORM2, dts[d], off, nseg, n, 7);
+        free(off);
     }
     coopreduce_set_grid_blocks(gpu, 0);
 }

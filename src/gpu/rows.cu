@@ -390,6 +390,7 @@ __device__ __forceinline__ void segment_chunks(const cg::thread_block_tile<32> &
     const uint64_t slots = o0 < 0 || oe < o0 || (uint64_t)oe > R.n
                                ? 0
                                : (uint64_t)(oe - o0) / C + R.rows;
+    [[maybe_unused]] bool three = false; /* NORM2: the warp's last chunk had another class */
     for (;;) {
         u64 g0 = 0;
         if (warp.thread_rank() == 0) g0 = atomicAdd(next, (u64)R.grab_run);
@@ -457,7 +458,7 @@ __device__ __forceinline__ void segment_chunks(const cg::thread_block_tile<32> &
                 }
                 if (!staged) {
                     if constexpr (LF == Leaf::kNorm2)
-                        chunk_strided_norm2<In>(warp, A, q * C, m, v);
+                        chunk_strided_norm2<In>(warp, A, q * C, m, v, three);
                     else
                         chunk_strided<In, LF>(warp, A, q * C, m, v);
                 }

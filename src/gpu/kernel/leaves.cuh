@@ -1108,21 +1108,28 @@ __device__ __forceinline__ void chunk_strided(const cg::thread_block_tile<32> &w
 /* NORM2's three trees of a chunk as chunk_strided gives them, by the medium pass first (the
  * squares and the class test, as norm2_kernel does): a chunk whose elements are all of the
  * medium class has +0.0 for the big and small trees and the squares' tree for the medium one,
- * the same bits; any other chunk is read again for the three classes. */
+ * the same bits; any other chunk is read again for the three classes. `three`, the warp's
+ * memory of its previous chunk: after a chunk with an element of another class (its big or
+ * small tree not +0.0) the next one takes the three classes at once, without the medium pass,
+ * as norm2_segments' three-class stream does (data of wide range: segments of 1..10000 read
+ * every chunk twice, 9-47% of the read, docs/perf-log run 252). The same bits either way. */
 template <typename In>
 __device__ __forceinline__ void chunk_strided_norm2(const cg::thread_block_tile<32> &warp,
                                                     const Args<In> &A, uint64_t base, int m,
-                                                    typename In::Acc (&v)[3])
+                                                    typename In::Acc (&v)[3], bool &three)
 {
     using Acc = typename In::Acc;
-    Acc med[kOut<Leaf::kMedium>];
-    chunk_strided<In, Leaf::kMedium>(warp, A, base, m, med);
-    if (med[1] == 0) { /* uniform across the warp */
-        v[0] = v[2] = Acc(0);
-        v[1] = med[0];
-        return;
+    if (!three) {
+        Acc med[kOut<Leaf::kMedium>];
+        chunk_strided<In, Leaf::kMedium>(warp, A, base, m, med);
+        if (med[1] == 0) { /* uniform across the warp */
+            v[0] = v[2] = Acc(0);
+            v[1] = med[0];
+            return;
+        }
     }
     chunk_strided<In, Leaf::kNorm2>(warp, A, base, m, v);
+    three = !is_plus_zero(v[0]) || !is_plus_zero(v[2]); /* uniform: every thread has v */
 }
 
 /* Segments' chunks staged in shared memory. The element loads of chunk_strided keep a batch of
