@@ -263,29 +263,14 @@ template <typename In> struct Args {
     uint64_t n;
 };
 
-/* The 16 bytes at byte offset d (a multiple of the element size, below 16) of the 32 in q0, q1:
- * batch_used's (chunk_used's and rows.cu's loads). ptxas keeps w[] in local memory, indexed by
- * d / 4; shift16_perm below does not, but these callers were measured with this one. */
+/* The 16 bytes at byte offset d (a multiple of the element size, below 16) of the 32 in q0, q1.
+ * kWords: d is a multiple of 4 (4- and 8-byte elements), no shift within a word. */
+template <bool kWords = false>
 __device__ __forceinline__ uint4 shift16(const uint4 &q0, const uint4 &q1, unsigned int d)
 {
-    const unsigned int w[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
-    const unsigned int k = d >> 2, sh = 8 * (d & 3);
-    unsigned int u[5];
-#pragma unroll
-    for (int i = 0; i < 5; i++)
-        u[i] = k == 0 ? w[i] : k == 1 ? w[i + 1] : k == 2 ? w[i + 2] : w[i + 3];
-    return make_uint4(__funnelshift_r(u[0], u[1], sh), __funnelshift_r(u[1], u[2], sh),
-                      __funnelshift_r(u[2], u[3], sh), __funnelshift_r(u[3], u[4], sh));
-}
-
-/* The same for shift_rows, in registers. kWords: d is a multiple of 4 (4- and 8-byte elements),
- * no shift within a word. */
-template <bool kWords = false>
-__device__ __forceinline__ uint4 shift16_perm(const uint4 &q0, const uint4 &q1, unsigned int d)
-{
     /* By 8 bytes if d & 8, by 4 if d & 4, by 2 if d & 2: each a byte permute a word (prmt)
-     * whose selector says "this word" or "the next". Selects on d, written as such, ptxas turned
-     * into an array in local memory indexed by d / 4, as shift16's: the stream spilled. */
+     * whose selector says "this word" or "the next". Selects on d, written as such or as an
+     * array indexed by d / 4, ptxas put in local memory: the shifted stream spilled. */
     const unsigned int s8 = d & 8 ? 0x7654u : 0x3210u, s4 = d & 4 ? 0x7654u : 0x3210u;
     const unsigned int b0 = __byte_perm(q0.x, q0.z, s8), b1 = __byte_perm(q0.y, q0.w, s8),
                        b2 = __byte_perm(q0.z, q1.x, s8), b3 = __byte_perm(q0.w, q1.y, s8),
@@ -322,12 +307,18 @@ __device__ __forceinline__ unsigned int offset16(const void *p)
 
 /* The 16 bytes of the lane group at element e of p (aligned input), or the aligned block they
  * start in (Shifted). */
-template <typename In, bool kStream>
-__device__ __forceinline__ uint4 load_group(const void *p, uint64_t e)
+template <typename In>
+__device__ __forceinline__ const char *group_block(const void *p, uint64_t e)
 {
     const char *q = static_cast<const char *>(p) + e * In::kBytes; /* e * kBytes: a multiple of 16 */
     if constexpr (kShifted<In>) q -= offset16(p);
-    return load16<kStream>(q);
+    return q;
+}
+
+template <typename In, bool kStream>
+__device__ __forceinline__ uint4 load_group(const void *p, uint64_t e)
+{
+    return load16<kStream>(group_block<In>(p, e));
 }
 
 /* Shifted: the block after the one in which the lane group at element e of p starts, loaded by
@@ -337,10 +328,8 @@ template <typename In>
 __device__ __forceinline__ uint4 load_tail(const void *p, uint64_t e, int lane0)
 {
     uint4 q = make_uint4(0, 0, 0, 0);
-    if (lane0 == Shape<In>::kLanes - In::kVec) {
-        const uintptr_t a = (reinterpret_cast<uintptr_t>(p) + e * In::kBytes) & ~(uintptr_t)15;
-        q = __ldg(reinterpret_cast<const uint4 *>(a + 16));
-    }
+    if (lane0 == Shape<In>::kLanes - In::kVec)
+        q = __ldg(reinterpret_cast<const uint4 *>(group_block<In>(p, e) + 16));
     return q;
 }
 
@@ -365,9 +354,18 @@ __device__ __forceinline__ void shift_rows(uint4 (&q)[R], const uint4 &tail, uns
 #pragma unroll
     for (int i = 0; i < R; i++) {
         const uint4 sn = i + 1 < R ? shfl16(q[i + 1], src) : tail;
-        q[i] = shift16_perm<In::kBytes >= 4>(q[i], last ? sn : s, d);
+        q[i] = shift16<In::kBytes >= 4>(q[i], last ? sn : s, d);
         s = sn;
     }
+}
+
+/* Shifted: a batch's loads of R rows (x, and y for DOT) and their tails into the rows' 16 bytes. */
+template <typename In, Leaf LF, int R, int RY>
+__device__ __forceinline__ void shift_batch(uint4 (&qx)[R], uint4 (&qy)[RY], const uint4 &tx,
+                                            const uint4 &ty, const Args<In> &A)
+{
+    shift_rows<In>(qx, tx, offset16(A.x));
+    if constexpr (LF == Leaf::kProduct) shift_rows<In>(qy, ty, offset16(A.y));
 }
 
 /* The chunks [lo, hi) that full_chunk_rows and stream_chunks may read: every full chunk of
@@ -442,9 +440,8 @@ __device__ __forceinline__ RowVals<In, LF> rows_aligned(const Args<In> &A, uint6
     }
     if constexpr (kShifted<In>) {
         const uint64_t e = base + (uint64_t)(r0 + R - 1) * Shape<In>::kLanes + lane0;
-        shift_rows<In>(qx, load_tail<In>(A.x, e, lane0), offset16(A.x));
-        if constexpr (LF == Leaf::kProduct)
-            shift_rows<In>(qy, load_tail<In>(A.y, e, lane0), offset16(A.y));
+        shift_batch<In, LF>(qx, qy, load_tail<In>(A.x, e, lane0),
+                            LF == Leaf::kProduct ? load_tail<In>(A.y, e, lane0) : uint4(), A);
     }
     return BatchTree<In, LF, R>::run(qx, qy, 0, ext);
 }
@@ -629,18 +626,10 @@ template <typename In, Leaf LF, bool kStream, int K0> struct BatchStream<In, LF,
         else if (nx.has)
             load_rows<In, LF, kStream>(buf[0], A, nx.base, r0, lane0);
         const RowLoads<In, LF> &b = buf[K0 & 1];
-        if constexpr (kShifted<In>) {
-            uint4 qx[R], qy[LF == Leaf::kProduct ? R : 1];
-#pragma unroll
-            for (int i = 0; i < R; i++) qx[i] = b.x[i];
-            shift_rows<In>(qx, b.tx, offset16(A.x));
-            if constexpr (LF == Leaf::kProduct) {
-#pragma unroll
-                for (int i = 0; i < R; i++) qy[i] = b.y[i];
-                shift_rows<In>(qy, b.ty, offset16(A.y));
-                return BatchTree<In, LF, R>::run(qx, qy, 0, ext);
-            }
-            return BatchTree<In, LF, R>::run(qx, qx, 0, ext);
+        if constexpr (kShifted<In>) { /* shifted copies: b stays as loaded */
+            RowLoads<In, LF> q = b;
+            shift_batch<In, LF>(q.x, q.y, q.tx, q.ty, A);
+            return BatchTree<In, LF, R>::run(q.x, LF == Leaf::kProduct ? q.y : q.x, 0, ext);
         }
         return BatchTree<In, LF, R>::run(b.x, LF == Leaf::kProduct ? b.y : b.x, 0, ext);
     }
@@ -878,10 +867,10 @@ __device__ __forceinline__ RowVals<In, LF> batch_used(const Args<In> &A, uint64_
                 uint4 x = qx[i][0], y = x;
                 if constexpr (kShift) {
                     const uint64_t off = (base + (uint64_t)first) * In::kBytes;
-                    x = shift16(qx[i][0], qx[i][1],
+                    x = shift16<In::kBytes >= 4>(qx[i][0], qx[i][1],
                                 (unsigned int)(((uintptr_t)A.x + off) & 15));
                     if constexpr (NY)
-                        y = shift16(qy[i][0], qy[i][1],
+                        y = shift16<In::kBytes >= 4>(qy[i][0], qy[i][1],
                                     (unsigned int)(((uintptr_t)A.y + off) & 15));
                 } else if constexpr (NY) {
                     y = qy[i][0];
