@@ -130,6 +130,12 @@ if [ $BENCH = 1 ]; then
     --dtype bf16,f32,f64 --data uniform,wide --quick
   step bench-offset "$BUILD/coopreduce" bench --op sum,sumsq,norm2,dot,mean \
     --dtype f16,bf16,f32,f64 --n 2^24,2^28 --offset 1 --quick
+  # rows that are not whole, aligned chunks: a length not a multiple of 16 bytes, a misaligned
+  # array
+  step bench-rows-ragged "$BUILD/coopreduce" bench --shape 16384x10001 --axis 1 \
+    --op sum,sumsq,norm2,dot --dtype bf16,f32,f64 --quick
+  step bench-rows-offset "$BUILD/coopreduce" bench --shape 16384x8192 --axis 1 --offset 1 \
+    --op sum,norm2,dot --dtype bf16,f32,f64 --quick
   step examples-bench scripts/examples-bench.sh --build "$BUILD" -o "$LOG/examples.md"
 fi
 {
@@ -142,7 +148,7 @@ if [ -n "${OUT:-}" ]; then
   cat "$LOG"/san-*.log > "$LOG/sanitizers.log" 2>/dev/null
   cat "$LOG"/test_*.log "$LOG"/example_*.log > "$LOG/gpu_tests.log" 2>/dev/null
   cp "$LOG/gpu_tests.log" "$OUT/" 2>/dev/null
-  for f in summary.txt python.log python-bench.log bench.md bench-data.log bench-rows-data.log bench-offset.log bench.json bench.csv golden_bits.txt ctest.log sanitizers.log examples.md; do
+  for f in summary.txt python.log python-bench.log bench.md bench-data.log bench-rows-data.log bench-offset.log bench-rows-ragged.log bench-rows-offset.log bench.json bench.csv golden_bits.txt ctest.log sanitizers.log examples.md; do
     [ -f "$LOG/$f" ] && cp "$LOG/$f" "$OUT/"
   done
 fi

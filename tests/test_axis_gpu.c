@@ -3,7 +3,8 @@
  * along each axis of random 1-D, 2-D and 3-D shapes, over random segments (offsets in device
  * memory); the same row's bits in batches of 1, 7 and 10,000 rows; small batches of rows of a
  * few whole chunks, on forced grids too; inputs one element off
- * 16-byte alignment, and segments over inputs at every offset from it; errors, and offsets the
+ * 16-byte alignment, rows longer than a chunk at every offset from it, and segments over inputs
+ * at every offset from it; errors, and offsets the
  * GPU checks itself; rows streamed from memory (an input larger than L2, whose rows' level 2 is
  * a launch of its own); segments longer than C^2; segments replayed from a CUDA graph; shaped
  * calls captured after coopreduce_reserve_axis and _segments, allocating nothing; columns that
@@ -29,6 +30,7 @@ GPU_TEST_MAIN_WITHOUT_CUDA("test_axis_gpu")
 #else
 
 static coopreduce_handle *gpu;
+static int g_sm_count;
 
 static void *put(const void *host, size_t bytes)
 {
@@ -115,6 +117,103 @@ static void misaligned(void)
                 drop(dx), drop(dy), drop(dr);
                 free(x), free(y), free(res), free(xs), free(ys);
             }
+        }
+    }
+}
+
+/* One call of `outer` rows of `len` elements (inner 1) over x and y starting offx and offy
+ * elements past a 16-byte boundary, in allocations that end where the arrays do (so that
+ * compute-sanitizer sees a read past either end), on a grid of `grid` blocks (0: the library's);
+ * every row against the CPU's 1-D call. */
+static void offset_rows_case(coopreduce_op op, coopreduce_dtype dt, uint64_t outer, uint64_t len,
+                             uint64_t offx, uint64_t offy, int kind, int grid)
+{
+    const size_t es = dt_size(dt), rs = coopreduce_op_result_size(op, dt, 0, NULL);
+    const uint64_t n = outer * len;
+    char *x = xmalloc(n * es), *y = xmalloc(n * es), *res = xmalloc(outer * rs);
+    axis_fill(x, n, dt, kind);
+    axis_fill(y, n, dt, (int)rnd_below(AXIS_KINDS));
+    /* Every third row of x all -0.0, of y all non-negative: a sum (and DOT) of -0.0 only, which
+     * stays -0.0 only if every padding of the row's tree adds as -0.0 does. */
+    for (uint64_t r = rnd_below(3); r < outer; r += 3)
+        for (uint64_t e = r * len; e < (r + 1) * len; e++) {
+            memset(x + e * es, 0, es);
+            x[e * es + es - 1] = (char)0x80; /* the sign bit (little-endian) */
+            y[e * es + es - 1] &= 0x7f;
+        }
+    char *dx = put(NULL, (n + offx) * es), *dy = put(NULL, (n + offy) * es);
+    char *dr = put(NULL, outer * rs);
+    cuda_ok(cudaMemcpy(dx + offx * es, x, n * es, cudaMemcpyHostToDevice), "upload");
+    cuda_ok(cudaMemcpy(dy + offy * es, y, n * es, cudaMemcpyHostToDevice), "upload");
+    coopreduce_set_grid_blocks(gpu, grid);
+    const coopreduce_status s = coopreduce_reduce_axis(op, dx + offx * es, dy + offy * es, dr,
+                                                       outer, len, 1, dt, gpu, NULL);
+    sync_dev();
+    coopreduce_set_grid_blocks(gpu, 0);
+    get(res, dr, outer * rs);
+    char want[16];
+    uint64_t bad = 0, first = 0;
+    for (uint64_t r = 0; r < outer && s == COOPREDUCE_SUCCESS; r++) {
+        coopreduce_reduce(op, x + r * len * es, y + r * len * es, want, len, dt, g_cpu, NULL);
+        if (memcmp(want, res + r * rs, rs) != 0 && bad++ == 0) first = r;
+    }
+    CHECK(s == COOPREDUCE_SUCCESS && bad == 0,
+          "%s %s, %llu rows of %llu, x +%llu y +%llu elements, kind %d, grid %d: %s, %llu rows "
+          "differ from the CPU (first: row %llu)",
+          coopreduce_op_name(op), dt_name(dt), (unsigned long long)outer,
+          (unsigned long long)len, (unsigned long long)offx, (unsigned long long)offy, kind, grid,
+          coopreduce_status_string(s), (unsigned long long)bad, (unsigned long long)first);
+    drop(dx), drop(dy), drop(dr);
+    free(x), free(y), free(res);
+}
+
+/* Rows longer than a chunk whose chunks do not all start on a 16-byte boundary (rows.cu's
+ * stream_kernel through RowChunks): lengths of 1 to 4 chunks and any remainder, among them
+ * ragged chunks of fewer than 16 bytes (the last full chunk's last block then reaches past the
+ * array) and ragged chunks ending in a row's last lane group (whose shifted 16 bytes take the
+ * next row's first block), x and y at every element offset from a boundary, x's rows all -0.0 in places,
+ * batches of one row to past a wave of blocks, forced grids (which stream these rows whatever
+ * their number; 1-3 blocks: a warp's long run of chunks across rows), NORM2 on runs of uniform
+ * and wide chunks; in full runs, an input larger than L2 too (level 2 a launch of its own). */
+static void long_rows(void)
+{
+    static const coopreduce_dtype dts[] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64,
+                                           COOPREDUCE_FLOAT16, COOPREDUCE_BFLOAT16};
+    static const coopreduce_op ops[] = {COOPREDUCE_OP_SUM, COOPREDUCE_OP_MEAN, COOPREDUCE_OP_SUMSQ,
+                                        COOPREDUCE_OP_DOT, COOPREDUCE_OP_NORM2};
+    const uint64_t wave = 2 * (uint64_t)g_sm_count;
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+        const coopreduce_dtype dt = dts[d];
+        const uint64_t es = dt_size(dt), C = dt == COOPREDUCE_FLOAT64 ? 2048 : 4096;
+        const uint64_t per16 = 16 / es; /* element offsets from a boundary */
+        for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+            const coopreduce_op op = ops[o];
+            for (int rep = 0; rep < (test_quick ? 4 : 8); rep++) {
+                const uint64_t k = 1 + rnd_below(4);
+                const uint64_t r = rnd_below(5), W = C / 32;
+                const uint64_t rem = r == 0   ? 0                         /* whole chunks */
+                                     : r == 1 ? 1 + rnd_below(16 / es)    /* under 16 bytes */
+                                     : r == 2 ? (1 + rnd_below(31)) * W - rnd_below(per16)
+                                              : 1 + rnd_below(C - 1);     /* any */
+                const uint64_t len = k * C + rem;
+                const uint64_t rows_of[] = {1, 2 + rnd_below(30),
+                                            test_quick ? 40 + rnd_below(20)
+                                                       : wave + 1 + rnd_below(wave)};
+                const uint64_t outer = rows_of[rep % 3];
+                const uint64_t offx = rnd_below(per16), offy = rnd_below(per16);
+                /* a forced grid also takes the stream on shapes this small (rows.cu) */
+                const int grid = rep % 2 ? 1 + (int)rnd_below(rep % 4 == 3 ? 3 : 600) : 0;
+                const int kind =
+                    op == COOPREDUCE_OP_NORM2 && rep % 2 ? 7 : (int)rnd_below(AXIS_KINDS);
+                offset_rows_case(op, dt, outer, len, offx, offy, kind, grid);
+            }
+        }
+        if (!test_quick && gpu_room_for((size_t)200 << 20)) { /* 96 MiB: past any L2 */
+            const uint64_t len = 3 * C + 1 + rnd_below(C - 1);
+            const uint64_t outer = ((uint64_t)96 << 20) / (len * es);
+            offset_rows_case(COOPREDUCE_OP_SUM, dt, outer, len, rnd_below(per16), 0,
+                             (int)rnd_below(AXIS_KINDS), 0);
+            offset_rows_case(COOPREDUCE_OP_NORM2, dt, outer, len, rnd_below(per16), 0, 7, 0);
         }
     }
 }
@@ -295,7 +394,6 @@ static void errors(void)
  * memory), also on grids forced smaller than the batch, where a block takes several rows in
  * turn; a batch one row past a wave of blocks, which takes the streamed kernel: every result
  * against the CPU's 1-D call, on every data kind (NORM2's chunks of other classes included). */
-static int g_sm_count;
 
 static void row_blocks(void)
 {
@@ -774,6 +872,7 @@ int main(int argc, char **argv)
                                             {"row_blocks", row_blocks},
                                             {"norm2_runs", norm2_runs},
                                             {"misaligned", misaligned},
+                                            {"long_rows", long_rows},
                                             {"misaligned_segments", misaligned_segments},
                                             {"errors", errors},   {"streamed", streamed},
                                             {"wide_columns", wide_columns},

@@ -727,6 +727,13 @@ if [ "$RC" -eq 0 ] && grep -q '| float32 +1 | sum |' "$OUT" && grep -q '| bfloat
 else
     fail "bench --offset 1: rows of arrays one element past the boundary (exit $RC)"
 fi
+run bench --device cpu --shape 5x4099 --axis 1 --op sum,norm2 --dtype f32 --offset 3 --quick
+if [ "$RC" -eq 0 ] && grep -q '| float32 +3 | sum/axis1 (5x4099) |' "$OUT" &&
+    grep -q '| float32 +3 | norm2/axis1 (5x4099) |' "$OUT"; then
+    pass
+else
+    fail "bench --shape --offset 3: rows of an array three elements past the boundary (exit $RC)"
+fi
 run bench --device cpu --op nosuchop --n 10
 if [ "$RC" -eq 2 ]; then pass; else fail "bench --op nosuchop: usage error, exit 2 (exit $RC)"; fi
 

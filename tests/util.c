@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -93,8 +94,15 @@ int bit_length(u128 v)
 
 void run_sections(const test_section *list, size_t count, void (*skip)(void))
 {
+    const char *only = getenv("COOPREDUCE_TEST_SECTIONS");
     for (size_t k = 0; k < count; k++) {
-        if (list[k].fn == skip) {
+        int named = only == NULL;
+        for (const char *p = only; p && *p && !named;) {
+            const size_t len = strcspn(p, ",");
+            named = len == strlen(list[k].name) && strncmp(p, list[k].name, len) == 0;
+            p += len + (p[len] == ',');
+        }
+        if (list[k].fn == skip || !named) {
             printf("SKIP: section %s\n", list[k].name);
             continue;
         }

@@ -64,7 +64,8 @@ int gen_threads(void);
 /* Runs fn and prints "section NAME  T s, F failures" (F: the CHECK failures it added). */
 void run_section(const char *name, void (*fn)(void));
 /* run_section for each of a list, but the one whose fn is `skip` (NULL: none), which prints a
- * SKIP line instead. */
+ * SKIP line instead; with COOPREDUCE_TEST_SECTIONS=NAME,NAME,.. set, only the sections named
+ * (for a sanitizer or a planted bug on one path). */
 typedef struct {
     const char *name;
     void (*fn)(void);

@@ -267,7 +267,7 @@ int bench_batch_cpu(const bench_options *o)
     uint64_t nmax = 1;
     for (int i = 0; i < o->nn; i++)
         if (o->ns[i] > nmax) nmax = o->ns[i];
-    unsigned char *x = alloc_data(2 * nmax, 8), *result = NULL;
+    unsigned char *x = alloc_data(2 * nmax + 2, 8), *result = NULL; /* 16 bytes for --offset */
     cli_segments seg = {NULL, 0};
     coopreduce_handle *h = NULL;
     int rc = 1;
@@ -303,8 +303,8 @@ int bench_batch_cpu(const bench_options *o)
                 goto out;
             }
             c.dtype = dt;
-            c.x = x;
-            c.y = x + n * es;
+            c.x = x + (size_t)o->offset * es;
+            c.y = x + (n + (uint64_t)o->offset) * es;
             for (int m = 0; m < o->nmodes; m++) {
                 if (coopreduce_set_mode(h, o->modes[m])) goto out;
                 for (int k = 0; k < o->nops; k++) {

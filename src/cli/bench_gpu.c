@@ -611,8 +611,9 @@ int bench_batch_gpu(int ordinal, const bench_options *o)
             CK(cudaMemcpy(x, hx, 2 * n * es, cudaMemcpyHostToDevice));
             CKS(coopreduce_reserve(h, longest, dt));
             call.dtype = dt;
-            call.x = x;
-            call.y = (const char *)x + n * es;
+            /* --offset: x and y start E elements past the boundary (32 spare bytes) */
+            call.x = (const char *)x + (size_t)o->offset * es;
+            call.y = (const char *)x + (n + (uint64_t)o->offset) * es;
             gpu_ctx c = {
                 h, dt, x, out, NULL, NULL, 0, read_out, read_blocks, n, 0};
             timed_call = &call;

@@ -153,7 +153,8 @@ static int parse_bench_options(int argc, char **argv, bench_options *o, cli_devi
         if (o->nops == 0) return cli_usage_error("--mode applies to --op only");
     }
     if (o->offset) {
-        if (o->nops == 0 || batch) return cli_usage_error("--offset applies to --op only");
+        if (o->nops == 0 && !batch)
+            return cli_usage_error("--offset applies to --op, --shape and --segments only");
         for (int d = 0; d < o->nd; d++)
             if ((size_t)o->offset * coopreduce_dtype_size(o->dtypes[d]) >= 16)
                 return cli_usage_error("--offset %d with --dtype %s: %d bytes, not below 16 (a "

@@ -19,15 +19,18 @@
  *    chunks by rows, level 2 in shared memory. Where a warp took a chunk alone, the chunk's
  *    batches, the hand-off and level 2 were one warp's chain of dependent steps on an otherwise
  *    idle GPU: NORM2 of (128, 8192) 7.7-8.1 to 5.2-5.7 us (H100, docs/perf-log run 178).
- *  - stream_kernel: the other rows of whole chunks, aligned: the rows' chunks are the flat
- *    array's, streamed per block as by the 1-D kernels, each chunk's value to its row.
- *  - chunks_kernel: the other rows of several chunks. One warp per chunk of a row (leaves.cuh's
- *    chunk_values, the 1-D kernels' level 1 on the row's own pointer: full aligned chunks by
- *    16-byte loads; the row's ragged chunk and misaligned rows by 16-byte loads shifted into
- *    place, or element loads, that stop at the last row of the chunk holding data). A row of
+ *  - stream_kernel: the other rows of a chunk or more. The chunks of all rows are one grid of
+ *    jobs ("slots"): row r's chunk j is slot r * cpr + j. Each block streams a contiguous range
+ *    of them as the 1-D kernels do, each chunk's value to its row: rows of whole, aligned
+ *    chunks are the flat array's chunks; other rows' full chunks are found through a chunk map
+ *    (RowChunks) and read by 16-byte loads, shifted into place where the rows do not start on
+ *    16-byte boundaries (leaves.cuh's RowShifted), and their ragged chunks by chunk_used's loads
+ *    on the row's own pointer, which stop at the last row of the chunk holding data. A row of
  *    one chunk gets its result here; the chunks of longer rows store their partials for the
- *    level above. The chunks of all rows are one grid of jobs ("slots"): row r's chunk j is
- *    slot r * cpr + j.
+ *    level above.
+ *  - chunks_kernel: the same rows for DOT of float32 and float64, which is not streamed
+ *    (leaves.cuh's kStreamed), and launches of at most a wave of warps a chunk: a warp per
+ *    slot, by leaves.cuh's chunk_values.
  *  - Level 2: the chunk tree of a row's or segment's partials (at most C of them: longer rows
  *    take the generic path), then the final rule (reduce_partials). In the same launch where it
  *    pays: a row or segment of more than one chunk has a ticket, and the warp that stores its
@@ -81,6 +84,8 @@
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+
+#include <type_traits>
 
 #include "gpu/kernel/grid.cuh"   /* grid_blocks */
 #include "gpu/kernel/traits.cuh" /* Elem, Layout */
@@ -1015,13 +1020,79 @@ __device__ __forceinline__ void stream_emit(const cg::thread_block_tile<32> &war
     }
 }
 
+/* stream_kernel's chunk map (leaves.cuh's ChunkAt) for rows that are not whole, aligned chunks:
+ * rows whose length is not a multiple of C, or whose chunks do not start on 16-byte boundaries.
+ * Chunk g = r * cpr + j is element r * len + j * C. The stream reads them by 16-byte loads,
+ * shifted into place where the rows do not start on a boundary (RowShifted); a ragged chunk's
+ * loads stop after the rows holding its elements, and those past it are padding (leaves.cuh's
+ * pad_batch), but the loads of its last row reach into the next row. So the stream reads every
+ * chunk but the last row's ragged one, and the array's first and last full chunk where their
+ * blocks would reach past its ends (skip0, skip1: a misaligned array, a last ragged chunk of
+ * fewer than 16 bytes); those take chunk_used's loads on the row's own pointer, out of line.
+ * (The ragged chunks by chunk_used's loads took rows of 10001 bfloat16 to 48% of the read only,
+ * against 90% for rows of whole chunks: docs/perf-log run 257.) kRagged: the rows have a ragged
+ * chunk (without, the stream leaves out the padding's code, which took misaligned rows of whole
+ * chunks 1-11 points of the read, NORM2 and bfloat16 DOT most: run 258). */
+template <typename In, bool kRagged_ = true> struct RowChunks {
+    static constexpr bool kAllFull = false;
+    static constexpr bool kRagged = kRagged_;
+    static constexpr uint64_t kNone = ~0ull;
+    const char *x, *y;
+    uint64_t rows, len, cpr, nf; /* the rows, their length, chunks, full chunks */
+    uint64_t skip0, skip1; /* full chunks the stream does not read, or kNone */
+    double inv;            /* 1 / cpr */
+    int aligned;           /* x (and y) start on a 16-byte boundary */
+    /* g / cpr without a 64-bit division (a call, which the loads in flight would live across):
+     * the quotient by the reciprocal, off by at most one while it is below 2^52, corrected */
+    __device__ __forceinline__ uint64_t row_of(uint64_t g) const
+    {
+        uint64_t r = __double2ull_rz((double)g * inv);
+        if (r * cpr > g) r--;
+        else if (g - r * cpr >= cpr) r++;
+        return r;
+    }
+    __device__ __forceinline__ ChunkAt at(uint64_t g) const
+    {
+        constexpr uint64_t C = Shape<In>::kChunk;
+        const uint64_t r = row_of(g), j = g - r * cpr;
+        const bool full = j < nf;
+        return {r * len + j * C, full ? (int)C : (int)(len - nf * C),
+                (full || r + 1 < rows) && g != skip0 && g != skip1};
+    }
+    template <Leaf LF, typename Ld>
+    __device__ __forceinline__ void values(const cg::thread_block_tile<32> &warp, const Args<Ld> &,
+                                           uint64_t g, typename In::Acc (&v)[kOut<LF>]) const
+    {
+        constexpr uint64_t C = Shape<In>::kChunk;
+        if constexpr (LF == Leaf::kMedium) { /* NORM2's medium pass: the three classes instead */
+            v[0] = 0;
+            v[1] = 1;
+        } else {
+            const uint64_t r = row_of(g), j = g - r * cpr, start = r * len, rest = len - j * C;
+            const Args<In> A = {x + start * In::kBytes, y ? y + start * In::kBytes : nullptr, len};
+            const bool row_aligned = aligned && (start * In::kBytes) % 16 == 0;
+            chunk_used<In, LF>(warp, A, j * C, rest < C ? (int)rest : (int)C,
+                               row_aligned ? kLoadVector : aligned ? kLoadShifted : kLoadWithin, v);
+        }
+    }
+};
+
+/* stream_kernel's chunk maps: the flat array's (rows of whole, aligned chunks), RowChunks with
+ * aligned loads (rows whose length is a multiple of 16 bytes in an aligned array), RowChunks
+ * with loads shifted into place (the others), without a ragged chunk (rows of whole chunks in
+ * a misaligned array) or with. */
+enum { kMapFlat = 0, kMapRows = 1, kMapShifted = 2, kMapShiftedWhole = 3 };
+template <typename In, int kMap>
+using MapLoads =
+    typename std::conditional<kMap >= kMapShifted, RowShifted<In>, In>::type;
+
 /* NORM2's three-class stream of stream_kernel's chunks c0, c0 + kWarpsPerBlock, .. below c1
  * (leaves.cuh's norm2_segments): returns how many had a big or small partial other than +0.0.
  * Out of line, so that the medium stream keeps its registers. */
-template <typename In, bool kStream>
+template <typename In, bool kStream, typename Map>
 __device__ __noinline__ int rows_stream_classes(const cg::thread_block_tile<32> &warp,
                                                 const Args<In> &A, const Rows &R, uint64_t c0,
-                                                uint64_t c1)
+                                                uint64_t c1, const Map &map)
 {
     using Acc = typename In::Acc;
     int others = 0;
@@ -1029,22 +1100,26 @@ __device__ __noinline__ int rows_stream_classes(const cg::thread_block_tile<32> 
         others += !is_plus_zero(v[0]) || !is_plus_zero(v[2]); /* uniform across the warp */
         stream_emit<In, 3, kStream>(warp, R, c, v);
     };
-    stream_chunks<In, Leaf::kNorm2, kStream>(warp, A, c0, c1, kWarpsPerBlock, emit);
+    stream_chunks<In, Leaf::kNorm2, kStream>(warp, A, c0, c1, kWarpsPerBlock, emit, NoHook(), map);
     return others;
 }
 
-/* Rows of whole chunks (len a multiple of C), aligned: the rows' chunks are the flat array's,
- * so each block streams a contiguous range of them as the 1-D kernels do (leaves.cuh's
- * stream_chunks: the next batch's loads in flight while a batch's tree runs). NORM2 streams its
+/* Rows of more than one chunk, or of one whole chunk: each block streams a contiguous range of
+ * the rows' chunks as the 1-D kernels do (leaves.cuh's stream_chunks: the next batch's loads in
+ * flight while a batch's tree runs), each chunk's value to its row. Rows of whole, aligned chunks
+ * are the flat array's chunks (kMapFlat); other rows' chunks are found through RowChunks, the
+ * ragged ones taken in turn by the warp whose they are. (A warp a chunk without the stream,
+ * chunks_kernel, ran rows of 10001 at 28-52% of the read: docs/perf-log.) NORM2 streams its
  * chunks as ordered.cu's norm2_kernel does (leaves.cuh's norm2_segments): a medium pass whose
  * chunks with an element of another class are done again with the three classes after each
  * segment, or, after a segment where a quarter or more of the chunks had one (data of wide
  * range), a three-class stream (a medium pass over such data read most chunks twice: rows of
  * 8192 at 37-47% of the read, docs/perf-log). */
-template <typename In, Leaf LF, bool kStream>
+template <typename In, Leaf LF, bool kStream, int kMap>
 __global__ void __launch_bounds__(kThreads, Layout<typename In::Acc>::kMinBlocks * 8 / kWarpsPerBlock)
-    stream_kernel(const __grid_constant__ Rows R)
+    stream_kernel(const __grid_constant__ Rows R, const __grid_constant__ RowChunks<In> M)
 {
+    using Ld = MapLoads<In, kMap>;
     using Acc = typename In::Acc;
     constexpr int K = kLeaves<LF>;
     if constexpr (kStream) let_dependents_launch(); /* level 2 (grid.cuh) */
@@ -1052,21 +1127,33 @@ __global__ void __launch_bounds__(kThreads, Layout<typename In::Acc>::kMinBlocks
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
     uint64_t b0, b1;
     balanced_range(R.slots, gridDim.x, blockIdx.x, &b0, &b1);
-    const Args<In> A = {R.x, R.y, R.slots * Shape<In>::kChunk};
-    auto emit = [&](uint64_t c, const Acc(&v)[K]) { stream_emit<In, K, kStream>(warp, R, c, v); };
+    const Args<Ld> A = {R.x, R.y, R.rows * R.len};
+    auto emit = [&](uint64_t c, const Acc(&v)[K]) { stream_emit<Ld, K, kStream>(warp, R, c, v); };
     const uint64_t c = b0 + warp.meta_group_rank();
-    if constexpr (LF == Leaf::kNorm2) {
-        auto medium = [&](uint64_t cm, Acc m) {
-            const Acc v[3] = {Acc(0), m, Acc(0)};
-            emit(cm, v);
-        };
-        auto three = [&](uint64_t c0, uint64_t c1) {
-            return rows_stream_classes<In, kStream>(warp, A, R, c0, c1);
-        };
-        norm2_segments<In, kStream>(warp, A, c, b1, kWarpsPerBlock, CR_TUNE_ROWS_NORM2_FIRST,
-                                    medium, emit, three, NoHook());
+    auto run = [&](const auto &map) {
+        if constexpr (LF == Leaf::kNorm2) {
+            auto medium = [&](uint64_t cm, Acc m) {
+                const Acc v[3] = {Acc(0), m, Acc(0)};
+                emit(cm, v);
+            };
+            auto three = [&](uint64_t c0, uint64_t c1) {
+                return rows_stream_classes<Ld, kStream>(warp, A, R, c0, c1, map);
+            };
+            norm2_segments<Ld, kStream>(warp, A, c, b1, kWarpsPerBlock, CR_TUNE_ROWS_NORM2_FIRST,
+                                        medium, emit, three, NoHook(), map);
+        } else {
+            stream_chunks<Ld, LF, kStream>(warp, A, c, b1, kWarpsPerBlock, emit, NoHook(), map);
+        }
+    };
+    if (c >= b1) return; /* (stream_chunks' first loads) */
+    if constexpr (kMap == kMapFlat) {
+        run(FlatChunks<Ld>());
+    } else if constexpr (kMap == kMapShiftedWhole) {
+        const RowChunks<In, false> W = {M.x,     M.y,     M.rows,  M.len, M.cpr,
+                                        M.nf,    M.skip0, M.skip1, M.inv, M.aligned};
+        run(W);
     } else {
-        stream_chunks<In, LF, kStream>(warp, A, c, b1, kWarpsPerBlock, emit);
+        run(M);
     }
 }
 
@@ -1132,7 +1219,7 @@ __global__ void __launch_bounds__(kThreads, kRowBlocks)
                     v[0] = v[2] = Acc(0);
                     v[1] = m[0];
                 } else {
-                    norm2_full_classes(warp, A, c, v);
+                    norm2_full_classes(warp, A, base, v);
                 }
             } else {
                 v[0] = m[0];
@@ -1614,8 +1701,16 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
         return cudaGetLastError();
     }
     bool streamed = false;
+    const bool flat = R.aligned && R.len % S::kChunk == 0;
+    /* Rows not of whole, aligned chunks stream only past a wave of warps a chunk: in smaller
+     * launches a warp a chunk (chunks_kernel) was faster (64 rows of 40001: bfloat16 SUM 8.7
+     * against 11.1 us, float32 10.2 against 13.3; an H200, docs/perf-log run 256). A forced
+     * grid (coopreduce_set_grid_blocks) streams them whatever their number, so that tests reach
+     * the stream's chunk map on small shapes. */
     if constexpr (kStreamed<In, LF>) {
-        if (R.aligned && R.len % S::kChunk == 0) {
+        streamed = flat || c->forced_blocks > 0 ||
+                   R.slots > (uint64_t)c->sm_count * 2 * kWarpsPerBlock;
+        if (streamed) {
             const uint64_t per_sm = Layout<Acc>::kMinBlocks * 8 / kWarpsPerBlock;
             /* (CR_TUNE_SPREAD, above: a small launch spread a chunk a block) */
             const uint64_t want = CR_TUNE_SPREAD && R.slots <= (uint64_t)c->sm_count * per_sm
@@ -1625,11 +1720,37 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
                 grid_blocks(want, c->sm_count, (int)per_sm, c->forced_blocks, INT32_MAX);
             R.handoff =
                 R.handoff && (uint64_t)R.slots * S::kChunk * In::kBytes * p->inputs <= c->l2_bytes;
+            const bool whole16 = R.aligned && (R.len * In::kBytes) % 16 == 0;
+            constexpr uint64_t kNone = RowChunks<In>::kNone;
+            RowChunks<In> M = {R.x,   R.y,   R.rows,    R.len, R.cpr, R.len / S::kChunk,
+                               kNone, kNone, 1.0 / (double)R.cpr, R.aligned};
+            if (!whole16 && R.rows) { /* the array's first and last full chunks (RowChunks) */
+                if (!R.aligned) M.skip0 = 0;
+                const uint64_t last = (R.rows - 1) * R.cpr + M.nf - 1;
+                const uint64_t group = /* the last full chunk's last lane group, in bytes */
+                    ((R.rows - 1) * R.len + M.nf * S::kChunk - In::kVec) * In::kBytes;
+                const uint64_t bytes = R.rows * R.len * In::kBytes;
+                for (int k = 0; k < p->inputs; k++) {
+                    const uintptr_t a = (uintptr_t)(k ? c->y : c->x);
+                    if (((a + group) & ~(uintptr_t)15) + 32 > a + bytes) M.skip1 = last;
+                }
+            }
+            const auto go = [&](auto kernel) { kernel<<<blocks, kThreads, 0, c->stream>>>(R, M); };
+            const int map = flat      ? kMapFlat
+                            : whole16 ? kMapRows
+                            : R.len % S::kChunk == 0 ? kMapShiftedWhole
+                                                     : kMapShifted;
+            const auto pick = [&](auto stream) {
+                constexpr bool kS = decltype(stream)::value;
+                map == kMapFlat    ? go(stream_kernel<In, LF, kS, kMapFlat>)
+                : map == kMapRows  ? go(stream_kernel<In, LF, kS, kMapRows>)
+                : map == kMapShifted ? go(stream_kernel<In, LF, kS, kMapShifted>)
+                                     : go(stream_kernel<In, LF, kS, kMapShiftedWhole>);
+            };
             if (R.handoff)
-                stream_kernel<In, LF, false><<<blocks, kThreads, 0, c->stream>>>(R);
+                pick(std::false_type());
             else
-                stream_kernel<In, LF, true><<<blocks, kThreads, 0, c->stream>>>(R);
-            streamed = true;
+                pick(std::true_type());
         }
     }
     if (!streamed)

@@ -299,6 +299,15 @@ template <typename In> struct Shifted : In {};
 template <typename In> constexpr bool kShifted = false;
 template <typename In> constexpr bool kShifted<Shifted<In>> = true;
 
+/* RowShifted<In>: the same loads for chunks that each start at an offset of their own past a
+ * boundary: the chunks of rows whose length is not a multiple of 16 bytes, in one array (rows.cu's
+ * stream_kernel). A lane group's block is the aligned block its first byte lies in, and a
+ * batch's shift is its chunk's offset (every row of a chunk is 512 bytes after the one before). */
+template <typename In> struct RowShifted : In {};
+template <typename In> constexpr bool kShifted<RowShifted<In>> = true;
+template <typename In> constexpr bool kRowShifted = false;
+template <typename In> constexpr bool kRowShifted<RowShifted<In>> = true;
+
 /* The byte offset of p past a 16-byte boundary. */
 __device__ __forceinline__ unsigned int offset16(const void *p)
 {
@@ -310,9 +319,22 @@ __device__ __forceinline__ unsigned int offset16(const void *p)
 template <typename In>
 __device__ __forceinline__ const char *group_block(const void *p, uint64_t e)
 {
-    const char *q = static_cast<const char *>(p) + e * In::kBytes; /* e * kBytes: a multiple of 16 */
-    if constexpr (kShifted<In>) q -= offset16(p);
+    const char *q = static_cast<const char *>(p) + e * In::kBytes;
+    if constexpr (kRowShifted<In>)
+        q -= offset16(q);
+    else if constexpr (kShifted<In>) /* e * kBytes is a multiple of 16 */
+        q -= offset16(p);
     return q;
+}
+
+/* Shifted: the offset past a boundary of the chunk at element `base` of p. */
+template <typename In>
+__device__ __forceinline__ unsigned int chunk_offset(const void *p, uint64_t base)
+{
+    if constexpr (kRowShifted<In>)
+        return offset16(static_cast<const char *>(p) + base * In::kBytes);
+    else
+        return offset16(p);
 }
 
 template <typename In, bool kStream>
@@ -359,13 +381,14 @@ __device__ __forceinline__ void shift_rows(uint4 (&q)[R], const uint4 &tail, uns
     }
 }
 
-/* Shifted: a batch's loads of R rows (x, and y for DOT) and their tails into the rows' 16 bytes. */
+/* Shifted: a batch's loads of R rows (x, and y for DOT) of the chunk at element `base`, and their
+ * tails, into the rows' 16 bytes. */
 template <typename In, Leaf LF, int R, int RY>
 __device__ __forceinline__ void shift_batch(uint4 (&qx)[R], uint4 (&qy)[RY], const uint4 &tx,
-                                            const uint4 &ty, const Args<In> &A)
+                                            const uint4 &ty, const Args<In> &A, uint64_t base)
 {
-    shift_rows<In>(qx, tx, offset16(A.x));
-    if constexpr (LF == Leaf::kProduct) shift_rows<In>(qy, ty, offset16(A.y));
+    shift_rows<In>(qx, tx, chunk_offset<In>(A.x, base));
+    if constexpr (LF == Leaf::kProduct) shift_rows<In>(qy, ty, chunk_offset<In>(A.y, base));
 }
 
 /* The chunks [lo, hi) that full_chunk_rows and stream_chunks may read: every full chunk of
@@ -376,6 +399,7 @@ template <typename In>
 __device__ __forceinline__ void read_range(const Args<In> &A, bool two, uint64_t *lo, uint64_t *hi)
 {
     constexpr uint64_t C = Shape<In>::kChunk;
+    static_assert(!kRowShifted<In>, "one offset for the whole array");
     if constexpr (!kShifted<In>) {
         *lo = 0;
         *hi = A.n / C;
@@ -441,7 +465,8 @@ __device__ __forceinline__ RowVals<In, LF> rows_aligned(const Args<In> &A, uint6
     if constexpr (kShifted<In>) {
         const uint64_t e = base + (uint64_t)(r0 + R - 1) * Shape<In>::kLanes + lane0;
         shift_batch<In, LF>(qx, qy, load_tail<In>(A.x, e, lane0),
-                            LF == Leaf::kProduct ? load_tail<In>(A.y, e, lane0) : uint4(), A);
+                            LF == Leaf::kProduct ? load_tail<In>(A.y, e, lane0) : uint4(), A,
+                            base);
     }
     return BatchTree<In, LF, R>::run(qx, qy, 0, ext);
 }
@@ -573,62 +598,126 @@ template <typename In, Leaf LF> struct RowLoads {
     uint4 tx, ty; /* Shifted: load_tail of the last row */
 };
 
-/* Issues the loads of rows r0 .. r0 + kStreamRows - 1 of the chunk at element `base`. */
-template <typename In, Leaf LF, bool kStream>
+/* Issues the loads of rows r0 .. r0 + kStreamRows - 1 of the chunk at element `base`; kPad:
+ * only of the rows below lr (the others zero). */
+template <typename In, Leaf LF, bool kStream, bool kPad = false>
 __device__ __forceinline__ void load_rows(RowLoads<In, LF> &b, const Args<In> &A, uint64_t base,
-                                          int r0, int lane0)
+                                          int r0, int lane0, int lr = 0)
 {
     constexpr int R = kStreamRows<In, LF>;
 #pragma unroll
     for (int i = 0; i < R; i++) {
         const uint64_t e = base + (uint64_t)(r0 + i) * Shape<In>::kLanes + lane0;
+        if (kPad && r0 + i >= lr) {
+            b.x[i] = make_uint4(0, 0, 0, 0);
+            if constexpr (LF == Leaf::kProduct) b.y[i] = b.x[i];
+            continue;
+        }
         b.x[i] = load_group<In, kStream>(A.x, e);
         if constexpr (LF == Leaf::kProduct) b.y[i] = load_group<In, kStream>(A.y, e);
     }
     if constexpr (kShifted<In>) {
         const uint64_t e = base + (uint64_t)(r0 + R - 1) * Shape<In>::kLanes + lane0;
-        b.tx = load_tail<In>(A.x, e, lane0);
-        if constexpr (LF == Leaf::kProduct) b.ty = load_tail<In>(A.y, e, lane0);
+        b.tx = b.ty = make_uint4(0, 0, 0, 0);
+        if (!kPad || r0 + R - 1 < lr) {
+            b.tx = load_tail<In>(A.x, e, lane0);
+            if constexpr (LF == Leaf::kProduct) b.ty = load_tail<In>(A.y, e, lane0);
+        }
     }
 }
 
-/* Where the loads after the last batch of a chunk go: the next chunk's first batch, if any. */
+/* The rows of a chunk of m elements that the stream loads: those holding one of them, and for
+ * shifted loads the row after the last (its first block completes that row's last group). */
+template <typename In> __device__ __forceinline__ int rows_to_load(int m)
+{
+    return (m + Shape<In>::kLanes - 1) / Shape<In>::kLanes + (kShifted<In> ? 1 : 0);
+}
+
+/* The 16 bytes q of the lane group whose first `valid` elements (any int) are data, the others
+ * made -0.0 (neg: x) or +0.0 (DOT's y). */
+template <typename In> __device__ __forceinline__ uint4 pad_group(uint4 q, int valid, bool neg)
+{
+    unsigned int w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        if constexpr (In::kBytes == 2) { /* elements 2k (low half) and 2k + 1 (high half) */
+            const unsigned int p = neg ? 0x8000u : 0u;
+            if (2 * k >= valid) w[k] = (w[k] & 0xffff0000u) | p;
+            if (2 * k + 1 >= valid) w[k] = (w[k] & 0x0000ffffu) | (p << 16);
+        } else if constexpr (In::kBytes == 4) {
+            if (k >= valid) w[k] = neg ? 0x80000000u : 0u;
+        } else { /* element k / 2: its low word, then its high word */
+            if (k / 2 >= valid) w[k] = k % 2 && neg ? 0x80000000u : 0u;
+        }
+    }
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+/* A batch of R rows (the chunk's rows row0 ..) of a chunk of m < C elements: the elements at or
+ * past m made -0.0 in x and +0.0 in y, so that their leaves are the chunk's padding (-0.0; the
+ * squares' +0.0 from -0.0 adds as -0.0 does to the squares, none of which is -0.0). */
+template <typename In, Leaf LF, int R, int RY>
+__device__ __forceinline__ void pad_batch(uint4 (&qx)[R], uint4 (&qy)[RY], int row0, int lane0,
+                                          int m)
+{
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+        const int valid = m - ((row0 + i) * Shape<In>::kLanes + lane0);
+        if (valid < In::kVec) {
+            qx[i] = pad_group<In>(qx[i], valid, true);
+            if constexpr (LF == Leaf::kProduct) qy[i] = pad_group<In>(qy[i], valid, false);
+        }
+    }
+}
+
+/* Where the loads after the last batch of a chunk go: the next chunk's first batch, if any (lr:
+ * its rows to load, kPad). */
 struct Next {
     uint64_t base;
     bool has;
+    int lr;
 };
 
 /* The tree of batches K0 .. K0 + CNT - 1 of this thread's rows of the chunk at `base` (rows r0
  * + R*k ..). Batch k sits in buf[k & 1]; the step of batch k first issues the loads of batch
  * k + 1 (or of the next chunk's batch 0) into the other buffer, then computes batch k's tree. */
-template <typename In, Leaf LF, bool kStream, int K0, int CNT> struct BatchStream {
+/* kPad: the chunk may hold m < C elements (stream_chunks' maps other than the flat one): only
+ * its rows below lr are loaded, and its elements past m padded (pad_batch). */
+template <typename In, Leaf LF, bool kStream, int K0, int CNT, bool kPad = false>
+struct BatchStream {
     static __device__ __forceinline__ RowVals<In, LF> run(RowLoads<In, LF> (&buf)[2],
                                                           const Args<In> &A, uint64_t base, int r0,
-                                                          int lane0, const Next &nx, Ext &ext)
+                                                          int lane0, const Next &nx, Ext &ext,
+                                                          int m = 0, int lr = 0)
     {
-        const RowVals<In, LF> l =
-            BatchStream<In, LF, kStream, K0, CNT / 2>::run(buf, A, base, r0, lane0, nx, ext);
-        const RowVals<In, LF> r = BatchStream<In, LF, kStream, K0 + CNT / 2, CNT / 2>::run(
-            buf, A, base, r0, lane0, nx, ext);
+        const RowVals<In, LF> l = BatchStream<In, LF, kStream, K0, CNT / 2, kPad>::run(
+            buf, A, base, r0, lane0, nx, ext, m, lr);
+        const RowVals<In, LF> r = BatchStream<In, LF, kStream, K0 + CNT / 2, CNT / 2, kPad>::run(
+            buf, A, base, r0, lane0, nx, ext, m, lr);
         return add(l, r);
     }
 };
-template <typename In, Leaf LF, bool kStream, int K0> struct BatchStream<In, LF, kStream, K0, 1> {
+template <typename In, Leaf LF, bool kStream, int K0, bool kPad>
+struct BatchStream<In, LF, kStream, K0, 1, kPad> {
     static __device__ __forceinline__ RowVals<In, LF> run(RowLoads<In, LF> (&buf)[2],
                                                           const Args<In> &A, uint64_t base, int r0,
-                                                          int lane0, const Next &nx, Ext &ext)
+                                                          int lane0, const Next &nx, Ext &ext,
+                                                          int m = 0, int lr = 0)
     {
         constexpr int R = kStreamRows<In, LF>, NB = Shape<In>::kRows / R;
         static_assert(NB % 2 == 0,
                       "an even number of batches: the next chunk's first lands in buf[0]");
         if constexpr (K0 + 1 < NB)
-            load_rows<In, LF, kStream>(buf[(K0 + 1) & 1], A, base, r0 + (K0 + 1) * R, lane0);
+            load_rows<In, LF, kStream, kPad>(buf[(K0 + 1) & 1], A, base, r0 + (K0 + 1) * R, lane0,
+                                             lr);
         else if (nx.has)
-            load_rows<In, LF, kStream>(buf[0], A, nx.base, r0, lane0);
+            load_rows<In, LF, kStream, kPad>(buf[0], A, nx.base, r0, lane0, nx.lr);
         const RowLoads<In, LF> &b = buf[K0 & 1];
-        if constexpr (kShifted<In>) { /* shifted copies: b stays as loaded */
+        if constexpr (kShifted<In> || kPad) { /* copies: b stays as loaded */
             RowLoads<In, LF> q = b;
-            shift_batch<In, LF>(q.x, q.y, q.tx, q.ty, A);
+            if constexpr (kShifted<In>) shift_batch<In, LF>(q.x, q.y, q.tx, q.ty, A, base);
+            if (kPad && m < (int)Shape<In>::kChunk) /* uniform across the warp */
+                pad_batch<In, LF>(q.x, q.y, r0 + K0 * R, lane0, m);
             return BatchTree<In, LF, R>::run(q.x, LF == Leaf::kProduct ? q.y : q.x, 0, ext);
         }
         return BatchTree<In, LF, R>::run(b.x, LF == Leaf::kProduct ? b.y : b.x, 0, ext);
@@ -640,42 +729,87 @@ struct NoHook {
     __device__ __forceinline__ void operator()() const {}
 };
 
-/* The warp's full, aligned chunks c0, c0 + stride, ... below c1; emit(c, v) receives each
- * chunk's values (in every thread). after_first_loads() runs once the first chunk's first loads
- * are issued (tree.cuh's early tickets). */
-template <typename In, Leaf LF, bool kStream, typename Emit, typename Hook = NoHook>
+/* Where stream_chunks finds chunk c: its first element, its elements (C, or fewer: a row's
+ * ragged chunk), and whether the stream reads it (the blocks its loads read lie where they may
+ * read). */
+struct ChunkAt {
+    uint64_t base;
+    int m;
+    bool stream;
+};
+
+/* The chunk map of the flat array: chunk c at element c * C, every one read by the stream. A
+ * map with kAllFull false (rows.cu's RowChunks: the chunks of rows of any length) also gives the
+ * values of the chunks the stream does not read: values<LF>(warp, A, c, v), kOut<LF> of them
+ * (kMedium: the flag of a chunk with an element of another class, so that NORM2 does it again
+ * with the three classes, values<kNorm2>). */
+template <typename In> struct FlatChunks {
+    static constexpr bool kAllFull = true;
+    static constexpr bool kRagged = false; /* a chunk of fewer than C elements streamed */
+    __device__ __forceinline__ ChunkAt at(uint64_t c) const
+    {
+        return {c * Shape<In>::kChunk, (int)Shape<In>::kChunk, true};
+    }
+};
+
+/* The warp's chunks c0, c0 + stride, ... below c1 (by default full and aligned; `map` says where
+ * each lies); emit(c, v) receives each chunk's values (in every thread). after_first_loads() runs
+ * once the first chunk's first loads are issued (tree.cuh's early tickets). With the flat map,
+ * c0 < c1: the first loads are issued without a test (one took the 1-D NORM2 kernels from 71 to
+ * 153 bytes of spill stores, and bfloat16 NORM2 at 2^24 9% slower: docs/perf-log run 259). A chunk the map does
+ * not stream takes its values from the map, and the next chunk's loads start after them (they
+ * are out of line: the loads in flight would live across the call). */
+template <typename In, Leaf LF, bool kStream, typename Emit, typename Hook = NoHook,
+          typename Map = FlatChunks<In>>
 __device__ __forceinline__ void stream_chunks(const cg::thread_block_tile<32> &warp,
                                               const Args<In> &A, uint64_t c0, uint64_t c1,
                                               uint64_t stride, Emit emit,
-                                              Hook after_first_loads = Hook())
+                                              Hook after_first_loads = Hook(),
+                                              const Map &map = Map())
 {
     using S = Shape<In>;
     constexpr int NB = S::kRows / kStreamRows<In, LF>;
     const int t = warp.thread_rank(), half = t / S::kThreadsPerRow;
     const int lane0 = (t % S::kThreadsPerRow) * In::kVec, r0 = half * S::kRows;
+    constexpr bool kPad = Map::kRagged; /* (the padding's code costs registers: only if needed) */
     RowLoads<In, LF> buf[2];
-    load_rows<In, LF, kStream>(buf[0], A, c0 * S::kChunk, r0, lane0);
+    ChunkAt at = map.at(c0);
+    if (Map::kAllFull || (c0 < c1 && at.stream))
+        load_rows<In, LF, kStream, kPad>(buf[0], A, at.base, r0, lane0, rows_to_load<In>(at.m));
     after_first_loads();
     for (uint64_t c = c0; c < c1; c += stride) {
-        const Next nx = {(c + stride) * S::kChunk, c + stride < c1};
-        Ext ext;
-        const RowVals<In, LF> rows =
-            BatchStream<In, LF, kStream, 0, NB>::run(buf, A, c * S::kChunk, r0, lane0, nx, ext);
+        const ChunkAt next = map.at(c + stride);
+        const int next_lr = rows_to_load<In>(next.m);
         typename In::Acc v[kOut<LF>];
-        finish_chunk<In, LF>(warp, rows, ext, v);
+        if (!Map::kAllFull && !at.stream) { /* uniform across the warp */
+            if constexpr (!Map::kAllFull) map.template values<LF>(warp, A, c, v);
+            /* buf[0] written on every path after the call, so that nothing of it lives across
+             * the call (ptxas spilled the loads in flight in the loop otherwise) */
+            if (c + stride < c1 && next.stream)
+                load_rows<In, LF, kStream, kPad>(buf[0], A, next.base, r0, lane0, next_lr);
+            else
+                buf[0] = RowLoads<In, LF>();
+        } else {
+            const Next nx = {next.base, c + stride < c1 && next.stream, next_lr};
+            Ext ext;
+            const RowVals<In, LF> rows = BatchStream<In, LF, kStream, 0, NB, kPad>::run(
+                buf, A, at.base, r0, lane0, nx, ext, at.m, rows_to_load<In>(at.m));
+            finish_chunk<In, LF>(warp, rows, ext, v);
+        }
         emit(c, v);
+        at = next;
     }
 }
 
-/* NORM2's three classes of a full, aligned chunk c: the batches of 16-byte loads of the
- * streamed passes (kBatchRows rows at once) and their pairwise tree. For a chunk whose medium
- * pass found an element of another class. Out of line, so the stream loops keep their
+/* NORM2's three classes of the full, aligned chunk at element `base`: the batches of 16-byte
+ * loads of the streamed passes (kBatchRows rows at once) and their pairwise tree. For a chunk
+ * whose medium pass found an element of another class. Out of line, so the stream loops keep their
  * registers. (It took element loads once, as norm2_all_classes below: the 32 rows' three
  * leaves each went to a stack array in local memory, and data of wide range, where every chunk
  * comes here, ran at a tenth of the read: docs/perf-log.) */
 template <typename In>
 __device__ __noinline__ void norm2_full_classes(const cg::thread_block_tile<32> &warp,
-                                                const Args<In> &A, uint64_t c,
+                                                const Args<In> &A, uint64_t base,
                                                 typename In::Acc (&v)[3])
 {
     using S = Shape<In>;
@@ -683,7 +817,7 @@ __device__ __noinline__ void norm2_full_classes(const cg::thread_block_tile<32> 
     const int lane0 = (t % S::kThreadsPerRow) * In::kVec;
     Ext ext; /* unused: three classes */
     finish_chunk<In, Leaf::kNorm2>(
-        warp, full_chunk_rows<In, Leaf::kNorm2, false>(A, c * S::kChunk, half, lane0, ext), ext, v);
+        warp, full_chunk_rows<In, Leaf::kNorm2, false>(A, base, half, lane0, ext), ext, v);
 }
 
 /* Every finite float16 is medium (values.h's class bounds are its extremes): only an inf or a
@@ -706,11 +840,12 @@ constexpr bool kThreeStream = !(In::kBytes == 2 && In::kInf == Half<false>::kInf
  * partials either way. hook() runs once, after the first segment's first loads if it is a
  * medium pass (early tickets: tree.cuh). */
 template <typename In, bool kStream, typename Medium, typename Other, typename Three,
-          typename Hook>
+          typename Hook, typename Map = FlatChunks<In>>
 __device__ __forceinline__ void norm2_segments(const cg::thread_block_tile<32> &warp,
                                                const Args<In> &A, uint64_t c, uint64_t stop,
                                                uint64_t stride, uint64_t first, Medium medium,
-                                               Other other, Three three, Hook hook)
+                                               Other other, Three three, Hook hook,
+                                               const Map &map = Map())
 {
     using Acc = typename In::Acc;
     uint64_t redo = 0, j = 0;
@@ -738,12 +873,16 @@ __device__ __forceinline__ void norm2_segments(const cg::thread_block_tile<32> &
             redo = 0;
             j = 0;
             stream_chunks<In, Leaf::kMedium, kStream>(warp, A, c, end, stride, emit_medium,
-                                                      hook_first);
+                                                      hook_first, map);
             others = __popcll((long long)redo);
             for (uint64_t r = redo; r; r &= r - 1) {
                 const uint64_t cr = c + (uint64_t)(__ffsll((long long)r) - 1) * stride;
                 Acc v[3];
-                norm2_full_classes(warp, A, cr, v);
+                const ChunkAt at = map.at(cr);
+                if (Map::kAllFull || (at.stream && at.m == (int)Shape<In>::kChunk))
+                    norm2_full_classes(warp, A, at.base, v);
+                else if constexpr (!Map::kAllFull)
+                    map.template values<Leaf::kNorm2>(warp, A, cr, v);
                 other(cr, v);
             }
         }
@@ -1334,7 +1473,7 @@ __device__ __forceinline__ void chunk_values(const cg::thread_block_tile<32> &wa
         }
         if (done) return;
         if (full) {
-            norm2_full_classes(warp, A, c, v);
+            norm2_full_classes(warp, A, base, v);
             return;
         }
         if (!kUsed && aligned) { /* the ragged chunk */
