@@ -387,7 +387,7 @@ static void norm2_streams(void)
                 if (kind == 1) /* wide range */
                     b = value_bits(dt, K_WIDE);
                 else if (kind == 2) /* all subnormal */
-                    b = (rnd() >> 1) & ((1ull << mb) - 1) | (rnd() & 1) << (eb + mb);
+                    b = ((rnd() >> 1) & ((1ull << mb) - 1)) | (rnd() & 1) << (eb + mb);
                 else if (kind == 4) /* zeros, now and then a medium value */
                     b = rnd() % 16 ? 0 : value_bits(dt, K_MODERATE);
                 else /* medium; kind 3: one wide-range element per chunk */
