@@ -14,7 +14,9 @@
  *   test_axis_gpu --quick   smaller cases, no streamed, long-segment or n > 2^31 case (for
  *                           compute-sanitizer)
  *
- * Seeds are fresh each run (printed); COOPREDUCE_TEST_SEED=S replays a run. */
+ * Seeds are fresh each run (printed); COOPREDUCE_TEST_SEED=S replays a run;
+ * COOPREDUCE_TEST_SECTIONS=long_rows,paths runs only the sections named (for a sanitizer or a
+ * planted bug on one path). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
