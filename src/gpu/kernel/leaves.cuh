@@ -756,9 +756,9 @@ template <typename In> struct FlatChunks {
  * each lies); emit(c, v) receives each chunk's values (in every thread). after_first_loads() runs
  * once the first chunk's first loads are issued (tree.cuh's early tickets). With the flat map,
  * c0 < c1: the first loads are issued without a test (one took the 1-D NORM2 kernels from 71 to
- * 153 bytes of spill stores, and bfloat16 NORM2 at 2^24 9% slower: docs/perf-log run 259). A chunk the map does
- * not stream takes its values from the map, and the next chunk's loads start after them (they
- * are out of line: the loads in flight would live across the call). */
+ * 153 bytes of spill stores, and bfloat16 NORM2 at 2^24 9% slower: docs/perf-log run 259). A
+ * chunk the map does not stream takes its values from the map, and the next chunk's loads
+ * start after them (they are out of line: the loads in flight would live across the call). */
 template <typename In, Leaf LF, bool kStream, typename Emit, typename Hook = NoHook,
           typename Map = FlatChunks<In>>
 __device__ __forceinline__ void stream_chunks(const cg::thread_block_tile<32> &warp,
