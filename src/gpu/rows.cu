@@ -28,8 +28,7 @@
  *    on the row's own pointer, which stop at the last row of the chunk holding data. A row of
  *    one chunk gets its result here; the chunks of longer rows store their partials for the
  *    level above.
- *  - chunks_kernel: the same rows for DOT of float32 and float64, which is not streamed
- *    (leaves.cuh's kStreamed), and launches of at most a wave of warps a chunk: a warp per
+ *  - chunks_kernel: the same rows in launches of at most a wave of warps a chunk: a warp per
  *    slot, by leaves.cuh's chunk_values.
  *  - Level 2: the chunk tree of a row's or segment's partials (at most C of them: longer rows
  *    take the generic path), then the final rule (reduce_partials). In the same launch where it
@@ -1700,58 +1699,55 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
                                    kThreads, 0, c->stream>>>(R);
         return cudaGetLastError();
     }
-    bool streamed = false;
     const bool flat = R.aligned && R.len % S::kChunk == 0;
     /* Rows not of whole, aligned chunks stream only past a wave of warps a chunk: in smaller
      * launches a warp a chunk (chunks_kernel) was faster (64 rows of 40001: bfloat16 SUM 8.7
      * against 11.1 us, float32 10.2 against 13.3; an H200, docs/perf-log run 256). A forced
      * grid (coopreduce_set_grid_blocks) streams them whatever their number, so that tests reach
      * the stream's chunk map on small shapes. */
-    if constexpr (kStreamed<In, LF>) {
-        streamed = flat || c->forced_blocks > 0 ||
-                   R.slots > (uint64_t)c->sm_count * 2 * kWarpsPerBlock;
-        if (streamed) {
-            const uint64_t per_sm = Layout<Acc>::kMinBlocks * 8 / kWarpsPerBlock;
-            /* (CR_TUNE_SPREAD, above: a small launch spread a chunk a block) */
-            const uint64_t want = CR_TUNE_SPREAD && R.slots <= (uint64_t)c->sm_count * per_sm
-                                      ? R.slots
-                                      : (R.slots + kWarpsPerBlock - 1) / kWarpsPerBlock;
-            const int blocks =
-                grid_blocks(want, c->sm_count, (int)per_sm, c->forced_blocks, INT32_MAX);
-            R.handoff =
-                R.handoff && (uint64_t)R.slots * S::kChunk * In::kBytes * p->inputs <= c->l2_bytes;
-            const bool whole16 = R.aligned && (R.len * In::kBytes) % 16 == 0;
-            constexpr uint64_t kNone = RowChunks<In>::kNone;
-            RowChunks<In> M = {R.x,   R.y,   R.rows,    R.len, R.cpr, R.len / S::kChunk,
-                               kNone, kNone, 1.0 / (double)R.cpr, R.aligned};
-            if (!whole16 && R.rows) { /* the array's first and last full chunks (RowChunks) */
-                if (!R.aligned) M.skip0 = 0;
-                const uint64_t last = (R.rows - 1) * R.cpr + M.nf - 1;
-                const uint64_t group = /* the last full chunk's last lane group, in bytes */
-                    ((R.rows - 1) * R.len + M.nf * S::kChunk - In::kVec) * In::kBytes;
-                const uint64_t bytes = R.rows * R.len * In::kBytes;
-                for (int k = 0; k < p->inputs; k++) {
-                    const uintptr_t a = (uintptr_t)(k ? c->y : c->x);
-                    if (((a + group) & ~(uintptr_t)15) + 32 > a + bytes) M.skip1 = last;
-                }
+    const bool streamed =
+        flat || c->forced_blocks > 0 || R.slots > (uint64_t)c->sm_count * 2 * kWarpsPerBlock;
+    if (streamed) {
+        const uint64_t per_sm = Layout<Acc>::kMinBlocks * 8 / kWarpsPerBlock;
+        /* (CR_TUNE_SPREAD, above: a small launch spread a chunk a block) */
+        const uint64_t want = CR_TUNE_SPREAD && R.slots <= (uint64_t)c->sm_count * per_sm
+                                  ? R.slots
+                                  : (R.slots + kWarpsPerBlock - 1) / kWarpsPerBlock;
+        const int blocks =
+            grid_blocks(want, c->sm_count, (int)per_sm, c->forced_blocks, INT32_MAX);
+        R.handoff =
+            R.handoff && (uint64_t)R.slots * S::kChunk * In::kBytes * p->inputs <= c->l2_bytes;
+        const bool whole16 = R.aligned && (R.len * In::kBytes) % 16 == 0;
+        constexpr uint64_t kNone = RowChunks<In>::kNone;
+        RowChunks<In> M = {R.x,   R.y,   R.rows,    R.len, R.cpr, R.len / S::kChunk,
+                           kNone, kNone, 1.0 / (double)R.cpr, R.aligned};
+        if (!whole16 && R.rows) { /* the array's first and last full chunks (RowChunks) */
+            if (!R.aligned) M.skip0 = 0;
+            const uint64_t last = (R.rows - 1) * R.cpr + M.nf - 1;
+            const uint64_t group = /* the last full chunk's last lane group, in bytes */
+                ((R.rows - 1) * R.len + M.nf * S::kChunk - In::kVec) * In::kBytes;
+            const uint64_t bytes = R.rows * R.len * In::kBytes;
+            for (int k = 0; k < p->inputs; k++) {
+                const uintptr_t a = (uintptr_t)(k ? c->y : c->x);
+                if (((a + group) & ~(uintptr_t)15) + 32 > a + bytes) M.skip1 = last;
             }
-            const auto go = [&](auto kernel) { kernel<<<blocks, kThreads, 0, c->stream>>>(R, M); };
-            const int map = flat      ? kMapFlat
-                            : whole16 ? kMapRows
-                            : R.len % S::kChunk == 0 ? kMapShiftedWhole
-                                                     : kMapShifted;
-            const auto pick = [&](auto stream) {
-                constexpr bool kS = decltype(stream)::value;
-                map == kMapFlat    ? go(stream_kernel<In, LF, kS, kMapFlat>)
-                : map == kMapRows  ? go(stream_kernel<In, LF, kS, kMapRows>)
-                : map == kMapShifted ? go(stream_kernel<In, LF, kS, kMapShifted>)
-                                     : go(stream_kernel<In, LF, kS, kMapShiftedWhole>);
-            };
-            if (R.handoff)
-                pick(std::false_type());
-            else
-                pick(std::true_type());
         }
+        const auto go = [&](auto kernel) { kernel<<<blocks, kThreads, 0, c->stream>>>(R, M); };
+        const int map = flat      ? kMapFlat
+                        : whole16 ? kMapRows
+                        : R.len % S::kChunk == 0 ? kMapShiftedWhole
+                                                 : kMapShifted;
+        const auto pick = [&](auto stream) {
+            constexpr bool kS = decltype(stream)::value;
+            map == kMapFlat    ? go(stream_kernel<In, LF, kS, kMapFlat>)
+            : map == kMapRows  ? go(stream_kernel<In, LF, kS, kMapRows>)
+            : map == kMapShifted ? go(stream_kernel<In, LF, kS, kMapShifted>)
+                                 : go(stream_kernel<In, LF, kS, kMapShiftedWhole>);
+        };
+        if (R.handoff)
+            pick(std::false_type());
+        else
+            pick(std::true_type());
     }
     if (!streamed)
         chunks_kernel<In, LF><<<blocks_for(c, R.slots), kThreads, 0, c->stream>>>(R);

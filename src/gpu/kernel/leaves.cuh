@@ -583,14 +583,27 @@ __device__ __forceinline__ RowVals<In, LF> full_chunk_rows(const Args<In> &A, ui
  * batch where the leaves are float (bfloat16, float32), 4 for float64, the fastest of 2, 4
  * and 8 on an H200 (docs/perf-log): its three trees' nodes take the registers that loads in
  * flight would. */
+/* DOT of float32 and float64 (rows.cu's stream only, below) keeps its 4 rows a batch when
+ * shifted: against 2, rows of 10001 ran at 85-88% of the read instead of 69-79%, and 65537 at
+ * 90-91% instead of 76-81%; 2 rows (1 shifted) were slower still (an H200, docs/perf-log runs
+ * 264-265). */
+template <typename In, Leaf LF>
+constexpr int kStreamShiftDiv = LF == Leaf::kProduct && In::kBytes >= 4 ? 1 : kShiftDiv<In, LF>;
 template <typename In, Leaf LF>
 constexpr int kStreamRows = (LF == Leaf::kProduct ? 4
                              : LF == Leaf::kNorm2 ? (sizeof(typename In::Acc) == 8 ? 4 : 2)
-                                                  : 8) / kShiftDiv<In, LF>;
-/* DOT of float32 and float64 stays on the one-chunk-at-a-time path: its eight batches of two
- * arrays spill, and that path runs at the read ceiling already (docs/PERF.md). */
+                                                  : 8) / kStreamShiftDiv<In, LF>;
+/* The 1-D kernels read DOT of float32 and float64 a chunk at a time (chunk_values): that path
+ * runs at the read ceiling on aligned input, and the stream (CR_TUNE_DOT_STREAM 1) measured no
+ * faster, 1-3 points slower on misaligned arrays at 2^28 (an H200, docs/perf-log runs 265-266).
+ * Along rows (rows.cu's stream_kernel) the stream wins: a warp a chunk without it ran rows of
+ * 10001 at 45-46% of the read against 87-91%, and rows of whole, aligned chunks at 90-91%
+ * against 97-98% (run 266). */
+#ifndef CR_TUNE_DOT_STREAM
+#define CR_TUNE_DOT_STREAM 0
+#endif
 template <typename In, Leaf LF>
-constexpr bool kStreamed = !(LF == Leaf::kProduct && In::kBytes >= 4);
+constexpr bool kStreamed = !(LF == Leaf::kProduct && In::kBytes >= 4) || CR_TUNE_DOT_STREAM;
 
 template <typename In, Leaf LF> struct RowLoads {
     uint4 x[kStreamRows<In, LF>];
