@@ -960,6 +960,21 @@ constexpr int kUsedRows = In::kVec * kLeaves<LF> <= 8 ? 8 : In::kVec * kLeaves<L
  * for the groups at its two ends. */
 enum { kLoadScalar = 0, kLoadVector = 1, kLoadShifted = 2, kLoadWithin = 3 };
 
+/* Rows per batch of rows_used by load mode: kUsedRows, and at most 16 16-byte loads a batch
+ * (shifted groups take two loads, DOT two arrays). At 8 rows the shifted batches of DOT were 32
+ * loads, which ptxas spilled to local memory (600 bytes for float32, 1368 for bfloat16): a
+ * misaligned DOT of 2^18-2^20 elements took 16.3-17.2 us for float32 (now 13.9-14.5), 14.9-15.3
+ * for float64 (11.5-11.9), and 2^24 float64 80.8% of the read (85.6-87.0%) (an H200,
+ * docs/perf-log run 272; 5.8 us aligned). The rows' tree is pairwise whatever the batch: the
+ * same bits. */
+template <Leaf LF, int kLoad>
+constexpr int kUsedLoads =
+    (kLoad == kLoadShifted || kLoad == kLoadWithin ? 2 : 1) * (LF == Leaf::kProduct ? 2 : 1);
+template <typename In, Leaf LF, int kLoad>
+constexpr int kUsedRowsFor = kLoad != kLoadScalar && 16 / kUsedLoads<LF, kLoad> < kUsedRows<In, LF>
+                                 ? 16 / kUsedLoads<LF, kLoad>
+                                 : kUsedRows<In, LF>;
+
 /* The tree of R rows r0 .. r0+R-1 of a chunk of m valid elements (A.n in the whole row): all the
  * rows' loads first, then the pairwise tree. A lane group wholly below m is one 16-byte load
  * (kLoadVector) or two (kLoadShifted, if both lie within the row); other groups, and every group
@@ -1044,7 +1059,7 @@ template <typename In, Leaf LF, int kLoad, int ROWS>
 __device__ __forceinline__ RowVals<In, LF> rows_used_from(const Args<In> &A, uint64_t base, int r0,
                                                           int lane0, int m, int used)
 {
-    constexpr int R = kUsedRows<In, LF>;
+    constexpr int R = kUsedRowsFor<In, LF, kLoad>;
     if constexpr (ROWS <= R) {
         return batch_used<In, LF, kLoad, ROWS>(A, base, r0, lane0, m);
     } else {
