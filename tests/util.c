@@ -92,6 +92,12 @@ int bit_length(u128 v)
     return n;
 }
 
+/* Whether the len characters at p are exactly `name`. */
+static int is_name(const char *p, size_t len, const char *name)
+{
+    return len == strlen(name) && strncmp(p, name, len) == 0;
+}
+
 void run_sections(const test_section *list, size_t count, void (*skip)(void))
 {
     const char *only = getenv("COOPREDUCE_TEST_SECTIONS");
@@ -99,7 +105,7 @@ void run_sections(const test_section *list, size_t count, void (*skip)(void))
         int named = only == NULL;
         for (const char *p = only; p && *p && !named;) {
             const size_t len = strcspn(p, ",");
-            named = len == strlen(list[k].name) && strncmp(p, list[k].name, len) == 0;
+            named = is_name(p, len, list[k].name);
             p += len + (p[len] == ',');
         }
         if (list[k].fn == skip || !named) {
@@ -107,6 +113,15 @@ void run_sections(const test_section *list, size_t count, void (*skip)(void))
             continue;
         }
         run_section(list[k].name, list[k].fn);
+    }
+    /* a name that matches no section is a failure, not a run that tests nothing */
+    for (const char *p = only; p && *p;) {
+        const size_t len = strcspn(p, ",");
+        int found = len == 0;
+        for (size_t k = 0; k < count && !found; k++)
+            found = is_name(p, len, list[k].name);
+        CHECK(found, "COOPREDUCE_TEST_SECTIONS names no section '%.*s'", (int)len, p);
+        p += len + (p[len] == ',');
     }
 }
 

@@ -65,7 +65,7 @@ int gen_threads(void);
 void run_section(const char *name, void (*fn)(void));
 /* run_section for each of a list, but the one whose fn is `skip` (NULL: none), which prints a
  * SKIP line instead; with COOPREDUCE_TEST_SECTIONS=NAME,NAME,.. set, only the sections named
- * (for a sanitizer or a planted bug on one path). */
+ * (for a sanitizer or a planted bug on one path), a name that is no section's a failure. */
 typedef struct {
     const char *name;
     void (*fn)(void);
