@@ -574,6 +574,13 @@ __device__ __forceinline__ RowVals<In, LF> full_chunk_rows(const Args<In> &A, ui
     return rows_span<In, LF, kStream, S::kRows>(A, base, half * S::kRows, lane0, ext);
 }
 
+/* Shifted streams: kShiftDiv, but DOT of float32 and float64 (streamed along rows only:
+ * kStreamed below) keeps its 4 rows a batch: against 2, rows of 10001 ran at 85-88% of the read
+ * instead of 69-79%, and 65537 at 90-91% instead of 76-81%; 2 rows (1 shifted) were slower
+ * still (an H200, docs/perf-log runs 264-265). */
+template <typename In, Leaf LF>
+constexpr int kStreamShiftDiv = LF == Leaf::kProduct && In::kBytes >= 4 ? 1 : kShiftDiv<In, LF>;
+
 /* The streamed path of the one-launch kernel: a warp's full, aligned chunks one after the
  * other, as batches of rows double-buffered in registers (as canonical.cu's stream_chunk), so
  * that loads stay in flight while a batch's tree, the lane tree and the shuffles run, also
@@ -583,12 +590,6 @@ __device__ __forceinline__ RowVals<In, LF> full_chunk_rows(const Args<In> &A, ui
  * batch where the leaves are float (bfloat16, float32), 4 for float64, the fastest of 2, 4
  * and 8 on an H200 (docs/perf-log): its three trees' nodes take the registers that loads in
  * flight would. */
-/* DOT of float32 and float64 (rows.cu's stream only, below) keeps its 4 rows a batch when
- * shifted: against 2, rows of 10001 ran at 85-88% of the read instead of 69-79%, and 65537 at
- * 90-91% instead of 76-81%; 2 rows (1 shifted) were slower still (an H200, docs/perf-log runs
- * 264-265). */
-template <typename In, Leaf LF>
-constexpr int kStreamShiftDiv = LF == Leaf::kProduct && In::kBytes >= 4 ? 1 : kShiftDiv<In, LF>;
 template <typename In, Leaf LF>
 constexpr int kStreamRows = (LF == Leaf::kProduct ? 4
                              : LF == Leaf::kNorm2 ? (sizeof(typename In::Acc) == 8 ? 4 : 2)
