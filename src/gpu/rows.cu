@@ -1019,6 +1019,8 @@ __device__ __forceinline__ void stream_emit(const cg::thread_block_tile<32> &war
     }
 }
 
+constexpr uint64_t kNoChunk = ~0ull; /* RowChunks' skip0 / skip1: none */
+
 /* stream_kernel's chunk map (leaves.cuh's ChunkAt) for rows that are not whole, aligned chunks:
  * rows whose length is not a multiple of C, or whose chunks do not start on 16-byte boundaries.
  * Chunk g = r * cpr + j is element r * len + j * C. The stream reads them by 16-byte loads,
@@ -1035,10 +1037,9 @@ __device__ __forceinline__ void stream_emit(const cg::thread_block_tile<32> &war
 template <typename In, bool kRagged_ = true> struct RowChunks {
     static constexpr bool kAllFull = false;
     static constexpr bool kRagged = kRagged_;
-    static constexpr uint64_t kNone = ~0ull;
     const char *x, *y;
     uint64_t rows, len, cpr, nf; /* the rows, their length, chunks, full chunks */
-    uint64_t skip0, skip1; /* full chunks the stream does not read, or kNone */
+    uint64_t skip0, skip1; /* full chunks the stream does not read, or kNoChunk */
     double inv;            /* 1 / cpr */
     int aligned;           /* x (and y) start on a 16-byte boundary */
     /* g / cpr without a 64-bit division (a call, which the loads in flight would live across):
@@ -1718,9 +1719,10 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
         R.handoff =
             R.handoff && (uint64_t)R.slots * S::kChunk * In::kBytes * p->inputs <= c->l2_bytes;
         const bool whole16 = R.aligned && (R.len * In::kBytes) % 16 == 0;
-        constexpr uint64_t kNone = RowChunks<In>::kNone;
-        RowChunks<In> M = {R.x,   R.y,   R.rows,    R.len, R.cpr, R.len / S::kChunk,
-                           kNone, kNone, 1.0 / (double)R.cpr, R.aligned};
+        RowChunks<In> M = {R.x,      R.y,      R.rows,
+                           R.len,    R.cpr,    R.len / S::kChunk,
+                           kNoChunk, kNoChunk, 1.0 / (double)R.cpr,
+                           R.aligned};
         if (!whole16 && R.rows) { /* the array's first and last full chunks (RowChunks) */
             if (!R.aligned) M.skip0 = 0;
             const uint64_t last = (R.rows - 1) * R.cpr + M.nf - 1;
