@@ -139,6 +139,8 @@ if [ $BENCH = 1 ]; then
   # segments of random lengths against CUB's segmented sum
   step bench-segments "$BUILD/coopreduce" bench --segments random:1:10000 --n 2^26 \
     --op sum,dot --dtype bf16,f32,f64 --quick
+  step bench-segments-long "$BUILD/coopreduce" bench --segments random:1:30000 --n 2^26 \
+    --op sum,dot --dtype bf16,f32 --quick
   step examples-bench scripts/examples-bench.sh --build "$BUILD" -o "$LOG/examples.md"
 fi
 {
@@ -151,7 +153,7 @@ if [ -n "${OUT:-}" ]; then
   cat "$LOG"/san-*.log > "$LOG/sanitizers.log" 2>/dev/null
   cat "$LOG"/test_*.log "$LOG"/example_*.log > "$LOG/gpu_tests.log" 2>/dev/null
   cp "$LOG/gpu_tests.log" "$OUT/" 2>/dev/null
-  for f in summary.txt python.log python-bench.log bench.md bench-data.log bench-rows-data.log bench-offset.log bench-rows-ragged.log bench-rows-offset.log bench-segments.log bench.json bench.csv golden_bits.txt ctest.log sanitizers.log examples.md; do
+  for f in summary.txt python.log python-bench.log bench.md bench-data.log bench-rows-data.log bench-offset.log bench-rows-ragged.log bench-rows-offset.log bench-segments.log bench-segments-long.log bench.json bench.csv golden_bits.txt ctest.log sanitizers.log examples.md; do
     [ -f "$LOG/$f" ] && cp "$LOG/$f" "$OUT/"
   done
 fi

@@ -11,8 +11,8 @@
  * fill a wave; more than 2^31 elements in all.
  *
  *   test_axis_gpu           all checks; exits 77 (ctest: skipped) without CUDA or a GPU
- *   test_axis_gpu --quick   smaller cases, no streamed, long-segment or n > 2^31 case (for
- *                           compute-sanitizer)
+ *   test_axis_gpu --quick   smaller cases, no streamed, long-segment, past-L2 segments or
+ *                           n > 2^31 case (for compute-sanitizer)
  *
  * Seeds are fresh each run (printed); COOPREDUCE_TEST_SEED=S replays a run;
  * COOPREDUCE_TEST_SECTIONS=long_rows,paths runs only the sections named (for a sanitizer or a
@@ -221,7 +221,8 @@ static void long_rows(void)
 }
 
 /* Segments over x and y at every element offset from a 16-byte boundary (y one element further
- * than x), of lengths long enough that the GPU copies their chunks into shared memory from the
+ * than x), of lengths long enough on average that the GPU streams their chunks by 16-byte loads
+ * shifted into place (float32 and 16-bit input) or copies them into shared memory from the
  * 16-byte block holding each chunk's start, with short and empty ones among them, the last
  * ending at x's end: every result against the CPU's 1-D call. */
 static void misaligned_segments(void)
@@ -241,7 +242,7 @@ static void misaligned_segments(void)
                 enum { NSEG = 9 };
                 const uint64_t lens[NSEG] = {4097 + rnd_below(3000), 1 + rnd_below(5), 0,
                                              2 * 4096 + rnd_below(4096), 4096, 4095,
-                                             rnd_below(300), 9 * 4096 + 1 + rnd_below(99),
+                                             rnd_below(300), 13 * 4096 + 1 + rnd_below(99),
                                              3000 + rnd_below(2000)};
                 int64_t off[NSEG + 1];
                 off[0] = (int64_t)rnd_below(6);
@@ -278,6 +279,92 @@ static void misaligned_segments(void)
             }
         }
     }
+}
+
+/* Many segments of 2 C elements or more on average (rows.cu's segments_stream_kernel: each
+ * block's window of slots in a table, the warps streaming its chunks): lengths 0 to 8 C, empty
+ * ones among them, whole chunks, a last segment ending at x's end, every operation and type;
+ * on the library's grid and on forced grids of 1 to 6 blocks (a block then takes many windows,
+ * and segments cross windows and blocks); then float32 SUM and DOT over 2^24 elements and more,
+ * larger than an H100's or H200's L2 (level 2 a launch of its own: a thread a segment, a warp
+ * one of more than 8 chunks). Every result against the
+ * CPU's 1-D call. */
+static void stream_segments(void)
+{
+    static const coopreduce_dtype dts[] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64,
+                                           COOPREDUCE_FLOAT16, COOPREDUCE_BFLOAT16};
+    static const coopreduce_op ops[] = {COOPREDUCE_OP_SUM, COOPREDUCE_OP_MEAN, COOPREDUCE_OP_SUMSQ,
+                                        COOPREDUCE_OP_DOT, COOPREDUCE_OP_NORM2};
+    const axis_env e = env();
+    const uint64_t nseg = test_quick ? 100 : 800;
+    int64_t *off = malloc((nseg + 1) * sizeof *off);
+    int kind = (int)rnd_below(AXIS_KINDS);
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+        const int64_t C = dts[d] == COOPREDUCE_FLOAT64 ? 2048 : 4096;
+        for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+            for (int g = 0; g < 3; g++) {
+                off[0] = (int64_t)rnd_below(9);
+                for (uint64_t k = 0; k < nseg; k++) {
+                    const uint64_t pick = rnd_below(10);
+                    const int64_t len = pick == 0   ? 0
+                                        : pick == 1 ? C * (int64_t)(1 + rnd_below(3))
+                                        : pick == 2 ? (int64_t)rnd_below(40)
+                                                    : (int64_t)rnd_below(8 * (uint64_t)C);
+                    off[k + 1] = off[k] + len;
+                }
+                coopreduce_set_grid_blocks(gpu, g == 0 ? 0 : g == 1 ? 1 : 2 + (int)rnd_below(5));
+                segments_case(&e, ops[o], dts[d], off, nseg, (uint64_t)off[nseg],
+                              kind++ % AXIS_KINDS);
+            }
+        }
+    }
+    coopreduce_set_grid_blocks(gpu, 0);
+    free(off);
+    /* Bad offsets whose good segments share slots (segment 1 ends before it starts, so 0 and 2,
+     * of 70 chunks each, take the same slots): more chunks a warp's 32 slots than the table has
+     * room for. The call must still end, every result NaN and the first bad offset named. */
+    {
+        const uint64_t C = 4096, n = 80 * C;
+        float *x = calloc(n, sizeof *x);
+        const int64_t bad[] = {0, 70 * 4096, 5, 70 * 4096 + 5, 80 * 4096};
+        void *dx = put(x, n * sizeof *x), *dr = put(NULL, 4 * sizeof(float));
+        void *doff = put(bad, sizeof bad);
+        for (int g = 0; g < 2; g++) {
+            coopreduce_set_grid_blocks(gpu, g);
+            const coopreduce_status st = coopreduce_reduce_segments(
+                COOPREDUCE_OP_SUM, dx, NULL, dr, n, doff, 4, COOPREDUCE_FLOAT32, gpu, NULL);
+            const coopreduce_status synced = coopreduce_synchronize(gpu, NULL);
+            uint32_t r[4];
+            get(r, dr, sizeof r);
+            int nan = 0;
+            for (int k = 0; k < 4; k++) nan += r[k] == 0x7fc00000u;
+            CHECK(st == COOPREDUCE_SUCCESS && synced == COOPREDUCE_ERROR_INVALID_ARGUMENT &&
+                      strstr(coopreduce_last_error(gpu), "offsets[2]") != NULL && nan == 4,
+                  "overlapping segments, grid %d: %s, then %s (%s), %d of 4 results NaN", g,
+                  coopreduce_status_string(st), coopreduce_status_string(synced),
+                  coopreduce_last_error(gpu), nan);
+        }
+        coopreduce_set_grid_blocks(gpu, 0);
+        drop(dx), drop(dr), drop(doff);
+        free(x);
+    }
+    if (test_quick) {
+        printf("SKIP: section stream_segments past L2 (--quick)\n");
+        return;
+    }
+    const uint64_t big = 1200, n = (1ull << 24) + rnd_below(1 << 20);
+    int64_t *boff = malloc((big + 1) * sizeof *boff);
+    boff[0] = (int64_t)rnd_below(5);
+    for (uint64_t k = 0; k < big; k++) { /* some of 9 to 40 chunks: level 2 by a warp */
+        const uint64_t len = k % 97 == 5 ? 9 * 4096 + rnd_below(31 * 4096) : rnd_below(2 * n / big);
+        const int64_t end = boff[k] + (int64_t)len;
+        boff[k + 1] = end < (int64_t)n ? end : (int64_t)n;
+    }
+    if (gpu_room_for(n * 4 * 2)) {
+        segments_case(&e, COOPREDUCE_OP_SUM, COOPREDUCE_FLOAT32, boff, big, n, kind++ % AXIS_KINDS);
+        segments_case(&e, COOPREDUCE_OP_DOT, COOPREDUCE_FLOAT32, boff, big, n, kind % AXIS_KINDS);
+    }
+    free(boff);
 }
 
 /* The canonical-order operations check device offsets on the device: a call with bad ones
@@ -876,6 +963,7 @@ int main(int argc, char **argv)
                                             {"misaligned", misaligned},
                                             {"long_rows", long_rows},
                                             {"misaligned_segments", misaligned_segments},
+                                            {"stream_segments", stream_segments},
                                             {"errors", errors},   {"streamed", streamed},
                                             {"wide_columns", wide_columns},
                                             {"long_segments", long_segments},

@@ -63,8 +63,20 @@
  *    ring of four stages of 8 rows, each refilled as it is read). For the sums, squares and
  *    dots of 4- and 2-byte input and float64 dots, over segments of C / 4 elements or more on
  *    average (CR_TUNE_SEG_STAGED).
+ *  - segments_stream_kernel: segments of 2 C elements or more on average, of 2- and 4-byte
+ *    input (CR_TUNE_SEG_STREAM), read as stream_kernel reads rows: each block writes the chunks
+ *    of a window of its slots into a table in shared memory (a search for the segment of each
+ *    warp's first 32 slots, its lanes the segments after it), and its warps stream the table's
+ *    chunks by 16-byte loads shifted into place per chunk (RowShifted), the ragged ends padded,
+ *    the next chunk's loads in flight across chunks and segments. Level 2 by the hand-off where
+ *    the input fits in L2, else seg_partials_kernel (a thread a segment). Against the staged
+ *    kernel (an H200, docs/perf-log runs 275-280): float32 SUM over segments of 1..30,000
+ *    elements 85.4 to 73.5-74.1 us (0.78x to 0.90x CUB's segmented sum), bfloat16 56.7 to 48.0-
+ *    48.3 (0.74x to 0.88x), at 2^28 0.78x to 0.93-0.95x. Shorter segments stay staged: over
+ *    segments of 1..10,000 the stream took 82-87 us against 80, of 1..4000 95-98 against 86 (a
+ *    ragged chunk costs the stream a whole chunk's tree); so does float64 (level at 1..30,000).
  *  - narrow_partials_kernel, partials_kernel: level 2 as a launch of its own, several rows to a
- *    warp, or a warp per row or segment.
+ *    warp, or a warp per row or segment; seg_partials_kernel, a thread per segment.
  *  - columns_kernel: strided rows (an axis with inner > 1). A thread per column (32 adjacent
  *    columns per warp: each load of the warp is one run of 32 elements) computes a subtree of
  *    one chunk of its column serially, lane by lane: the 32 rows of a lane as one unrolled
@@ -324,6 +336,35 @@ __device__ __forceinline__ void check_offsets(const cg::thread_block_tile<32> &w
     }
 }
 
+/* The end of level 1 of segments, by every warp of the launch once it has written its results
+ * and taken its last slots (segment_chunks' counter is past them): the last warp done zeroes
+ * that counter and the count of warps done for the next launch in stream order, and, when some
+ * offset was bad, makes every result NaN and zeroes the tickets, which bad offsets may have left
+ * at any count. A warp's results (thread 0's) are released before it counts itself done. */
+template <int kWPB>
+__device__ __forceinline__ void segments_done(const cg::thread_block_tile<32> &warp, const Rows &R)
+{
+    using u64 = unsigned long long;
+    u64 *const next = R.grab, *const done = R.grab + 1;
+    unsigned int bad = 0;
+    if (warp.thread_rank() == 0) {
+        fence_acq_rel_gpu();
+        if (atomicAdd(done, (u64)1) == (u64)gridDim.x * kWPB - 1) {
+            fence_acq_rel_gpu();
+            *next = 0;
+            *done = 0;
+            bad = faulted(R);
+        }
+    }
+    if (!warp.shfl(bad, 0)) return;
+    warp.sync(); /* orders thread 0's acquire before every thread's stores */
+    const double nan = __longlong_as_double(0x7ff8000000000000ll);
+    for (uint64_t r = warp.thread_rank(); r < R.rows; r += 32) {
+        write_final(R.F, 1, nan, nan, nan, R.out + r * R.rsize);
+        if (R.handoff) R.tickets[r] = 0;
+    }
+}
+
 /* CR_TUNE_SEG_GRAB: slots a warp takes at a time, and CR_TUNE_SEG_GRAB_SHORT where the mean
  * segment (n / nseg) is shorter than a chunk / CR_TUNE_SEG_SHORT. On long segments 2 measured
  * fastest (H100, docs/perf-log runs 78 and 88: float32 segments of 1..10,000 over 2^26, 111 us;
@@ -387,7 +428,7 @@ __device__ __forceinline__ void segment_chunks(const cg::thread_block_tile<32> &
     using Acc = typename In::Acc;
     using u64 = unsigned long long;
     constexpr uint64_t C = S::kChunk;
-    u64 *const next = R.grab, *const done = R.grab + 1;
+    u64 *const next = R.grab;
     check_offsets<kWPB>(warp, R);
     const int64_t o0 = __ldg(R.offsets), oe = __ldg(R.offsets + R.rows);
     /* slots of segments within x: (oe - o0) / C + nseg, never above R.slots */
@@ -495,26 +536,7 @@ __device__ __forceinline__ void segment_chunks(const cg::thread_block_tile<32> &
             if (R.handoff) partial_stored<Acc, kLeaves<LF>>(warp, R, s, n, first, (n + C - 1) / C);
         }
     }
-    /* Every warp has taken its last run (the counter is past the slots) before it counts
-     * itself done, so the last one may zero both for the next launch in stream order. Its
-     * results (thread 0's) are released before it counts itself done. */
-    unsigned int bad = 0;
-    if (warp.thread_rank() == 0) {
-        fence_acq_rel_gpu();
-        if (atomicAdd(done, (u64)1) == (u64)gridDim.x * kWPB - 1) {
-            fence_acq_rel_gpu();
-            *next = 0;
-            *done = 0;
-            bad = faulted(R);
-        }
-    }
-    if (!warp.shfl(bad, 0)) return;
-    warp.sync(); /* orders thread 0's acquire before every thread's stores */
-    const double nan = __longlong_as_double(0x7ff8000000000000ll);
-    for (uint64_t r = warp.thread_rank(); r < R.rows; r += 32) {
-        write_final(R.F, 1, nan, nan, nan, R.out + r * R.rsize);
-        if (R.handoff) R.tickets[r] = 0;
-    }
+    segments_done<kWPB>(warp, R);
 }
 
 /* CR_TUNE_SEG_BLOCKS: blocks per SM the segments' kernel is compiled for. 3 (80 registers, 24
@@ -702,6 +724,70 @@ __global__ void __launch_bounds__(kThreads, K == 1 ? 4 : 2) partials_kernel(cons
         }
         if (warp.thread_rank() == 0)
             write_final(R.F, n, (double)a[0], (double)a[1], (double)a[2], R.out + r * R.rsize);
+    }
+}
+
+/* The pairwise tree of p[0 .. m) (1 <= m <= 8) as a subtree of a lane tree: a right subtree
+ * with no element (the identity) left out. */
+template <typename Acc> __device__ __forceinline__ Acc tree8(const Acc (&p)[8], uint64_t m)
+{
+    const Acc s01 = m > 1 ? p[0] + p[1] : p[0];
+    const Acc s23 = m > 3 ? p[2] + p[3] : p[2];
+    const Acc s03 = m > 2 ? s01 + s23 : s01;
+    const Acc s45 = m > 5 ? p[4] + p[5] : p[4];
+    const Acc s67 = m > 7 ? p[6] + p[7] : p[6];
+    const Acc s47 = m > 6 ? s45 + s67 : s45;
+    return m > 4 ? s03 + s47 : s03;
+}
+
+/* Level 2 of segments_stream_kernel's segments where it is a launch of its own (one class): a
+ * thread a segment of 2 to 64 partials, whose chunk tree is the lane tree of one chunk row (W
+ * >= 64 lanes, the rest padding): the trees of its groups of 8 partials (each group's loads
+ * issued at once), then the tree of those; then the final rule. A segment of more partials is
+ * the warp's, in turn (reduce_partials). A warp a segment (partials_kernel) took 11.6 us after
+ * the level 1 of 13,398 float32 segments of 1..10,000 elements, a thread a segment with the
+ * loads one by one 5.5 us after 4,492 of 1..30,000; with a warp for each segment of more than 8
+ * partials, segments of 1..100,000 took 97.5 us, and 74.2-74.6 with groups of 8 (the staged
+ * kernel: 82.3; an H200, docs/perf-log runs 277-280). */
+constexpr uint64_t kSegThreadParts = 64;
+template <typename Acc>
+__global__ void __launch_bounds__(kThreads) seg_partials_kernel(const __grid_constant__ Rows R)
+{
+    using In = typename AccIn<Acc>::Plain;
+    constexpr uint64_t C = Shape<In>::kChunk;
+    static_assert(Shape<In>::kLanes >= kSegThreadParts, "the partials lie in one chunk row");
+    wait_prior_grid();      /* level 1's partials (launch_dependent) */
+    if (faulted(R)) return; /* bad offsets: the results are level 1's NaNs */
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    const uint64_t s = (uint64_t)blockIdx.x * kThreads + threadIdx.x;
+    uint64_t n = 0, first = 0, parts = 0;
+    if (s < R.rows) {
+        const int64_t o0 = __ldg(R.offsets), a = __ldg(R.offsets + s);
+        n = (uint64_t)(__ldg(R.offsets + s + 1) - a);
+        first = (uint64_t)(a - o0) / C + s;
+        parts = n > C ? (n + C - 1) / C : 0; /* one chunk: level 1 wrote its result */
+    }
+    if (parts >= 2 && parts <= kSegThreadParts) {
+        const Acc *q = static_cast<const Acc *>(R.part[0]) + first;
+        Acc g[8] = {};
+#pragma unroll
+        for (uint64_t k = 0; k < 8; k++) {
+            Acc p[8];
+            if (k * 8 < parts) {
+#pragma unroll
+                for (uint64_t i = 0; i < 8; i++) p[i] = k * 8 + i < parts ? q[k * 8 + i] : Acc(0);
+                g[k] = tree8(p, parts - k * 8 < 8 ? parts - k * 8 : 8);
+            }
+        }
+        const Acc v = tree8(g, (parts + 7) / 8);
+        write_final(R.F, n, (double)v, 0.0, 0.0, R.out + s * R.rsize);
+    }
+    for (unsigned int b = warp.ballot(parts > kSegThreadParts); b; b &= b - 1) {
+        const int l = __ffs((int)b) - 1;
+        const uint64_t sl = warp.shfl(s, l);
+        reduce_partials<Acc, 1>(warp, R.F, R.part[0], R.part[1], R.part[2], warp.shfl(n, l),
+                                warp.shfl(first, l), warp.shfl(parts, l), R.out + sl * R.rsize);
     }
 }
 
@@ -1155,6 +1241,212 @@ __global__ void __launch_bounds__(kThreads, Layout<typename In::Acc>::kMinBlocks
     } else {
         run(M);
     }
+}
+
+/* CR_TUNE_SEG_STREAM: level 1 of segments of CR_TUNE_SEG_STREAM_LONG chunks or more on average
+ * by segments_stream_kernel (1), for SUM, MEAN, SUMSQ and DOT of 2- and 4-byte input; 0: by
+ * segments_kernel or segments_staged_kernel. Not for shorter segments, whose chunks are mostly
+ * ragged (a ragged chunk costs the stream a whole chunk's tree: float32 SUM over segments of
+ * 1..10,000 80 to 82 us, of 1..4000 86 to 98), nor float64 (level, or 3-12% slower) (an H200,
+ * docs/perf-log runs 275-278). */
+#ifndef CR_TUNE_SEG_STREAM
+#define CR_TUNE_SEG_STREAM 1
+#endif
+#ifndef CR_TUNE_SEG_STREAM_LONG
+#define CR_TUNE_SEG_STREAM_LONG 2
+#endif
+template <typename In, Leaf LF>
+constexpr bool kSegStream = CR_TUNE_SEG_STREAM && LF != Leaf::kNorm2 && In::kBytes <= 4;
+
+/* segments_stream_kernel's table: the chunks of a block's window of segment slots, gaps left
+ * out. m < 0: a chunk of -m elements that the stream does not read (its loads would reach
+ * before x or past the end of x or y), which chunk_used reads instead. */
+struct SegChunk {
+    uint64_t base;  /* its first element in x */
+    uint64_t s, n;  /* its segment, and the segment's length */
+    unsigned int j; /* its index in the segment */
+    int m;
+};
+constexpr int kSegTab = 32 * kWarpsPerBlock; /* slots a window: 32 a warp */
+
+/* The chunk map (leaves.cuh's ChunkAt) of a block's table, for stream_chunks. */
+template <typename In> struct SegChunks {
+    static constexpr bool kAllFull = false;
+    static constexpr bool kRagged = true;
+    const SegChunk *tab;
+    const char *x, *y;
+    int aligned; /* x (and y) start on a 16-byte boundary */
+    __device__ __forceinline__ ChunkAt at(uint64_t i) const
+    {
+        const int m = tab[i].m;
+        return {tab[i].base, m < 0 ? -m : m, m > 0};
+    }
+    template <Leaf LF, typename Ld>
+    __device__ __forceinline__ void values(const cg::thread_block_tile<32> &warp, const Args<Ld> &,
+                                           uint64_t i, typename In::Acc (&v)[kOut<LF>]) const
+    {
+        constexpr uint64_t C = Shape<In>::kChunk;
+        static_assert(LF != Leaf::kMedium && LF != Leaf::kNorm2, "NORM2: segments_kernel");
+        const SegChunk e = tab[i];
+        const uint64_t start = e.base - (uint64_t)e.j * C;
+        const Args<In> A = {x + start * In::kBytes, y ? y + start * In::kBytes : nullptr, e.n};
+        const bool seg_aligned = aligned && (start * In::kBytes) % 16 == 0;
+        chunk_used<In, LF>(warp, A, (uint64_t)e.j * C, -e.m,
+                           seg_aligned ? kLoadVector
+                           : aligned   ? kLoadShifted
+                                       : kLoadWithin,
+                           v);
+    }
+};
+
+/* Whether the stream may read the chunk of m elements at element `base` of p (n elements): the
+ * blocks its loads read (load_rows: the aligned blocks of its rows holding data and the row
+ * after, and the last row's tail block) lie within p. */
+template <typename In>
+__device__ __forceinline__ bool seg_streams(const char *p, uint64_t n, uint64_t base, int m)
+{
+    using S = Shape<In>;
+    const uint64_t rows = (uint64_t)rows_to_load<RowShifted<In>>(m) * S::kLanes;
+    const uint64_t last = base + (rows < S::kChunk ? rows : S::kChunk) - In::kVec;
+    const uintptr_t a = (uintptr_t)p;
+    return ((a + base * In::kBytes) & ~(uintptr_t)15) >= a &&
+           ((a + last * In::kBytes) & ~(uintptr_t)15) + 32 <= a + n * In::kBytes;
+}
+
+/* Level 1 of segments as the rows' stream (stream_kernel): each block takes a contiguous range
+ * of the slots (segment_chunks' numbering), in windows of kSegTab. For a window, each warp finds
+ * the segment of its 32 slots' first (find_segment), its lanes take that segment and the next 31
+ * (every segment with a slot among the 32), and write their chunks into the block's table, gaps
+ * left out, in slot order; an empty segment's lane writes its result. The warps then stream the
+ * table's chunks as stream_kernel streams rows' chunks: 16-byte loads shifted into place per
+ * chunk (RowShifted), the next chunk's loads in flight while a chunk's tree runs, ragged ends
+ * padded. A segment of one chunk gets its result there; the chunks of longer ones store their
+ * partials for level 2: by the hand-off (kStream false: the input fits in L2) or
+ * seg_partials_kernel. Offsets are checked and faults reported as in segment_chunks. */
+template <typename In, Leaf LF, bool kStream>
+__global__ void __launch_bounds__(kThreads,
+                                  Layout<typename In::Acc>::kMinBlocks * 8 / kWarpsPerBlock)
+    segments_stream_kernel(const __grid_constant__ Rows R)
+{
+    using Ld = RowShifted<In>;
+    using Acc = typename In::Acc;
+    constexpr int K = kLeaves<LF>;
+    constexpr uint64_t C = Shape<In>::kChunk;
+    __shared__ SegChunk tab[kSegTab + kWarpsPerBlock]; /* (stream_chunks looks one stride on) */
+    __shared__ unsigned int counts[kWarpsPerBlock];
+    if constexpr (kStream) let_dependents_launch(); /* level 2 (grid.cuh) */
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    const int w = warp.meta_group_rank(), lane = warp.thread_rank();
+    const int64_t o0 = __ldg(R.offsets), oe = __ldg(R.offsets + R.rows);
+    const uint64_t slots =
+        o0 < 0 || oe < o0 || (uint64_t)oe > R.n ? 0 : (uint64_t)(oe - o0) / C + R.rows;
+    uint64_t b0, b1;
+    balanced_range(R.slots, gridDim.x, blockIdx.x, &b0, &b1);
+    b1 = b1 < slots ? b1 : slots;
+    const Args<Ld> A = {R.x, R.y, R.n};
+    const SegChunks<In> map = {tab, R.x, R.y, R.aligned};
+    auto emit = [&](uint64_t i, const Acc(&v)[K]) {
+        const uint64_t s = tab[i].s, n = tab[i].n;
+        if (n <= C) {
+            if (lane == 0) put_result(R.F, n, v, R.out + s * R.rsize);
+            return;
+        }
+        const uint64_t j = tab[i].j, first = (tab[i].base - j * C - (uint64_t)o0) / C + s;
+        if (lane == 0)
+#pragma unroll
+            for (int k = 0; k < K; k++) static_cast<Acc *>(R.part[k])[first + j] = v[k];
+        if constexpr (!kStream) partial_stored<Acc, K>(warp, R, s, n, first, (n + C - 1) / C);
+    };
+    for (uint64_t w0 = b0; w0 < b1; w0 += kSegTab) { /* uniform across the block */
+        const uint64_t p0 = w0 + 32 * (uint64_t)w, p1 = p0 + 32 < b1 ? p0 + 32 : b1;
+        uint64_t t = 0, jlo = 0, jhi = 0, n = 0;
+        int64_t start = 0;
+        if (p0 < p1) { /* uniform across the warp */
+            t = find_segment<C>(warp, R.offsets, R.rows, p0, slots) + lane;
+            if (t < R.rows) {
+                start = __ldg(R.offsets + t);
+                const int64_t end = __ldg(R.offsets + t + 1);
+                if (start >= o0 && end >= start && (uint64_t)end <= R.n) { /* else bad: checked */
+                    n = (uint64_t)(end - start);
+                    const uint64_t first = (uint64_t)(start - o0) / C + t;
+                    if (n == 0 && first >= p0 && first < p1) /* its one slot: the empty rule */
+                        write_final(R.F, 0, 0.0, 0.0, 0.0, R.out + t * R.rsize);
+                    const uint64_t parts = (n + C - 1) / C;
+                    jlo = first < p0 ? p0 - first : 0;
+                    jhi = p1 <= first ? 0 : parts < p1 - first ? parts : p1 - first;
+                    if (jhi < jlo) jhi = jlo;
+                }
+            }
+        }
+        /* the block's table: warp w's chunks after those of warps 0 .. w - 1. Good offsets give
+         * a warp at most 32 (its slots); bad ones (segments whose slots overlap, around one
+         * that ends before it starts) may give more, which are dropped: every result is then NaN
+         * (segments_done) and the table stays within its bounds. */
+        unsigned int cnt = (unsigned int)(jhi - jlo), incl = cnt;
+#pragma unroll
+        for (int d = 1; d < 32; d *= 2) {
+            const unsigned int u = warp.shfl_up(incl, d);
+            if (lane >= d) incl += u;
+        }
+        const unsigned int excl = incl - cnt;
+        cnt = excl >= 32 ? 0 : cnt < 32 - excl ? cnt : 32 - excl;
+        jhi = jlo + cnt;
+        if (lane == 31) counts[w] = incl < 32 ? incl : 32;
+        block.sync();
+        unsigned int at = excl, total = 0;
+#pragma unroll
+        for (int k = 0; k < kWarpsPerBlock; k++) {
+            const unsigned int u = counts[k];
+            total += u;
+            at += k < w ? u : 0;
+        }
+        for (uint64_t j = jlo; j < jhi; j++, at++) {
+            const uint64_t base = (uint64_t)start + j * C, rest = n - j * C;
+            const int m = rest < C ? (int)rest : (int)C;
+            const bool st = seg_streams<In>(R.x, R.n, base, m) &&
+                            (LF != Leaf::kProduct || seg_streams<In>(R.y, R.n, base, m));
+            tab[at] = {base, t, n, (unsigned int)j, st ? m : -m};
+        }
+        block.sync();
+        if ((unsigned int)w < total)
+            stream_chunks<Ld, LF, kStream>(warp, A, (uint64_t)w, total, kWarpsPerBlock, emit,
+                                           NoHook(), map);
+        block.sync(); /* the table is read before the next window's */
+    }
+    /* after the stream, so that its first loads wait for nothing else (float32 segments of
+     * 1..30,000: 76.3 us with the check first, 74.3 after; docs/perf-log run 278) */
+    check_offsets<kWarpsPerBlock>(warp, R);
+    segments_done<kWarpsPerBlock>(warp, R);
+}
+
+/* The launches of segments of CR_TUNE_SEG_STREAM_LONG chunks or more on average where
+ * kSegStream (*launched; else nothing): segments_stream_kernel, then level 2 by the hand-off
+ * where the input fits in L2, else by seg_partials_kernel. */
+template <typename In, Leaf LF>
+cudaError_t launch_segments_stream(const cr_gpu_call *c, const cr_gpu_shape_call *s, Rows &R,
+                                   bool *launched)
+{
+    using Acc = typename In::Acc;
+    *launched = false;
+    if constexpr (kSegStream<In, LF>) {
+        if (s->n / (s->nseg + 1) < Shape<In>::kChunk * CR_TUNE_SEG_STREAM_LONG) return cudaSuccess;
+        *launched = true;
+        R.handoff = s->n * In::kBytes * c->plan->inputs <= c->l2_bytes;
+        const int blocks =
+            grid_blocks((R.slots + kWarpsPerBlock - 1) / kWarpsPerBlock, c->sm_count,
+                        Layout<Acc>::kMinBlocks * 8 / kWarpsPerBlock, c->forced_blocks, INT32_MAX);
+        if (R.handoff)
+            segments_stream_kernel<In, LF, false><<<blocks, kThreads, 0, c->stream>>>(R);
+        else
+            segments_stream_kernel<In, LF, true><<<blocks, kThreads, 0, c->stream>>>(R);
+        cudaError_t e = cudaGetLastError();
+        if (e == cudaSuccess && !R.handoff && R.rows)
+            e = launch_dependent(c->cc_major, seg_partials_kernel<Acc>,
+                                 (int)((R.rows + kThreads - 1) / kThreads), kThreads, c->stream, R);
+        return e;
+    }
+    return cudaSuccess;
 }
 
 /* A block a row: rows of 1 to 4 whole chunks (len a multiple of C, aligned) in a launch of one
@@ -1646,7 +1938,9 @@ cudaError_t launch_rows(const cr_gpu_call *c, const cr_gpu_shape_call *s)
         R.grab = reinterpret_cast<unsigned long long *>(s->grab);
         R.tickets = s->tickets;
         R.handoff = LF != Leaf::kNorm2 && CR_TUNE_SEG_HANDOFF; /* see the top of the file */
-        cudaError_t e = cudaSuccess;
+        bool streamed = false;
+        cudaError_t e = launch_segments_stream<In, LF>(c, s, R, &streamed);
+        if (e != cudaSuccess || streamed) return e;
         bool staged = false;
         if constexpr (kSegStaged<In, LF>) {
             if (s->n / (s->nseg + 1) >= S::kChunk / CR_TUNE_SEG_STAGED_SHORT)
