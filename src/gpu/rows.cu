@@ -73,8 +73,9 @@
  *    kernel (an H200, docs/perf-log runs 275-280): float32 SUM over segments of 1..30,000
  *    elements 85.4 to 73.5-74.1 us (0.78x to 0.90x CUB's segmented sum), bfloat16 56.7 to 48.0-
  *    48.3 (0.74x to 0.88x), at 2^28 0.78x to 0.93-0.95x. Shorter segments stay staged: over
- *    segments of 1..10,000 the stream took 82-87 us against 80, of 1..4000 95-98 against 86 (a
- *    ragged chunk costs the stream a whole chunk's tree); so does float64 (level at 1..30,000).
+ *    segments of 1..10,000 the stream took 82-87 us against 80, of 1..4000 95-98 against 86 (as
+ *    many instructions a byte as over rows, but more waiting: a block's share there is about 11
+ *    chunks a warp, run 283); so does float64 (level at 1..30,000).
  *  - narrow_partials_kernel, partials_kernel: level 2 as a launch of its own, several rows to a
  *    warp, or a warp per row or segment; seg_partials_kernel, a thread per segment.
  *  - columns_kernel: strided rows (an axis with inner > 1). A thread per column (32 adjacent
@@ -1245,10 +1246,10 @@ __global__ void __launch_bounds__(kThreads, Layout<typename In::Acc>::kMinBlocks
 
 /* CR_TUNE_SEG_STREAM: level 1 of segments of CR_TUNE_SEG_STREAM_LONG chunks or more on average
  * by segments_stream_kernel (1), for SUM, MEAN, SUMSQ and DOT of 2- and 4-byte input; 0: by
- * segments_kernel or segments_staged_kernel. Not for shorter segments, whose chunks are mostly
- * ragged (a ragged chunk costs the stream a whole chunk's tree: float32 SUM over segments of
- * 1..10,000 80 to 82 us, of 1..4000 86 to 98), nor float64 (level, or 3-12% slower) (an H200,
- * docs/perf-log runs 275-278). */
+ * segments_kernel or segments_staged_kernel. Not for shorter segments (float32 SUM over segments
+ * of 1..10,000 80 to 82 us, of 1..4000 86 to 98: a block's share of slots is small, and its
+ * warps wait more than over rows), nor float64 (level, or 3-12% slower) (an H200, docs/perf-log
+ * runs 275-283). */
 #ifndef CR_TUNE_SEG_STREAM
 #define CR_TUNE_SEG_STREAM 1
 #endif
