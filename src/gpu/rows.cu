@@ -337,6 +337,22 @@ __device__ __forceinline__ void check_offsets(const cg::thread_block_tile<32> &w
     }
 }
 
+/* The slots of the segments that lie within x and start at or after offsets[0] (o0; oe the
+ * last offset): (oe - o0) / C + nseg, never above R.slots; none where o0 or oe is bad. */
+template <uint64_t C>
+__device__ __forceinline__ uint64_t segment_slots(const Rows &R, int64_t o0, int64_t oe)
+{
+    return o0 < 0 || oe < o0 || (uint64_t)oe > R.n ? 0 : (uint64_t)(oe - o0) / C + R.rows;
+}
+
+/* Whether the segment [start, end) lies within x at or after offsets[0] (o0): the others are
+ * bad, which check_offsets reports. */
+__device__ __forceinline__ bool segment_within(const Rows &R, int64_t o0, int64_t start,
+                                               int64_t end)
+{
+    return start >= o0 && end >= start && (uint64_t)end <= R.n;
+}
+
 /* The end of level 1 of segments, by every warp of the launch once it has written its results
  * and taken its last slots (segment_chunks' counter is past them): the last warp done zeroes
  * that counter and the count of warps done for the next launch in stream order, and, when some
@@ -432,10 +448,7 @@ __device__ __forceinline__ void segment_chunks(const cg::thread_block_tile<32> &
     u64 *const next = R.grab;
     check_offsets<kWPB>(warp, R);
     const int64_t o0 = __ldg(R.offsets), oe = __ldg(R.offsets + R.rows);
-    /* slots of segments within x: (oe - o0) / C + nseg, never above R.slots */
-    const uint64_t slots = o0 < 0 || oe < o0 || (uint64_t)oe > R.n
-                               ? 0
-                               : (uint64_t)(oe - o0) / C + R.rows;
+    const uint64_t slots = segment_slots<C>(R, o0, oe);
     [[maybe_unused]] bool three = false; /* NORM2: the warp's last chunk had another class */
     for (;;) {
         u64 g0 = 0;
@@ -451,7 +464,7 @@ __device__ __forceinline__ void segment_chunks(const cg::thread_block_tile<32> &
                 start = end;
                 end = __ldg(R.offsets + s + 1);
             }
-            if (start < o0 || end < start || (uint64_t)end > R.n) continue; /* bad: checked */
+            if (!segment_within(R, o0, start, end)) continue; /* bad: checked */
             const uint64_t n = (uint64_t)(end - start), first = (uint64_t)(start - o0) / C + s;
             const uint64_t j = g - first;
             if (n == 0) { /* its one slot, a gap: the final rule on the sum of nothing */
@@ -1340,8 +1353,7 @@ __global__ void __launch_bounds__(kThreads,
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
     const int w = warp.meta_group_rank(), lane = warp.thread_rank();
     const int64_t o0 = __ldg(R.offsets), oe = __ldg(R.offsets + R.rows);
-    const uint64_t slots =
-        o0 < 0 || oe < o0 || (uint64_t)oe > R.n ? 0 : (uint64_t)(oe - o0) / C + R.rows;
+    const uint64_t slots = segment_slots<C>(R, o0, oe);
     uint64_t b0, b1;
     balanced_range(R.slots, gridDim.x, blockIdx.x, &b0, &b1);
     b1 = b1 < slots ? b1 : slots;
@@ -1368,7 +1380,7 @@ __global__ void __launch_bounds__(kThreads,
             if (t < R.rows) {
                 start = __ldg(R.offsets + t);
                 const int64_t end = __ldg(R.offsets + t + 1);
-                if (start >= o0 && end >= start && (uint64_t)end <= R.n) { /* else bad: checked */
+                if (segment_within(R, o0, start, end)) { /* else bad: checked */
                     n = (uint64_t)(end - start);
                     const uint64_t first = (uint64_t)(start - o0) / C + t;
                     if (n == 0 && first >= p0 && first < p1) /* its one slot: the empty rule */
