@@ -297,7 +297,7 @@ static void stream_segments(void)
                                         COOPREDUCE_OP_DOT, COOPREDUCE_OP_NORM2};
     const axis_env e = env();
     const uint64_t nseg = test_quick ? 100 : 800;
-    int64_t *off = malloc((nseg + 1) * sizeof *off);
+    int64_t *off = xmalloc((nseg + 1) * sizeof *off);
     int kind = (int)rnd_below(AXIS_KINDS);
     for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
         const int64_t C = dts[d] == COOPREDUCE_FLOAT64 ? 2048 : 4096;
@@ -325,7 +325,8 @@ static void stream_segments(void)
      * room for. The call must still end, every result NaN and the first bad offset named. */
     {
         const uint64_t C = 4096, n = 80 * C;
-        float *x = calloc(n, sizeof *x);
+        float *x = xmalloc(n * sizeof *x);
+        memset(x, 0, n * sizeof *x);
         const int64_t bad[] = {0, 70 * 4096, 5, 70 * 4096 + 5, 80 * 4096};
         void *dx = put(x, n * sizeof *x), *dr = put(NULL, 4 * sizeof(float));
         void *doff = put(bad, sizeof bad);
@@ -353,7 +354,7 @@ static void stream_segments(void)
         return;
     }
     const uint64_t big = 1200, n = (1ull << 24) + rnd_below(1 << 20);
-    int64_t *boff = malloc((big + 1) * sizeof *boff);
+    int64_t *boff = xmalloc((big + 1) * sizeof *boff);
     boff[0] = (int64_t)rnd_below(5);
     for (uint64_t k = 0; k < big; k++) { /* some of 9 to 40 chunks: level 2 by a warp */
         const uint64_t len = k % 97 == 5 ? 9 * 4096 + rnd_below(31 * 4096) : rnd_below(2 * n / big);
