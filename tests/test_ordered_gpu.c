@@ -32,6 +32,7 @@ static unsigned char *hx, *hy; /* host data */
 static void *dx, *dy, *dout;   /* device data (cap + 16 bytes each), device result */
 static size_t cap_bytes;
 static int quick;
+static int sm_count; /* the GPU's multiprocessors (mid_sizes) */
 
 /* Every float dtype (float_dtypes, set in main). */
 static coopreduce_dtype floats[COOPREDUCE_DTYPE_COUNT];
@@ -229,6 +230,40 @@ static void sweep(void)
                         if (in_scope(ops[k], dt)) check_one(ops[k], dt, px, py, hx, hy, n, ctx);
                     set_grid(0);
                 }
+            }
+        }
+    }
+}
+
+/* Mid sizes, where ordered.cu splits a chunk over 8, 4 or 2 warps (split_kernel: while the
+ * warps of every chunk fit in a wave, 16 warps an SM): chunk counts around 2, 4 and 8 a
+ * multiprocessor, ragged and whole, aligned and misaligned, every operation and type, in the
+ * quick run too. */
+static void mid_sizes(void)
+{
+    const uint64_t per[] = {1, 2, 3, 4, 6, 8, 9};
+    for (int di = 0; di < nfloats; di++) {
+        const coopreduce_dtype dt = floats[di];
+        const size_t es = coopreduce_dtype_size(dt);
+        const uint64_t chunk = es == 8 ? 2048 : 4096, lanes = 16 / es;
+        for (size_t pi = 0; pi < sizeof per / sizeof per[0]; pi++) {
+            if (quick && pi % 2) continue;
+            uint64_t n = per[pi] * (uint64_t)sm_count * chunk - rnd() % 3 * chunk;
+            n += rnd() % 2 ? 0 : 1 + rnd() % (chunk - 1);
+            if (n * es > cap_bytes) continue;
+            const int kind = (int)(rnd() % K_COUNT);
+            fill(hx, n, dt, kind);
+            fill(hy, n, dt, kind);
+            for (int oi = 0; oi < 3; oi++) {
+                const uint64_t ox = oi == 1 ? 1 + rnd() % (lanes - 1) : 0;
+                const uint64_t oy = oi == 2 ? 1 + rnd() % (lanes - 1) : 0;
+                void *px, *py;
+                if (!upload(dt, n, ox, oy, &px, &py)) return;
+                char ctx[96];
+                snprintf(ctx, sizeof ctx, "mid size, %s offx=%llu offy=%llu", kind_name[kind],
+                         (unsigned long long)ox, (unsigned long long)oy);
+                for (int k = 0; k < 5; k++)
+                    if (in_scope(ops[k], dt)) check_one(ops[k], dt, px, py, hx, hy, n, ctx);
             }
         }
     }
@@ -519,6 +554,7 @@ int main(int argc, char **argv)
     }
     coopreduce_gpu_props props;
     if (gpu_test_open("test_ordered_gpu", &gpu, &props)) return 77;
+    sm_count = props.sm_count > 0 ? props.sm_count : 132;
     if (!CHECK(coopreduce_create_cpu(&cpu, 0) == COOPREDUCE_SUCCESS, "create_cpu"))
         return check_summary("test_ordered_gpu");
     if (quick) printf("test_ordered_gpu: --quick\n");
@@ -536,6 +572,7 @@ int main(int argc, char **argv)
                                             {"norm2 streams", norm2_streams},
                                             {"sweep", sweep},
                                             {"misaligned at the end", tight_ends},
+                                            {"mid sizes", mid_sizes},
                                             {"grids", grids},
                                             {"repeats, errors", repeats_and_errors},
                                             {"huge", huge}};

@@ -71,6 +71,7 @@ typedef struct {
     size_t slot_bytes;   /* bytes of one slot (0: the family uses none) */
     int quad;            /* canonical: four warps per chunk (mid-size inputs) */
     int stream_once;     /* the input is larger than L2: read it once, streamed */
+    int split;           /* ordered: warps per chunk at mid sizes (split_kernel); 0: one */
 } cr_gpu_grid;
 
 cudaError_t cr_gpu_canonical_grid(const cr_gpu_call *c, cr_gpu_grid *g); /* canonical.cu */

@@ -541,32 +541,55 @@ struct EarlyTickets {
  * warp with the fewest chunks). */
 __device__ __forceinline__ bool early_poster() { return threadIdx.x == 32 * (kWarpsPerBlock - 1); }
 
-/* Posts the block's early tickets on P's counters (both atomics in flight before either count
- * is looked at). Trees over the same chunks share one ticket (climb). */
+/* The block's early tickets in two steps, so that the poster may issue its loads in between:
+ * early_post puts both atomics in flight (trees over the same chunks share one ticket: climb)
+ * and returns false where nothing is posted early (more than two groups, or no chunk);
+ * early_note waits for their counts and notes the groups the block completes. early_tickets:
+ * both at once. */
+struct EarlyPost {
+    uint64_t g0, g1;
+    unsigned int mine0, mine1, got0, got1;
+};
+template <typename T>
+__device__ __forceinline__ bool early_post(const Params<T> &P, uint64_t b0, uint64_t b1,
+                                           EarlyPost &e)
+{
+    constexpr uint64_t C = Layout<T>::kChunk;
+    const uint64_t g0 = b0 / C, g1 = (b1 - 1) / C;
+    if (b0 == b1 || g1 - g0 > 1) return false;
+    const uint64_t split = g1 * C > b0 ? g1 * C : b0; /* the second group's first chunk */
+    const unsigned int mine0 = (unsigned int)(split - b0), mine1 = (unsigned int)(b1 - split);
+    e.g0 = g0;
+    e.g1 = g1;
+    e.mine0 = mine0;
+    e.mine1 = mine1;
+    e.got0 = mine0 ? atomicAdd(&P.counters[2][g0], mine0) + mine0 : 0;
+    e.got1 = mine1 ? atomicAdd(&P.counters[2][g1], mine1) + mine1 : 0;
+    return true;
+}
+template <typename T>
+__device__ __forceinline__ void early_note(const Params<T> &P, const EarlyPost &e, EarlyTickets *E)
+{
+    int nd = 0;
+    if (e.mine0 && e.got0 == (unsigned int)group_size(P, 1, e.g0)) {
+        P.counters[2][e.g0] = 0; /* ready for the next launch */
+        E->done[nd++] = e.g0;
+    }
+    if (e.mine1 && e.got1 == (unsigned int)group_size(P, 1, e.g1)) {
+        P.counters[2][e.g1] = 0;
+        E->done[nd++] = e.g1;
+    }
+    E->n = nd;
+}
 template <typename T>
 __device__ __forceinline__ void early_tickets(const Params<T> &P, uint64_t b0, uint64_t b1,
                                               EarlyTickets *E)
 {
-    constexpr uint64_t C = Layout<T>::kChunk;
-    const uint64_t g0 = b0 / C, g1 = (b1 - 1) / C;
-    if (b0 == b1 || g1 - g0 > 1) {
+    EarlyPost e;
+    if (early_post(P, b0, b1, e))
+        early_note(P, e, E);
+    else
         E->n = -1;
-        return;
-    }
-    const uint64_t split = g1 * C > b0 ? g1 * C : b0; /* the second group's first chunk */
-    const unsigned int mine0 = (unsigned int)(split - b0), mine1 = (unsigned int)(b1 - split);
-    const unsigned int got0 = mine0 ? atomicAdd(&P.counters[2][g0], mine0) + mine0 : 0;
-    const unsigned int got1 = mine1 ? atomicAdd(&P.counters[2][g1], mine1) + mine1 : 0;
-    int nd = 0;
-    if (mine0 && got0 == (unsigned int)group_size(P, 1, g0)) {
-        P.counters[2][g0] = 0; /* ready for the next launch */
-        E->done[nd++] = g0;
-    }
-    if (mine1 && got1 == (unsigned int)group_size(P, 1, g1)) {
-        P.counters[2][g1] = 0;
-        E->done[nd++] = g1;
-    }
-    E->n = nd;
 }
 
 /* NORM2's group g of level-1 partials (m of them) in its three trees, into h (tree j's row trees
