@@ -736,6 +736,12 @@ else
 fi
 run bench --device cpu --op nosuchop --n 10
 if [ "$RC" -eq 2 ]; then pass; else fail "bench --op nosuchop: usage error, exit 2 (exit $RC)"; fi
+run bench --device cpu --op sum --n 1K --cold
+if [ "$RC" -eq 2 ] && grep -q "cold" "$ERR"; then
+    pass
+else
+    fail "bench --device cpu --cold: usage error naming --cold, exit 2 (exit $RC)"
+fi
 
 # bench takes its element counts as sum does, and reports bad options as usage errors.
 run bench --device cpu --n 16M --quick

@@ -65,6 +65,8 @@ typedef struct {
     int read_blocks;
     uint64_t n;
     uint64_t write_bytes; /* M_READ_WRITE's results */
+    void *flush;          /* --op --cold: the L2 flush before each timed call (NULL: hot) */
+    size_t flush_bytes;
 } gpu_ctx;
 
 /* M_CALL's call, kept beside the context rather than in it. */
@@ -416,13 +418,15 @@ static int time_reads(gpu_ctx *c, int batches, const char *dname, size_t es, dou
 {
     double noise;
     const uint64_t n = c->n;
-    *read1 = time_method(c, M_READ, batches, 0, NULL, 0, &noise);
+    const int cold = c->flush != NULL;
+    *read1 = time_method(c, M_READ, batches, cold, c->flush, c->flush_bytes, &noise);
     const double noise1 = noise;
     c->n = 2 * n;
-    *read2 = time_method(c, M_READ, batches, 0, NULL, 0, &noise);
+    *read2 = time_method(c, M_READ, batches, cold, c->flush, c->flush_bytes, &noise);
     c->n = n;
     if (*read1 < 0 || *read2 < 0) return -1;
-    bench_add_row(n, dname, "float4_read", "gpu_us", *read1, noise1, (double)n * es);
+    bench_add_row(n, dname, "float4_read", cold ? "gpu_us_cold" : "gpu_us", *read1, noise1,
+                  (double)n * es);
     return 0;
 }
 
@@ -446,14 +450,17 @@ static int time_ops(gpu_ctx *c, const bench_options *o, bench_call *call, int ba
                         coopreduce_mode_name(o->modes[m]), coopreduce_last_error(c->h));
                 continue;
             }
-            double noise, t = time_method(c, M_CALL, batches, 0, NULL, 0, &noise);
+            const int cold = c->flush != NULL;
+            double noise,
+                t = time_method(c, M_CALL, batches, cold, c->flush, c->flush_bytes, &noise);
             if (t < 0) return -1;
             const int dot = call->op == COOPREDUCE_OP_DOT;
             const char *name = call->kind == BENCH_CALL_REDUCE
                                    ? bench_op_label(call->op, o->modes[m])
                                    : bench_batch_label(o, call->op, o->modes[m], count);
-            bench_row *r = bench_add_op_row(n, dname, name, "gpu_us", t, noise,
-                                            (double)n * es * (dot ? 2 : 1), dot ? read2 : read1);
+            bench_row *r = bench_add_op_row(n, dname, name, cold ? "gpu_us_cold" : "gpu_us", t,
+                                            noise, (double)n * es * (dot ? 2 : 1),
+                                            dot ? read2 : read1);
             if (r && call->op == COOPREDUCE_OP_SUM && cub_us > 0) r->ref_us = cub_us;
         }
     }
@@ -468,7 +475,7 @@ int bench_ops_gpu(int ordinal, const bench_options *o)
     const int nn = o->nn, nd = o->nd;
     const int batches = o->quick ? 5 : o->batches;
     coopreduce_handle *h = NULL;
-    void *x = NULL, *out = NULL, *hx = NULL;
+    void *x = NULL, *out = NULL, *hx = NULL, *flush = NULL;
     float *read_out = NULL;
     int rc = 1;
     uint64_t nmax = 1;
@@ -478,6 +485,8 @@ int bench_ops_gpu(int ordinal, const bench_options *o)
     if (open_gpu(ordinal, &h, &props)) return 1;
     CK(cudaSetDevice(ordinal));
     CK(cudaMalloc(&x, 2 * nmax * 8 + 32)); /* x, then y */
+    const size_t flush_bytes = (size_t)props.l2_bytes * 4; /* --cold: as the methods' flush */
+    if (o->cold) CK(cudaMalloc(&flush, flush_bytes));
     CK(cudaMalloc(&out, 16));
     const int read_blocks = props.sm_count * 16;
     CK(cudaMalloc((void **)&read_out, read_blocks * sizeof(float)));
@@ -500,7 +509,8 @@ int bench_ops_gpu(int ordinal, const bench_options *o)
         CK(cudaMemcpy(x, hx, 2 * nmax * es, cudaMemcpyHostToDevice));
         for (int i = 0; i < nn; i++) {
             const uint64_t n = ns[i];
-            gpu_ctx c = {h, dt, x, out, NULL, NULL, 0, read_out, read_blocks, n, 0};
+            gpu_ctx c = {h, dt, x, out, NULL, NULL, 0, read_out, read_blocks, n, 0, flush,
+                         flush_bytes};
             double read1, read2;
             if (time_reads(&c, batches, dname, es, &read1, &read2)) goto fail;
             /* --offset: x and y start E elements past the boundary (the allocation's 32 spare
@@ -518,6 +528,7 @@ fail:
     coopreduce_destroy(h);
     if (x) cudaFree(x);
     if (out) cudaFree(out);
+    if (flush) cudaFree(flush);
     if (read_out) cudaFree(read_out);
     free(hx);
     return rc;

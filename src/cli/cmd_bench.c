@@ -198,6 +198,11 @@ int cmd_bench(int argc, char **argv)
         fprintf(stderr, "bench: no GPU found, benchmarking the CPU path\n");
     }
     char device_id[64];
+    if (cpu && o.cold) {
+        cli_error("--cold flushes a GPU's L2 cache: the CPU benchmark does not take it");
+        bench_abort_files();
+        return EXIT_USAGE;
+    }
     if (cpu) {
         if (o.nn == 0) {
             static const uint64_t d[] = {UINT64_C(1) << 20, UINT64_C(1) << 24, UINT64_C(1) << 28};
