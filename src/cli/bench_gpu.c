@@ -310,8 +310,7 @@ int bench_gpu(int ordinal, const bench_options *o)
         reported = 1;
         goto fail;
     }
-    gpu_ctx c0 = {h, 0,        x,           out, copy_dst,          NULL,
-                  0, read_out, read_blocks, 0, 0};
+    gpu_ctx c0 = {h, 0, x, out, copy_dst, NULL, 0, read_out, read_blocks, 0, 0, NULL, 0};
     if (extras && headline(&c0, hx, batches)) goto fail;
     int total = nd * nn, done = 0;
     double t_start = bench_now_us();
@@ -328,7 +327,7 @@ int bench_gpu(int ordinal, const bench_options *o)
         CK(cudaMalloc(&temp, tb + 16));
         for (int i = 0; i < nn; i++) {
             gpu_ctx c = {h,  dt,       x,           out,   copy_dst,          temp,
-                         tb, read_out, read_blocks, ns[i], 0};
+                         tb, read_out, read_blocks, ns[i], 0, NULL, 0};
             const char *timing = cold ? "gpu_us_cold" : "gpu_us";
             double bytes = (double)ns[i] * es, us[5], noise[5];
             static const char *bnames[5] = {"", "cub", "float4_read", "empty_kernel", "d2d_copy"};
@@ -394,7 +393,7 @@ int bench_gpu(int ordinal, const bench_options *o)
         if (extras) {
             uint64_t nd20 = nmax < (1ull << 24) ? nmax : (1ull << 24);
             gpu_ctx c = {h,  dt,       x,           out,  copy_dst,          temp,
-                         tb, read_out, read_blocks, nd20, 0};
+                         tb, read_out, read_blocks, nd20, 0, NULL, 0};
             if (distinct_results(&c, methods, nm, nd20)) goto fail;
         }
     }
@@ -625,8 +624,7 @@ int bench_batch_gpu(int ordinal, const bench_options *o)
             /* --offset: x and y start E elements past the boundary (32 spare bytes) */
             call.x = (const char *)x + (size_t)o->offset * es;
             call.y = (const char *)x + (n + (uint64_t)o->offset) * es;
-            gpu_ctx c = {
-                h, dt, x, out, NULL, NULL, 0, read_out, read_blocks, n, 0};
+            gpu_ctx c = {h, dt, x, out, NULL, NULL, 0, read_out, read_blocks, n, 0, NULL, 0};
             timed_call = &call;
             double noise, read1, read2;
             if (time_reads(&c, batches, dname, es, &read1, &read2)) goto fail;
