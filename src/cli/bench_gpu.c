@@ -326,8 +326,8 @@ int bench_gpu(int ordinal, const bench_options *o)
         temp = NULL;
         CK(cudaMalloc(&temp, tb + 16));
         for (int i = 0; i < nn; i++) {
-            gpu_ctx c = {h,  dt,       x,           out,   copy_dst,          temp,
-                         tb, read_out, read_blocks, ns[i], 0, NULL, 0};
+            gpu_ctx c = {h,        dt,          x,     out, copy_dst, temp, tb,
+                         read_out, read_blocks, ns[i], 0,   NULL,     0};
             const char *timing = cold ? "gpu_us_cold" : "gpu_us";
             double bytes = (double)ns[i] * es, us[5], noise[5];
             static const char *bnames[5] = {"", "cub", "float4_read", "empty_kernel", "d2d_copy"};
@@ -392,8 +392,8 @@ int bench_gpu(int ordinal, const bench_options *o)
         }
         if (extras) {
             uint64_t nd20 = nmax < (1ull << 24) ? nmax : (1ull << 24);
-            gpu_ctx c = {h,  dt,       x,           out,  copy_dst,          temp,
-                         tb, read_out, read_blocks, nd20, 0, NULL, 0};
+            gpu_ctx c = {h,        dt,          x,    out, copy_dst, temp, tb,
+                         read_out, read_blocks, nd20, 0,   NULL,     0};
             if (distinct_results(&c, methods, nm, nd20)) goto fail;
         }
     }
@@ -457,9 +457,9 @@ static int time_ops(gpu_ctx *c, const bench_options *o, bench_call *call, int ba
             const char *name = call->kind == BENCH_CALL_REDUCE
                                    ? bench_op_label(call->op, o->modes[m])
                                    : bench_batch_label(o, call->op, o->modes[m], count);
-            bench_row *r = bench_add_op_row(n, dname, name, cold ? "gpu_us_cold" : "gpu_us", t,
-                                            noise, (double)n * es * (dot ? 2 : 1),
-                                            dot ? read2 : read1);
+            bench_row *r =
+                bench_add_op_row(n, dname, name, cold ? "gpu_us_cold" : "gpu_us", t, noise,
+                                 (double)n * es * (dot ? 2 : 1), dot ? read2 : read1);
             if (r && call->op == COOPREDUCE_OP_SUM && cub_us > 0) r->ref_us = cub_us;
         }
     }
@@ -483,7 +483,7 @@ int bench_ops_gpu(int ordinal, const bench_options *o)
     coopreduce_gpu_props props;
     if (open_gpu(ordinal, &h, &props)) return 1;
     CK(cudaSetDevice(ordinal));
-    CK(cudaMalloc(&x, 2 * nmax * 8 + 32)); /* x, then y */
+    CK(cudaMalloc(&x, 2 * nmax * 8 + 32));                 /* x, then y */
     const size_t flush_bytes = (size_t)props.l2_bytes * 4; /* --cold: as the methods' flush */
     if (o->cold) CK(cudaMalloc(&flush, flush_bytes));
     CK(cudaMalloc(&out, 16));
@@ -508,15 +508,19 @@ int bench_ops_gpu(int ordinal, const bench_options *o)
         CK(cudaMemcpy(x, hx, 2 * nmax * es, cudaMemcpyHostToDevice));
         for (int i = 0; i < nn; i++) {
             const uint64_t n = ns[i];
-            gpu_ctx c = {h, dt, x, out, NULL, NULL, 0, read_out, read_blocks, n, 0, flush,
-                         flush_bytes};
+            gpu_ctx c = {h,        dt,          x, out, NULL,  NULL,       0,
+                         read_out, read_blocks, n, 0,   flush, flush_bytes};
             double read1, read2;
             if (time_reads(&c, batches, dname, es, &read1, &read2)) goto fail;
             /* --offset: x and y start E elements past the boundary (the allocation's 32 spare
              * bytes hold the shift); the read ceiling reads the aligned bytes */
             const char *xo = (const char *)x + (size_t)o->offset * es;
-            bench_call call = {.kind = BENCH_CALL_REDUCE, .dtype = dt, .x = xo,
-                               .y = xo + n * es, .result = out, .n = n};
+            bench_call call = {.kind = BENCH_CALL_REDUCE,
+                               .dtype = dt,
+                               .x = xo,
+                               .y = xo + n * es,
+                               .result = out,
+                               .n = n};
             if (time_ops(&c, o, &call, batches, dname, es, read1, read2, 0, 1)) goto fail;
             fprintf(stderr, "  %s n=%llu done\n", dname, (unsigned long long)n);
         }
@@ -673,8 +677,7 @@ int bench_batch_gpu(int ordinal, const bench_options *o)
                     r->ref_us = cub_us;
                 }
             }
-            if (time_ops(&c, o, &call, batches, dname, es, read1, read2, cub_us, count))
-                goto fail;
+            if (time_ops(&c, o, &call, batches, dname, es, read1, read2, cub_us, count)) goto fail;
             fprintf(stderr, "  %s n=%llu done\n", dname, (unsigned long long)n);
         }
     }
