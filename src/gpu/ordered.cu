@@ -137,6 +137,14 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
 #ifndef CR_TUNE_SPLIT
 #define CR_TUNE_SPLIT 1
 #endif
+/* CR_TUNE_SPLIT_WAVES: misaligned input is split while the chunks' warps fit in this many waves
+ * (aligned DOT: one). 1: with 2 or 4, blocks queued behind the first wave, misaligned bfloat16
+ * SUM of 2^21-2^23 elements took 9.3-15.7 us against 6.6-9.1, float32 SUMSQ of 2^21-2^22
+ * 8.7-13.5 against 6.8-8.6; only float32 SUMSQ and DOT of 2^23 gained (13.9 against 15.1-16.0
+ * us, 25.8 against 26.8-27.2) (an H200, docs/perf-log run 289). */
+#ifndef CR_TUNE_SPLIT_WAVES
+#define CR_TUNE_SPLIT_WAVES 1
+#endif
 
 /* One leaf class at mid sizes, where fused_kernel's chunk a warp fills less than half a wave of
  * warps: G warps a chunk (G = 8, 4 or 2, the most that fit in a wave), 8 / G chunks a block
@@ -461,7 +469,8 @@ template <typename In> cudaError_t grid(const cr_gpu_call *c, cr_gpu_grid *g)
     const uint64_t chunks = (c->n + C - 1) / C, wave = (uint64_t)c->sm_count * per_sm * kWarps;
     const bool dot = c->plan->leaf == CR_LEAF_PRODUCT;
     const bool aligned = (uintptr_t)c->x % 16 == 0 && (!dot || (uintptr_t)c->y % 16 == 0);
-    int split = chunks * 8 <= wave ? 8 : chunks * 4 <= wave ? 4 : chunks * 2 <= wave ? 2 : 0;
+    const uint64_t room = aligned ? wave : wave * CR_TUNE_SPLIT_WAVES;
+    int split = chunks * 8 <= room ? 8 : chunks * 4 <= room ? 4 : chunks * 2 <= room ? 2 : 0;
     if (!CR_TUNE_SPLIT || c->forced_blocks || c->plan->leaf > CR_LEAF_PRODUCT ||
         (aligned && !(dot && In::kBytes >= 4 && split == 8)))
         split = 0;
