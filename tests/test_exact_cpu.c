@@ -227,6 +227,53 @@ int main(void)
         }
     }
 
+    /* ---- float64 narrow blocks (exact.c): 2048 leaves within 30 binades are summed by
+     * extraction against an anchor, wider blocks by the bins. A block whose total is a tie,
+     * 2^(E-1) (1 + 2^-52) + 2^(E-1) = 2^E (1 + 2^-53), among pairs x, -x of random
+     * significands (their rounding errors fill the accumulators), and two tiny leaves,
+     * 2^(E-k) (1 + 2^-52) and -2^(E-k), that add one unit 2^(E-k-52) and so must round the tie
+     * up. E near the top of the range (the anchor's limit), near the bottom (subnormal leaves),
+     * and in between; k on both sides of the bound. */
+    {
+        static const int tops[] = {10, -1000, 1000, 1011, 1023};
+        static const int spreads[] = {8, 20, 29, 30, 31, 34, 40, 60};
+        static double v[2048];
+        for (size_t t = 0; t < sizeof tops / sizeof tops[0]; t++)
+            for (size_t s = 0; s < sizeof spreads / sizeof spreads[0]; s++) {
+                const int E = tops[t], k = spreads[s];
+                v[0] = ldexp(1 + 0x1p-52, E - 1);
+                v[1] = ldexp(1, E - 1);
+                v[2] = ldexp(1 + 0x1p-52, E - k);
+                v[3] = -ldexp(1, E - k);
+                for (int i = 4; i < 2048; i += 2) {
+                    const uint64_t r = rnd();
+                    const double x = ldexp(1 + ldexp((double)(r >> 12), -52), E - 1 - (int)(r & 3));
+                    v[i] = r & 4 ? x : -x;
+                    v[i + 1] = -v[i];
+                }
+                for (int i = 2047; i > 0; i--) { /* Fisher-Yates */
+                    const int m = (int)(rnd() % (uint64_t)(i + 1));
+                    const double tmp = v[i];
+                    v[i] = v[m];
+                    v[m] = tmp;
+                }
+                char what[96];
+                snprintf(what, sizeof what, "a float64 tie block at 2^%d, tiny leaves at 2^%d", E,
+                         E - k);
+                sum_list(COOPREDUCE_FLOAT64, what, v, 2048);
+                /* and a narrow block without the tiny leaves before it, whose anchor the block
+                 * of the tie is tried against first (exact.c, narrow_add64) */
+                static double w[4096];
+                for (int i = 0; i < 2048; i += 2) { /* pairs x, -x: the tie stays a tie */
+                    const uint64_t r = rnd();
+                    w[i] = ldexp(1 + ldexp((double)(r >> 12), -52), E - 1 - (int)(r & 3));
+                    w[i + 1] = -w[i];
+                }
+                memcpy(w + 2048, v, sizeof v);
+                sum_list(COOPREDUCE_FLOAT64, what, w, 4096);
+            }
+    }
+
     /* ---- hand-made cases ---- */
     const double M = 1e30, T32 = 0x1p-24, T64 = 0x1p-53;
     ndts = float_dtypes(dts);

@@ -422,8 +422,8 @@ CR_SIMD_CLONES static void bins_span(v2d (*b)[BSETS], const uint64_t *u, uint64_
     for (; i < m; i++) bin_add(b, 0, u[i]);
 }
 
+#define BCHUNK 512 /* leaves a step of the bins (their vector loops' buffers) */
 /* float32 products, exact in binary64, as leaves: a vector loop ahead of the bins. */
-#define BCHUNK 512
 CR_SIMD_CLONES static void products32(const float *x, const float *y, uint64_t m, uint64_t *u)
 {
     for (uint64_t i = 0; i < m; i++) u[i] = cr_f64_bits((double)x[i] * (double)y[i]);
@@ -455,18 +455,209 @@ static unsigned special_flags(const uint64_t *u, uint64_t m)
     return f;
 }
 
+/* ---- float64 sums: narrow blocks by extraction ---------------------------------------------
+ * A block of at most NBLK values whose nonzero magnitudes lie within a few dozen binades needs no
+ * bins. Its values go to NLANES lanes (four vectors of eight), each with an anchor S, started at
+ * M = 1.5 * 2^p, and an accumulator A: s = S + x; q = s - S; A += x - q; S = s. With p = Emax
+ * + 12 (every |x| < 2^Emax) a lane's S stays in [2^p, 2^(p+1)), so s is S + x rounded to a
+ * multiple of 2^(p-52), q is exact (Sterbenz) and x - q is the rounding error of s, exact
+ * (Fast2Sum: |S| > |x|): S - M plus A is the lane's sum, exactly, as long as A adds exactly.
+ * Every x - q is a multiple of u = 2^(emin - 1075) (the smallest nonzero |x|'s unit; q is a
+ * multiple of 2^(p-52), coarser) below 2^(p-53) in magnitude, so any sum of at most NBLK of
+ * them is below 2^(p-42) <= 2^53 u when p <= emin - 980: a span of 30 binades, or any block of
+ * values below 2^-1010 (p held at -1022, whose unit 2^-1074 is every double's). The lanes' S -
+ * M (exact: S and M share a binade), at most 2^(p-1) in sum and multiples of 2^(p-52), and their
+ * A add up exactly too: one total of each for the superaccumulator, two additions a block. Four
+ * vector additions an element's eight where the bins take a scalar update each: uniform, normal
+ * and subnormal float64 data become narrow blocks; data of wide range and cancelling pairs of
+ * it, and blocks with infinities or NaNs, stay on the bins. */
+#define NBLK   2048
+#define NLANES 32
+#define NSPAN  30   /* emax - emin at most (biased exponents, subnormals as 1) */
+#define NTOP   2033 /* the largest emax: p = emax - 1010 <= 1023 */
+
+/* The largest biased exponent of the nonzero leaves and the smallest (subnormals as 1; 0 and
+ * 2047 when every leaf is a zero), and whether some leaf is not -0.0. */
+CR_SIMD_CLONES static void narrow_span64(const uint64_t *u, uint64_t m, uint64_t *mx,
+                                         uint64_t *mn, uint64_t *nonneg)
+{
+    uint64_t hi = 0, lo = 2047, nn = 0;
+    for (uint64_t i = 0; i < m; i++) {
+        const uint64_t a = u[i] & 0x7fffffffffffffffull, e = a >> 52;
+        const uint64_t f = a == 0 ? 2047 : e == 0 ? 1 : e;
+        hi = e > hi ? e : hi;
+        lo = f < lo ? f : lo;
+        nn |= u[i] ^ 0x8000000000000000ull;
+    }
+    *mx = hi;
+    *mn = lo;
+    *nonneg = nn != 0;
+}
+
+/* The extraction of x[0 .. m) (m <= NBLK) against M = 1.5 * 2^p: *h the lanes' S - M, *l their
+ * A, each added up (exact: see above). */
+CR_SIMD_CLONES static void narrow_sum64(const double *x, uint64_t m, double M, double *h,
+                                        double *l)
+{
+    v8d S[4], A[4];
+    for (int v = 0; v < 4; v++)
+        for (int k = 0; k < 8; k++) {
+            S[v][k] = M;
+            A[v][k] = 0.0;
+        }
+    uint64_t i = 0;
+    for (; i + NLANES <= m; i += NLANES)
+        for (int v = 0; v < 4; v++) {
+            v8d xv;
+            memcpy(&xv, x + i + 8 * v, sizeof xv);
+            const v8d sv = S[v] + xv, q = sv - S[v];
+            A[v] += xv - q;
+            S[v] = sv;
+        }
+    for (; i < m; i++) { /* the tail, lane 0 */
+        const double sv = S[0][0] + x[i], q = sv - S[0][0];
+        A[0][0] += x[i] - q;
+        S[0][0] = sv;
+    }
+    double hs = 0.0, ls = 0.0;
+    for (int v = 0; v < 4; v++)
+        for (int k = 0; k < 8; k++) {
+            hs += S[v][k] - M;
+            ls += A[v][k];
+        }
+    *h = hs;
+    *l = ls;
+}
+
+typedef uint64_t v8u __attribute__((vector_size(64)));
+
+/* narrow_span64 and narrow_sum64 of an NBLK block in one pass, against an anchor guessed from
+ * the block before (the caller checks the span against it): one read of the block from memory
+ * where the two passes read it twice (the second from the level-1 cache), and float64 data of
+ * steady range keeps its anchor from block to block. */
+CR_SIMD_CLONES static void narrow_pass64(const double *x, double M, uint64_t *mx, uint64_t *mn,
+                                         uint64_t *nonneg, double *h, double *l)
+{
+    const v8u mag = {~0ull >> 1, ~0ull >> 1, ~0ull >> 1, ~0ull >> 1,
+                     ~0ull >> 1, ~0ull >> 1, ~0ull >> 1, ~0ull >> 1};
+    const v8u nz = ~mag, one = mag >> 62;
+    /* per vector: the largest |x| and the smallest |x| - 1 (a zero wraps to the largest), as
+     * bits, whose order is the values' */
+    v8d S[4], A[4];
+    v8u hi[4], lo[4], nn[4];
+    for (int v = 0; v < 4; v++) {
+        hi[v] = nz & 0;
+        lo[v] = ~hi[v];
+        nn[v] = hi[v];
+        for (int k = 0; k < 8; k++) {
+            S[v][k] = M;
+            A[v][k] = 0.0;
+        }
+    }
+    for (uint64_t i = 0; i < NBLK; i += NLANES)
+        for (int v = 0; v < 4; v++) {
+            v8d xv;
+            v8u b;
+            memcpy(&xv, x + i + 8 * v, sizeof xv);
+            memcpy(&b, x + i + 8 * v, sizeof b);
+            const v8u a = b & mag, am = a - one;
+            const v8u gt = (v8u)(a > hi[v]), lt = (v8u)(am < lo[v]);
+            hi[v] = (gt & a) | (~gt & hi[v]);
+            lo[v] = (lt & am) | (~lt & lo[v]);
+            nn[v] |= b ^ nz;
+            const v8d sv = S[v] + xv, q = sv - S[v];
+            A[v] += xv - q;
+            S[v] = sv;
+        }
+    uint64_t h0 = 0, l0 = ~0ull, n0 = 0;
+    for (int v = 0; v < 4; v++)
+        for (int k = 0; k < 8; k++) {
+            h0 = hi[v][k] > h0 ? hi[v][k] : h0;
+            l0 = lo[v][k] < l0 ? lo[v][k] : l0;
+            n0 |= nn[v][k];
+        }
+    const uint64_t e0 = (l0 + 1) >> 52; /* the smallest nonzero |x|'s biased exponent */
+    *mx = h0 >> 52;
+    *mn = l0 == ~0ull ? 2047 : e0 ? e0 : 1;
+    *nonneg = n0 != 0;
+    double hs = 0.0, ls = 0.0;
+    for (int v = 0; v < 4; v++)
+        for (int k = 0; k < 8; k++) {
+            hs += S[v][k] - M;
+            ls += A[v][k];
+        }
+    *h = hs;
+    *l = ls;
+}
+
+/* The anchor exponent p of a narrow block whose biased exponents span mx .. mn (see above), or
+ * NO_ANCHOR where the block is not narrow. */
+#define NO_ANCHOR (-9999)
+static int narrow_anchor(uint64_t mx, uint64_t mn)
+{
+    const int p = (int)mx - 1010 < -1022 ? -1022 : (int)mx - 1010;
+    return mx > NTOP || p > (int)mn - 980 ? NO_ANCHOR : p;
+}
+
+/* Block u[0 .. m) of float64 leaves as a narrow block, if it is one (returns 1). *anchor: the
+ * last narrow block's p (NO_ANCHOR: none), tried first on a whole block in one pass; a block
+ * that its span shows the anchor does not fit (a value of 2^(p - 12) or more, or p above
+ * emin - 980) is summed again against its own. */
+static int narrow_add64(job *j, const uint64_t *u, uint64_t m, int *anchor)
+{
+    uint64_t mx, mn, nonneg;
+    double h, l;
+    int p = *anchor;
+    if (m == NBLK && p != NO_ANCHOR) {
+        narrow_pass64((const double *)u, ldexp(1.5, p), &mx, &mn, &nonneg, &h, &l);
+        if (nonneg) j->flags |= CR_X_NONNEGZ;
+        if (mn == 2047) return 1; /* zeros only */
+        if (mx <= NTOP && (int)mx <= p + 1010 && p <= (int)mn - 980) {
+            if (h != 0) sa_add(j, h);
+            if (l != 0) sa_add(j, l);
+            return 1;
+        }
+    } else {
+        narrow_span64(u, m, &mx, &mn, &nonneg);
+        if (nonneg) j->flags |= CR_X_NONNEGZ;
+        if (mn == 2047) return 1;
+    }
+    *anchor = p = narrow_anchor(mx, mn);
+    if (p == NO_ANCHOR) return 0;
+    narrow_sum64((const double *)u, m, ldexp(1.5, p), &h, &l);
+    if (h != 0) sa_add(j, h);
+    if (l != 0) sa_add(j, l);
+    return 1;
+}
+
 /* A thread's range through the bins, BCHUNK leaves at a time: float64 values where they lie,
- * float32 products computed into a buffer by a vector loop. */
+ * float32 products computed into a buffer by a vector loop. A float64 sum first tries each
+ * NBLK leaves as a narrow block; after a wide one the next 1, 2, 4 .. 16 (doubling while they
+ * stay wide) go to the bins without the test, as buckets_run does. */
 static void bins_run(job *j)
 {
     const int dot = j->op == COOPREDUCE_OP_DOT;
     const float *x32 = j->x, *y32 = j->y;
     v2d b[BGROUP][BSETS];
     uint64_t buf[BCHUNK];
+    unsigned skip = 0, wait = 0;
+    int anchor = NO_ANCHOR;
     bins_init(&b[0][0], BGROUP * BSETS);
     for (uint64_t i = j->i0; i < j->i1;) {
         const uint64_t e = j->i1 - i < BSPAN ? j->i1 : i + BSPAN;
-        for (; i < e; i += BCHUNK) {
+        while (i < e) {
+            if (!dot && e - i >= NBLK && (i - j->i0) % NBLK == 0) { /* BSPAN: NBLK x 256 */
+                if (wait) {
+                    wait--;
+                } else if (narrow_add64(j, (const uint64_t *)j->x + i, NBLK, &anchor)) {
+                    skip = 0;
+                    i += NBLK;
+                    continue;
+                } else {
+                    skip = skip ? (skip < SKIP_MAX ? 2 * skip : SKIP_MAX) : 1;
+                    wait = skip;
+                }
+            }
             const uint64_t m = e - i < BCHUNK ? e - i : BCHUNK;
             const uint64_t *u = (const uint64_t *)j->x + i;
             if (dot) {
@@ -475,6 +666,7 @@ static void bins_run(job *j)
             }
             bins_span(b, u, m);
             j->flags |= special_flags(u, m); /* from the level-1 cache */
+            i += m;
         }
         bins_flush(j, b);
     }
