@@ -271,17 +271,52 @@ CR_SIMD_CLONES static double block_sum(const uint32_t *w, uint64_t m)
     return a[0];
 }
 
+/* block_span and block_sum of a whole block in one pass (the block read once from memory; the
+ * sum is used only where the span says the block is narrow). */
+CR_SIMD_CLONES static double block_span_sum(const uint32_t *w, uint32_t *mx, uint32_t *mn)
+{
+    double a[16];
+    uint32_t hi[16], lo[16];
+    for (int q = 0; q < 16; q++) {
+        a[q] = -0.0;
+        hi[q] = 0;
+        lo[q] = 255;
+    }
+    for (uint64_t i = 0; i < BLK; i += 16)
+        for (int q = 0; q < 16; q++) {
+            const uint32_t u = w[i + q], e = (u & 0x7fffffffu) >> 23;
+            const uint32_t f = (u & 0x7fffffffu) == 0 ? 255u : e == 0 ? 1u : e;
+            hi[q] = e > hi[q] ? e : hi[q];
+            lo[q] = f < lo[q] ? f : lo[q];
+            a[q] += (double)cr_f32_from(u);
+        }
+    uint32_t h = 0, l = 255;
+    for (int q = 0; q < 16; q++) {
+        h = hi[q] > h ? hi[q] : h;
+        l = lo[q] < l ? lo[q] : l;
+    }
+    *mx = h;
+    *mn = l;
+    for (int d = 8; d >= 1; d /= 2)
+        for (int q = 0; q < d; q++) a[q] += a[q + d];
+    return a[0];
+}
+
 /* Leaves w[0..m), m <= BLK: a narrow block straight to the superaccumulator (returns 1), else
  * the buckets (returns 0). */
 static int block_add(job *j, double (*b)[256], const uint32_t *w, uint64_t m)
 {
     uint32_t mx, mn;
-    block_span(w, m, &mx, &mn);
+    double total = 0;
+    if (m == BLK)
+        total = block_span_sum(w, &mx, &mn);
+    else
+        block_span(w, m, &mx, &mn);
     if (mx == 255 || (mn <= mx && mx - mn > NARROW)) {
         bucket_add_f32(b, w, m);
         return 0;
     }
-    sum_out(j, block_sum(w, m)); /* finite: no infinity or NaN in the block */
+    sum_out(j, m == BLK ? total : block_sum(w, m)); /* finite: no infinity or NaN in the block */
     return 1;
 }
 
