@@ -16,7 +16,8 @@
  * on one ticket a group (tree.cuh's post_tickets and climb with K = 3).
  *
  * Who computes what in level 1: one warp reduces one chunk, as in canonical.cu (at mid sizes,
- * misaligned input and aligned DOT of float32 and float64: 8, 4 or 2 warps, split_kernel).
+ * misaligned input, NORM2's included, and aligned DOT of float32 and float64: 8, 4 or 2 warps,
+ * split_kernel).
  * Every load is 16 bytes: 4 float32, 2 float64 or 8 half-precision elements. A float32 or float64 row (128 or
  * 64 lanes) is then one warp-wide load, and thread t holds the same lanes of all 32 rows. A
  * half-precision row (128 lanes, 256 bytes) is half a warp-wide load: threads 0-15 read rows
@@ -39,6 +40,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <type_traits>
 
 #include "gpu/kernel/grid.cuh"   /* occupancy, grid_blocks */
 #include "gpu/kernel/load.cuh"   /* load16: the stream-once policy */
@@ -146,67 +148,6 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
 #define CR_TUNE_SPLIT_WAVES 1
 #endif
 
-/* One leaf class at mid sizes, where fused_kernel's chunk a warp fills less than half a wave of
- * warps: G warps a chunk (G = 8, 4 or 2, the most that fit in a wave), 8 / G chunks a block
- * (contiguous, as fused_kernel's ranges). Warp q of a chunk takes rows q * kRows / G .. of each
- * half, a subtree of the row tree, with all its loads at once (rows_used_from: 16-byte loads,
- * two shifted into place where an array starts past a boundary: kLoad kLoadWithin, element
- * loads at the arrays' ends); the G subtrees meet in shared memory and the chunk's first warp
- * adds them pairwise in warp order, the row tree's top levels, then runs the lane tree
- * (finish_chunk). The same tree, the same bits, one or two round trips to memory where a warp's
- * chunk took 4 to 8 (a misaligned DOT 8, its shifted batches 4 rows). Then fused_kernel's end;
- * the block's early tickets go out between the poster's loads and their tree. */
-template <typename In, Leaf LF, int G, int kLoad>
-__global__ void __launch_bounds__(32 * kWarps, 2)
-    split_kernel(const __grid_constant__ Args<In> A,
-                 const __grid_constant__ Params<typename In::Acc> P)
-{
-    using Acc = typename In::Acc;
-    using S = Shape<In>;
-    using RV = RowVals<In, LF>;
-    constexpr int kPer = kWarps / G, kRowsPart = S::kRows / G;
-    static_assert(kLeaves<LF> == 1 && kWarps % G == 0 && kRowsPart >= 1, "G divides the rows");
-    __shared__ Lanes<Acc> quarter[2][4][32]; /* post_tickets' batch trees */
-    __shared__ RV parts[kWarps][32];
-    cg::thread_block block = cg::this_thread_block();
-    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
-    const int w = warp.meta_group_rank(), t = warp.thread_rank(), q = w % G;
-    const unsigned int tag = P.levels > 1 ? launch_tag(P) : 0u;
-    __shared__ Params<Acc> Ps; /* the end's copy (tree.cuh, params_to_shared) */
-    params_to_shared(P, Ps);
-    const uint64_t chunks = P.count[1], b0 = (uint64_t)blockIdx.x * kPer;
-    const uint64_t b1 = b0 + kPer < chunks ? b0 + kPer : chunks, c = b0 + w / G;
-    __shared__ EarlyTickets early;
-    const bool poster = P.levels > 1 && early_poster();
-    EarlyPost ep;
-    const bool posted = poster && early_post(P, b0, b1, ep);
-    if (c < b1) {
-        const uint64_t base = c * S::kChunk, rest = A.n - base;
-        const int m = rest < S::kChunk ? (int)rest : (int)S::kChunk;
-        const int half = t / S::kThreadsPerRow, lane0 = (t % S::kThreadsPerRow) * In::kVec;
-        parts[w][t] = rows_used_from<In, LF, kLoad, kRowsPart>(
-            A, base, half * S::kRows + q * kRowsPart, lane0, m, (m + S::kLanes - 1) / S::kLanes);
-    }
-    if (posted)
-        early_note(P, ep, &early);
-    else if (poster)
-        early.n = -1;
-    block.sync();
-    if (q == 0 && c < b1) {
-        RV p[G];
-#pragma unroll
-        for (int i = 0; i < G; i++) p[i] = parts[w + i][t];
-        Acc v[1];
-        finish_chunk<In, LF>(warp, pairwise_tree(p), Ext(), v);
-        if (P.levels == 1)
-            write_result(warp, P, v[0], 0u);
-        else if (t == 0)
-            store_partial(P, 1, c, v[0], tag);
-    }
-    if (P.levels == 1) return; /* uniform across the block */
-    post_tickets<1>(block, warp, &Ps, b0, b1, &quarter[0][0][0], tag, &early);
-}
-
 /* NORM2's three trees (big, medium, small), one launch. Level 1 tries the medium class alone
  * (one tree of squares instead of three, streamed like fused_kernel), noting beside the tree
  * the chunk's largest |x| and smallest nonzero |x| (the input type's Ext, on bits): if either
@@ -248,6 +189,89 @@ __device__ __forceinline__ bool store_three(const Trees3<Acc> &T, uint64_t c, co
     }
     store_partial(T.p[1], 1, c, v[1], other ? tag ^ kOtherFlag : tag);
     return other;
+}
+
+/* Mid sizes, where a chunk a warp (fused_kernel, norm2_kernel) fills less than half a wave of
+ * warps: G warps a chunk (G = 8, 4 or 2, the most that fit in a wave), 8 / G chunks a block
+ * (contiguous, as those kernels' ranges). Warp q of a chunk takes rows q * kRows / G .. of each
+ * half, a subtree of the row tree, with all its loads at once (rows_used_from: 16-byte loads,
+ * two shifted into place where an array starts past a boundary: kLoad kLoadWithin, element
+ * loads at the arrays' ends); the G subtrees meet in shared memory and the chunk's first warp
+ * adds them pairwise in warp order, the row tree's top levels, then runs the lane tree
+ * (finish_chunk). The same tree, the same bits, one or two round trips to memory where a warp's
+ * chunk took 4 to 16 (a misaligned DOT 8, its shifted batches 4 rows; NORM2's three classes 2
+ * to 4 rows a batch). Then the end of fused_kernel (one tree: TP is its Params) or of
+ * norm2_kernel (NORM2's three classes in three trees: Trees3, each chunk's partials by
+ * store_three); the block's early tickets go out between the poster's loads and their tree. */
+template <typename In, Leaf LF, int G, int kLoad,
+          typename TP = std::conditional_t<LF == Leaf::kNorm2, Trees3<typename In::Acc>,
+                                           Params<typename In::Acc>>>
+__global__ void __launch_bounds__(32 * kWarps, 2)
+    split_kernel(const __grid_constant__ Args<In> A, const __grid_constant__ TP T)
+{
+    using Acc = typename In::Acc;
+    using S = Shape<In>;
+    using RV = RowVals<In, LF>;
+    constexpr int K = kLeaves<LF>, kPer = kWarps / G, kRowsPart = S::kRows / G;
+    constexpr bool kThree = LF == Leaf::kNorm2;
+    static_assert(kWarps % G == 0 && kRowsPart >= 1 && (K == 1 || kThree), "G divides the rows");
+    __shared__ Lanes<Acc> quarter[K][8][32]; /* post_tickets' row trees */
+    __shared__ RV parts[kWarps][32];
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    const int w = warp.meta_group_rank(), t = warp.thread_rank(), q = w % G;
+    const Params<Acc> *Pk; /* the trees' parameters: the one, or NORM2's three */
+    if constexpr (kThree)
+        Pk = T.p;
+    else
+        Pk = &T;
+    const Params<Acc> &P = Pk[K == 3 ? 1 : 0]; /* the medium tree's for NORM2, as norm2_kernel */
+    const unsigned int tag = P.levels > 1 ? launch_tag(P) : 0u;
+    __shared__ TP Ts; /* the end's copy (tree.cuh, params_to_shared) */
+    params_to_shared(T, Ts);
+    const uint64_t chunks = P.count[1], b0 = (uint64_t)blockIdx.x * kPer;
+    const uint64_t b1 = b0 + kPer < chunks ? b0 + kPer : chunks, c = b0 + w / G;
+    __shared__ EarlyTickets early;
+    const bool poster = P.levels > 1 && early_poster();
+    EarlyPost ep;
+    const bool posted = poster && early_post(Pk[0], b0, b1, ep);
+    if (c < b1) {
+        const uint64_t base = c * S::kChunk, rest = A.n - base;
+        const int m = rest < S::kChunk ? (int)rest : (int)S::kChunk;
+        const int half = t / S::kThreadsPerRow, lane0 = (t % S::kThreadsPerRow) * In::kVec;
+        parts[w][t] = rows_used_from<In, LF, kLoad, kRowsPart>(
+            A, base, half * S::kRows + q * kRowsPart, lane0, m, (m + S::kLanes - 1) / S::kLanes);
+    }
+    if (posted)
+        early_note(Pk[0], ep, &early);
+    else if (poster)
+        early.n = -1;
+    block.sync();
+    if (q == 0 && c < b1) {
+        RV p[G];
+#pragma unroll
+        for (int i = 0; i < G; i++) p[i] = parts[w + i][t];
+        Acc v[K];
+        finish_chunk<In, LF>(warp, pairwise_tree(p), Ext(), v);
+        if constexpr (kThree) {
+            if (t == 0 && P.levels == 1)
+                write_final(P.fin, P.count[0], (double)v[0], (double)v[1], (double)v[2], P.out);
+            else if (t == 0)
+                store_three(T, c, v, tag);
+        } else {
+            if (P.levels == 1)
+                write_result(warp, P, v[0], 0u);
+            else if (t == 0)
+                store_partial(P, 1, c, v[0], tag);
+        }
+    }
+    if (P.levels == 1) return; /* uniform across the block */
+    const Params<Acc> *Ps;
+    if constexpr (kThree)
+        Ps = Ts.p;
+    else
+        Ps = &Ts;
+    post_tickets<K>(block, warp, Ps, b0, b1, &quarter[0][0][0], tag, &early);
 }
 
 /* The three-class stream: the warp's full, aligned chunks c0, c0 + kWarps, .. below c1 with
@@ -356,9 +380,8 @@ cudaError_t launch_fused(const Args<In> &A, const Params<typename In::Acc> &P, i
 
 /* split_kernel with G warps a chunk on `blocks` blocks: 16-byte loads for aligned DOT (the
  * aligned case grid() splits), else two a lane group shifted into place (any alignment). */
-template <typename In, Leaf LF, int G>
-void launch_split_for(const Args<In> &A, const Params<typename In::Acc> &P, int blocks,
-                      cudaStream_t stream)
+template <typename In, Leaf LF, int G, typename TP>
+void launch_split_for(const Args<In> &A, const TP &P, int blocks, cudaStream_t stream)
 {
     if constexpr (G == 8 && LF == Leaf::kProduct) {
         if ((uintptr_t)A.x % 16 == 0 && (uintptr_t)A.y % 16 == 0) {
@@ -368,9 +391,8 @@ void launch_split_for(const Args<In> &A, const Params<typename In::Acc> &P, int 
     }
     split_kernel<In, LF, G, kLoadWithin><<<blocks, 32 * kWarps, 0, stream>>>(A, P);
 }
-template <typename In, Leaf LF>
-cudaError_t launch_split(const Args<In> &A, const Params<typename In::Acc> &P, int split,
-                         int blocks, cudaStream_t stream)
+template <typename In, Leaf LF, typename TP>
+cudaError_t launch_split(const Args<In> &A, const TP &P, int split, int blocks, cudaStream_t stream)
 {
     if (split == 8)
         launch_split_for<In, LF, 8>(A, P, blocks, stream);
@@ -395,16 +417,16 @@ cudaError_t fused_for_leaf(int leaf, const void *x, const void *y, uint64_t n, v
     P.out = out;
     P.fin = fin;
     tree_setup(P, n, partials, counters);
-    if (split > 1 && leaf <= 2) { /* the grid holds every chunk's G warps */
+    if (split > 1 && leaf <= 2) { /* the grid holds every chunk's G warps (NORM2: below) */
         switch (leaf) {
         case 0: return launch_split<In, Leaf::kWiden>(A, P, split, *blocks, s);
         case 1: return launch_split<In, Leaf::kSquare>(A, P, split, *blocks, s);
         default: return launch_split<In, Leaf::kProduct>(A, P, split, *blocks, s);
         }
     }
-    /* No block without a chunk (a forced grid may ask for more). */
+    /* No block without a chunk (a forced grid may ask for more); a split grid is sized so. */
     const uint64_t need = (P.count[1] + kWarps - 1) / kWarps;
-    if ((uint64_t)*blocks > need) *blocks = (int)need;
+    if (split <= 1 && (uint64_t)*blocks > need) *blocks = (int)need;
     switch (leaf) {
     case 0: return launch_fused<In, Leaf::kWiden>(A, P, *blocks, stream_once, s);
     case 1: return launch_fused<In, Leaf::kSquare>(A, P, *blocks, stream_once, s);
@@ -421,6 +443,7 @@ cudaError_t fused_for_leaf(int leaf, const void *x, const void *y, uint64_t n, v
         tree_setup(Q, n, w3->partials[k], w3->counters);
         Q.epoch = w3->epoch;
     }
+    if (split > 1) return launch_split<In, Leaf::kNorm2>(A, T, split, *blocks, s);
     const int aligned = (uintptr_t)x % 16 == 0;
     const Args<Shifted<In>> S = {A.x, A.y, A.n};
     if (!aligned && stream_once)
@@ -464,15 +487,14 @@ template <typename In> cudaError_t grid(const cr_gpu_call *c, cr_gpu_grid *g)
      * where its chunk a warp took 4 round trips to memory. Elsewhere fused_kernel's stream was
      * as fast or faster: aligned 16-bit SUM and SUMSQ 0.4-1.1 us faster from 2^16 to 2^22,
      * float32 SUMSQ 0.2-0.6 us from 2^20, DOT at 4 or 2 warps a chunk 0.3-1.0 us (an H200,
-     * docs/perf-log run 284). Not NORM2 (three leaf classes), nor a forced grid (a grid of
-     * fused_kernel's). */
+     * docs/perf-log run 284). NORM2 (norm2_kernel's medium pass on aligned input) for misaligned
+     * input only. Not for a forced grid (a grid of fused_kernel's). */
     const uint64_t chunks = (c->n + C - 1) / C, wave = (uint64_t)c->sm_count * per_sm * kWarps;
     const bool dot = c->plan->leaf == CR_LEAF_PRODUCT;
     const bool aligned = (uintptr_t)c->x % 16 == 0 && (!dot || (uintptr_t)c->y % 16 == 0);
     const uint64_t room = aligned ? wave : wave * CR_TUNE_SPLIT_WAVES;
     int split = chunks * 8 <= room ? 8 : chunks * 4 <= room ? 4 : chunks * 2 <= room ? 2 : 0;
-    if (!CR_TUNE_SPLIT || c->forced_blocks || c->plan->leaf > CR_LEAF_PRODUCT ||
-        (aligned && !(dot && In::kBytes >= 4 && split == 8)))
+    if (!CR_TUNE_SPLIT || c->forced_blocks || (aligned && !(dot && In::kBytes >= 4 && split == 8)))
         split = 0;
     g->split = split;
     if (split) g->blocks = (int)((chunks * split + kWarps - 1) / kWarps);
