@@ -129,7 +129,12 @@ if [ $BENCH = 1 ]; then
   step bench-rows-data "$BUILD/coopreduce" bench --shape 16384x8192 --axis 1 --op norm2 \
     --dtype bf16,f32,f64 --data uniform,wide --quick
   step bench-offset "$BUILD/coopreduce" bench --op sum,sumsq,norm2,dot,mean \
-    --dtype f16,bf16,f32,f64 --n 2^24,2^28 --offset 1 --quick
+    --dtype f16,bf16,f32,f64 --n 2^20,2^24,2^28 --offset 1 --quick
+  # hot and cold L2 at the sizes where they differ (the methods' sweep and the operations)
+  step bench-cold "$BUILD/coopreduce" bench --cold --method canonical --dtype f32,f64 \
+    --n 2^20,2^22,2^24,2^26 --no-extras --no-host-latency
+  step bench-cold-ops "$BUILD/coopreduce" bench --cold --op sum,sumsq,norm2,dot \
+    --dtype bf16,f32,f64 --n 2^20,2^24 --quick
   # rows that are not whole, aligned chunks: a length not a multiple of 16 bytes, a misaligned
   # array
   step bench-rows-ragged "$BUILD/coopreduce" bench --shape 16384x10001 --axis 1 \
