@@ -243,37 +243,20 @@ static void bucket_add_f32(double (*b)[256], const uint32_t *x, uint64_t m)
 #define BLK    4096
 #define NARROW 17
 
-/* The largest biased exponent of |leaf| (255: infinity or NaN) and the smallest of the nonzero
- * leaves (255 if none), subnormals as 1. */
-CR_SIMD_CLONES static void block_span(const uint32_t *w, uint64_t m, uint32_t *mx, uint32_t *mn)
+/* Leaves w[0 .. m), m <= BLK, in one pass (the block read once from memory): the largest
+ * biased exponent of |leaf| (255: infinity or NaN) and the smallest of the nonzero leaves (255
+ * if none), subnormals as 1, and their binary64 sum by sixteen accumulators combined pairwise,
+ * which is exact where the span says the block is narrow (each partial sum a subset's). */
+static inline void span_sum_step(uint32_t u, uint32_t *hi, uint32_t *lo, double *a)
 {
-    uint32_t hi = 0, lo = 255;
-    for (uint64_t i = 0; i < m; i++) {
-        const uint32_t a = w[i] & 0x7fffffffu, e = a >> 23;
-        const uint32_t f = a == 0 ? 255u : e == 0 ? 1u : e;
-        hi = e > hi ? e : hi;
-        lo = f < lo ? f : lo;
-    }
-    *mx = hi;
-    *mn = lo;
+    const uint32_t e = (u & 0x7fffffffu) >> 23;
+    const uint32_t f = (u & 0x7fffffffu) == 0 ? 255u : e == 0 ? 1u : e;
+    *hi = e > *hi ? e : *hi;
+    *lo = f < *lo ? f : *lo;
+    *a += (double)cr_f32_from(u);
 }
-
-CR_SIMD_CLONES static double block_sum(const uint32_t *w, uint64_t m)
-{
-    double a[16];
-    for (int q = 0; q < 16; q++) a[q] = -0.0;
-    uint64_t i = 0;
-    for (; i + 16 <= m; i += 16)
-        for (int q = 0; q < 16; q++) a[q] += (double)cr_f32_from(w[i + q]);
-    for (; i < m; i++) a[0] += (double)cr_f32_from(w[i]);
-    for (int d = 8; d >= 1; d /= 2)
-        for (int q = 0; q < d; q++) a[q] += a[q + d];
-    return a[0];
-}
-
-/* block_span and block_sum of a whole block in one pass (the block read once from memory; the
- * sum is used only where the span says the block is narrow). */
-CR_SIMD_CLONES static double block_span_sum(const uint32_t *w, uint32_t *mx, uint32_t *mn)
+CR_SIMD_CLONES static double block_span_sum(const uint32_t *w, uint64_t m, uint32_t *mx,
+                                            uint32_t *mn)
 {
     double a[16];
     uint32_t hi[16], lo[16];
@@ -282,14 +265,10 @@ CR_SIMD_CLONES static double block_span_sum(const uint32_t *w, uint32_t *mx, uin
         hi[q] = 0;
         lo[q] = 255;
     }
-    for (uint64_t i = 0; i < BLK; i += 16)
-        for (int q = 0; q < 16; q++) {
-            const uint32_t u = w[i + q], e = (u & 0x7fffffffu) >> 23;
-            const uint32_t f = (u & 0x7fffffffu) == 0 ? 255u : e == 0 ? 1u : e;
-            hi[q] = e > hi[q] ? e : hi[q];
-            lo[q] = f < lo[q] ? f : lo[q];
-            a[q] += (double)cr_f32_from(u);
-        }
+    uint64_t i = 0;
+    for (; i + 16 <= m; i += 16)
+        for (int q = 0; q < 16; q++) span_sum_step(w[i + q], &hi[q], &lo[q], &a[q]);
+    for (; i < m; i++) span_sum_step(w[i], &hi[0], &lo[0], &a[0]); /* the tail */
     uint32_t h = 0, l = 255;
     for (int q = 0; q < 16; q++) {
         h = hi[q] > h ? hi[q] : h;
@@ -311,16 +290,12 @@ CR_SIMD_CLONES static double block_span_sum(const uint32_t *w, uint32_t *mx, uin
 static int block_add(job *j, double (*b)[256], const uint32_t *w, uint64_t m)
 {
     uint32_t mx, mn;
-    double total = 0;
-    if (m == BLK)
-        total = block_span_sum(w, &mx, &mn);
-    else
-        block_span(w, m, &mx, &mn);
+    const double total = block_span_sum(w, m, &mx, &mn);
     if (mx == 255 || (mn <= mx && mx - mn > NARROW)) {
         bucket_add_f32(b, w, m);
         return mx == 255 || mx - mn > WIDE ? -1 : 0;
     }
-    sum_out(j, m == BLK ? total : block_sum(w, m)); /* finite: no infinity or NaN in the block */
+    sum_out(j, total); /* finite: no infinity or NaN in the block */
     return 1;
 }
 
@@ -343,6 +318,13 @@ CR_SIMD_CLONES static void widen_bf16_block(const uint16_t *h, uint64_t m, uint3
  * not stop the tests (normal float32 data 5%, bfloat16 9% faster: docs/perf-log). Either path is
  * exact: only the speed depends on which one a block takes. */
 #define SKIP_MAX 16
+/* After a wide block: the next *skip blocks skip the test, 1, 2, 4 .. SKIP_MAX while they
+ * stay wide (a narrow block sets *skip back to 0). */
+static void skip_after_wide(unsigned *skip, unsigned *wait)
+{
+    *skip = *skip ? (*skip < SKIP_MAX ? 2 * *skip : SKIP_MAX) : 1;
+    *wait = *skip;
+}
 static void buckets_run(job *j)
 {
     double b[SETS][256];
@@ -366,8 +348,7 @@ static void buckets_run(job *j)
             if (r > 0) {
                 skip = 0;
             } else if (r < 0) {
-                skip = skip ? (skip < SKIP_MAX ? 2 * skip : SKIP_MAX) : 1;
-                wait = skip;
+                skip_after_wide(&skip, &wait);
             }
         }
         if ((i - j->i0 + m) % SPAN == 0 || i + m == j->i1) flush_buckets(j, b);
@@ -517,68 +498,16 @@ static unsigned special_flags(const uint64_t *u, uint64_t m)
  * it, and blocks with infinities or NaNs, stay on the bins. */
 #define NBLK   2048
 #define NLANES 32
-#define NSPAN  30   /* emax - emin at most (biased exponents, subnormals as 1) */
 #define NTOP   2033 /* the largest emax: p = emax - 1010 <= 1023 */
-
-/* The largest biased exponent of the nonzero leaves and the smallest (subnormals as 1; 0 and
- * 2047 when every leaf is a zero), and whether some leaf is not -0.0. */
-CR_SIMD_CLONES static void narrow_span64(const uint64_t *u, uint64_t m, uint64_t *mx,
-                                         uint64_t *mn, uint64_t *nonneg)
-{
-    uint64_t hi = 0, lo = 2047, nn = 0;
-    for (uint64_t i = 0; i < m; i++) {
-        const uint64_t a = u[i] & 0x7fffffffffffffffull, e = a >> 52;
-        const uint64_t f = a == 0 ? 2047 : e == 0 ? 1 : e;
-        hi = e > hi ? e : hi;
-        lo = f < lo ? f : lo;
-        nn |= u[i] ^ 0x8000000000000000ull;
-    }
-    *mx = hi;
-    *mn = lo;
-    *nonneg = nn != 0;
-}
-
-/* The extraction of x[0 .. m) (m <= NBLK) against M = 1.5 * 2^p: *h the lanes' S - M, *l their
- * A, each added up (exact: see above). */
-CR_SIMD_CLONES static void narrow_sum64(const double *x, uint64_t m, double M, double *h,
-                                        double *l)
-{
-    v8d S[4], A[4];
-    for (int v = 0; v < 4; v++)
-        for (int k = 0; k < 8; k++) {
-            S[v][k] = M;
-            A[v][k] = 0.0;
-        }
-    uint64_t i = 0;
-    for (; i + NLANES <= m; i += NLANES)
-        for (int v = 0; v < 4; v++) {
-            v8d xv;
-            memcpy(&xv, x + i + 8 * v, sizeof xv);
-            const v8d sv = S[v] + xv, q = sv - S[v];
-            A[v] += xv - q;
-            S[v] = sv;
-        }
-    for (; i < m; i++) { /* the tail, lane 0 */
-        const double sv = S[0][0] + x[i], q = sv - S[0][0];
-        A[0][0] += x[i] - q;
-        S[0][0] = sv;
-    }
-    double hs = 0.0, ls = 0.0;
-    for (int v = 0; v < 4; v++)
-        for (int k = 0; k < 8; k++) {
-            hs += S[v][k] - M;
-            ls += A[v][k];
-        }
-    *h = hs;
-    *l = ls;
-}
 
 typedef uint64_t v8u __attribute__((vector_size(64)));
 
-/* narrow_span64 and narrow_sum64 of an NBLK block in one pass, against an anchor guessed from
- * the block before (the caller checks the span against it): one read of the block from memory
- * where the two passes read it twice (the second from the level-1 cache), and float64 data of
- * steady range keeps its anchor from block to block. */
+/* An NBLK block in one pass: its span, mx the largest biased exponent of the nonzero leaves and
+ * mn the smallest (subnormals as 1; 0 and 2047 when every leaf is a zero), whether some leaf is
+ * not -0.0, and its extraction against M = 1.5 * 2^p: *h the lanes' S - M, *l their A, each
+ * added up, exact where the span fits p (narrow_fits). Against the previous block's anchor
+ * this reads the block once; float64 data of steady range keeps its anchor from block to
+ * block. */
 CR_SIMD_CLONES static void narrow_pass64(const double *x, double M, uint64_t *mx, uint64_t *mn,
                                          uint64_t *nonneg, double *h, double *l)
 {
@@ -634,41 +563,33 @@ CR_SIMD_CLONES static void narrow_pass64(const double *x, double M, uint64_t *mx
     *l = ls;
 }
 
-/* The anchor exponent p of a narrow block whose biased exponents span mx .. mn (see above), or
- * NO_ANCHOR where the block is not narrow. */
-#define NO_ANCHOR (-9999)
-static int narrow_anchor(uint64_t mx, uint64_t mn)
+/* Whether anchor p fits a block of span mx .. mn (see above): no infinity or NaN and p <= 1023
+ * (mx <= NTOP), every value below 2^(p-12), and p <= emin - 980. */
+static int narrow_fits(int p, uint64_t mx, uint64_t mn)
 {
-    const int p = (int)mx - 1010 < -1022 ? -1022 : (int)mx - 1010;
-    return mx > NTOP || p > (int)mn - 980 ? NO_ANCHOR : p;
+    return mx <= NTOP && (int)mx <= p + 1010 && p <= (int)mn - 980;
 }
 
-/* Block u[0 .. m) of float64 leaves as a narrow block, if it is one (returns 1). *anchor: the
- * last narrow block's p (NO_ANCHOR: none), tried first on a whole block in one pass; a block
- * that its span shows the anchor does not fit (a value of 2^(p - 12) or more, or p above
- * emin - 980) is summed again against its own. */
-static int narrow_add64(job *j, const uint64_t *u, uint64_t m, int *anchor)
+/* Block u[0 .. NBLK) of float64 leaves as a narrow block, if it is one (returns 1). *anchor:
+ * the last narrow block's p (NO_ANCHOR: none), tried first; a block whose span does not fit it
+ * (or, without one, any block: its first pass gives the span alone) is summed again against
+ * its own anchor, p = emax - 1010 (at least -1022), where that one fits. */
+#define NO_ANCHOR (-9999)
+static int narrow_add64(job *j, const uint64_t *u, int *anchor)
 {
+    const double *x = (const double *)u;
     uint64_t mx, mn, nonneg;
     double h, l;
     int p = *anchor;
-    if (m == NBLK && p != NO_ANCHOR) {
-        narrow_pass64((const double *)u, ldexp(1.5, p), &mx, &mn, &nonneg, &h, &l);
-        if (nonneg) j->flags |= CR_X_NONNEGZ;
-        if (mn == 2047) return 1; /* zeros only */
-        if (mx <= NTOP && (int)mx <= p + 1010 && p <= (int)mn - 980) {
-            if (h != 0) sa_add(j, h);
-            if (l != 0) sa_add(j, l);
-            return 1;
-        }
-    } else {
-        narrow_span64(u, m, &mx, &mn, &nonneg);
-        if (nonneg) j->flags |= CR_X_NONNEGZ;
-        if (mn == 2047) return 1;
+    narrow_pass64(x, ldexp(1.5, p == NO_ANCHOR ? 0 : p), &mx, &mn, &nonneg, &h, &l);
+    if (nonneg) j->flags |= CR_X_NONNEGZ;
+    if (mn == 2047) return 1; /* zeros only */
+    if (p == NO_ANCHOR || !narrow_fits(p, mx, mn)) {
+        p = (int)mx - 1010 < -1022 ? -1022 : (int)mx - 1010;
+        *anchor = p = narrow_fits(p, mx, mn) ? p : NO_ANCHOR;
+        if (p == NO_ANCHOR) return 0;
+        narrow_pass64(x, ldexp(1.5, p), &mx, &mn, &nonneg, &h, &l);
     }
-    *anchor = p = narrow_anchor(mx, mn);
-    if (p == NO_ANCHOR) return 0;
-    narrow_sum64((const double *)u, m, ldexp(1.5, p), &h, &l);
     if (h != 0) sa_add(j, h);
     if (l != 0) sa_add(j, l);
     return 1;
@@ -693,13 +614,12 @@ static void bins_run(job *j)
             if (!dot && e - i >= NBLK && (i - j->i0) % NBLK == 0) { /* BSPAN: NBLK x 256 */
                 if (wait) {
                     wait--;
-                } else if (narrow_add64(j, (const uint64_t *)j->x + i, NBLK, &anchor)) {
+                } else if (narrow_add64(j, (const uint64_t *)j->x + i, &anchor)) {
                     skip = 0;
                     i += NBLK;
                     continue;
                 } else {
-                    skip = skip ? (skip < SKIP_MAX ? 2 * skip : SKIP_MAX) : 1;
-                    wait = skip;
+                    skip_after_wide(&skip, &wait);
                 }
             }
             const uint64_t m = e - i < BCHUNK ? e - i : BCHUNK;
