@@ -191,6 +191,18 @@ __device__ __forceinline__ bool store_three(const Trees3<Acc> &T, uint64_t c, co
     return other;
 }
 
+/* The parameters of a launch's trees, as an array: the one tree's, or NORM2's three. */
+template <typename Acc>
+__device__ __forceinline__ const Params<Acc> *tree_params(const Params<Acc> &P)
+{
+    return &P;
+}
+template <typename Acc>
+__device__ __forceinline__ const Params<Acc> *tree_params(const Trees3<Acc> &T)
+{
+    return T.p;
+}
+
 /* Mid sizes, where a chunk a warp (fused_kernel, norm2_kernel) fills less than half a wave of
  * warps: G warps a chunk (G = 8, 4 or 2, the most that fit in a wave), 8 / G chunks a block
  * (contiguous, as those kernels' ranges). Warp q of a chunk takes rows q * kRows / G .. of each
@@ -220,11 +232,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
     cg::thread_block block = cg::this_thread_block();
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
     const int w = warp.meta_group_rank(), t = warp.thread_rank(), q = w % G;
-    const Params<Acc> *Pk; /* the trees' parameters: the one, or NORM2's three */
-    if constexpr (kThree)
-        Pk = T.p;
-    else
-        Pk = &T;
+    const Params<Acc> *Pk = tree_params(T);
     const Params<Acc> &P = Pk[K == 3 ? 1 : 0]; /* the medium tree's for NORM2, as norm2_kernel */
     const unsigned int tag = P.levels > 1 ? launch_tag(P) : 0u;
     __shared__ TP Ts; /* the end's copy (tree.cuh, params_to_shared) */
@@ -266,12 +274,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
         }
     }
     if (P.levels == 1) return; /* uniform across the block */
-    const Params<Acc> *Ps;
-    if constexpr (kThree)
-        Ps = Ts.p;
-    else
-        Ps = &Ts;
-    post_tickets<K>(block, warp, Ps, b0, b1, &quarter[0][0][0], tag, &early);
+    post_tickets<K>(block, warp, tree_params(Ts), b0, b1, &quarter[0][0][0], tag, &early);
 }
 
 /* The three-class stream: the warp's full, aligned chunks c0, c0 + kWarps, .. below c1 with
@@ -360,12 +363,17 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
     post_tickets<3>(block, warp, Ts.p, b0, b1, &quarter[0][0][0], tag, &early);
 }
 
+/* Whether x (and y, for DOT) start on a 16-byte boundary. */
+inline bool arrays_aligned(const void *x, const void *y, bool dot)
+{
+    return (uintptr_t)x % 16 == 0 && (!dot || (uintptr_t)y % 16 == 0);
+}
+
 template <typename In, Leaf LF>
 cudaError_t launch_fused(const Args<In> &A, const Params<typename In::Acc> &P, int blocks,
                          int stream_once, cudaStream_t stream)
 {
-    const int aligned =
-        (uintptr_t)A.x % 16 == 0 && (LF != Leaf::kProduct || (uintptr_t)A.y % 16 == 0);
+    const bool aligned = arrays_aligned(A.x, A.y, LF == Leaf::kProduct);
     const Args<Shifted<In>> S = {A.x, A.y, A.n};
     if (!aligned && stream_once)
         fused_kernel<Shifted<In>, LF, true><<<blocks, 32 * kWarps, 0, stream>>>(S, P);
@@ -384,7 +392,7 @@ template <typename In, Leaf LF, int G, typename TP>
 void launch_split_for(const Args<In> &A, const TP &P, int blocks, cudaStream_t stream)
 {
     if constexpr (G == 8 && LF == Leaf::kProduct) {
-        if ((uintptr_t)A.x % 16 == 0 && (uintptr_t)A.y % 16 == 0) {
+        if (arrays_aligned(A.x, A.y, true)) {
             split_kernel<In, LF, G, kLoadVector><<<blocks, 32 * kWarps, 0, stream>>>(A, P);
             return;
         }
@@ -406,8 +414,7 @@ cudaError_t launch_split(const Args<In> &A, const TP &P, int split, int blocks, 
 template <typename In>
 cudaError_t fused_for_leaf(int leaf, const void *x, const void *y, uint64_t n, void *out,
                            void *partials, void *counters, const cr_norm2_work *w3,
-                           const Final &fin, int *blocks, int split, int stream_once,
-                           cudaStream_t s)
+                           const Final &fin, int blocks, int split, int stream_once, cudaStream_t s)
 {
     Args<In> A = {};
     A.x = x;
@@ -417,20 +424,14 @@ cudaError_t fused_for_leaf(int leaf, const void *x, const void *y, uint64_t n, v
     P.out = out;
     P.fin = fin;
     tree_setup(P, n, partials, counters);
-    if (split > 1 && leaf <= 2) { /* the grid holds every chunk's G warps (NORM2: below) */
-        switch (leaf) {
-        case 0: return launch_split<In, Leaf::kWiden>(A, P, split, *blocks, s);
-        case 1: return launch_split<In, Leaf::kSquare>(A, P, split, *blocks, s);
-        default: return launch_split<In, Leaf::kProduct>(A, P, split, *blocks, s);
-        }
-    }
-    /* No block without a chunk (a forced grid may ask for more); a split grid is sized so. */
-    const uint64_t need = (P.count[1] + kWarps - 1) / kWarps;
-    if (split <= 1 && (uint64_t)*blocks > need) *blocks = (int)need;
+    /* blocks: grid()'s, with no block left without a chunk */
+    if (split > 1 && leaf == 0) return launch_split<In, Leaf::kWiden>(A, P, split, blocks, s);
+    if (split > 1 && leaf == 1) return launch_split<In, Leaf::kSquare>(A, P, split, blocks, s);
+    if (split > 1 && leaf == 2) return launch_split<In, Leaf::kProduct>(A, P, split, blocks, s);
     switch (leaf) {
-    case 0: return launch_fused<In, Leaf::kWiden>(A, P, *blocks, stream_once, s);
-    case 1: return launch_fused<In, Leaf::kSquare>(A, P, *blocks, stream_once, s);
-    case 2: return launch_fused<In, Leaf::kProduct>(A, P, *blocks, stream_once, s);
+    case 0: return launch_fused<In, Leaf::kWiden>(A, P, blocks, stream_once, s);
+    case 1: return launch_fused<In, Leaf::kSquare>(A, P, blocks, stream_once, s);
+    case 2: return launch_fused<In, Leaf::kProduct>(A, P, blocks, stream_once, s);
     default: break;
     }
     /* NORM2: three trees' partials in three workspaces, one epoch and tree 0's counters
@@ -443,17 +444,17 @@ cudaError_t fused_for_leaf(int leaf, const void *x, const void *y, uint64_t n, v
         tree_setup(Q, n, w3->partials[k], w3->counters);
         Q.epoch = w3->epoch;
     }
-    if (split > 1) return launch_split<In, Leaf::kNorm2>(A, T, split, *blocks, s);
-    const int aligned = (uintptr_t)x % 16 == 0;
+    if (split > 1) return launch_split<In, Leaf::kNorm2>(A, T, split, blocks, s);
+    const bool aligned = arrays_aligned(x, nullptr, false);
     const Args<Shifted<In>> S = {A.x, A.y, A.n};
     if (!aligned && stream_once)
-        norm2_kernel<Shifted<In>, true><<<*blocks, 32 * kWarps, 0, s>>>(S, T);
+        norm2_kernel<Shifted<In>, true><<<blocks, 32 * kWarps, 0, s>>>(S, T);
     else if (!aligned)
-        norm2_kernel<Shifted<In>, false><<<*blocks, 32 * kWarps, 0, s>>>(S, T);
+        norm2_kernel<Shifted<In>, false><<<blocks, 32 * kWarps, 0, s>>>(S, T);
     else if (stream_once)
-        norm2_kernel<In, true><<<*blocks, 32 * kWarps, 0, s>>>(A, T);
+        norm2_kernel<In, true><<<blocks, 32 * kWarps, 0, s>>>(A, T);
     else
-        norm2_kernel<In, false><<<*blocks, 32 * kWarps, 0, s>>>(A, T);
+        norm2_kernel<In, false><<<blocks, 32 * kWarps, 0, s>>>(A, T);
     return cudaGetLastError();
 }
 
@@ -475,7 +476,7 @@ template <typename In> cudaError_t grid(const cr_gpu_call *c, cr_gpu_grid *g)
         return cudaSuccess;
     }
     const uint64_t C = Layout<typename In::Acc>::kChunk;
-    const uint64_t need = ((c->n + C - 1) / C + kWarps - 1) / kWarps;
+    const uint64_t chunks = (c->n + C - 1) / C, need = (chunks + kWarps - 1) / kWarps;
     int per_sm = 0;
     cudaError_t e = per_sm_of<In>(c->device, &per_sm);
     if (e != cudaSuccess) return e;
@@ -489,9 +490,9 @@ template <typename In> cudaError_t grid(const cr_gpu_call *c, cr_gpu_grid *g)
      * float32 SUMSQ 0.2-0.6 us from 2^20, DOT at 4 or 2 warps a chunk 0.3-1.0 us (an H200,
      * docs/perf-log run 284). NORM2 (norm2_kernel's medium pass on aligned input) for misaligned
      * input only. Not for a forced grid (a grid of fused_kernel's). */
-    const uint64_t chunks = (c->n + C - 1) / C, wave = (uint64_t)c->sm_count * per_sm * kWarps;
+    const uint64_t wave = (uint64_t)c->sm_count * per_sm * kWarps;
     const bool dot = c->plan->leaf == CR_LEAF_PRODUCT;
-    const bool aligned = (uintptr_t)c->x % 16 == 0 && (!dot || (uintptr_t)c->y % 16 == 0);
+    const bool aligned = arrays_aligned(c->x, c->y, dot);
     const uint64_t room = aligned ? wave : wave * CR_TUNE_SPLIT_WAVES;
     int split = chunks * 8 <= room ? 8 : chunks * 4 <= room ? 4 : chunks * 2 <= room ? 2 : 0;
     if (!CR_TUNE_SPLIT || c->forced_blocks || (aligned && !(dot && In::kBytes >= 4 && split == 8)))
@@ -513,7 +514,7 @@ cudaError_t launch(const cr_gpu_call *c, const cr_gpu_work *w, cr_gpu_grid *g)
         return cudaGetLastError();
     }
     return fused_for_leaf<In>((int)p->leaf, c->x, c->y, c->n, c->out, w->tree_partials,
-                              w->tree_counters, &w->norm2, fin, &g->blocks, g->split,
+                              w->tree_counters, &w->norm2, fin, g->blocks, g->split,
                               g->stream_once, c->stream);
 }
 
