@@ -3,9 +3,10 @@
 # in markdown on stdout or in a file, ready to paste into docs/EXAMPLES.md. Each program
 # validates its variants first and times nothing if one fails. Estimated at a minute or two on
 # an H100, building aside.
-# usage: scripts/examples-bench.sh [--build DIR] [-o FILE] [PROGRAM...]
+# usage: scripts/examples-bench.sh [--build DIR] [--no-build] [-o FILE] [PROGRAM...]
 #   --build DIR  the build directory (default build-gpu, as scripts/gpu-check.sh; configured
 #                here, Release, if it is not yet, and brought up to date on every call)
+#   --no-build   time the programs DIR holds as they are (a build made elsewhere)
 #   -o FILE      write the tables to FILE instead of stdout
 #   PROGRAM      some of: vector_add coop_copy pipeline matmul (default: all)
 # Each program's full output (validation lines included) goes to DIR/examples-bench/NAME.log.
@@ -13,24 +14,27 @@
 # no GPU prints SKIP and counts as passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-BUILD=build-gpu OUTFILE= PROGRAMS=()
+BUILD=build-gpu OUTFILE= PROGRAMS=() MAKE_IT=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) BUILD="$2"; shift ;;
+    --no-build) MAKE_IT=0 ;;
     -o) OUTFILE="$2"; shift ;;
     vector_add|coop_copy|pipeline|matmul) PROGRAMS+=("$1") ;;
-    *) echo "usage: $0 [--build DIR] [-o FILE] [vector_add|coop_copy|pipeline|matmul ...]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--build DIR] [--no-build] [-o FILE] [vector_add|coop_copy|pipeline|matmul ...]" >&2; exit 2 ;;
   esac
   shift
 done
 [ ${#PROGRAMS[@]} -eq 0 ] && PROGRAMS=(vector_add coop_copy pipeline matmul)
 # Configured once; built every time (incremental: nothing to do when it is up to date), so that
 # the programs timed are those of the tree, not what an earlier build left in DIR.
-if [ ! -f "$BUILD/CMakeCache.txt" ]; then
-  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release ${CMAKE_EXTRA:-} >&2 ||
-    { echo "examples-bench: configure failed" >&2; exit 1; }
+if [ $MAKE_IT = 1 ]; then
+  if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+    cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release ${CMAKE_EXTRA:-} >&2 ||
+      { echo "examples-bench: configure failed" >&2; exit 1; }
+  fi
+  cmake --build "$BUILD" -j "$(nproc)" >&2 || { echo "examples-bench: build failed" >&2; exit 1; }
 fi
-cmake --build "$BUILD" -j "$(nproc)" >&2 || { echo "examples-bench: build failed" >&2; exit 1; }
 # What source was measured. HEAD alone is not that: a copy of the working tree (as a GPU machine
 # may be given) can carry the git metadata of an older commit, and then HEAD names code that was
 # not built. A tree that differs from HEAD (modified or untracked files, ignored ones such as the

@@ -6,11 +6,18 @@
 #   the example programs (validated with the tests, timed with the benchmark: examples/), and a
 #   short summary printed last.
 # usage: scripts/gpu-check.sh [--no-sanitizer] [--no-bench] [--bench "ARGS"] [--golden]
-#                             [--tests "gpu methods ops ordered exact"] [--no-ctest]
+#                             [--tests "gpu methods ops ordered exact"] [--no-ctest] [--no-tests]
+#                             [--prebuilt DIR]
 #   --golden  also regenerate tests/golden_bits.txt from this GPU (written to $OUT)
 #   --no-ctest  skip the CPU tests (ctest), which CI runs anyway: saves about 2 minutes
 #   --tests   the GPU test programs to run, and to run under the sanitizers (default: all built;
 #             NAME is tests/test_NAME_gpu, "gpu" is tests/test_gpu)
+#   --no-tests  run no test program outside the sanitizers (a second call on a machine that ran
+#             them already: the sanitizers, or the benchmarks, alone)
+#   --prebuilt DIR  no configure, build or ctest: run the programs of a build tree made elsewhere
+#             (DIR/coopreduce, DIR/tests, DIR/examples), the library found through
+#             LD_LIBRARY_PATH=DIR (also on every MPI rank); a Python extension is used only if
+#             DIR/python holds one that imports on this machine
 # Environment: BUILD (build directory, default build-gpu), STEP_TIMEOUT (seconds per step),
 #   CMAKE_EXTRA (more configure options, e.g. -DCMAKE_CUDA_ARCHITECTURES=90 to build for the
 #   GPU at hand only, about half the build time), CMAKE_GENERATOR (CMake's own variable: the
@@ -23,7 +30,8 @@ cd "$(dirname "$0")/.."
 LOG=$PWD/gpu-check-out
 mkdir -p "$LOG"
 BUILD=${BUILD:-build-gpu}
-SANITIZE=1 BENCH=1 GOLDEN=0 CTEST=1 BENCH_ARGS="--quick" TESTS="gpu methods ops ordered exact axis dist"
+SANITIZE=1 BENCH=1 GOLDEN=0 CTEST=1 RUNTESTS=1 PREBUILT= BENCH_ARGS="--quick"
+TESTS="gpu methods ops ordered exact axis dist"
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-sanitizer) SANITIZE=0 ;;
@@ -31,11 +39,15 @@ while [ $# -gt 0 ]; do
     --bench) BENCH_ARGS="$2"; shift ;;
     --golden) GOLDEN=1 ;;
     --no-ctest) CTEST=0 ;;
+    --no-tests) RUNTESTS=0 ;;
     --tests) TESTS="$2"; shift ;;
-    *) echo "usage: $0 [--no-sanitizer] [--no-bench] [--bench ARGS] [--golden] [--tests LIST] [--no-ctest]"; exit 2 ;;
+    --prebuilt) PREBUILT=1; BUILD=${2:?--prebuilt needs a directory}; CTEST=0; shift ;;
+    *) echo "usage: $0 [--no-sanitizer] [--no-bench] [--bench ARGS] [--golden] [--tests LIST] [--no-ctest] [--no-tests] [--prebuilt DIR]"; exit 2 ;;
   esac
   shift
 done
+# NVLink multicast (NVLS) stays off for every program started here (test_dist_gpu takes every GPU)
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 declare -a SUMMARY
 step() { # step NAME COMMAND...: runs, logs to $OUT/NAME.log, records PASS/FAIL and seconds
   local name=$1; shift
@@ -48,26 +60,36 @@ step() { # step NAME COMMAND...: runs, logs to $OUT/NAME.log, records PASS/FAIL 
   return $rc
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$LOG/gpu.txt"
-GEN=(); [ -z "${CMAKE_GENERATOR:-}" ] && command -v ninja >/dev/null && GEN=(-G Ninja)
-step configure cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release ${CMAKE_EXTRA:-} || { printf '%s\n' "${SUMMARY[@]}"; exit 1; }
-step build cmake --build "$BUILD" -j "$(nproc)" || { printf '%s\n' "${SUMMARY[@]}"; exit 1; }
+if [ -n "$PREBUILT" ]; then
+  BUILD=$(cd "$BUILD" && pwd) || exit 1
+  export LD_LIBRARY_PATH=$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  step prebuilt ls -l "$BUILD/coopreduce" "$BUILD/tests" || { printf '%s\n' "${SUMMARY[@]}"; exit 1; }
+else
+  GEN=(); [ -z "${CMAKE_GENERATOR:-}" ] && command -v ninja >/dev/null && GEN=(-G Ninja)
+  step configure cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release ${CMAKE_EXTRA:-} || { printf '%s\n' "${SUMMARY[@]}"; exit 1; }
+  step build cmake --build "$BUILD" -j "$(nproc)" || { printf '%s\n' "${SUMMARY[@]}"; exit 1; }
+fi
 [ $CTEST = 1 ] && step ctest ctest --test-dir "$BUILD" --output-on-failure -E '^gpu_'
 gpu_test() { [ "$1" = gpu ] && echo "$BUILD/tests/test_gpu" || echo "$BUILD/tests/test_$1_gpu"; }
+EXAMPLES="vector_add coop_copy pipeline matmul"
+if [ $RUNTESTS = 1 ]; then
 for t in $TESTS; do
   [ -x "$(gpu_test "$t")" ] && step "test_$t" "$(gpu_test "$t")"
 done
 # The tutorial's example programs (docs/EXAMPLES.md): validation only here, timing below.
-EXAMPLES="vector_add coop_copy pipeline matmul"
 for e in $EXAMPLES; do
   [ -x "$BUILD/examples/$e" ] && step "example_$e" "$BUILD/examples/$e" --quick
 done
 # The Python package's GPU tests (torch, CuPy), against the extension of this build, with the
-# system's torch (the venv sees the system site-packages); skipped (exit 5: no tests ran) without one.
-if [ -d "$BUILD/python/coopreduce" ] && python3 -c "import torch, numpy, pytest" 2>/dev/null; then
+# system's torch (the venv sees the system site-packages); skipped (exit 5: no tests ran) without one,
+# or where a prebuilt extension does not import here (another Python).
+if [ -d "$BUILD/python/coopreduce" ] && python3 -c "import torch, numpy, pytest" 2>/dev/null &&
+   PYTHONPATH="$BUILD/python" python3 -c "import coopreduce" 2>/dev/null; then
   step python env PYTHONPATH="$BUILD/python" python3 -m pytest -q -p no:cacheprovider \
     -c /dev/null --rootdir tests/python tests/python/test_gpu.py tests/python/test_fast.py \
     tests/python/test_errors.py
   step python-bench env PYTHONPATH="$BUILD/python" python3 -m coopreduce.bench
+fi
 fi
 if [ $GOLDEN = 1 ]; then
   step golden "$BUILD/tests/test_gpu" --quick --write-golden "$LOG/golden_bits.txt"
@@ -75,20 +97,22 @@ fi
 # The distributed test over NCCL on every GPU (one thread per GPU, no MPI), over threads sharing
 # GPU 0 without NCCL (test_dist_loop), then, where mpirun
 # exists, MPI ranks sharing GPU 0 (test_dist_mpi --gpu), and the multi-GPU benchmark.
-if [ -x "$BUILD/tests/test_dist_gpu" ]; then # one GPU: one rank through the exchanges of many
+if [ $RUNTESTS = 1 ] && [ -x "$BUILD/tests/test_dist_gpu" ]; then # one GPU: one rank through the exchanges of many
   # (small arrays gathered whole, then through the canonical tree's boundaries)
   COOPREDUCE_DIST_FULL_PROTOCOL=1 step dist-protocol "$BUILD/tests/test_dist_gpu" --quick
   COOPREDUCE_DIST_FULL_PROTOCOL=1 COOPREDUCE_DIST_GATHER_KIB=0 step dist-protocol-tree "$BUILD/tests/test_dist_gpu" --quick
 fi
 # 1 to 3 ranks as threads sharing the GPU over a transport of device copies (no NCCL)
-[ -x "$BUILD/tests/test_dist_loop" ] && step dist-loop "$BUILD/tests/test_dist_loop"
+[ $RUNTESTS = 1 ] && [ -x "$BUILD/tests/test_dist_loop" ] && step dist-loop "$BUILD/tests/test_dist_loop"
 if [ -x "$BUILD/tests/test_dist_gpu" ] && [ $BENCH = 1 ]; then
   step dist-bench "$BUILD/tests/test_dist_gpu" --bench --reps 10
 fi
-if [ -x "$BUILD/tests/test_dist_mpi" ] && command -v mpirun >/dev/null; then
-  step dist-mpi-gpu mpirun --oversubscribe --allow-run-as-root -np 3 "$BUILD/tests/test_dist_mpi" --gpu --quick
+MPIRUN=(mpirun --oversubscribe --allow-run-as-root)
+[ -n "$PREBUILT" ] && MPIRUN+=(-x LD_LIBRARY_PATH)
+if [ $RUNTESTS = 1 ] && [ -x "$BUILD/tests/test_dist_mpi" ] && command -v mpirun >/dev/null; then
+  step dist-mpi-gpu "${MPIRUN[@]}" -np 3 "$BUILD/tests/test_dist_mpi" --gpu --quick
   # seven ranks: the all-reduce's columns kernel with an odd tree of more than four leaves
-  step dist-mpi-gpu-7 mpirun --oversubscribe --allow-run-as-root -np 7 "$BUILD/tests/test_dist_mpi" --gpu --quick
+  step dist-mpi-gpu-7 "${MPIRUN[@]}" -np 7 "$BUILD/tests/test_dist_mpi" --gpu --quick
 fi
 if [ $SANITIZE = 1 ]; then
   for tool in memcheck racecheck synccheck; do
@@ -146,7 +170,7 @@ if [ $BENCH = 1 ]; then
     --op sum,dot --dtype bf16,f32,f64 --quick
   step bench-segments-long "$BUILD/coopreduce" bench --segments random:1:30000 --n 2^26 \
     --op sum,dot --dtype bf16,f32 --quick
-  step examples-bench scripts/examples-bench.sh --build "$BUILD" -o "$LOG/examples.md"
+  step examples-bench scripts/examples-bench.sh --build "$BUILD" ${PREBUILT:+--no-build} -o "$LOG/examples.md"
 fi
 {
   echo "=== summary ($(cat "$LOG/gpu.txt"))"
