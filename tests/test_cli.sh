@@ -736,11 +736,12 @@ else
 fi
 run bench --device cpu --op nosuchop --n 10
 if [ "$RC" -eq 2 ]; then pass; else fail "bench --op nosuchop: usage error, exit 2 (exit $RC)"; fi
-run bench --device cpu --op sum --n 1K --cold
-if [ "$RC" -eq 2 ] && grep -q "cold" "$ERR"; then
+rm -f "$DIR/cold.json"
+run bench --device cpu --op sum --n 1K --cold --json "$DIR/cold.json"
+if [ "$RC" -eq 2 ] && grep -q "cold" "$ERR" && [ ! -e "$DIR/cold.json" ]; then
     pass
 else
-    fail "bench --device cpu --cold: usage error naming --cold, exit 2 (exit $RC)"
+    fail "bench --device cpu --cold: usage error naming --cold, exit 2, no --json file (exit $RC)"
 fi
 
 # bench takes its element counts as sum does, and reports bad options as usage errors.

@@ -190,19 +190,19 @@ int cmd_bench(int argc, char **argv)
 
     int gpus = 0;
     coopreduce_gpu_count(&gpus);
-    cr_outfile_remove_on_signals();
-    if (bench_open_files(json, csv) != 0) return EXIT_ERROR;
     int cpu = device == CLI_DEVICE_CPU;
     if (device == CLI_DEVICE_AUTO && gpus == 0) {
         cpu = 1;
         fprintf(stderr, "bench: no GPU found, benchmarking the CPU path\n");
     }
-    char device_id[64];
+    /* refused before the --json / --csv files are opened: a usage error leaves no file */
     if (cpu && o.cold) {
         cli_error("--cold flushes a GPU's L2 cache: the CPU benchmark does not take it");
-        bench_abort_files();
         return EXIT_USAGE;
     }
+    cr_outfile_remove_on_signals();
+    if (bench_open_files(json, csv) != 0) return EXIT_ERROR;
+    char device_id[64];
     if (cpu) {
         if (o.nn == 0) {
             static const uint64_t d[] = {UINT64_C(1) << 20, UINT64_C(1) << 24, UINT64_C(1) << 28};
