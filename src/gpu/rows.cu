@@ -489,10 +489,11 @@ __device__ __forceinline__ void segment_chunks(const cg::thread_block_tile<32> &
                     if (q == 3) b[k] = b[k] + c[k];
                 }
             };
-            /* 16-bit input, staged: the warp's chunks (j, or the whole segment) through the ring
-             * of stages, where the copies' 16-byte blocks lie within x (and y) */
+            /* a ring of several stages (16-bit input; others with CR_TUNE_SEG_RING > 1), staged:
+             * the warp's chunks (j, or the whole segment) through the ring, where the copies'
+             * 16-byte blocks lie within x (and y) */
             bool ring = false;
-            if constexpr (kStaged && In::kBytes == 2) {
+            if constexpr (kStaged && kRing<In> > 1) {
                 const uint64_t qend = whole ? parts : j + 1;
                 const uint64_t e0 = (uint64_t)start + j * C,
                                cnt = (qend * C < n ? qend * C : n) - j * C;
@@ -509,7 +510,7 @@ __device__ __forceinline__ void segment_chunks(const cg::thread_block_tile<32> &
                 const uint64_t rest = n - q * C;
                 const int m = rest < C ? (int)rest : (int)C;
                 bool staged = false;
-                if constexpr (kStaged && In::kBytes > 2) { /* the chunk's copy, then its reading */
+                if constexpr (kStaged && kRing<In> == 1) { /* the chunk's copy, then its reading */
                     const uint64_t e0 = (uint64_t)start + q * C;
                     staged = blocks_within<In>(R.x, R.n, e0, (uint64_t)m) &&
                              (LF != Leaf::kProduct || blocks_within<In>(R.y, R.n, e0, (uint64_t)m));

@@ -1313,9 +1313,22 @@ template <typename In> struct FromShared : In {
  * runs 130 and 133), segments of 1..10,000 over 2^26: with four stages of 8 rows, bfloat16 SUM
  * 72.1% of the read to 77.5% (76.0% in the kept code), DOT 76.2% to 80.0% (77.6%), but float32
  * SUM 88.9% to 88.1%, DOT 89.8% to 88.5%, float64 DOT 90.1% to 89.1%. */
-template <typename In> constexpr int kRing = In::kBytes == 2 ? 4 : 1;
+/* CR_TUNE_SEG_RING: the stages of 4- and 8-byte input's ring (1: one stage, chunk_staged), of
+ * CR_TUNE_SEG_RING_ROWS chunk rows each where there are several. One kept on the H200 too
+ * (docs/perf-log run 299, segments of 1..10,000 and 1..4000 over 2^26): two stages of 8 rows
+ * (8 KiB a warp, 24 warps an SM) 6-7% slower for float32 SUM and 5% for the DOTs, four of 8
+ * rows 1-2% slower (7% on segments of 1..4000), two of 16 level on the DOTs and 1-8% slower on
+ * float32 SUM. */
+#ifndef CR_TUNE_SEG_RING
+#define CR_TUNE_SEG_RING 1
+#endif
+#ifndef CR_TUNE_SEG_RING_ROWS
+#define CR_TUNE_SEG_RING_ROWS 8
+#endif
+template <typename In> constexpr int kRing = In::kBytes == 2 ? 4 : CR_TUNE_SEG_RING;
 template <typename In, Leaf LF>
-constexpr int kRingRows = (In::kBytes == 2 ? 8 : CR_ROWS) / (LF == Leaf::kProduct ? 2 : 1);
+constexpr int kRingRows = (In::kBytes == 2 ? 8 : kRing<In> == 1 ? CR_ROWS : CR_TUNE_SEG_RING_ROWS) /
+                          (LF == Leaf::kProduct ? 2 : 1);
 template <typename In, Leaf LF>
 constexpr int kRingArrayBytes = kRingRows<In, LF> * Shape<In>::kLanes * In::kBytes + 16;
 template <typename In, Leaf LF>
