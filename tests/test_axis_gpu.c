@@ -549,6 +549,61 @@ static void norm2_runs(void)
     coopreduce_set_grid_blocks(gpu, 0);
 }
 
+/* NORM2 of rows one element past a 16-byte boundary where a row's one element outside the
+ * medium class (big, small, infinite or NaN) lies in its first lane group or its last (which
+ * element loads read: their 16-byte blocks reach past the row), or in a full group in its first
+ * chunk: a chunk's medium pass must see it and hand the chunk to the three classes. Few rows (a
+ * warp a chunk) and more than a wave of chunks (the stream, whose ragged chunks take the same
+ * path); every row against the CPU's 1-D call. */
+static void norm2_lanes(void)
+{
+    static const coopreduce_dtype dts[] = {COOPREDUCE_FLOAT32, COOPREDUCE_FLOAT64,
+                                           COOPREDUCE_BFLOAT16, COOPREDUCE_FLOAT16};
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+        const coopreduce_dtype dt = dts[d];
+        const size_t es = dt_size(dt), rs = coopreduce_op_result_size(COOPREDUCE_OP_NORM2, dt, 0, NULL);
+        const uint64_t C = dt == COOPREDUCE_FLOAT64 ? 2048 : 4096;
+        /* float16 has no value outside the medium class but infinities and NaN */
+        const int f16 = dt == COOPREDUCE_FLOAT16;
+        const double big = dt == COOPREDUCE_FLOAT64 ? 0x1p600 : f16 ? INFINITY : 0x1p90;
+        const double small = dt == COOPREDUCE_FLOAT64 ? 0x1p-600 : f16 ? NAN : 0x1p-100;
+        const double planted[4] = {big, small, INFINITY, NAN};
+        const struct {
+            uint64_t rows, len;
+        } shapes[2] = {{12, 3 * C + 17}, {(uint64_t)g_sm_count * 8 + 40, C + 9}};
+        for (int sh = 0; sh < 2; sh++) {
+            const uint64_t outer = shapes[sh].rows, len = shapes[sh].len, n = outer * len, off = 1;
+            char *x = xmalloc(n * es), *res = xmalloc(outer * rs), want[16];
+            for (uint64_t i = 0; i < n; i++) store_value(x, i, dt, 0.5 + 0.5 * unif());
+            for (uint64_t r = 0; r < outer; r++) { /* the place cycles fastest, then the value */
+                const int place = (int)(r % 4), kind = (int)(r / 4 % 5);
+                if (kind == 4 || place == 3) continue; /* rows of medium values alone */
+                const uint64_t at = place == 0 ? 0 : place == 1 ? len - 1 : 64 + rnd_below(C / 2);
+                store_value(x, r * len + at, dt, planted[kind]);
+            }
+            char *dx = put(NULL, (n + off) * es), *dr = put(NULL, outer * rs);
+            cuda_ok(cudaMemcpy(dx + off * es, x, n * es, cudaMemcpyHostToDevice), "upload");
+            const coopreduce_status s = coopreduce_reduce_axis(
+                COOPREDUCE_OP_NORM2, dx + off * es, NULL, dr, outer, len, 1, dt, gpu, NULL);
+            sync_dev();
+            get(res, dr, outer * rs);
+            int bad = 0;
+            for (uint64_t r = 0; r < outer && s == COOPREDUCE_SUCCESS; r++) {
+                coopreduce_reduce(COOPREDUCE_OP_NORM2, x + r * len * es, NULL, want, len, dt, g_cpu,
+                                  NULL);
+                bad += memcmp(want, res + r * rs, rs) != 0;
+            }
+            CHECK(s == COOPREDUCE_SUCCESS && bad == 0,
+                  "NORM2 %s, %llu rows of %llu one element off 16 bytes, a value of another class "
+                  "planted: %s, %d rows differ from the CPU",
+                  dt_name(dt), (unsigned long long)outer, (unsigned long long)len,
+                  coopreduce_status_string(s), bad);
+            drop(dx), drop(dr);
+            free(x), free(res);
+        }
+    }
+}
+
 /* More than 2^31 elements in all: 2^16 rows of 2^15 + 3 float16 values (4 GiB); a sample of
  * rows against the CPU. */
 /* Rows of whole chunks in an input of 96 MiB, more than any GPU's L2: level 1 streams them and
@@ -961,6 +1016,7 @@ int main(int argc, char **argv)
                                             {"paths", paths},     {"batches", batches},
                                             {"row_blocks", row_blocks},
                                             {"norm2_runs", norm2_runs},
+                                            {"norm2_lanes", norm2_lanes},
                                             {"misaligned", misaligned},
                                             {"long_rows", long_rows},
                                             {"misaligned_segments", misaligned_segments},

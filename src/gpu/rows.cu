@@ -1122,6 +1122,17 @@ __device__ __forceinline__ void stream_emit(const cg::thread_block_tile<32> &war
 
 constexpr uint64_t kNoChunk = ~0ull; /* RowChunks' skip0 / skip1: none */
 
+/* CR_TUNE_ROWS_MEDIUM_VALUES: NORM2's medium pass over the rows' chunks the stream does not
+ * read (RowChunks::values): 0, none (each goes to the three classes); 1, the full ones, the
+ * ragged ones to the three classes; 2, every one, and chunk_used's medium pass first where the
+ * three classes read a chunk again. 1 kept (an H200, docs/perf-log run 302, against the code
+ * before, which 0 matches there): misaligned rows of 8192 bfloat16 43% to 73% of the read,
+ * float32 40% to 82%, float64 54% to 79%, a misaligned row of 2^24 bfloat16 73 to 39 us; rows
+ * of 10001 (a ragged chunk each) and data of wide range level. 2 lost 2-18% on those (run 301). */
+#ifndef CR_TUNE_ROWS_MEDIUM_VALUES
+#define CR_TUNE_ROWS_MEDIUM_VALUES 1
+#endif
+
 /* stream_kernel's chunk map (leaves.cuh's ChunkAt) for rows that are not whole, aligned chunks:
  * rows whose length is not a multiple of C, or whose chunks do not start on 16-byte boundaries.
  * Chunk g = r * cpr + j is element r * len + j * C. The stream reads them by 16-byte loads,
@@ -1165,16 +1176,19 @@ template <typename In, bool kRagged_ = true> struct RowChunks {
                                            uint64_t g, typename In::Acc (&v)[kOut<LF>]) const
     {
         constexpr uint64_t C = Shape<In>::kChunk;
-        if constexpr (LF == Leaf::kMedium) { /* NORM2's medium pass: the three classes instead */
-            v[0] = 0;
-            v[1] = 1;
-        } else {
-            const uint64_t r = row_of(g), j = g - r * cpr, start = r * len, rest = len - j * C;
-            const Args<In> A = {x + start * In::kBytes, y ? y + start * In::kBytes : nullptr, len};
-            const bool row_aligned = aligned && (start * In::kBytes) % 16 == 0;
-            chunk_used<In, LF>(warp, A, j * C, rest < C ? (int)rest : (int)C,
-                               row_aligned ? kLoadVector : aligned ? kLoadShifted : kLoadWithin, v);
+        const uint64_t r = row_of(g), j = g - r * cpr, start = r * len, rest = len - j * C;
+        if constexpr (LF == Leaf::kMedium) { /* NORM2's medium pass */
+            if (CR_TUNE_ROWS_MEDIUM_VALUES == 0 || (CR_TUNE_ROWS_MEDIUM_VALUES == 1 && rest < C)) {
+                v[0] = 0; /* the three classes instead */
+                v[1] = 1;
+                return;
+            }
         }
+        const Args<In> A = {x + start * In::kBytes, y ? y + start * In::kBytes : nullptr, len};
+        const bool row_aligned = aligned && (start * In::kBytes) % 16 == 0;
+        chunk_used<In, LF, CR_TUNE_ROWS_MEDIUM_VALUES == 2>(
+            warp, A, j * C, rest < C ? (int)rest : (int)C,
+            row_aligned ? kLoadVector : aligned ? kLoadShifted : kLoadWithin, v);
     }
 };
 

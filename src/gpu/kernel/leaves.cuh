@@ -925,12 +925,40 @@ __device__ __noinline__ void norm2_all_classes(const cg::thread_block_tile<32> &
         Ext(), v);
 }
 
+/* kMedium's Ext over this thread's kVec lanes of the chunk element `first` on (of m valid): their
+ * bits by element loads, in a 16-byte group as the vector loads give it, the lanes at or past m
+ * as zeros (which the Ext leaves out: zero is in every class). */
+template <typename In>
+__device__ __forceinline__ void ext_fold_lanes(Ext &ext, const Args<In> &A, uint64_t base,
+                                               int first, int m)
+{
+    unsigned int w[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+    for (int j = 0; j < In::kVec; j++) {
+        if (first + j >= m) continue;
+        const uint64_t i = base + (uint64_t)(first + j);
+        if constexpr (In::kBytes == 2) {
+            w[j / 2] |= (unsigned int)__ldg(static_cast<const unsigned short *>(A.x) + i)
+                        << (16 * (j % 2));
+        } else if constexpr (In::kBytes == 4) {
+            w[j] = __ldg(static_cast<const unsigned int *>(A.x) + i);
+        } else {
+            const unsigned long long d = __ldg(static_cast<const unsigned long long *>(A.x) + i);
+            w[2 * j] = (unsigned int)d;
+            w[2 * j + 1] = (unsigned int)(d >> 32);
+        }
+    }
+    In::ext_fold(ext, make_uint4(w[0], w[1], w[2], w[3]));
+}
+
 /* The leaves of this thread's kVec lanes of the chunk element `first` on (of m valid), by element
- * loads; lanes at or past m are -0.0 leaves, and load nothing. */
+ * loads; lanes at or past m are -0.0 leaves, and load nothing. kMedium folds the lanes into
+ * *ext too. */
 template <typename In, Leaf LF>
 __device__ __forceinline__ RowVals<In, LF> lanes_guarded(const Args<In> &A, uint64_t base,
-                                                         int first, int m)
+                                                         int first, int m, Ext *ext = nullptr)
 {
+    if constexpr (LF == Leaf::kMedium) ext_fold_lanes<In>(*ext, A, base, first, m);
     using Acc = typename In::Acc;
     RowVals<In, LF> r;
 #pragma unroll
@@ -982,14 +1010,14 @@ constexpr int kUsedRowsFor = kLoad != kLoadScalar && 16 / kUsedLoads<LF, kLoad> 
  * of kLoadScalar, element loads. Lanes at or past m are -0.0 leaves and load nothing. */
 template <typename In, Leaf LF, int kLoad, int R>
 __device__ __forceinline__ RowVals<In, LF> batch_used(const Args<In> &A, uint64_t base, int r0,
-                                                      int lane0, int m)
+                                                      int lane0, int m, Ext *ext = nullptr)
 {
     using S = Shape<In>;
     RowVals<In, LF> t[R];
     if constexpr (kLoad == kLoadScalar) {
 #pragma unroll
         for (int i = 0; i < R; i++)
-            t[i] = lanes_guarded<In, LF>(A, base, (r0 + i) * S::kLanes + lane0, m);
+            t[i] = lanes_guarded<In, LF>(A, base, (r0 + i) * S::kLanes + lane0, m, ext);
     } else {
         constexpr bool kShift = kLoad == kLoadShifted || kLoad == kLoadWithin;
         constexpr int N = kShift ? 2 : 1, NY = LF == Leaf::kProduct ? N : 0;
@@ -1043,9 +1071,10 @@ __device__ __forceinline__ RowVals<In, LF> batch_used(const Args<In> &A, uint64_
                 } else if constexpr (NY) {
                     y = qy[i][0];
                 }
+                if constexpr (LF == Leaf::kMedium) In::ext_fold(*ext, x);
                 t[i] = leaves_of<In, LF>(x, y);
             } else {
-                t[i] = lanes_guarded<In, LF>(A, base, first, m);
+                t[i] = lanes_guarded<In, LF>(A, base, first, m, ext);
             }
         }
     }
@@ -1058,50 +1087,67 @@ __device__ __forceinline__ RowVals<In, LF> batch_used(const Args<In> &A, uint64_
  * across the half-warp). */
 template <typename In, Leaf LF, int kLoad, int ROWS>
 __device__ __forceinline__ RowVals<In, LF> rows_used_from(const Args<In> &A, uint64_t base, int r0,
-                                                          int lane0, int m, int used)
+                                                          int lane0, int m, int used,
+                                                          Ext *ext = nullptr)
 {
     constexpr int R = kUsedRowsFor<In, LF, kLoad>;
     if constexpr (ROWS <= R) {
-        return batch_used<In, LF, kLoad, ROWS>(A, base, r0, lane0, m);
+        return batch_used<In, LF, kLoad, ROWS>(A, base, r0, lane0, m, ext);
     } else {
-        RowVals<In, LF> s = rows_used_from<In, LF, kLoad, ROWS / 2>(A, base, r0, lane0, m, used);
+        RowVals<In, LF> s =
+            rows_used_from<In, LF, kLoad, ROWS / 2>(A, base, r0, lane0, m, used, ext);
         if (r0 + ROWS / 2 < used)
             s = add(s, rows_used_from<In, LF, kLoad, ROWS / 2>(A, base, r0 + ROWS / 2, lane0, m,
-                                                                used));
+                                                                used, ext));
         return s;
     }
 }
 
-/* This thread's row tree over a chunk of m valid elements. */
+/* This thread's row tree over a chunk of m valid elements (kMedium: its Ext in *ext). */
 template <typename In, Leaf LF, int kLoad>
 __device__ __forceinline__ RowVals<In, LF> rows_used(const Args<In> &A, uint64_t base, int half,
-                                                     int lane0, int m)
+                                                     int lane0, int m, Ext *ext = nullptr)
 {
     using S = Shape<In>;
     const int used = (m + S::kLanes - 1) / S::kLanes;
-    return rows_used_from<In, LF, kLoad, S::kRows>(A, base, half * S::kRows, lane0, m, used);
+    return rows_used_from<In, LF, kLoad, S::kRows>(A, base, half * S::kRows, lane0, m, used, ext);
 }
 
 /* chunk_values' chunks of m < C elements, or misaligned ones: out of line, so that the kernels
  * that stream full chunks keep their registers for those. `load`: kLoadVector, kLoadShifted,
- * or (any other value) kLoadWithin. */
-template <typename In, Leaf LF>
+ * or (any other value) kLoadWithin. kMedium: the tree of squares and the flag of another class
+ * (finish_chunk). NORM2 takes the medium pass first, as chunk_values does for full chunks, and
+ * the three classes only where an element lies outside it (the same bits: docs/DETERMINISM.md):
+ * a row of the three classes' leaves is three times the registers, and the three-class batches
+ * spilled 0.4-1.2 KiB to local memory for the 16-bit types and float64 (ptxas). */
+template <typename In, Leaf LF, bool kMediumFirst = true>
 __device__ __noinline__ void chunk_used(const cg::thread_block_tile<32> &warp, const Args<In> &A,
                                         uint64_t base, int m, int load,
-                                        typename In::Acc (&v)[kLeaves<LF>])
+                                        typename In::Acc (&v)[kOut<LF>])
 {
     using S = Shape<In>;
+    using Acc = typename In::Acc;
+    if constexpr (LF == Leaf::kNorm2 && kMediumFirst) {
+        Acc mm[kOut<Leaf::kMedium>];
+        chunk_used<In, Leaf::kMedium>(warp, A, base, m, load, mm);
+        if (mm[1] == 0) { /* uniform across the warp */
+            v[0] = v[2] = Acc(0);
+            v[1] = mm[0];
+            return;
+        }
+    }
     const int t = warp.thread_rank(), half = t / S::kThreadsPerRow;
     const int lane0 = (t % S::kThreadsPerRow) * In::kVec;
+    Ext ext; /* kMedium's */
     if (load == kLoadVector)
-        finish_chunk<In, LF>(warp, rows_used<In, LF, kLoadVector>(A, base, half, lane0, m), Ext(),
-                             v);
+        finish_chunk<In, LF>(warp, rows_used<In, LF, kLoadVector>(A, base, half, lane0, m, &ext),
+                             ext, v);
     else if (load == kLoadShifted)
-        finish_chunk<In, LF>(warp, rows_used<In, LF, kLoadShifted>(A, base, half, lane0, m), Ext(),
-                             v);
+        finish_chunk<In, LF>(warp, rows_used<In, LF, kLoadShifted>(A, base, half, lane0, m, &ext),
+                             ext, v);
     else
-        finish_chunk<In, LF>(warp, rows_used<In, LF, kLoadWithin>(A, base, half, lane0, m), Ext(),
-                             v);
+        finish_chunk<In, LF>(warp, rows_used<In, LF, kLoadWithin>(A, base, half, lane0, m, &ext),
+                             ext, v);
 }
 
 /* kMedium's class test in the interleaved layout, on the widened value a (the accumulation
