@@ -73,23 +73,23 @@ fi
 gpu_test() { [ "$1" = gpu ] && echo "$BUILD/tests/test_gpu" || echo "$BUILD/tests/test_$1_gpu"; }
 EXAMPLES="vector_add coop_copy pipeline matmul"
 if [ $RUNTESTS = 1 ]; then
-for t in $TESTS; do
-  [ -x "$(gpu_test "$t")" ] && step "test_$t" "$(gpu_test "$t")"
-done
-# The tutorial's example programs (docs/EXAMPLES.md): validation only here, timing below.
-for e in $EXAMPLES; do
-  [ -x "$BUILD/examples/$e" ] && step "example_$e" "$BUILD/examples/$e" --quick
-done
-# The Python package's GPU tests (torch, CuPy), against the extension of this build, with the
-# system's torch (the venv sees the system site-packages); skipped (exit 5: no tests ran) without one,
-# or where a prebuilt extension does not import here (another Python).
-if [ -d "$BUILD/python/coopreduce" ] && python3 -c "import torch, numpy, pytest" 2>/dev/null &&
-   PYTHONPATH="$BUILD/python" python3 -c "import coopreduce" 2>/dev/null; then
-  step python env PYTHONPATH="$BUILD/python" python3 -m pytest -q -p no:cacheprovider \
-    -c /dev/null --rootdir tests/python tests/python/test_gpu.py tests/python/test_fast.py \
-    tests/python/test_errors.py
-  step python-bench env PYTHONPATH="$BUILD/python" python3 -m coopreduce.bench
-fi
+  for t in $TESTS; do
+    [ -x "$(gpu_test "$t")" ] && step "test_$t" "$(gpu_test "$t")"
+  done
+  # The tutorial's example programs (docs/EXAMPLES.md): validation only here, timing below.
+  for e in $EXAMPLES; do
+    [ -x "$BUILD/examples/$e" ] && step "example_$e" "$BUILD/examples/$e" --quick
+  done
+  # The Python package's GPU tests (torch, CuPy), against the extension of this build, with the
+  # system's torch (the venv sees the system site-packages); skipped (exit 5: no tests ran) without one,
+  # or where a prebuilt extension does not import here (another Python).
+  if [ -d "$BUILD/python/coopreduce" ] && python3 -c "import torch, numpy, pytest" 2>/dev/null &&
+     { [ -z "$PREBUILT" ] || PYTHONPATH="$BUILD/python" python3 -c "import coopreduce" 2>/dev/null; }; then
+    step python env PYTHONPATH="$BUILD/python" python3 -m pytest -q -p no:cacheprovider \
+      -c /dev/null --rootdir tests/python tests/python/test_gpu.py tests/python/test_fast.py \
+      tests/python/test_errors.py
+    step python-bench env PYTHONPATH="$BUILD/python" python3 -m coopreduce.bench
+  fi
 fi
 if [ $GOLDEN = 1 ]; then
   step golden "$BUILD/tests/test_gpu" --quick --write-golden "$LOG/golden_bits.txt"
