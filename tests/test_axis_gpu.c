@@ -123,16 +123,51 @@ static void misaligned(void)
     }
 }
 
-/* One call of `outer` rows of `len` elements (inner 1) over x and y starting offx and offy
- * elements past a 16-byte boundary, in allocations that end where the arrays do (so that
- * compute-sanitizer sees a read past either end), on a grid of `grid` blocks (0: the library's);
- * every row against the CPU's 1-D call. */
-static void offset_rows_case(coopreduce_op op, coopreduce_dtype dt, uint64_t outer, uint64_t len,
-                             uint64_t offx, uint64_t offy, int kind, int grid)
+/* One call of `outer` rows of `len` elements (inner 1) of host arrays x and y (y NULL: none)
+ * placed offx and offy elements past a 16-byte boundary, in allocations that end where the
+ * arrays do (so that compute-sanitizer sees a read past either end), on a grid of `grid` blocks
+ * (0: the library's); every row against the CPU's 1-D call. `what` names the case. */
+static void rows_case(coopreduce_op op, coopreduce_dtype dt, const char *x, const char *y,
+                      uint64_t outer, uint64_t len, uint64_t offx, uint64_t offy, int grid,
+                      const char *what)
 {
     const size_t es = dt_size(dt), rs = coopreduce_op_result_size(op, dt, 0, NULL);
     const uint64_t n = outer * len;
-    char *x = xmalloc(n * es), *y = xmalloc(n * es), *res = xmalloc(outer * rs);
+    char *res = xmalloc(outer * rs);
+    char *dx = put(NULL, (n + offx) * es), *dy = y ? put(NULL, (n + offy) * es) : NULL;
+    char *dr = put(NULL, outer * rs);
+    cuda_ok(cudaMemcpy(dx + offx * es, x, n * es, cudaMemcpyHostToDevice), "upload");
+    if (y) cuda_ok(cudaMemcpy(dy + offy * es, y, n * es, cudaMemcpyHostToDevice), "upload");
+    coopreduce_set_grid_blocks(gpu, grid);
+    const coopreduce_status s = coopreduce_reduce_axis(
+        op, dx + offx * es, y ? dy + offy * es : NULL, dr, outer, len, 1, dt, gpu, NULL);
+    sync_dev();
+    coopreduce_set_grid_blocks(gpu, 0);
+    get(res, dr, outer * rs);
+    char want[16];
+    uint64_t bad = 0, first = 0;
+    for (uint64_t r = 0; r < outer && s == COOPREDUCE_SUCCESS; r++) {
+        coopreduce_reduce(op, x + r * len * es, y ? y + r * len * es : NULL, want, len, dt, g_cpu,
+                          NULL);
+        if (memcmp(want, res + r * rs, rs) != 0 && bad++ == 0) first = r;
+    }
+    CHECK(s == COOPREDUCE_SUCCESS && bad == 0,
+          "%s %s, %llu rows of %llu, x +%llu y +%llu elements, %s, grid %d: %s, %llu rows "
+          "differ from the CPU (first: row %llu)",
+          coopreduce_op_name(op), dt_name(dt), (unsigned long long)outer, (unsigned long long)len,
+          (unsigned long long)offx, (unsigned long long)offy, what, grid,
+          coopreduce_status_string(s), (unsigned long long)bad, (unsigned long long)first);
+    drop(dx), drop(dy), drop(dr);
+    free(res);
+}
+
+/* rows_case over data of kind `kind`, every third row of x all -0.0 and of y non-negative. */
+static void offset_rows_case(coopreduce_op op, coopreduce_dtype dt, uint64_t outer, uint64_t len,
+                             uint64_t offx, uint64_t offy, int kind, int grid)
+{
+    const size_t es = dt_size(dt);
+    const uint64_t n = outer * len;
+    char *x = xmalloc(n * es), *y = xmalloc(n * es), what[32];
     axis_fill(x, n, dt, kind);
     axis_fill(y, n, dt, (int)rnd_below(AXIS_KINDS));
     /* Every third row of x all -0.0, of y all non-negative: a sum (and DOT) of -0.0 only, which
@@ -143,30 +178,9 @@ static void offset_rows_case(coopreduce_op op, coopreduce_dtype dt, uint64_t out
             x[e * es + es - 1] = (char)0x80; /* the sign bit (little-endian) */
             y[e * es + es - 1] &= 0x7f;
         }
-    char *dx = put(NULL, (n + offx) * es), *dy = put(NULL, (n + offy) * es);
-    char *dr = put(NULL, outer * rs);
-    cuda_ok(cudaMemcpy(dx + offx * es, x, n * es, cudaMemcpyHostToDevice), "upload");
-    cuda_ok(cudaMemcpy(dy + offy * es, y, n * es, cudaMemcpyHostToDevice), "upload");
-    coopreduce_set_grid_blocks(gpu, grid);
-    const coopreduce_status s = coopreduce_reduce_axis(op, dx + offx * es, dy + offy * es, dr,
-                                                       outer, len, 1, dt, gpu, NULL);
-    sync_dev();
-    coopreduce_set_grid_blocks(gpu, 0);
-    get(res, dr, outer * rs);
-    char want[16];
-    uint64_t bad = 0, first = 0;
-    for (uint64_t r = 0; r < outer && s == COOPREDUCE_SUCCESS; r++) {
-        coopreduce_reduce(op, x + r * len * es, y + r * len * es, want, len, dt, g_cpu, NULL);
-        if (memcmp(want, res + r * rs, rs) != 0 && bad++ == 0) first = r;
-    }
-    CHECK(s == COOPREDUCE_SUCCESS && bad == 0,
-          "%s %s, %llu rows of %llu, x +%llu y +%llu elements, kind %d, grid %d: %s, %llu rows "
-          "differ from the CPU (first: row %llu)",
-          coopreduce_op_name(op), dt_name(dt), (unsigned long long)outer,
-          (unsigned long long)len, (unsigned long long)offx, (unsigned long long)offy, kind, grid,
-          coopreduce_status_string(s), (unsigned long long)bad, (unsigned long long)first);
-    drop(dx), drop(dy), drop(dr);
-    free(x), free(y), free(res);
+    snprintf(what, sizeof what, "kind %d", kind);
+    rows_case(op, dt, x, y, outer, len, offx, offy, grid, what);
+    free(x), free(y);
 }
 
 /* Rows longer than a chunk whose chunks do not all start on a 16-byte boundary (rows.cu's
@@ -561,7 +575,7 @@ static void norm2_lanes(void)
                                            COOPREDUCE_BFLOAT16, COOPREDUCE_FLOAT16};
     for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
         const coopreduce_dtype dt = dts[d];
-        const size_t es = dt_size(dt), rs = coopreduce_op_result_size(COOPREDUCE_OP_NORM2, dt, 0, NULL);
+        const size_t es = dt_size(dt);
         const uint64_t C = dt == COOPREDUCE_FLOAT64 ? 2048 : 4096;
         /* float16 has no value outside the medium class but infinities and NaN */
         const int f16 = dt == COOPREDUCE_FLOAT16;
@@ -573,7 +587,7 @@ static void norm2_lanes(void)
         } shapes[2] = {{12, 3 * C + 17}, {(uint64_t)g_sm_count * 8 + 40, C + 9}};
         for (int sh = 0; sh < 2; sh++) {
             const uint64_t outer = shapes[sh].rows, len = shapes[sh].len, n = outer * len, off = 1;
-            char *x = xmalloc(n * es), *res = xmalloc(outer * rs), want[16];
+            char *x = xmalloc(n * es);
             for (uint64_t i = 0; i < n; i++) store_value(x, i, dt, 0.5 + 0.5 * unif());
             for (uint64_t r = 0; r < outer; r++) { /* the place cycles fastest, then the value */
                 const int place = (int)(r % 4), kind = (int)(r / 4 % 5);
@@ -581,25 +595,9 @@ static void norm2_lanes(void)
                 const uint64_t at = place == 0 ? 0 : place == 1 ? len - 1 : 64 + rnd_below(C / 2);
                 store_value(x, r * len + at, dt, planted[kind]);
             }
-            char *dx = put(NULL, (n + off) * es), *dr = put(NULL, outer * rs);
-            cuda_ok(cudaMemcpy(dx + off * es, x, n * es, cudaMemcpyHostToDevice), "upload");
-            const coopreduce_status s = coopreduce_reduce_axis(
-                COOPREDUCE_OP_NORM2, dx + off * es, NULL, dr, outer, len, 1, dt, gpu, NULL);
-            sync_dev();
-            get(res, dr, outer * rs);
-            int bad = 0;
-            for (uint64_t r = 0; r < outer && s == COOPREDUCE_SUCCESS; r++) {
-                coopreduce_reduce(COOPREDUCE_OP_NORM2, x + r * len * es, NULL, want, len, dt, g_cpu,
-                                  NULL);
-                bad += memcmp(want, res + r * rs, rs) != 0;
-            }
-            CHECK(s == COOPREDUCE_SUCCESS && bad == 0,
-                  "NORM2 %s, %llu rows of %llu one element off 16 bytes, a value of another class "
-                  "planted: %s, %d rows differ from the CPU",
-                  dt_name(dt), (unsigned long long)outer, (unsigned long long)len,
-                  coopreduce_status_string(s), bad);
-            drop(dx), drop(dr);
-            free(x), free(res);
+            rows_case(COOPREDUCE_OP_NORM2, dt, x, NULL, outer, len, off, 0, 0,
+                      "a value of another class planted");
+            free(x);
         }
     }
 }
