@@ -1,14 +1,14 @@
 /* test_axis_gpu.c — reductions along an axis and over segments on the GPU: every result equal to
- * the CPU's 1-D call of its own values (axis_check.h), for every operation, dtype and mode,
- * along each axis of random 1-D, 2-D and 3-D shapes, over random segments (offsets in device
- * memory); the same row's bits in batches of 1, 7 and 10,000 rows; small batches of rows of a
- * few whole chunks, on forced grids too; inputs one element off
- * 16-byte alignment, rows longer than a chunk at every offset from it, and segments over inputs
- * at every offset from it; errors, and offsets the
- * GPU checks itself; rows streamed from memory (an input larger than L2, whose rows' level 2 is
- * a launch of its own); segments longer than C^2; segments replayed from a CUDA graph; shaped
- * calls captured after coopreduce_reserve_axis and _segments, allocating nothing; columns that
- * fill a wave; more than 2^31 elements in all.
+ * the CPU's 1-D call of its own values (axis_check.h), for every operation, dtype and mode, along
+ * each axis of random 1-D, 2-D and 3-D shapes, over random segments (offsets in device memory); the
+ * same row's bits in batches of 1, 7 and 10,000 rows; small batches of rows of a few whole chunks,
+ * on forced grids too; inputs one element off 16-byte alignment (NORM2's with a value of another
+ * class in a row's first or last lane group), rows longer than a chunk at every offset from it, and
+ * segments over inputs at every offset from it; errors, and offsets the GPU checks itself; rows
+ * streamed from memory (an input larger than L2, whose rows' level 2 is a launch of its own);
+ * segments longer than C^2; segments replayed from a CUDA graph; shaped calls captured after
+ * coopreduce_reserve_axis and _segments, allocating nothing; columns that fill a wave; more than
+ * 2^31 elements in all.
  *
  *   test_axis_gpu           all checks; exits 77 (ctest: skipped) without CUDA or a GPU
  *   test_axis_gpu --quick   smaller cases, no streamed, long-segment, past-L2 segments or
