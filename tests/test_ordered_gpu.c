@@ -12,7 +12,8 @@
  * values with their negatives (cancellation), and NaN / +-inf / +-0 sprinkled in; sizes around
  * the chunk (4096 / 2048), lane and warp boundaries up to 2^24 + 1; inputs 16-byte aligned and
  * one element off (each operand of DOT separately); forced grids; host results; narrowing;
- * repeated calls; n == 0 and n == 1; pointer errors; one n > 2^31 case.
+ * repeated calls; inputs larger than L2 (both read directions); n == 0 and n == 1; pointer
+ * errors; one n > 2^31 case.
  *
  * Seeds are fresh each run (printed); COOPREDUCE_TEST_SEED=S replays a run. */
 #include <stdio.h>
@@ -33,6 +34,7 @@ static void *dx, *dy, *dout;   /* device data (cap + 16 bytes each), device resu
 static size_t cap_bytes;
 static int quick;
 static int sm_count; /* the GPU's multiprocessors (mid_sizes) */
+static uint64_t l2_bytes; /* the GPU's L2 (past_l2) */
 
 /* Every float dtype (float_dtypes, set in main). */
 static coopreduce_dtype floats[COOPREDUCE_DTYPE_COUNT];
@@ -262,6 +264,36 @@ static void mid_sizes(void)
                 char ctx[96];
                 snprintf(ctx, sizeof ctx, "mid size, %s offx=%llu offy=%llu", kind_name[kind],
                          (unsigned long long)ox, (unsigned long long)oy);
+                for (int k = 0; k < 5; k++)
+                    if (in_scope(ops[k], dt)) check_one(ops[k], dt, px, py, hx, hy, n, ctx);
+            }
+        }
+    }
+}
+
+/* Inputs larger than L2, whose streams walk their chunks downward in every other launch
+ * (load.cuh's walk, by the launch tag's parity): every operation and type, aligned and with x
+ * one element off (DOT: y too), each called twice in a row so that both directions run, each
+ * result against the CPU's. */
+static void past_l2(void)
+{
+    if (quick) return; /* (arrays of 50 MB and more: not for the sanitizers) */
+    for (int di = 0; di < nfloats; di++) {
+        const coopreduce_dtype dt = floats[di];
+        const size_t es = coopreduce_dtype_size(dt);
+        /* DOT reads both arrays: past L2 for every operation, x alone too */
+        const uint64_t n = (l2_bytes + 16 * 4096 * (3 + rnd() % 5)) / es + rnd() % 4096;
+        if (!l2_bytes || n * es > cap_bytes) continue;
+        const int kind = (int)(rnd() % K_COUNT);
+        fill(hx, n, dt, kind);
+        fill(hy, n, dt, kind);
+        for (int oi = 0; oi < 2; oi++) {
+            void *px, *py;
+            if (!upload(dt, n, (uint64_t)oi, (uint64_t)oi, &px, &py)) return;
+            for (int rep = 0; rep < 2; rep++) {
+                char ctx[96];
+                snprintf(ctx, sizeof ctx, "past L2, %s offset=%d call %d", kind_name[kind], oi,
+                         rep + 1);
                 for (int k = 0; k < 5; k++)
                     if (in_scope(ops[k], dt)) check_one(ops[k], dt, px, py, hx, hy, n, ctx);
             }
@@ -555,6 +587,7 @@ int main(int argc, char **argv)
     coopreduce_gpu_props props;
     if (gpu_test_open("test_ordered_gpu", &gpu, &props)) return 77;
     sm_count = props.sm_count > 0 ? props.sm_count : 132;
+    l2_bytes = props.l2_bytes;
     if (!CHECK(coopreduce_create_cpu(&cpu, 0) == COOPREDUCE_SUCCESS, "create_cpu"))
         return check_summary("test_ordered_gpu");
     if (quick) printf("test_ordered_gpu: --quick\n");
@@ -573,6 +606,7 @@ int main(int argc, char **argv)
                                             {"sweep", sweep},
                                             {"misaligned at the end", tight_ends},
                                             {"mid sizes", mid_sizes},
+                                            {"past L2", past_l2},
                                             {"grids", grids},
                                             {"repeats, errors", repeats_and_errors},
                                             {"huge", huge}};

@@ -244,7 +244,13 @@ __device__ __forceinline__ void stream_full_chunks(const cg::thread_block_tile<3
     constexpr uint64_t C = Layout<T>::kChunk;
     const int t = warp.thread_rank();
     Batch<T> A, B;
-    load_batch<T, L>(A, P.x + c0 * C, 0, t);
+#if CR_TUNE_STAGE
+    const Walk wk = {c0, c0 + (c1 - c0 - 1) / stride * stride, stride}; /* ascending only */
+#else
+    /* ascending, or, for input larger than L2, descending in every other launch (load.cuh) */
+    const Walk wk = walk(c0, c1, stride, L == Load::kVectorStream ? tag : 0u);
+#endif
+    load_batch<T, L>(A, P.x + wk.first * C, 0, t);
     after_first_loads();
 #if CR_TUNE_STAGE
     /* lane j keeps the partial of the warp's j-th chunk of each 32; the 32 go out in one store */
@@ -252,9 +258,9 @@ __device__ __forceinline__ void stream_full_chunks(const cg::thread_block_tile<3
     uint64_t first = c0;
     int nheld = 0;
 #endif
-    for (uint64_t c = c0; c < c1; c += stride) {
+    for (uint64_t c = wk.first;; c += wk.step) {
         const T *p = P.x + c * C;
-        const T *next = c + stride < c1 ? p + stride * C : nullptr;
+        const T *next = c != wk.last ? P.x + (c + wk.step) * C : nullptr;
         const T v = lane_tree(warp, stream_chunk<T, L>(A, B, p, next, t));
 #if CR_TUNE_STAGE
         if (t == nheld) held = v;
@@ -266,6 +272,7 @@ __device__ __forceinline__ void stream_full_chunks(const cg::thread_block_tile<3
 #else
         if (t == 0) store_partial(P, 1, c, v, tag);
 #endif
+        if (c == wk.last) break;
     }
 #if CR_TUNE_STAGE
     if (t < nheld) store_partial(P, 1, first + (uint64_t)t * stride, held, tag);

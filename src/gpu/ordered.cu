@@ -118,7 +118,10 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
     const uint64_t full = P.levels > 1 ? hi : 0;
     if (kStreamed<In, LF> && c < b1 && c < full) {
         const uint64_t stop = b1 < full ? b1 : full;
-        stream_chunks<In, LF, kStream>(warp, A, c, stop, kWarps, emit, post);
+        /* input larger than L2: descending in every other launch (load.cuh's walk) */
+        const MirrorChunks<In> map = mirror_chunks<In>(c, stop, kWarps, kStream && walk_down(tag));
+        auto emit_at = [&](uint64_t i, const Acc(&v)[1]) { emit(map.chunk(i), v); };
+        stream_chunks<In, LF, kStream>(warp, A, c, stop, kWarps, emit_at, post, map);
         c += (stop - c + kWarps - 1) / kWarps * kWarps; /* first chunk at or past stop */
     } else {
         post();

@@ -766,6 +766,27 @@ template <typename In> struct FlatChunks {
     }
 };
 
+/* The flat array's chunks with the order of c0, c0 + stride, ... last reversed where `down`
+ * (load.cuh's walk): stream_chunks' i-th chunk is chunk at(i), and emit receives the index
+ * chunk(c) of the chunk it has read. */
+template <typename In> struct MirrorChunks {
+    static constexpr bool kAllFull = true;
+    static constexpr bool kRagged = false;
+    uint64_t sum; /* c0 + last where down, else 0 */
+    bool down;
+    __device__ __forceinline__ uint64_t chunk(uint64_t c) const { return down ? sum - c : c; }
+    __device__ __forceinline__ ChunkAt at(uint64_t c) const
+    {
+        return {chunk(c) * Shape<In>::kChunk, (int)Shape<In>::kChunk, true};
+    }
+};
+template <typename In>
+__device__ __forceinline__ MirrorChunks<In> mirror_chunks(uint64_t c0, uint64_t c1,
+                                                          uint64_t stride, bool down)
+{
+    return {down ? c0 + c0 + (c1 - c0 - 1) / stride * stride : 0, down};
+}
+
 /* The warp's chunks c0, c0 + stride, ... below c1 (by default full and aligned; `map` says where
  * each lies); emit(c, v) receives each chunk's values (in every thread). after_first_loads() runs
  * once the first chunk's first loads are issued (tree.cuh's early tickets). With the flat map,
