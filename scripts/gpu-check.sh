@@ -19,6 +19,11 @@
 #             LD_LIBRARY_PATH=DIR (also on every MPI rank); a Python extension is used only if
 #             DIR/python holds one that imports on this machine
 # Environment: BUILD (build directory, default build-gpu), STEP_TIMEOUT (seconds per step),
+#   SAN_TOOLS (the sanitizer tools, default "memcheck racecheck synccheck") and SAN_TESTS (the
+#   programs they run, default those of --tests): the whole pass takes longer than one device
+#   call (racecheck of the ordered, exact and axis tests over 75 s each on an H200), so split it,
+#   e.g. SAN_TOOLS="memcheck synccheck" (all six programs in about 95 s), then SAN_TOOLS=racecheck
+#   SAN_TESTS="ordered exact", and so on,
 #   CMAKE_EXTRA (more configure options, e.g. -DCMAKE_CUDA_ARCHITECTURES=90 to build for the
 #   GPU at hand only, about half the build time), CMAKE_GENERATOR (CMake's own variable: the
 #   build's generator; default Ninja where ninja is installed, else Unix Makefiles, which
@@ -115,7 +120,7 @@ if [ $RUNTESTS = 1 ] && [ -x "$BUILD/tests/test_dist_mpi" ] && command -v mpirun
   step dist-mpi-gpu-7 "${MPIRUN[@]}" -np 7 "$BUILD/tests/test_dist_mpi" --gpu --quick
 fi
 if [ $SANITIZE = 1 ]; then
-  for tool in memcheck racecheck synccheck; do
+  for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
     for t in ${SAN_TESTS:-${TESTS/dist/}}; do
       [ -x "$(gpu_test "$t")" ] &&
         step "san-$t-$tool" compute-sanitizer --tool "$tool" --error-exitcode 9 "$(gpu_test "$t")" --quick
@@ -135,7 +140,7 @@ if [ $SANITIZE = 1 ]; then
     done
     step san-dist_loop-synccheck compute-sanitizer --tool synccheck --error-exitcode 9 "$BUILD/tests/test_dist_loop" --ranks 2
   fi
-  for tool in memcheck racecheck synccheck; do
+  for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
     for e in $EXAMPLES; do
       [ -x "$BUILD/examples/$e" ] &&
         step "san-example_$e-$tool" compute-sanitizer --tool "$tool" --error-exitcode 9 "$BUILD/examples/$e" --quick
