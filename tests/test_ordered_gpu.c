@@ -273,8 +273,9 @@ static void mid_sizes(void)
 
 /* Inputs larger than L2, whose streams walk their chunks downward in every other launch
  * (load.cuh's walk, by the launch tag's parity): every operation and type, aligned and with x
- * one element off (DOT: y too), each called twice in a row so that both directions run, each
- * result against the CPU's. */
+ * one element off (DOT: y too), each result against the CPU's. Each operation is checked twice
+ * in a row: two to four launches of its kernel (check_one's device result, and now and then its
+ * host result) with consecutive tags, so both directions run. */
 static void past_l2(void)
 {
     if (quick) return; /* (arrays of 50 MB and more: not for the sanitizers) */
@@ -290,13 +291,13 @@ static void past_l2(void)
         for (int oi = 0; oi < 2; oi++) {
             void *px, *py;
             if (!upload(dt, n, (uint64_t)oi, (uint64_t)oi, &px, &py)) return;
-            for (int rep = 0; rep < 2; rep++) {
-                char ctx[96];
-                snprintf(ctx, sizeof ctx, "past L2, %s offset=%d call %d", kind_name[kind], oi,
-                         rep + 1);
-                for (int k = 0; k < 5; k++)
-                    if (in_scope(ops[k], dt)) check_one(ops[k], dt, px, py, hx, hy, n, ctx);
-            }
+            for (int k = 0; k < 5; k++)
+                for (int rep = 0; rep < 2 && in_scope(ops[k], dt); rep++) {
+                    char ctx[96];
+                    snprintf(ctx, sizeof ctx, "past L2, %s offset=%d call %d", kind_name[kind], oi,
+                             rep + 1);
+                    check_one(ops[k], dt, px, py, hx, hy, n, ctx);
+                }
         }
     }
 }
