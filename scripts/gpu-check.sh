@@ -23,9 +23,9 @@
 #   programs they run, default those of --tests): the whole pass takes longer than one device
 #   call (racecheck of the ordered, exact and axis tests over 75 s each on an H200), so split it,
 #   e.g. SAN_TOOLS="memcheck synccheck" (all six programs in about 95 s), then SAN_TOOLS=racecheck
-#   SAN_TESTS="ordered exact", and so on,
-#   CMAKE_EXTRA (more configure options, e.g. -DCMAKE_CUDA_ARCHITECTURES=90 to build for the
-#   GPU at hand only, about half the build time), CMAKE_GENERATOR (CMake's own variable: the
+#   SAN_TESTS="ordered exact", and so on; CMAKE_EXTRA (more configure options, e.g.
+#   -DCMAKE_CUDA_ARCHITECTURES=90 to build for the GPU at hand only, about half the build
+#   time), CMAKE_GENERATOR (CMake's own variable: the
 #   build's generator; default Ninja where ninja is installed, else Unix Makefiles, which
 #   scripts/variant.py needs to relink a variant beside the build)
 # Full logs go to gpu-check-out/; the few files worth keeping (summary, bench, golden bits, the

@@ -244,12 +244,9 @@ __device__ __forceinline__ void stream_full_chunks(const cg::thread_block_tile<3
     constexpr uint64_t C = Layout<T>::kChunk;
     const int t = warp.thread_rank();
     Batch<T> A, B;
-#if CR_TUNE_STAGE
-    const Walk wk = {c0, c0 + (c1 - c0 - 1) / stride * stride, stride}; /* ascending only */
-#else
-    /* ascending, or, for input larger than L2, descending in every other launch (load.cuh) */
-    const Walk wk = walk(c0, c1, stride, L == Load::kVectorStream ? tag : 0u);
-#endif
+    /* ascending, or, for input larger than L2, descending in every other launch (load.cuh);
+     * CR_TUNE_STAGE's held partials are indexed ascending only */
+    const Walk wk = walk(c0, c1, stride, !CR_TUNE_STAGE && L == Load::kVectorStream ? tag : 0u);
     load_batch<T, L>(A, P.x + wk.first * C, 0, t);
     after_first_loads();
 #if CR_TUNE_STAGE

@@ -784,7 +784,7 @@ template <typename In>
 __device__ __forceinline__ MirrorChunks<In> mirror_chunks(uint64_t c0, uint64_t c1,
                                                           uint64_t stride, bool down)
 {
-    return {down ? c0 + c0 + (c1 - c0 - 1) / stride * stride : 0, down};
+    return {down ? c0 + walk(c0, c1, stride, 0u).last : 0, down};
 }
 
 /* The warp's chunks c0, c0 + stride, ... below c1 (by default full and aligned; `map` says where

@@ -64,7 +64,7 @@ struct Walk {
 };
 __device__ __forceinline__ Walk walk(uint64_t c0, uint64_t c1, uint64_t stride, unsigned int tag)
 {
-    const uint64_t last = c0 + (c1 - c0 - 1) / stride * stride;
+    const uint64_t last = c0 + (c1 - c0 - 1) / stride * stride; /* the last chunk below c1 */
     if (walk_down(tag)) return {last, c0, 0 - stride};
     return {c0, last, stride};
 }
